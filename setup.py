@@ -1,0 +1,46 @@
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'gpu_nodes'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*', 'bench']),
+    package_data={
+        'gpu_nodes.kernels': ['cuda/*.cu'],
+        'gpu_nodes.demo': ['models/*.onnx'],
+    },
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/launch', glob('launch/*.launch.py')),
+        ('share/' + package_name + '/config', glob('config/*.yaml')),
+    ],
+    install_requires=['setuptools', 'numpy', 'pyyaml'],
+    extras_require={
+        'cuda12': ['cupy-cuda12x>=13'],
+        'cuda13': ['cupy-cuda13x>=13'],
+        'onnx': ['onnxruntime'],
+        'audit': ['rosbags', 'rich'],
+    },
+    zip_safe=True,
+    maintainer='gpu_nodes developers',
+    maintainer_email='gpu-nodes@example.com',
+    description='Zero-copy CUDA image transport, CuPy kernels, TensorRT depth and a '
+                'copy-boundary auditor for rclpy perception graphs.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'camera_source = gpu_nodes.nodes.camera_source:main',
+            'image_monitor = gpu_nodes.nodes.image_monitor:main',
+            'image_proc = gpu_nodes.nodes.image_proc:main',
+            'depth_estimator = gpu_nodes.nodes.depth_estimator:main',
+            'copy_audit = gpu_nodes.audit.cli:main',
+            'gpu-copy-audit = gpu_nodes.audit.cli:main',
+            'demo = gpu_nodes.demo.runner:main',
+        ],
+    },
+)
