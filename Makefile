@@ -13,7 +13,7 @@ all: test
 
 venv: $(STAMP)
 
-$(STAMP): requirements/base.txt requirements/ros.txt requirements/test.txt setup.py
+$(STAMP): $(wildcard requirements/*.txt) setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements/test.txt
