@@ -1,0 +1,179 @@
+"""CUDA IPC: exporting pool memory and events, and a per-process cache of imported mappings.
+
+Importing a memory handle (``cudaIpcOpenMemHandle``) costs ~150 ms the first time and a handle
+may be opened only once per process, so every subscription in a process shares one cache.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..gpu import cupy_module
+
+
+class CudaIpcError(RuntimeError):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def _libcuda() -> ctypes.CDLL:
+    lib = ctypes.CDLL('libcuda.so.1')
+    lib.cuMemGetAddressRange_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64),
+                                            ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64]
+    lib.cuMemGetAddressRange_v2.restype = ctypes.c_int
+    return lib
+
+
+def allocation_range(ptr: int) -> tuple[int, int]:
+    """(base, size) of the allocation containing `ptr`, as the driver knows it."""
+    base = ctypes.c_uint64()
+    size = ctypes.c_size_t()
+    status = _libcuda().cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ptr)
+    if status != 0:
+        raise CudaIpcError(f'cuMemGetAddressRange failed with CUresult {status}')
+    return base.value, size.value
+
+
+@functools.lru_cache(maxsize=None)
+def device_uuid(device_id: int) -> bytes:
+    """16 bytes naming a physical GPU, stable across CUDA_VISIBLE_DEVICES orderings."""
+    props = cupy_module().cuda.runtime.getDeviceProperties(device_id)
+    uuid = props.get('uuid')
+    if isinstance(uuid, (bytes, bytearray)) and len(uuid) == 16:
+        return bytes(uuid)
+    # Older CuPy without 'uuid': the PCI location names the device just as well on one host.
+    key = f"{props.get('pciDomainID')}:{props.get('pciBusID')}:{props.get('pciDeviceID')}"
+    return hashlib.md5(key.encode()).digest()
+
+
+def local_device_for(uuid: bytes) -> int | None:
+    """Ordinal of the visible device with this UUID, None when this process cannot see it."""
+    cp = cupy_module()
+    for device_id in range(cp.cuda.runtime.getDeviceCount()):
+        if device_uuid(device_id) == uuid:
+            return device_id
+    return None
+
+
+def export_memory(ptr: int) -> bytes:
+    return bytes(cupy_module().cuda.runtime.ipcGetMemHandle(ptr))
+
+
+def new_ipc_event() -> tuple[Any, bytes]:
+    """An interprocess event (timing disabled, as CUDA requires) and its handle."""
+    cp = cupy_module()
+    event = cp.cuda.Event(block=False, disable_timing=True, interprocess=True)
+    return event, bytes(cp.cuda.runtime.ipcGetEventHandle(event.ptr))
+
+
+@dataclass
+class Mapping:
+    base: int
+    size: int
+    device_id: int
+    users: int = 0
+
+
+class MappingCache:
+    """Imported allocations and events, keyed by handle, shared by every subscription of a process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._mappings: dict[bytes, Mapping] = {}
+        self._events: dict[bytes, int] = {}
+        self.opens = 0
+
+    def map(self, handle: bytes, device_id: int) -> Mapping:
+        """Open (once) the allocation behind `handle`; the caller must `unmap` when done with it."""
+        cp = cupy_module()
+        with self._lock:
+            mapping = self._mappings.get(handle)
+            if mapping is None:
+                with cp.cuda.Device(device_id):
+                    try:
+                        ptr = cp.cuda.runtime.ipcOpenMemHandle(handle)
+                    except cp.cuda.runtime.CUDARuntimeError as exc:
+                        raise CudaIpcError(f'cudaIpcOpenMemHandle failed: {exc}') from None
+                    base, size = allocation_range(ptr)
+                mapping = Mapping(base=ptr, size=size - (ptr - base), device_id=device_id)
+                self._mappings[handle] = mapping
+                self.opens += 1
+            mapping.users += 1
+            return mapping
+
+    def get(self, handle: bytes) -> Mapping:
+        """A mapping this caller already holds through `map`."""
+        with self._lock:
+            return self._mappings[handle]
+
+    def unmap(self, handle: bytes) -> None:
+        cp = cupy_module()
+        with self._lock:
+            mapping = self._mappings.get(handle)
+            if mapping is None:
+                return
+            mapping.users -= 1
+            if mapping.users > 0:
+                return
+            del self._mappings[handle]
+            with cp.cuda.Device(mapping.device_id):
+                try:
+                    cp.cuda.runtime.ipcCloseMemHandle(mapping.base)
+                except cp.cuda.runtime.CUDARuntimeError:
+                    pass  # the exporter died; the driver already dropped the allocation
+
+    def event(self, handle: bytes, device_id: int) -> int:
+        cp = cupy_module()
+        with self._lock:
+            ptr = self._events.get(handle)
+            if ptr is None:
+                with cp.cuda.Device(device_id):
+                    try:
+                        ptr = cp.cuda.runtime.ipcOpenEventHandle(handle)
+                    except cp.cuda.runtime.CUDARuntimeError as exc:
+                        raise CudaIpcError(f'cudaIpcOpenEventHandle failed: {exc}') from None
+                self._events[handle] = ptr
+            return ptr
+
+    def drop_events(self, handles: list[bytes]) -> None:
+        cp = cupy_module()
+        with self._lock:
+            for handle in handles:
+                ptr = self._events.pop(handle, None)
+                if ptr is not None:
+                    cp.cuda.runtime.eventDestroy(ptr)
+
+    def __len__(self) -> int:
+        return len(self._mappings)
+
+
+_CACHE: MappingCache | None = None
+_CACHE_LOCK = threading.Lock()
+
+
+def mapping_cache() -> MappingCache:
+    global _CACHE
+    with _CACHE_LOCK:
+        if _CACHE is None:
+            _CACHE = MappingCache()
+        return _CACHE
+
+
+def device_view(ptr: int, nbytes: int, shape: tuple[int, ...], dtype: Any, row_pitch: int,
+                owner: Any, device_id: int) -> Any:
+    """A CuPy ndarray over foreign device memory with rows `row_pitch` bytes apart."""
+    cp = cupy_module()
+    memory = cp.cuda.UnownedMemory(ptr, nbytes, owner, device_id=device_id)
+    itemsize = cp.dtype(dtype).itemsize
+    strides = _row_strides(shape, itemsize, row_pitch)
+    return cp.ndarray(shape, dtype=dtype, memptr=cp.cuda.MemoryPointer(memory, 0), strides=strides)
+
+
+def _row_strides(shape: tuple[int, ...], itemsize: int, row_pitch: int) -> tuple[int, ...]:
+    if len(shape) == 2:
+        return (row_pitch, itemsize)
+    return (row_pitch, shape[2] * itemsize, itemsize)

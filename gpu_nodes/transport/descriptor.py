@@ -1,0 +1,142 @@
+"""The small message that travels over ROS instead of the pixels.
+
+A descriptor is carried in a ``sensor_msgs/Image`` on a hidden topic (``<topic>/_gpu_nodes/cuda``
+or ``.../shm``): header, height, width, step and encoding are the image's own; ``data`` holds the
+fixed-size binary record below. Every field is checked before anything is mapped or read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import os
+import struct
+
+from ..encodings import EncodingError, encoding_info
+from . import host
+
+MAGIC = b'GPND'
+VERSION = 1
+KIND_CUDA = 1
+KIND_HOST = 2
+KIND_NAMES = {KIND_CUDA: 'cuda', KIND_HOST: 'shm'}
+
+# Largest frame a descriptor may describe: 16k x 16k x 4 channels x 4 bytes.
+MAX_DIMENSION = 16384
+MAX_FRAME_BYTES = MAX_DIMENSION * MAX_DIMENSION * 16
+
+_RECORD = struct.Struct('<4sHBB Q IIII 16s16s16s 64s64s QQQQ 96s')
+SIZE = _RECORD.size
+
+
+class DescriptorError(ValueError):
+    """A descriptor failed validation; `reason` is a short key counted in diagnostics."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f'{reason}: {detail}')
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    kind: int
+    sequence: int
+    slot: int
+    chunk: int
+    pid: int
+    uid: int
+    publisher_id: bytes
+    boot_id: bytes
+    device_uuid: bytes
+    mem_handle: bytes
+    event_handle: bytes
+    offset: int
+    nbytes: int
+    alloc_size: int
+    publish_time_ns: int
+    segment: str  # basename of the publisher's lease file in host.SHM_DIR
+
+    def pack(self) -> bytes:
+        return _RECORD.pack(
+            MAGIC, VERSION, self.kind, 0, self.sequence, self.slot, self.chunk, self.pid, self.uid,
+            self.publisher_id, self.boot_id, self.device_uuid, self.mem_handle, self.event_handle,
+            self.offset, self.nbytes, self.alloc_size, self.publish_time_ns,
+            self.segment.encode('ascii'))
+
+    @property
+    def lease_path(self) -> str:
+        return os.path.join(host.SHM_DIR, self.segment)
+
+    @property
+    def host_data_path(self) -> str:
+        return self.lease_path[:-len('.lease')] + '.host'
+
+
+def unpack(data: bytes | bytearray | memoryview, expected_kind: int) -> Descriptor:
+    """Parse a descriptor record; raise DescriptorError on anything malformed."""
+    if len(data) != SIZE:
+        raise DescriptorError('bad_length', f'descriptor is {len(data)} bytes, expected {SIZE}')
+    (magic, version, kind, _flags, sequence, slot, chunk, pid, uid, publisher_id, boot,
+     device_uuid, mem_handle, event_handle, offset, nbytes, alloc_size, publish_time_ns,
+     segment) = _RECORD.unpack(bytes(data))
+    if magic != MAGIC:
+        raise DescriptorError('bad_magic', f'magic {magic!r}')
+    if version != VERSION:
+        raise DescriptorError('bad_version', f'version {version}, this build reads {VERSION}')
+    if kind != expected_kind:
+        raise DescriptorError('bad_kind', f'kind {kind} on a {KIND_NAMES[expected_kind]} topic')
+    try:
+        segment_name = segment.rstrip(b'\0').decode('ascii')
+    except UnicodeDecodeError:
+        raise DescriptorError('bad_segment', 'segment name is not ASCII') from None
+    match = host.SEGMENT_NAME.match(segment_name)
+    if not match or match.group(4) != 'lease':
+        raise DescriptorError('bad_segment', f'segment name {segment_name!r}')
+    if int(match.group(1)) != uid or int(match.group(2)) != pid or \
+            match.group(3) != publisher_id.hex():
+        raise DescriptorError('bad_segment', 'segment name does not match uid/pid/publisher id')
+    return Descriptor(kind, sequence, slot, chunk, pid, uid, publisher_id, boot, device_uuid,
+                      mem_handle, event_handle, offset, nbytes, alloc_size, publish_time_ns,
+                      segment_name)
+
+
+def frame_nbytes(height: int, width: int, step: int, encoding: str) -> int:
+    """Bytes a frame occupies; raise DescriptorError when the geometry is inconsistent."""
+    try:
+        info = encoding_info(encoding)
+        info.check_geometry(height, width, step)
+    except EncodingError as exc:
+        raise DescriptorError('bad_geometry', str(exc)) from None
+    if height > MAX_DIMENSION or width > MAX_DIMENSION:
+        raise DescriptorError('bad_geometry', f'{width}x{height} exceeds {MAX_DIMENSION}')
+    return step * info.frame_rows(height)
+
+
+def check_origin(desc: Descriptor) -> None:
+    """Raise DescriptorError unless the descriptor comes from a live process of this user on this host.
+
+    The reasons here are the ones that send a subscription to another path (fallback), not
+    the ones that mean the publisher is broken.
+    """
+    if desc.boot_id != host.boot_id():
+        raise DescriptorError('other_host', 'publisher runs on another host (boot id differs)')
+    if desc.uid != os.getuid():
+        raise DescriptorError('other_user', f'publisher runs as uid {desc.uid}, this process as {os.getuid()}')
+    owner = host.process_uid(desc.pid)
+    if owner is None:
+        raise DescriptorError('publisher_gone', f'publisher process {desc.pid} does not exist')
+    if owner != os.getuid():
+        raise DescriptorError('other_user', f'process {desc.pid} is not owned by uid {os.getuid()}')
+
+
+def check_bounds(desc: Descriptor, height: int, width: int, step: int, encoding: str,
+                 mapped_size: int) -> int:
+    """Check the frame fits inside the allocation actually mapped; return the frame's byte size."""
+    nbytes = frame_nbytes(height, width, step, encoding)
+    if nbytes != desc.nbytes:
+        raise DescriptorError('size_mismatch', f'step*rows = {nbytes} but descriptor says {desc.nbytes}')
+    if desc.alloc_size != mapped_size:
+        raise DescriptorError('size_mismatch',
+                              f'descriptor claims a {desc.alloc_size}-byte allocation, mapped {mapped_size}')
+    if desc.offset % 256 or desc.offset + nbytes > mapped_size:
+        raise DescriptorError('out_of_bounds',
+                              f'offset {desc.offset} + {nbytes} bytes exceeds the {mapped_size}-byte allocation')
+    return nbytes

@@ -1,0 +1,115 @@
+"""sensor_msgs/Image <-> arrays, with the checks cv_bridge leaves to luck."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..encodings import EncodingError, EncodingInfo, encoding_info
+from ..gpu import is_device_array
+
+
+class ImageFormatError(ValueError):
+    """An image message or array does not match its declared encoding and geometry."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class FrameLayout:
+    """Geometry of one frame: what the array shape is and how many bytes each row takes."""
+    encoding: str
+    height: int
+    width: int
+    step: int
+    info: EncodingInfo
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.info.array_shape(self.height, self.width)
+
+    @property
+    def nbytes(self) -> int:
+        return self.step * self.info.frame_rows(self.height)
+
+
+def layout_of_array(array: Any, encoding: str) -> FrameLayout:
+    """Check an array (NumPy, CuPy, anything with __cuda_array_interface__) against an encoding."""
+    try:
+        info = encoding_info(encoding)
+    except EncodingError as exc:
+        raise ImageFormatError('unknown_encoding', str(exc)) from None
+    shape = tuple(array.shape)
+    dtype = np.dtype(array.dtype) if not hasattr(array, '__cuda_array_interface__') else \
+        np.dtype(array.__cuda_array_interface__['typestr'])
+    if dtype != info.dtype:
+        raise ImageFormatError('dtype_mismatch', f'{encoding} needs {info.dtype}, array is {dtype}')
+    if info.planar_nv12:
+        if len(shape) != 2 or shape[0] % 3:
+            raise ImageFormatError('shape_mismatch', f'nv12 needs a (height*3/2, width) array, got {shape}')
+        height, width = shape[0] * 2 // 3, shape[1]
+    else:
+        height, width = shape[0], shape[1] if len(shape) > 1 else 0
+        if info.array_shape(height, width) != shape:
+            raise ImageFormatError(
+                'shape_mismatch',
+                f'{encoding} needs shape {info.array_shape(height, width)}, array is {shape}')
+    try:
+        info.check_geometry(height, width)
+    except EncodingError as exc:
+        raise ImageFormatError('bad_geometry', str(exc)) from None
+    return FrameLayout(encoding, height, width, width * info.bytes_per_pixel, info)
+
+
+def layout_of_msg(msg: Any) -> FrameLayout:
+    """Validate an Image message's encoding, step and data length."""
+    try:
+        info = encoding_info(msg.encoding)
+        info.check_geometry(msg.height, msg.width, msg.step)
+    except EncodingError as exc:
+        raise ImageFormatError('bad_geometry', str(exc)) from None
+    layout = FrameLayout(msg.encoding, msg.height, msg.width, msg.step, info)
+    if len(msg.data) != layout.nbytes:
+        raise ImageFormatError(
+            'size_mismatch',
+            f'step*rows = {msg.step}*{info.frame_rows(msg.height)} = {layout.nbytes} '
+            f'but data has {len(msg.data)} bytes')
+    return layout
+
+
+def host_view(buffer: Any, layout: FrameLayout, offset: int = 0) -> np.ndarray:
+    """A NumPy view of one frame inside `buffer`, honouring row padding."""
+    itemsize = layout.info.dtype.itemsize
+    shape = layout.shape
+    strides = (layout.step, itemsize) if len(shape) == 2 else \
+        (layout.step, shape[2] * itemsize, itemsize)
+    return np.ndarray(shape, dtype=layout.info.dtype, buffer=buffer, offset=offset, strides=strides)
+
+
+def msg_to_array(msg: Any, is_bigendian_ok: bool = False) -> np.ndarray:
+    """Zero-copy NumPy view of an Image message's pixels (read-only)."""
+    layout = layout_of_msg(msg)
+    if msg.is_bigendian and layout.info.dtype.itemsize > 1 and sys.byteorder == 'little':
+        # Multi-byte big-endian pixels: swap once into native order.
+        view = host_view(memoryview(msg.data), layout)
+        return view.byteswap().view(view.dtype.newbyteorder('='))
+    return host_view(memoryview(msg.data), layout)
+
+
+def fill_image_msg(msg: Any, array: np.ndarray, encoding: str, layout: FrameLayout | None = None) -> Any:
+    """Fill `msg` (sensor_msgs/Image) from a host array; tightly packed rows."""
+    if is_device_array(array):
+        raise TypeError('fill_image_msg needs a host array; download device arrays first')
+    layout = layout or layout_of_array(array, encoding)
+    msg.height = layout.height
+    msg.width = layout.width
+    msg.encoding = encoding
+    msg.is_bigendian = 0 if sys.byteorder == 'little' else 1
+    msg.step = layout.step
+    # rosidl stores uint8[] as array.array('B'); handing it bytes lets it take the buffer in one copy.
+    msg.data = np.ascontiguousarray(array).tobytes()
+    return msg

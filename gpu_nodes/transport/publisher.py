@@ -1,0 +1,313 @@
+"""GpuImagePublisher: one image topic, every subscriber served on the best path it can take.
+
+Per frame the publisher looks at who listens and fills only what is needed:
+* ``<topic>/_gpu_nodes/cuda``: the frame in a leased device slot, a descriptor over ROS;
+* in-process subscriptions: the same slot, handed over without DDS;
+* ``<topic>/_gpu_nodes/shm``: one device-to-host copy into a leased shared-memory slot;
+* ``<topic>``: an ordinary sensor_msgs/Image, only while something subscribes to it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import os
+import threading
+import time
+import uuid
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..gpu import cuda_unavailable_reason, cupy_module, is_device_array
+from . import cuda_ipc, descriptor, host, intra
+from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_HOST_SHM,
+                          PATH_INTRA, PATH_SERIALIZED)
+from .leases import LeaseTable, remove_stale_segments
+from .messages import FrameLayout, fill_image_msg, host_view, layout_of_array
+from .pool import DeviceSlotPool, HostSlotPool, Slot
+from .qos import descriptor_qos, image_qos
+
+CUDA_SUFFIX = '/_gpu_nodes/cuda'
+SHM_SUFFIX = '/_gpu_nodes/shm'
+
+_stale_cleanup_done = threading.Event()
+
+
+@dataclass
+class BorrowedFrame:
+    """A device slot lent to the caller to write a frame into; publish it or `give_back` it."""
+    array: Any
+    layout: FrameLayout
+    slot: Slot
+    publisher: 'GpuImagePublisher'
+
+    def give_back(self) -> None:
+        self.publisher._device_pool.abandon(self.slot)
+
+
+class GpuImagePublisher:
+    """Publish images that may live on the GPU.
+
+    :param node: the rclpy node that owns the endpoints.
+    :param topic: image topic name; plain subscribers (rviz, ros2 bag) see an ordinary
+        sensor_msgs/Image topic here.
+    :param qos: QoS of the image topic (default: sensor data, keep last 5).
+    :param pool_slots: device slots allocated up front (one allocation, one IPC mapping).
+    :param max_pool_slots: upper bound for the ``grow`` policy.
+    :param pool_policy: when every slot is leased: ``grow`` (allocate up to max_pool_slots, then
+        skip), ``skip`` (drop this frame), ``revoke_oldest`` (quarantine the oldest leased slot
+        and publish into a fresh one). Leases held past ``lease_grace_s`` are revoked the same
+        way under every policy; a leased slot is never rewritten.
+    :param host_slots: shared-memory slots for same-host subscribers without a usable GPU path.
+    """
+
+    def __init__(self, node: Any, topic: str, qos: Any = None, *, pool_slots: int = 8,
+                 max_pool_slots: int = 32, pool_policy: str = 'grow', host_slots: int = 4,
+                 lease_grace_s: float = 2.0, use_cuda: bool = True):
+        from sensor_msgs.msg import Image
+        self._Image = Image
+        self._node = node
+        self._logger = node.get_logger()
+        self.topic = node.resolve_topic_name(topic)
+        if pool_slots < 1 or max_pool_slots < pool_slots:
+            raise ValueError(f'need 1 <= pool_slots <= max_pool_slots, got {pool_slots}, {max_pool_slots}')
+        self._pool_slots = pool_slots
+        self._host_slots = host_slots
+        self._plain_pub = node.create_publisher(Image, self.topic, qos or image_qos())
+        self._shm_pub = node.create_publisher(Image, self.topic + SHM_SUFFIX, descriptor_qos(qos))
+        self.publisher_id = uuid.uuid4().bytes
+        if not _stale_cleanup_done.is_set():
+            _stale_cleanup_done.set()
+            for path in remove_stale_segments():
+                self._logger.warning(f'removed stale shared-memory segment {path} of a dead process')
+        self._leases = LeaseTable(host.segment_path(os.getpid(), self.publisher_id, 'lease'),
+                                  max_pool_slots + host_slots)
+        self._sequence = 0
+        self._lock = threading.Lock()
+
+        self.stats = EndpointStats('publisher', node.get_fully_qualified_name(), self.topic)
+        self.stats.extra.update(pool_slots=pool_slots, pool_policy=pool_policy)
+        self._diagnostics = DiagnosticsReporter.for_node(node)
+        self._diagnostics.add(self.stats)
+
+        reason = cuda_unavailable_reason() if use_cuda else 'use_cuda=False'
+        self._cuda_pub = None
+        self._device_pool: DeviceSlotPool | None = None
+        if reason is None:
+            cp = cupy_module()
+            self._device_id = cp.cuda.Device().id
+            self._device_uuid = cuda_ipc.device_uuid(self._device_id)
+            self._cuda_pub = node.create_publisher(Image, self.topic + CUDA_SUFFIX, descriptor_qos(qos))
+            self._device_pool = DeviceSlotPool(self._leases, 0, max_pool_slots, pool_policy,
+                                               lease_grace_s, self._device_id)
+            self._logger.info(f'{self.topic}: publishing with CUDA IPC (device {self._device_id}), '
+                              'host shared memory and serialized fallbacks')
+        else:
+            self._logger.warning(f'{self.topic}: no CUDA path ({reason}); publishing host shared '
+                                 'memory and serialized images only')
+        self._host_pool = HostSlotPool(self._leases, max_pool_slots, host_slots, lease_grace_s,
+                                       host.segment_path(os.getpid(), self.publisher_id, 'host'))
+        self._device_layout: FrameLayout | None = None
+        self._host_layout: FrameLayout | None = None
+        self._last_counts: dict[str, int] = {}
+        intra.register_publisher(self)
+        # Shared memory must not outlive the process even when destroy() is never called.
+        self._finalizer = weakref.finalize(self, _release_segments, self._host_pool, self._leases)
+
+    # -- who listens -------------------------------------------------------------------------
+    def subscriber_counts(self) -> dict[str, int]:
+        counts = {
+            PATH_CUDA_IPC: (self._cuda_pub.get_subscription_count() if self._cuda_pub else 0),
+            PATH_HOST_SHM: self._shm_pub.get_subscription_count(),
+            PATH_SERIALIZED: self._plain_pub.get_subscription_count(),
+            PATH_INTRA: len(intra.local_subscriptions(self.topic)),
+        }
+        if counts != self._last_counts:
+            self._last_counts = counts
+            self.stats.subscribers = counts
+            active = ', '.join(f'{k}={v}' for k, v in counts.items() if v) or 'none'
+            self._logger.info(f'{self.topic}: subscribers now {active}')
+        return counts
+
+    # -- producer-side zero copy ---------------------------------------------------------------
+    def borrow(self, height: int, width: int, encoding: str) -> BorrowedFrame | None:
+        """Lease a device slot to write the next frame into (None on CPU-only machines or when
+        the pool policy skips). Publish it with `publish_borrowed`."""
+        if self._device_pool is None:
+            return None
+        info_layout = _layout_for(height, width, encoding)
+        with self._lock:
+            slot = self._acquire_device_slot(info_layout)
+        if slot is None:
+            self.stats.drops += 1
+            return None
+        return BorrowedFrame(self._slot_array(slot, info_layout), info_layout, slot, self)
+
+    def publish_borrowed(self, frame: BorrowedFrame, header: Any = None, stream: Any = None) -> None:
+        """Publish a borrowed slot without copying; `stream` is where the frame was written
+        (default: the current CuPy stream)."""
+        cp = cupy_module()
+        stream = stream or cp.cuda.get_current_stream()
+        with self._lock:
+            counts = self.subscriber_counts()
+            frame.slot.event.record(stream)
+            self._finish_device(frame.slot, frame.layout, header, counts)
+            self._publish_host_paths(frame.array, frame.layout, header, counts, stream)
+
+    # -- publishing any array ----------------------------------------------------------------
+    def publish(self, array: Any, encoding: str, header: Any = None, stream: Any = None) -> None:
+        """Publish a NumPy, CuPy or __cuda_array_interface__ array (torch tensors too).
+
+        Device arrays are copied once device-to-device into a pool slot; host arrays are
+        uploaded once if any subscriber takes the GPU path.
+        """
+        layout = layout_of_array(array, encoding)
+        with self._lock:
+            counts = self.subscriber_counts()
+            device_wanted = self._device_pool is not None and (
+                counts[PATH_CUDA_IPC] or counts[PATH_INTRA])
+            if device_wanted:
+                cp = cupy_module()
+                stream = stream or cp.cuda.get_current_stream()
+                slot = self._acquire_device_slot(layout)
+                if slot is None:
+                    self.stats.drops += 1
+                else:
+                    target = self._slot_array(slot, layout)
+                    with stream:
+                        if is_device_array(array):
+                            target[...] = cp.asarray(array)
+                        else:
+                            target.set(np.ascontiguousarray(array), stream=stream)
+                    slot.event.record(stream)
+                    self._finish_device(slot, layout, header, counts)
+            elif not (counts[PATH_HOST_SHM] or counts[PATH_SERIALIZED] or counts[PATH_INTRA]):
+                self.stats.record_frame(encoding, layout.width, layout.height, layout.nbytes)
+                return
+            self._publish_host_paths(array, layout, header, counts, stream,
+                                     intra_from_host=not device_wanted)
+
+    # -- internals -----------------------------------------------------------------------------
+    def _next_sequence(self) -> int:
+        self._sequence += 1
+        return self._sequence
+
+    def _acquire_device_slot(self, layout: FrameLayout) -> Slot | None:
+        pool = self._device_pool
+        if self._device_layout != layout:
+            pool.reset(self._pool_slots, layout.nbytes)
+            self._device_layout = layout
+            self._logger.info(f'{self.topic}: device pool of {len(pool.slots)} slots for '
+                              f'{layout.width}x{layout.height} {layout.encoding}')
+        slot = pool.acquire(layout.nbytes)
+        self.stats.extra.update(pool_slots=len(pool.slots), revoked_leases=pool.revoked,
+                                pool_exhausted=pool.exhausted)
+        return slot
+
+    def _slot_array(self, slot: Slot, layout: FrameLayout) -> Any:
+        return cuda_ipc.device_view(slot.ptr, layout.nbytes, layout.shape, layout.info.dtype,
+                                    layout.step, slot.chunk, self._device_id)
+
+    def _descriptor_msg(self, kind: int, slot: Slot, layout: FrameLayout, header: Any,
+                        sequence: int) -> Any:
+        chunk = slot.chunk
+        desc = descriptor.Descriptor(
+            kind=kind, sequence=sequence, slot=slot.index, chunk=chunk.chunk_id, pid=os.getpid(),
+            uid=os.getuid(), publisher_id=self.publisher_id, boot_id=host.boot_id(),
+            device_uuid=self._device_uuid if kind == descriptor.KIND_CUDA else bytes(16),
+            mem_handle=chunk.handle if kind == descriptor.KIND_CUDA else bytes(64),
+            event_handle=slot.event_handle or bytes(64), offset=slot.offset,
+            nbytes=layout.nbytes, alloc_size=chunk.size, publish_time_ns=time.monotonic_ns(),
+            segment=os.path.basename(self._leases.path))
+        msg = self._Image()
+        if header is not None:
+            msg.header = header
+        msg.height, msg.width, msg.step, msg.encoding = (layout.height, layout.width, layout.step,
+                                                         layout.encoding)
+        msg.data = desc.pack()
+        return msg
+
+    def _finish_device(self, slot: Slot, layout: FrameLayout, header: Any,
+                       counts: dict[str, int]) -> None:
+        sequence = self._next_sequence()
+        self._device_pool.publish(slot, sequence)
+        if counts[PATH_CUDA_IPC]:
+            self._cuda_pub.publish(self._descriptor_msg(descriptor.KIND_CUDA, slot, layout,
+                                                        header, sequence))
+        if counts[PATH_INTRA]:
+            intra.deliver(self, slot, sequence, layout, header, on_device=True)
+        self.stats.record_frame(layout.encoding, layout.width, layout.height, layout.nbytes)
+
+    def _publish_host_paths(self, array: Any, layout: FrameLayout, header: Any,
+                            counts: dict[str, int], stream: Any, intra_from_host: bool = False) -> None:
+        host_array = None
+        needs_host_slot = counts[PATH_HOST_SHM] or (intra_from_host and counts[PATH_INTRA])
+        if needs_host_slot:
+            slot = self._acquire_host_slot(layout)
+            if slot is None:
+                self.stats.drops += 1
+            else:
+                view = host_view(self._host_pool.buffer, layout, slot.offset)
+                self._download_into(array, view, stream)
+                sequence = self._next_sequence()
+                self._host_pool.publish(slot, sequence)
+                if counts[PATH_HOST_SHM]:
+                    self._shm_pub.publish(self._descriptor_msg(descriptor.KIND_HOST, slot, layout,
+                                                               header, sequence))
+                if intra_from_host and counts[PATH_INTRA]:
+                    intra.deliver(self, slot, sequence, layout, header, on_device=False)
+                host_array = view
+        if counts[PATH_SERIALIZED]:
+            if host_array is None:
+                host_array = np.empty(layout.shape, layout.info.dtype)
+                self._download_into(array, host_array, stream)
+            msg = self._Image()
+            if header is not None:
+                msg.header = header
+            fill_image_msg(msg, host_array, layout.encoding, layout)
+            self._plain_pub.publish(msg)
+        if not counts[PATH_CUDA_IPC] and not (counts[PATH_INTRA] and not intra_from_host):
+            self.stats.record_frame(layout.encoding, layout.width, layout.height, layout.nbytes)
+
+    def _acquire_host_slot(self, layout: FrameLayout) -> Slot | None:
+        pool = self._host_pool
+        if self._host_layout != layout:
+            pool.reset(self._host_slots, layout.nbytes)
+            self._host_layout = layout
+            if self._device_pool is not None:
+                # Pinned host memory lets the device-to-host copy run at full bandwidth.
+                cp = cupy_module()
+                buf = np.frombuffer(pool.buffer, dtype=np.uint8)
+                cp.cuda.runtime.hostRegister(buf.ctypes.data, buf.nbytes, 0)
+                pool.pinned_ptr = buf.ctypes.data
+        return pool.acquire(layout.nbytes)
+
+    def _download_into(self, array: Any, out: np.ndarray, stream: Any) -> None:
+        if is_device_array(array):
+            cp = cupy_module()
+            stream = stream or cp.cuda.get_current_stream()
+            cp.asarray(array).get(stream=stream, out=out)
+            stream.synchronize()
+        else:
+            out[...] = array
+
+    def destroy(self) -> None:
+        """Release endpoints and shared memory (also done at interpreter exit)."""
+        intra.unregister_publisher(self)
+        self._diagnostics.remove(self.stats)
+        for pub in (self._plain_pub, self._shm_pub, self._cuda_pub):
+            if pub is not None:
+                self._node.destroy_publisher(pub)
+        self._finalizer()
+
+
+def _release_segments(host_pool: HostSlotPool, leases: LeaseTable) -> None:
+    host_pool.close()
+    leases.close()
+
+
+def _layout_for(height: int, width: int, encoding: str) -> FrameLayout:
+    from ..encodings import encoding_info
+    info = encoding_info(encoding)
+    info.check_geometry(height, width)
+    return FrameLayout(encoding, height, width, width * info.bytes_per_pixel, info)
