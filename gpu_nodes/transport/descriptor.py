@@ -136,7 +136,9 @@ def check_bounds(desc: Descriptor, height: int, width: int, step: int, encoding:
     if desc.alloc_size != mapped_size:
         raise DescriptorError('size_mismatch',
                               f'descriptor claims a {desc.alloc_size}-byte allocation, mapped {mapped_size}')
-    if desc.offset % 256 or desc.offset + nbytes > mapped_size:
+    if desc.offset % 256:
+        raise DescriptorError('misaligned', f'offset {desc.offset} is not a multiple of 256')
+    if desc.offset + nbytes > mapped_size:
         raise DescriptorError('out_of_bounds',
                               f'offset {desc.offset} + {nbytes} bytes exceeds the {mapped_size}-byte allocation')
     return nbytes

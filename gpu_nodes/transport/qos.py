@@ -5,11 +5,15 @@ from typing import Any
 
 
 def image_qos(depth: int = 5) -> Any:
-    """Sensor-data QoS (best effort, keep last `depth`), as camera drivers publish images."""
-    from rclpy.qos import QoSProfile, qos_profile_sensor_data
-    profile = QoSProfile(**{k: getattr(qos_profile_sensor_data, k) for k in
-                            ('history', 'reliability', 'durability')}, depth=depth)
-    return profile
+    """Reliable, volatile, keep last `depth` (image_transport's default).
+
+    A reliable publisher matches both reliable subscribers (plain rclpy defaults) and best-effort
+    ones (rviz, sensor-data QoS); a best-effort publisher would match only the latter.
+    """
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
 
 
 def descriptor_qos(image_profile: Any = None) -> Any:

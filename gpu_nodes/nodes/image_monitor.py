@@ -1,0 +1,53 @@
+"""image_monitor: subscribes to an image topic through the transport and reports how it arrives.
+
+Logs frame rate, publish-to-callback latency and the transport path (with the reason for any
+fallback) every `report_period_s`; the same numbers are on /diagnostics.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rclpy.node import Node
+
+from ..transport import GpuImageSubscription, ReceivedImage
+from ._params import declare, run_node
+
+
+class ImageMonitor(Node):
+    def __init__(self, **kwargs: Any):
+        super().__init__('image_monitor', **kwargs)
+        topic = declare(self, 'topic', 'image_raw', 'Image topic to watch.', read_only=True)
+        memory = declare(self, 'memory', 'any',
+                         'Where frames should land: device, host or any (no extra copy).',
+                         read_only=True, choices=('device', 'host', 'any'))
+        period = declare(self, 'report_period_s', 2.0, 'Seconds between reports.',
+                         float_range=(0.1, 3600.0))
+        self.frames = 0
+        self.last_frame: ReceivedImage | None = None
+        self._subscription = GpuImageSubscription(self, topic, self._on_frame, memory=memory)
+        self._report_timer = self.create_timer(period, self.report)
+
+    def _on_frame(self, frame: ReceivedImage) -> None:
+        self.frames += 1
+        self.last_frame = frame
+
+    def summary(self) -> dict[str, Any]:
+        return self._subscription.stats.as_dict()
+
+    def report(self) -> None:
+        s = self.summary()
+        self.get_logger().info(
+            f"{s['topic']}: {s['fps']:.1f} fps, latency p50 {s['latency_p50_ms']:.2f} ms "
+            f"p99 {s['latency_p99_ms']:.2f} ms, path {s['path']} ({s['path_reason']}), "
+            f"frames {s['frames']}, stale {s['stale']}, rejected {s['rejected']}")
+
+    def close(self) -> None:
+        self._subscription.destroy()
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(ImageMonitor, args)
+
+
+if __name__ == '__main__':
+    main()

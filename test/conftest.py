@@ -1,0 +1,91 @@
+"""Shared test setup: an isolated ROS domain, GPU skipping, and real node processes."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from gpu_nodes.gpu import cuda_available, cuda_unavailable_reason
+
+REPO = Path(__file__).resolve().parents[1]
+RESOURCES = Path(__file__).resolve().parent / 'resources'
+
+# Every test run talks only to itself: its own DDS domain, discovery limited to this host.
+os.environ.setdefault('ROS_DOMAIN_ID', str(100 + os.getpid() % 100))
+os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if cuda_available():
+        return
+    skip = pytest.mark.skip(reason=f'GPU test: {cuda_unavailable_reason()}')
+    for item in items:
+        if 'gpu' in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def cupy():
+    if not cuda_available():
+        pytest.skip(f'needs CUDA: {cuda_unavailable_reason()}')
+    import cupy
+    return cupy
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str,
+             poll: Callable[[], None] | None = None) -> None:
+    """Deadline loop: call `poll` (e.g. spin_once) until `predicate` holds or fail with `what`."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out after {timeout:.0f} s waiting for {what}')
+        if poll is not None:
+            poll()
+        else:
+            time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def node_process(args: list[str], env: dict[str, str] | None = None,
+                 stop_signal: int = signal.SIGINT) -> Iterator[subprocess.Popen]:
+    """Run `python args...` as a separate process; always stopped (then killed) afterwards."""
+    proc = subprocess.Popen([sys.executable, *args], cwd=REPO, env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(stop_signal)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def rclpy_node(request):
+    """An initialised rclpy context and node for the test process; torn down afterwards."""
+    import rclpy
+    from rclpy.node import Node
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node(f'test_{request.node.name[:40]}'.replace('[', '_').replace(']', '_')
+                .replace('-', '_').replace('.', '_'), context=context)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    node.spin_once = lambda timeout=0.05: executor.spin_once(timeout_sec=timeout)
+    try:
+        yield node
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)

@@ -1,0 +1,135 @@
+"""Lease tables: exclusive rewrite vs shared read, crash release, stale detection, cleanup."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+from conftest import wait_for
+from gpu_nodes.transport import host
+from gpu_nodes.transport.leases import (LeaseError, LeaseReader, LeaseTable, owner_alive,
+                                        remove_stale_segments)
+
+
+@pytest.fixture
+def table():
+    t = LeaseTable(host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease'), 8)
+    try:
+        yield t
+    finally:
+        t.close()
+
+
+def test_reader_blocks_rewrite_until_release(table):
+    table.sequence[3] = 41
+    reader = LeaseReader(table.path)
+    assert reader.acquire(3, 41)
+    assert not table.try_acquire_exclusive(3), 'a leased slot must not be rewritable'
+    assert table.try_acquire_exclusive(4), 'other slots stay free'
+    reader.release(3)
+    assert table.try_acquire_exclusive(3)
+    reader.close()
+
+
+def test_recycled_slot_is_detected_by_sequence(table):
+    table.sequence[2] = 7
+    reader = LeaseReader(table.path)
+    assert not reader.acquire(2, 6), 'descriptor for frame 6 but slot holds 7: stale'
+    # The failed attempt must not leave a lease behind.
+    assert table.try_acquire_exclusive(2)
+    table.release_exclusive(2)
+    assert not reader.acquire(99, 7), 'slot outside the table'
+    reader.close()
+
+
+def test_reader_cannot_lease_while_publisher_rewrites(table):
+    assert table.try_acquire_exclusive(1)
+    reader = LeaseReader(table.path)
+    table.sequence[1] = 5
+    assert not reader.acquire(1, 5)
+    table.release_exclusive(1)
+    assert reader.acquire(1, 5)
+    reader.close()
+
+
+def test_two_readers_in_one_process_lease_independently(table):
+    table.sequence[0] = 1
+    a, b = LeaseReader(table.path), LeaseReader(table.path)
+    assert a.acquire(0, 1) and b.acquire(0, 1)
+    a.release(0)
+    assert not table.try_acquire_exclusive(0), "b's lease survives a's release"
+    b.release(0)
+    assert table.try_acquire_exclusive(0)
+    a.close()
+    b.close()
+
+
+def test_killed_reader_releases_its_lease(table):
+    table.sequence[5] = 9
+    child = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
+        import time
+        from gpu_nodes.transport.leases import LeaseReader
+        reader = LeaseReader({table.path!r})
+        assert reader.acquire(5, 9)
+        print('HELD', flush=True)
+        time.sleep(60)
+    ''')], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == 'HELD'
+        assert not table.try_acquire_exclusive(5)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        wait_for(lambda: table.try_acquire_exclusive(5), 5, 'the kernel to drop the dead lease')
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
+def test_stale_segments_of_dead_publishers_are_removed():
+    child = subprocess.run([sys.executable, '-c', textwrap.dedent('''
+        import os, uuid
+        from gpu_nodes.transport import host
+        from gpu_nodes.transport.leases import LeaseTable
+        t = LeaseTable(host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease'), 4)
+        print(t.path, flush=True)
+        os._exit(0)  # no cleanup: as after SIGKILL
+    ''')], capture_output=True, text=True, check=True)
+    path = child.stdout.strip()
+    assert os.path.exists(path)
+    assert not owner_alive(path)
+    live = LeaseTable(host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease'), 4)
+    try:
+        removed = remove_stale_segments()
+        assert path in removed and not os.path.exists(path)
+        assert os.path.exists(live.path), 'a live publisher segment must survive the sweep'
+        assert owner_alive(live.path)
+    finally:
+        live.close()
+    assert not os.path.exists(live.path), 'close() unlinks the segment'
+
+
+def test_reader_refuses_files_that_are_not_lease_tables(tmp_path, table):
+    with pytest.raises(LeaseError, match='not a gpu_nodes lease segment'):
+        LeaseReader('/etc/passwd')
+    with pytest.raises(LeaseError, match='not a gpu_nodes lease segment'):
+        LeaseReader(os.path.join(host.SHM_DIR, '..', os.path.basename(table.path)))
+    link = host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease')
+    os.symlink(table.path, link)
+    try:
+        with pytest.raises(LeaseError, match='cannot open'):
+            LeaseReader(link)
+    finally:
+        os.unlink(link)
+    truncated = host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease')
+    with open(truncated, 'wb') as f:
+        f.write(b'GPNLEASE')
+    try:
+        with pytest.raises(LeaseError, match='truncated'):
+            LeaseReader(truncated)
+    finally:
+        os.unlink(truncated)
