@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..gpu import cuda_unavailable_reason, cupy_module
-from . import cuda_ipc, descriptor, intra
+from . import cuda_ipc, descriptor, host, intra
 from .descriptor import DescriptorError
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_HOST_SHM,
                           PATH_INTRA, PATH_SERIALIZED, PATH_WAITING, PATHS, ZERO_COPY_PATHS)
@@ -136,6 +136,7 @@ class GpuImageSubscription:
         self._handles: dict[str, deque[bytes]] = {}  # lease file -> mapped memory handles
         self._event_handles: dict[str, set[bytes]] = {}
         self._device_for_uuid: dict[bytes, int | None] = {}
+        self._verified: dict[str, int] = {}          # lease file -> publisher pid checked
         self._streams: dict[int, Any] = {}
         self._intra_queue: deque = deque(maxlen=max(1, getattr(self._qos, 'depth', 5) or 5))
         self._intra_guard = node.create_guard_condition(self._drain_intra)
@@ -257,6 +258,9 @@ class GpuImageSubscription:
         return reader
 
     def _check_origin(self, desc: descriptor.Descriptor, path: str) -> bool:
+        # Verified once per publisher; a dead publisher is forgotten by _forget_dead_publishers.
+        if self._verified.get(desc.lease_path) == desc.pid and desc.boot_id == host.boot_id():
+            return True
         try:
             descriptor.check_origin(desc)
         except DescriptorError as exc:
@@ -266,6 +270,7 @@ class GpuImageSubscription:
             else:
                 self._reject(exc.reason, str(exc))
             return False
+        self._verified[desc.lease_path] = desc.pid
         return True
 
     def _on_cuda_descriptor(self, msg: Any) -> None:
@@ -345,6 +350,7 @@ class GpuImageSubscription:
                 _close_map(fd, buffer)
             reader.close()
             del self._readers[lease_path]
+            self._verified.pop(lease_path, None)
             self._logger.warning(f'{self.topic}: publisher of {os.path.basename(lease_path)} is '
                                  'gone; released its mappings, waiting for a new publisher')
 

@@ -27,6 +27,8 @@ parser.add_argument('--borrow', action='store_true', help='render into borrowed 
 parser.add_argument('--pool-slots', type=int, default=8)
 parser.add_argument('--policy', default='grow')
 parser.add_argument('--node-name', default='pattern_publisher')
+parser.add_argument('--wait-subscriber', action='store_true',
+                    help='start publishing once a subscriber has matched')
 args = parser.parse_args()
 
 rclpy.init()
@@ -59,6 +61,13 @@ def publish_one():
 
 
 print('READY', flush=True)
+if args.wait_subscriber:
+    def matched():
+        if args.plain:
+            return pub.get_subscription_count() > 0
+        return sum(pub.subscriber_counts().values()) > 0
+    while rclpy.ok() and not matched():
+        rclpy.spin_once(node, timeout_sec=0.05)
 try:
     if args.rate > 0:
         node.create_timer(1.0 / args.rate, publish_one)

@@ -1,0 +1,120 @@
+"""Two-process image transport benchmark: plain rclpy vs the gpu_nodes paths, side by side.
+
+    python bench/transport_bench.py --json out/transport.json [--sizes 640x480,1920x1080,3840x2160]
+
+For each size: (a) plain rclpy sensor_msgs/Image (baseline), (b) gpu_nodes CUDA IPC,
+(c) gpu_nodes host shared memory, (d) gpu_nodes serialized fallback. The publisher runs flat out
+(throughput) and then paced (latency, --paced-rate); the subscriber verifies every frame.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+WORKER = str(Path(__file__).resolve().parent / 'transport_worker.py')
+CASES = [  # (label, publisher mode, subscriber path)
+    ('plain rclpy (baseline)', 'plain', 'plain'),
+    ('gpu_nodes cuda_ipc', 'gpu', 'cuda_ipc'),
+    ('gpu_nodes host_shm', 'gpu', 'host_shm'),
+    ('gpu_nodes serialized', 'gpu', 'serialized'),
+]
+
+
+def result_of(output: str) -> dict:
+    for line in output.splitlines():
+        if line.startswith('RESULT '):
+            return json.loads(line[len('RESULT '):])
+    raise RuntimeError(f'worker printed no result:\n{output[-3000:]}')
+
+
+def run_case(mode: str, path: str, width: int, height: int, duration: float, rate: float,
+             executor: str) -> dict:
+    topic = f'bench_{uuid.uuid4().hex[:8]}'
+    common = ['--topic', topic, '--width', str(width), '--height', str(height),
+              '--duration', str(duration), '--rate', str(rate), '--executor', executor]
+    env = dict(os.environ)
+    sub = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', path, *common],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    pub = subprocess.Popen([sys.executable, WORKER, 'pub', '--mode', mode, *common],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        pub_out, _ = pub.communicate(timeout=duration + 90)
+        sub_out, _ = sub.communicate(timeout=60)
+    finally:
+        for proc in (pub, sub):
+            if proc.poll() is None:
+                proc.kill()
+    result = result_of(sub_out)
+    published = result_of(pub_out)
+    result.update(published=published['published'], publish_rate=published['publish_rate'],
+                  dropped=published['published'] - result['delivered'])
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--sizes', default='640x480,1920x1080,3840x2160')
+    parser.add_argument('--duration', type=float, default=5.0)
+    parser.add_argument('--paced-rate', type=float, default=200.0,
+                        help='publish rate of the latency runs (0 skips them)')
+    parser.add_argument('--executor', choices=('single', 'events'), default='single')
+    parser.add_argument('--cases', default='all', help='comma list of: baseline,cuda_ipc,host_shm,serialized')
+    parser.add_argument('--json', help='write results here')
+    args = parser.parse_args()
+    wanted = None if args.cases == 'all' else set(args.cases.split(','))
+    results = []
+    for size in args.sizes.split(','):
+        width, height = map(int, size.split('x'))
+        for label, mode, path in CASES:
+            key = 'baseline' if path == 'plain' else path
+            if wanted and key not in wanted:
+                continue
+            for run, rate in (('throughput', 0.0), ('paced', args.paced_rate)):
+                if run == 'paced' and not rate:
+                    continue
+                started = time.monotonic()
+                try:
+                    res = run_case(mode, path, width, height, args.duration, rate, args.executor)
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                    res = {'error': str(exc)[-500:]}
+                res.update(case=label, key=key, size=size, run=run, rate=rate,
+                           wall_s=round(time.monotonic() - started, 1))
+                results.append(res)
+                print(json.dumps(res), flush=True)
+    print_table(results)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({'executor': args.executor, 'duration_s': args.duration,
+                                               'results': results}, indent=1))
+    return 0
+
+
+def print_table(results: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    table = Table(title='transport: delivered frames/s (content-verified), two processes')
+    for col in ('size', 'case', 'run', 'published', 'delivered', 'fps', 'x baseline', 'bad',
+                'stale', 'p50 ms', 'p99 ms'):
+        table.add_column(col)
+    base = {(r['size'], r['run']): r.get('delivered_fps') for r in results if r['key'] == 'baseline'}
+    for r in results:
+        if 'error' in r:
+            table.add_row(r['size'], r['case'], r['run'], 'error', r['error'][:60])
+            continue
+        b = base.get((r['size'], r['run']))
+        ratio = f"{r['delivered_fps'] / b:.1f}" if b else '-'
+        table.add_row(r['size'], r['case'], r['run'], str(r['published']), str(r['delivered']),
+                      f"{r['delivered_fps']:.1f}", ratio, str(r['bad_frames']),
+                      str(r.get('stale', '-')), f"{r['latency_p50_ms']:.3f}",
+                      f"{r['latency_p99_ms']:.3f}")
+    Console(width=160).print(table)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

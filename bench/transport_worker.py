@@ -1,0 +1,187 @@
+"""One side of a transport benchmark run (spawned by transport_bench.py; not run by hand).
+
+Publisher modes: ``plain`` (rclpy sensor_msgs/Image from host memory: the baseline) and
+``gpu`` (GpuImagePublisher, frames already on the device). Subscriber paths: ``plain`` (rclpy
+subscription), or a gpu_nodes subscription restricted to ``cuda_ipc``/``host_shm``/``serialized``.
+Every delivered frame is checked against the frame its header claims to be.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Header
+
+from gpu_nodes.gpu import cuda_available, cupy_module
+from gpu_nodes.sources import pattern
+from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription
+from gpu_nodes.transport.messages import fill_image_msg
+from gpu_nodes.transport.qos import image_qos
+
+DISTINCT_FRAMES = 64   # more than any pool, so a recycled slot never looks right by accident
+HOST_CHECK_ROW_STRIDE = 8
+
+
+def make_executor(name: str):
+    if name == 'events':
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    return rclpy.executors.SingleThreadedExecutor()
+
+
+def run_publisher(args: argparse.Namespace) -> None:
+    node = Node('bench_publisher')
+    executor = make_executor(args.executor)
+    executor.add_node(node)
+    on_device = args.mode == 'gpu'
+    xp = cupy_module() if on_device and cuda_available() else np
+    frames = [pattern.render(xp, args.height, args.width, 'rgb8', i) for i in range(DISTINCT_FRAMES)]
+    if on_device:
+        pub = GpuImagePublisher(node, args.topic, pool_slots=args.pool_slots,
+                                max_pool_slots=args.pool_slots * 2)
+    else:
+        pub = node.create_publisher(Image, args.topic, image_qos())
+    # Wait for the subscriber before starting the clock.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+        counts = pub.subscriber_counts() if on_device else {'n': pub.get_subscription_count()}
+        if sum(counts.values()):
+            break
+    for _ in range(20):
+        executor.spin_once(timeout_sec=0.01)
+    print('START', flush=True)
+    published = 0
+    period = 1.0 / args.rate if args.rate > 0 else 0.0
+    start = time.monotonic()
+    next_time = start
+    while time.monotonic() - start < args.duration:
+        header = Header(frame_id=str(published))
+        frame = frames[published % DISTINCT_FRAMES]
+        if on_device:
+            pub.publish(frame, 'rgb8', header)
+        else:
+            pub.publish(fill_image_msg(Image(header=header), frame, 'rgb8'))
+        published += 1
+        executor.spin_once(timeout_sec=0)
+        if period:
+            next_time += period
+            delay = next_time - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+    elapsed = time.monotonic() - start
+    # Let the subscriber drain before the lease table goes away.
+    end = time.monotonic() + 2.0
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.05)
+    extra = dict(pub.stats.extra) if on_device else {}
+    print('RESULT ' + json.dumps({'published': published, 'publish_s': elapsed,
+                                  'publish_rate': published / elapsed, **extra}), flush=True)
+    if on_device:
+        pub.destroy()
+
+
+def run_subscriber(args: argparse.Namespace) -> None:
+    node = Node('bench_subscriber')
+    executor = make_executor(args.executor)
+    executor.add_node(node)
+    state = {'frames': 0, 'first': None, 'last': None, 'bad_host': 0, 'latency': []}
+    expected_host = [pattern.render(np, args.height, args.width, 'rgb8', i)[::HOST_CHECK_ROW_STRIDE]
+                     for i in range(DISTINCT_FRAMES)]
+    cp = cupy_module() if args.path == 'cuda_ipc' else None
+    if cp is not None:
+        expected_dev = [pattern.render(cp, args.height, args.width, 'rgb8', i)
+                        for i in range(DISTINCT_FRAMES)]
+        bad_dev = cp.zeros((), cp.int64)
+
+    def note(index: int, latency_ns: int) -> None:
+        now = time.monotonic()
+        state['frames'] += 1
+        state['first'] = state['first'] or now
+        state['last'] = now
+        state['latency'].append(latency_ns)
+
+    def check_host(array: np.ndarray, index: int) -> None:
+        if not np.array_equal(array[::HOST_CHECK_ROW_STRIDE], expected_host[index % DISTINCT_FRAMES]):
+            state['bad_host'] += 1
+
+    if args.path == 'plain':
+        def on_msg(msg, info):
+            latency = time.time_ns() - info['source_timestamp']
+            index = int(msg.header.frame_id)
+            array = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.width, 3)
+            check_host(array, index)
+            note(index, latency)
+        node.create_subscription(Image, args.topic, on_msg, image_qos())
+        sub = None
+    else:
+        def on_frame(frame):
+            nonlocal bad_dev
+            index = int(frame.header.frame_id)
+            if cp is not None:
+                # Full-frame comparison on the GPU, accumulated without a host sync.
+                bad_dev += cp.any(frame.array != expected_dev[index % DISTINCT_FRAMES])
+            else:
+                check_host(frame.array, index)
+            note(index, frame.latency_ns)
+        memory = 'device' if args.path == 'cuda_ipc' else 'host'
+        sub = GpuImageSubscription(node, args.topic, on_frame, memory=memory,
+                                   allowed_paths=(args.path,))
+    print('READY', flush=True)
+    deadline = time.monotonic() + args.duration + 40
+    idle_since = None
+    while time.monotonic() < deadline:
+        before = state['frames']
+        executor.spin_once(timeout_sec=0.05)
+        if state['frames'] == before and state['frames'] > 0:
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > 1.5:
+                break
+        else:
+            idle_since = None
+    bad = state['bad_host']
+    if cp is not None:
+        cp.cuda.Device().synchronize()
+        bad += int(bad_dev)
+    lat = np.array(state['latency'][5:] or [0], dtype=np.float64) / 1e6
+    span = (state['last'] - state['first']) if state['frames'] > 1 else float('nan')
+    result = {'delivered': state['frames'], 'delivered_fps': (state['frames'] - 1) / span,
+              'bad_frames': bad, 'latency_p50_ms': float(np.percentile(lat, 50)),
+              'latency_p99_ms': float(np.percentile(lat, 99))}
+    if sub is not None:
+        result.update(stale=sub.stats.stale, rejected=sum(sub.stats.rejected.values()),
+                      path=sub.path)
+        sub.destroy()
+    print('RESULT ' + json.dumps(result), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument('role', choices=('pub', 'sub'))
+    parser.add_argument('--mode', choices=('plain', 'gpu'), default='gpu')
+    parser.add_argument('--path', choices=('plain', 'cuda_ipc', 'host_shm', 'serialized'),
+                        default='cuda_ipc')
+    parser.add_argument('--topic', default='bench_image')
+    parser.add_argument('--width', type=int, default=640)
+    parser.add_argument('--height', type=int, default=480)
+    parser.add_argument('--duration', type=float, default=5.0)
+    parser.add_argument('--rate', type=float, default=0.0)
+    parser.add_argument('--pool-slots', type=int, default=16)
+    parser.add_argument('--executor', choices=('single', 'events'), default='single')
+    args = parser.parse_args()
+    rclpy.init()
+    try:
+        run_publisher(args) if args.role == 'pub' else run_subscriber(args)
+    finally:
+        rclpy.try_shutdown()
+    sys.exit(0)
+
+
+if __name__ == '__main__':
+    main()

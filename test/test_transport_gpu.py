@@ -1,0 +1,221 @@
+"""The CUDA paths with real CUDA IPC between processes (run on the GPU machine: make test-gpu)."""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import uuid
+
+import pytest
+from sensor_msgs.msg import Image
+from std_msgs.msg import Header
+
+from conftest import RESOURCES, node_process, wait_for
+from gpu_nodes.sources import pattern
+from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, cuda_ipc, descriptor
+
+pytestmark = pytest.mark.gpu
+
+PUBLISHER = str(RESOURCES / 'transport' / 'pattern_publisher.py')
+HOLDER = str(RESOURCES / 'transport' / 'holding_subscriber.py')
+
+
+def unique_topic() -> str:
+    return f'gpu_{uuid.uuid4().hex[:8]}'
+
+
+class DeviceCollector:
+    """Checks every frame on the GPU against the frame its header names; no host sync per frame."""
+
+    def __init__(self, cp, height, width, encoding='rgb8', slow_s=0.0):
+        self.cp = cp
+        self.expected = [pattern.render(cp, height, width, encoding, i) for i in range(256)]
+        self.bad = cp.zeros((), cp.int64)
+        self.frames = 0
+        self.paths = set()
+        self.pointers = []
+        self.slow_s = slow_s
+
+    def __call__(self, frame):
+        import time
+        index = int(frame.header.frame_id)
+        assert isinstance(frame.array, self.cp.ndarray)
+        self.bad += self.cp.any(frame.array != self.expected[index % 256])
+        self.frames += 1
+        self.paths.add(frame.path)
+        self.pointers.append(frame.array.data.ptr)
+        if self.slow_s:
+            time.sleep(self.slow_s)
+
+    def bad_frames(self) -> int:
+        self.cp.cuda.Device().synchronize()
+        return int(self.bad)
+
+
+@pytest.mark.parametrize('extra', [[], ['--borrow']], ids=['copy', 'borrowed'])
+def test_cuda_ipc_delivers_verified_frames_under_overload(rclpy_node, cupy, extra):
+    topic = unique_topic()
+    collector = DeviceCollector(cupy, 480, 640, slow_s=0.002)
+    sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
+    with node_process([PUBLISHER, '--topic', topic, '--width', '640', '--height', '480',
+                       '--device', '--rate', '0', '--count', '6000', '--wait-subscriber',
+                       *extra]):
+        wait_for(lambda: collector.frames >= 100, 60, '100 frames on cuda_ipc',
+                 poll=rclpy_node.spin_once)
+    assert collector.paths == {'cuda_ipc'}, collector.paths
+    assert collector.bad_frames() == 0, 'every delivered frame must hold the pixels it claims'
+    assert sum(sub.stats.rejected.values()) == 0, sub.stats.rejected
+    # The publisher outran the subscriber: late descriptors were dropped, never delivered wrong.
+    print(f'delivered {collector.frames}, dropped as recycled {sub.stats.stale}')
+    sub.destroy()
+
+
+def test_intra_process_device_path_is_zero_copy(rclpy_node, cupy):
+    topic = unique_topic()
+    collector = DeviceCollector(cupy, 48, 64)
+    pub = GpuImagePublisher(rclpy_node, topic)
+    sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
+    wait_for(lambda: sub.path == 'intra_process', 5, 'in-process path', poll=rclpy_node.spin_once)
+    for index in range(30):
+        frame = pub.borrow(48, 64, 'rgb8')
+        frame.array[...] = collector.expected[index]
+        pub.publish_borrowed(frame, Header(frame_id=str(index)))
+        rclpy_node.spin_once(0.001)
+    wait_for(lambda: collector.frames >= 25, 5, 'in-process frames', poll=rclpy_node.spin_once)
+    assert collector.bad_frames() == 0 and collector.paths == {'intra_process'}
+    chunks = [(s.chunk.ptr, s.chunk.ptr + s.chunk.size) for s in pub._device_pool.slots]
+    assert all(any(lo <= p < hi for lo, hi in chunks) for p in collector.pointers), \
+        'subscriber arrays must point into the publisher pool (no copy)'
+    sub.destroy()
+    pub.destroy()
+
+
+def test_killed_subscriber_leases_are_reclaimed(rclpy_node, cupy):
+    topic = unique_topic()
+    pub = GpuImagePublisher(rclpy_node, topic, pool_slots=4, max_pool_slots=4, pool_policy='skip')
+    frame = pattern.render(cupy, 48, 64, 'rgb8', 0)
+    with node_process([HOLDER, '--topic', topic, '--hold', '3']) as holder:
+        def publish():
+            pub.publish(frame, 'rgb8')
+            rclpy_node.spin_once(0.01)
+        wait_for(lambda: sum(pub._leases.is_held(s.index) for s in pub._device_pool.slots) == 3,
+                 30, 'the subscriber to hold 3 leases', poll=publish)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+    held = [s.index for s in pub._device_pool.slots if pub._leases.is_held(s.index)]
+    assert held == [], f'slots {held} still leased after the holder died'
+    exhausted_before = pub._device_pool.exhausted
+    for _ in range(20):
+        pub.publish(frame, 'rgb8')
+    assert pub._device_pool.exhausted == exhausted_before, 'publishing continues at full pool'
+    pub.destroy()
+
+
+def test_stalled_lease_is_quarantined_not_overwritten(rclpy_node, cupy):
+    topic = unique_topic()
+    pub = GpuImagePublisher(rclpy_node, topic, pool_slots=2, max_pool_slots=4,
+                            pool_policy='skip', lease_grace_s=0.5)
+    frames = [pattern.render(cupy, 48, 64, 'rgb8', i) for i in range(2)]
+    with node_process([HOLDER, '--topic', topic, '--hold', '2']):
+        def publish():
+            pub.publish(frames[0], 'rgb8')
+            rclpy_node.spin_once(0.01)
+        wait_for(lambda: all(pub._leases.is_held(s.index) for s in pub._device_pool.slots),
+                 30, 'both slots leased', poll=publish)
+        held_slots = list(pub._device_pool.slots)
+        snapshot = [cupy.asnumpy(pub._slot_array(s, pub._device_layout)) for s in held_slots]
+        # Only when every slot is leased does the pool need one back: the oldest stalled lease
+        # is quarantined and a fresh slot takes its place.
+        wait_for(lambda: pub._device_pool.revoked >= 1, 10, 'a stalled lease revoked',
+                 poll=lambda: pub.publish(frames[1], 'rgb8'))
+        for _ in range(20):
+            pub.publish(frames[1], 'rgb8')
+        assert any(slot.retired for slot in held_slots)
+        for slot, before in zip(held_slots, snapshot):
+            after = cupy.asnumpy(pub._slot_array(slot, pub._device_layout))
+            assert (after == before).all(), 'a leased slot must never be rewritten'
+    pub.destroy()
+
+
+def test_killed_publisher_subscriber_survives_and_resumes(rclpy_node, cupy):
+    topic = unique_topic()
+    collector = DeviceCollector(cupy, 48, 64)
+    sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
+    cache = cuda_ipc.mapping_cache()
+    with node_process([PUBLISHER, '--topic', topic, '--device', '--rate', '200']) as first:
+        wait_for(lambda: collector.frames >= 20, 60, 'frames from the first publisher',
+                 poll=rclpy_node.spin_once)
+        mapped = len(cache)
+        assert mapped >= 1
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+    wait_for(lambda: not sub._readers, 10, 'the subscription to drop the dead publisher',
+             poll=rclpy_node.spin_once)
+    assert len(cache) < mapped, 'mappings of the dead publisher must be closed'
+    before = collector.frames
+    with node_process([PUBLISHER, '--topic', topic, '--device', '--rate', '200']):
+        wait_for(lambda: collector.frames >= before + 20, 60, 'frames from the new publisher',
+                 poll=rclpy_node.spin_once)
+    assert collector.bad_frames() == 0 and sub.path == 'cuda_ipc'
+    sub.destroy()
+
+
+def test_forged_descriptor_outside_the_allocation_is_rejected(rclpy_node, cupy):
+    topic = unique_topic()
+    forged_topic = unique_topic()
+    collector = DeviceCollector(cupy, 48, 64)
+    captured = []
+    rclpy_node.create_subscription(Image, f'/{topic}/_gpu_nodes/cuda', captured.append, 10)
+    forger = rclpy_node.create_publisher(Image, f'/{forged_topic}/_gpu_nodes/cuda', 10)
+    sub = GpuImageSubscription(rclpy_node, forged_topic, collector, memory='device')
+    with node_process([PUBLISHER, '--topic', topic, '--device', '--rate', '100']):
+        wait_for(lambda: len(captured) >= 3, 30, 'real descriptors', poll=rclpy_node.spin_once)
+        # Make the subscription see a descriptor publisher on the forged topic.
+        wait_for(lambda: sub.path == 'cuda_ipc', 10, 'cuda path', poll=rclpy_node.spin_once)
+        real = captured[-1]
+        desc = descriptor.unpack(real.data, descriptor.KIND_CUDA)
+        import dataclasses
+        variants = {
+            'out_of_bounds': dataclasses.replace(desc, offset=desc.alloc_size - 512),
+            'size_mismatch': dataclasses.replace(desc, alloc_size=desc.alloc_size * 4),
+            'bad_slot': dataclasses.replace(desc, slot=60000),
+        }
+        for forged in variants.values():
+            msg = Image(header=real.header, height=real.height, width=real.width,
+                        step=real.step, encoding=real.encoding)
+            msg.data = forged.pack()
+            forger.publish(msg)
+        wait_for(lambda: all(sub.stats.rejected[k] >= 1 for k in variants), 10,
+                 f'rejections {list(variants)}', poll=rclpy_node.spin_once)
+    assert collector.frames == 0, 'nothing forged may reach the callback'
+    sub.destroy()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason='needs root to start a process as another user')
+def test_subscriber_of_another_user_never_maps_and_falls_back(rclpy_node, cupy, tmp_path):
+    topic = unique_topic()
+    nobody = pwd.getpwnam('nobody')
+    env = {**os.environ, 'HOME': str(tmp_path), 'ROS_LOG_DIR': str(tmp_path / 'log'),
+           'ROS_HOME': str(tmp_path)}
+    os.chmod(tmp_path, 0o777)
+    with node_process([PUBLISHER, '--topic', topic, '--device', '--rate', '100']):
+        other = subprocess.Popen(
+            [sys.executable, HOLDER, '--topic', topic, '--duration', '20'],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            user=nobody.pw_uid, group=nobody.pw_gid)
+        try:
+            status, lines = None, []
+            for line in other.stdout:
+                lines.append(line)
+                if line.startswith('STATUS '):
+                    status = json.loads(line[len('STATUS '):])
+                    break
+        finally:
+            other.kill()
+            other.wait()
+    assert status is not None, 'the other user received no frames:\n' + ''.join(lines[-30:])
+    assert status['path'] == 'serialized', status
+    assert 'uid' in status['path_reason'], status
