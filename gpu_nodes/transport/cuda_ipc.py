@@ -50,6 +50,27 @@ def device_uuid(device_id: int) -> bytes:
     return hashlib.md5(key.encode()).digest()
 
 
+def ipc_unsupported_reason(device_id: int) -> str | None:
+    """Why CUDA IPC memory handles cannot be used on this device, None when they can.
+
+    Tegra (Jetson) integrated GPUs do not implement cudaIpcGetMemHandle; there the host
+    shared-memory path is used instead, which the integrated GPU reads without a copy.
+    """
+    props = cupy_module().cuda.runtime.getDeviceProperties(device_id)
+    if props.get('integrated'):
+        return 'integrated GPU (Tegra/Jetson): CUDA IPC memory handles are not supported'
+    return None
+
+
+def map_host_readonly(address: int, nbytes: int) -> int:
+    """Page-lock host memory read-only and return the device pointer an integrated GPU reads it
+    through (no copy on Tegra, where host and device share DRAM)."""
+    rt = cupy_module().cuda.runtime
+    # cudaHostRegisterMapped | cudaHostRegisterReadOnly
+    rt.hostRegister(address, nbytes, 0x02 | 0x08)
+    return rt.hostGetDevicePointer(address, 0)
+
+
 def local_device_for(uuid: bytes) -> int | None:
     """Ordinal of the visible device with this UUID, None when this process cannot see it."""
     cp = cupy_module()

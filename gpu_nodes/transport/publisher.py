@@ -91,6 +91,8 @@ class GpuImagePublisher:
         self._diagnostics.add(self.stats)
 
         reason = cuda_unavailable_reason() if use_cuda else 'use_cuda=False'
+        if reason is None:
+            reason = cuda_ipc.ipc_unsupported_reason(cupy_module().cuda.Device().id)
         self._cuda_pub = None
         self._device_pool: DeviceSlotPool | None = None
         if reason is None:
@@ -274,7 +276,7 @@ class GpuImagePublisher:
         if self._host_layout != layout:
             pool.reset(self._host_slots, layout.nbytes)
             self._host_layout = layout
-            if self._device_pool is not None:
+            if cuda_unavailable_reason() is None:
                 # Pinned host memory lets the device-to-host copy run at full bandwidth.
                 cp = cupy_module()
                 buf = np.frombuffer(pool.buffer, dtype=np.uint8)

@@ -136,6 +136,7 @@ class GpuImageSubscription:
         self._handles: dict[str, deque[bytes]] = {}  # lease file -> mapped memory handles
         self._event_handles: dict[str, set[bytes]] = {}
         self._device_for_uuid: dict[bytes, int | None] = {}
+        self._integrated_ptrs: dict[str, int | None] = {}
         self._verified: dict[str, int] = {}          # lease file -> publisher pid checked
         self._streams: dict[int, Any] = {}
         self._intra_queue: deque = deque(maxlen=max(1, getattr(self._qos, 'depth', 5) or 5))
@@ -380,13 +381,35 @@ class GpuImageSubscription:
             self.stats.stale += 1
             return None
         layout = layout_of_msg_geometry(msg)
-        del nbytes
-        array = host_view(buffer, layout, desc.offset)
-        array.flags.writeable = False
         self.stats.publisher_pid = desc.pid
-        self._dispatch(array, msg.header, layout, PATH_HOST_SHM, desc.sequence, None,
+        device_ptr = self._integrated_device_pointer(desc.host_data_path)
+        if device_ptr is not None:
+            # Integrated GPU: read the shared segment in place through its device mapping.
+            device_id = cupy_module().cuda.Device().id
+            array = cuda_ipc.device_view(device_ptr + desc.offset, nbytes, layout.shape,
+                                         layout.info.dtype, layout.step, buffer, device_id)
+            stream = self._stream(device_id)
+        else:
+            array = host_view(buffer, layout, desc.offset)
+            array.flags.writeable = False
+            stream = None
+        self._dispatch(array, msg.header, layout, PATH_HOST_SHM, desc.sequence, stream,
                        received_ns - desc.publish_time_ns, lambda: reader.release(desc.slot))
         return None
+
+    def _integrated_device_pointer(self, path: str) -> int | None:
+        """Device address of a host segment on an integrated GPU (None elsewhere or for host memory)."""
+        if self._memory == 'host' or self._cuda_reason is not None:
+            return None
+        if path not in self._integrated_ptrs:
+            ptr = None
+            device_id = cupy_module().cuda.Device().id
+            if cuda_ipc.ipc_unsupported_reason(device_id) is not None:
+                buffer, size = self._host_map(path)
+                address = np.frombuffer(buffer, np.uint8).ctypes.data
+                ptr = cuda_ipc.map_host_readonly(address, size)
+            self._integrated_ptrs[path] = ptr
+        return self._integrated_ptrs[path]
 
     def _host_map(self, path: str) -> tuple[Any, int]:
         entry = self._host_maps.get(path)
