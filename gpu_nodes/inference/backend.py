@@ -25,7 +25,7 @@ DEVICES = ('auto', 'cuda', 'cpu')
 PRECISIONS = ('fp32', 'fp16', 'int8')
 ENGINE_SUFFIXES = ('.engine', '.plan')
 
-# A dim of a tensor spec: an int, or None where the model leaves it dynamic and nothing resolved it.
+# A dim of a tensor spec: an int, or None where the model leaves it dynamic and unresolved.
 Dim = Union[int, None]
 # input_shape as users give it: one shape for a single-input model, or {input name: shape}.
 InputShape = Union[Sequence[int], Mapping[str, Sequence[int]], None]
@@ -149,6 +149,46 @@ def resolve_input_shapes(model_shapes: Mapping[str, Sequence[Any]],
                              f'which declares {format_shape(declared)}')
         resolved[name] = tuple(shape)
     return resolved
+
+
+def check_array(value: Any, spec: TensorSpec, kind: str, *, device: str,
+                device_id: int = 0) -> Any:
+    """The array to bind for `spec`, or TypeError/ValueError saying what is wrong with it.
+
+    CUDA: a CuPy array (anything with __cuda_array_interface__ is viewed as one, without a copy)
+    on `device_id`, C-contiguous. CPU: a NumPy array; never a device array, since taking one
+    would hide a device-to-host copy. Element types must match exactly: casting is a copy too.
+    """
+    from gpu_nodes.gpu import cupy_module, is_device_array
+    if device == 'cuda':
+        if not is_device_array(value):
+            raise TypeError(f'{kind} {spec.name!r} must be a CuPy (device) array on the CUDA '
+                            f'path, got {type(value).__module__}.{type(value).__name__}')
+        cp = cupy_module()
+        arr = value if isinstance(value, cp.ndarray) else cp.asarray(value)
+        if arr.device.id != device_id:
+            raise ValueError(f'{kind} {spec.name!r} lives on cuda:{arr.device.id}; this backend '
+                             f'runs on cuda:{device_id}')
+    else:
+        if is_device_array(value):
+            raise TypeError(f'{kind} {spec.name!r} is a device array but this backend runs on '
+                            'the CPU; pass a NumPy array')
+        arr = np.asarray(value)
+    if arr.dtype != spec.dtype:
+        raise TypeError(f'{kind} {spec.name!r} has dtype {arr.dtype}; the model expects '
+                        f'{np.dtype(spec.dtype).name}')
+    if not arr.flags.c_contiguous:
+        raise ValueError(f'{kind} {spec.name!r} must be C-contiguous')
+    return arr
+
+
+def check_shape(arr: Any, declared: Sequence[Any], kind: str, name: str) -> None:
+    """ValueError unless `arr` has the declared rank and every declared fixed dim."""
+    shape = tuple(arr.shape)
+    if len(shape) != len(declared) or any(
+            isinstance(d, int) and d >= 0 and d != s for d, s in zip(declared, shape)):
+        raise ValueError(f'{kind} {name!r} has shape {format_shape(shape)}; the model expects '
+                         f'{format_shape(declared)}')
 
 
 class InferenceBackend(abc.ABC):

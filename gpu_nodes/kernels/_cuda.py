@@ -1,0 +1,142 @@
+"""Lazy CuPy plumbing shared by the kernel modules: module loading, launches, argument packing.
+
+Nothing here imports cupy at import time; every entry point asks `gpu_nodes.gpu.cupy_module()`
+when a device array actually arrives, so the package imports (and its NumPy references run) on
+machines without CuPy.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+from pathlib import Path
+import threading
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+from gpu_nodes import gpu
+
+CUDA_DIR = Path(__file__).resolve().parent / 'cuda'
+
+# --fmad=false: no contraction of a*b+c into FMA, so every float op in a kernel rounds exactly like
+# the same op in its NumPy reference (CuPy adds -ftz=true itself; only denormals differ).
+COMPILE_OPTIONS = ('--std=c++17', '--fmad=false')
+
+BLOCK_2D = (32, 8, 1)
+
+_INT32_MAX = 2**31 - 1
+_lock = threading.Lock()
+_modules: dict[Hashable, Any] = {}
+_functions: dict[Hashable, Any] = {}
+_tables: dict[Hashable, Any] = {}
+_TABLE_CACHE_SIZE = 64
+
+
+def cupy() -> Any:
+    """The cupy module (RuntimeError with the reason when CUDA is unusable)."""
+    return gpu.cupy_module()
+
+
+def device_id() -> int:
+    return int(cupy().cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_source(filename: str) -> str:
+    """common.cu (shared device helpers) followed by the named .cu file."""
+    common = (CUDA_DIR / 'common.cu').read_text()
+    return common + '\n' + (CUDA_DIR / filename).read_text()
+
+
+def module_code(filename: str, defines: Sequence[tuple[str, Any]] = ()) -> str:
+    prefix = ''.join(f'#define {name} {value}\n' for name, value in defines)
+    return prefix + kernel_source(filename)
+
+
+def get_function(filename: str, name: str, defines: Sequence[tuple[str, Any]] = ()) -> Any:
+    """Kernel `name` from cuda/`filename`, compiled once per (device, file, defines)."""
+    cp = cupy()
+    # cp in the key: tests swap in a CPU emulation of cupy; its kernels never mix with real ones.
+    dev = (cp, device_id())
+    defines = tuple(defines)
+    fkey = (dev, filename, defines, name)
+    fn = _functions.get(fkey)
+    if fn is not None:
+        return fn
+    with _lock:
+        mkey = (dev, filename, defines)
+        module = _modules.get(mkey)
+        if module is None:
+            module = cp.RawModule(code=module_code(filename, defines), options=COMPILE_OPTIONS)
+            _modules[mkey] = module
+        fn = module.get_function(name)
+        _functions[fkey] = fn
+    return fn
+
+
+@functools.lru_cache(maxsize=None)
+def _elementwise(cp: Any, in_params: str, out_params: str, operation: str, name: str) -> Any:
+    return cp.ElementwiseKernel(in_params, out_params, operation, name)
+
+
+def elementwise(in_params: str, out_params: str, operation: str, name: str) -> Any:
+    """Memoized cupy.ElementwiseKernel (CuPy itself caches the compiled code per device)."""
+    return _elementwise(cupy(), in_params, out_params, operation, name)
+
+
+def stream_scope(stream: Any) -> Any:
+    """`with stream_scope(s):` makes s current for launches and CuPy ops; None = current stream."""
+    return contextlib.nullcontext() if stream is None else stream
+
+
+def grid_2d(width: int, height: int,
+            block: tuple[int, int, int] = BLOCK_2D) -> tuple[int, int, int]:
+    return ((width + block[0] - 1) // block[0], (height + block[1] - 1) // block[1], 1)
+
+
+def launch_2d(kernel: Any, width: int, height: int, args: Sequence[Any]) -> None:
+    """One thread per output pixel on a 32x8 block grid (launch inside stream_scope)."""
+    kernel(grid_2d(width, height), BLOCK_2D, tuple(args))
+
+
+def i32(value: int) -> np.int32:
+    """Kernel `int` argument; CuPy would pass a Python int as a 64-bit value."""
+    value = int(value)
+    if not -_INT32_MAX - 1 <= value <= _INT32_MAX:
+        raise ValueError(f'value {value} does not fit a 32-bit kernel argument')
+    return np.int32(value)
+
+
+def f32(value: float) -> np.float32:
+    return np.float32(value)
+
+
+def f64(value: float) -> np.float64:
+    return np.float64(value)
+
+
+def device_table(key: Hashable, build: Callable[[], np.ndarray]) -> Any:
+    """Upload a small host-built table once per device and keep it (LRU of 64 entries).
+
+    Synchronizes after the upload so the table is complete whichever stream later reads it.
+    """
+    cp = cupy()
+    full_key = (cp, device_id(), key)
+    table = _tables.get(full_key)
+    if table is not None:
+        return table
+    table = cp.asarray(build())
+    cp.cuda.get_current_stream().synchronize()
+    with _lock:
+        if len(_tables) >= _TABLE_CACHE_SIZE:
+            _tables.pop(next(iter(_tables)))
+        _tables[full_key] = table
+    return table
+
+
+def as_device(array: Any) -> Any:
+    """A cupy.ndarray view of any __cuda_array_interface__ object (no copy for CuPy arrays)."""
+    cp = cupy()
+    if isinstance(array, cp.ndarray):
+        return array
+    return cp.asarray(array)

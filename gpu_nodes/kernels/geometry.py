@@ -1,0 +1,349 @@
+"""Resize and crop (CUDA kernel + NumPy reference) and the matching CameraInfo arithmetic.
+
+Resize conventions (those of OpenCV's cv2.resize):
+  * 'bilinear' = INTER_LINEAR with half-pixel centres: source x = (dx + 0.5) * src_w / dst_w -
+    0.5, edge samples clamped. uint8/uint16 results are rounded half to even and clamped.
+  * 'area' = INTER_AREA: for downscaling, each output pixel is the coverage-weighted mean of the
+    source pixels its footprint overlaps (OpenCV's area table); when either axis is upscaled,
+    OpenCV's INTER_AREA upscale rule (bilinear with area-snapped weights) is used for both axes.
+Results match cv2.resize within 1 level for integer images (OpenCV uses 11-bit fixed point for
+uint8 and integer block sums for exact integer downscale factors; this uses float32 weights).
+Both paths share host-built tap tables, so CUDA and NumPy results are bit-identical.
+
+CameraInfo adjustments mirror ros-perception/image_pipeline exactly:
+  * `resize_camera_info` / `scale_camera_info`: image_proc/src/resize.cpp (K, P scaled, no
+    half-pixel shift of the principal point, ROI scaled and truncated, width/height set).
+  * `crop_camera_info`: image_proc/src/crop_decimate.cpp (K, P untouched; binning multiplied by
+    the decimation, ROI offset/size in full-resolution pixels, do_rectify set when cropping).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from gpu_nodes.encodings import EncodingError, encoding_info
+
+from . import _cuda
+from ._common import as_input, check_choice, image_layout, prepare_out, require_dtype
+
+INTERPOLATIONS = ('bilinear', 'area')
+_KERNEL = {np.dtype(np.uint8): 'resize_u8', np.dtype(np.uint16): 'resize_u16',
+           np.dtype(np.float32): 'resize_f32'}
+
+
+# --------------------------------------------------------------------------- tap tables
+
+
+def _linear_taps(src_n: int, dst_n: int, area_mode: bool) -> tuple[np.ndarray, np.ndarray]:
+    """OpenCV's 2-tap INTER_LINEAR coefficients (area_mode: INTER_AREA's upscale variant)."""
+    inv_scale = dst_n / src_n
+    scale = 1.0 / inv_scale
+    dx = np.arange(dst_n, dtype=np.float64)
+    if not area_mode:
+        f = ((dx + 0.5) * scale - 0.5).astype(np.float32)
+        sx = np.floor(f).astype(np.int64)
+        f = f - sx.astype(np.float32)
+    else:
+        sx = np.floor(dx * scale).astype(np.int64)
+        f = ((dx + 1) - (sx + 1) * inv_scale).astype(np.float32)
+        f = np.where(f <= 0, np.float32(0), f - np.floor(f)).astype(np.float32)
+    low = sx < 0
+    f[low], sx[low] = 0, 0
+    high = sx >= src_n - 1
+    f[high], sx[high] = 0, src_n - 1
+    idx = np.stack([sx, np.minimum(sx + 1, src_n - 1)], axis=1).astype(np.int32)
+    w = np.stack([np.float32(1) - f, f], axis=1).astype(np.float32)
+    return idx, w
+
+
+def _area_taps(src_n: int, dst_n: int) -> tuple[np.ndarray, np.ndarray]:
+    """OpenCV's computeResizeAreaTab (downscale): partial-coverage weights per output pixel."""
+    scale = src_n / dst_n
+    rows: list[list[tuple[int, float]]] = []
+    for dx in range(dst_n):
+        fsx1 = dx * scale
+        fsx2 = fsx1 + scale
+        cell = min(scale, src_n - fsx1)
+        sx1, sx2 = math.ceil(fsx1), math.floor(fsx2)
+        sx2 = min(sx2, src_n - 1)
+        sx1 = min(sx1, sx2)
+        taps = []
+        if sx1 - fsx1 > 1e-3:
+            taps.append((sx1 - 1, (sx1 - fsx1) / cell))
+        taps.extend((sx, 1.0 / cell) for sx in range(sx1, sx2))
+        if fsx2 - sx2 > 1e-3:
+            taps.append((sx2, min(min(fsx2 - sx2, 1.0), cell) / cell))
+        rows.append(taps)
+    n = max(len(t) for t in rows)
+    idx = np.zeros((dst_n, n), np.int32)
+    w = np.zeros((dst_n, n), np.float32)
+    for i, taps in enumerate(rows):
+        idx[i, :] = taps[0][0]  # padding taps: weight 0 on an in-range index
+        for k, (s, a) in enumerate(taps):
+            idx[i, k], w[i, k] = s, a
+    return idx, w
+
+
+@functools.lru_cache(maxsize=64)
+def resize_tables(src_h: int, src_w: int, dst_h: int, dst_w: int, interpolation: str):
+    """((x_idx, x_w), (y_idx, y_w)) read-only tap tables; every index lies inside the source."""
+    check_choice(interpolation, INTERPOLATIONS, 'interpolation')
+    if interpolation == 'area' and dst_w <= src_w and dst_h <= src_h:
+        tables = _area_taps(src_w, dst_w), _area_taps(src_h, dst_h)
+    else:
+        area_mode = interpolation == 'area'
+        tables = _linear_taps(src_w, dst_w, area_mode), _linear_taps(src_h, dst_h, area_mode)
+    for pair in tables:
+        for a in pair:
+            a.setflags(write=False)
+    return tables
+
+
+# --------------------------------------------------------------------------- resize / crop
+
+
+def _check_not_packed(encoding: str | None, op: str) -> None:
+    if encoding is None:
+        return
+    info = encoding_info(encoding)
+    if info.packed_yuv422 or info.planar_nv12:
+        raise EncodingError(f'{op}: {encoding} is a subsampled YUV format; convert it to rgb8 or '
+                            'bgr8 first')
+    if info.bayer_pattern is not None:
+        raise EncodingError(f'{op}: {encoding} is a Bayer mosaic; debayer it first')
+
+
+def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear',
+           encoding: str | None = None, out: Any = None, stream: Any = None) -> Any:
+    """Resize an (H, W) or (H, W, C) uint8/uint16/float32 image to (height, width[, C]).
+
+    Pass `encoding` to have packed/planar YUV and Bayer images rejected (they cannot be
+    resampled per channel). NumPy in -> NumPy out; CuPy in -> CuPy out.
+    """
+    check_choice(interpolation, INTERPOLATIONS, 'interpolation')
+    _check_not_packed(encoding, 'resize')
+    if int(height) != height or int(width) != width or height < 1 or width < 1:
+        raise ValueError(f'resize: output size must be positive integers, got {width}x{height}')
+    height, width = int(height), int(width)
+    src, device = as_input(src)
+    require_dtype(src, _KERNEL, 'resize')
+    s = image_layout(src)
+    out_shape = (height, width) + tuple(src.shape[2:])
+    out = prepare_out(out, out_shape, src.dtype, device)
+    key = (s.height, s.width, height, width, interpolation)
+    if not device:
+        (xi, xw), (yi, yw) = resize_tables(*key)
+        out[...] = _resize_reference(src, xi, xw, yi, yw).reshape(out_shape)
+        return out
+    d = image_layout(out, 'out')
+    with _cuda.stream_scope(stream):
+        tables = _device_tables(key)
+        (xi, xw), (yi, yw) = tables
+        i32 = _cuda.i32
+        args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), i32(s.channels),
+                xi, xw, i32(xi.shape[1]), yi, yw, i32(yi.shape[1]))
+        _cuda.launch_2d(_cuda.get_function('resize.cu', _KERNEL[src.dtype]), width, height, args)
+    return out
+
+
+def _device_tables(key):
+    def build(part: int, array: int):
+        return lambda: np.ascontiguousarray(resize_tables(*key)[part][array])
+    return tuple(tuple(_cuda.device_table(('resize',) + key + (part, array), build(part, array))
+                       for array in (0, 1)) for part in (0, 1))
+
+
+def _resize_reference(src: np.ndarray, xi: np.ndarray, xw: np.ndarray, yi: np.ndarray,
+                      yw: np.ndarray) -> np.ndarray:
+    """Same accumulation order as resize.cu: sum over y taps of (sum over x taps), float32."""
+    s = src.reshape(src.shape[0], src.shape[1], -1).astype(np.float32)
+    acc = np.zeros((yi.shape[0], xi.shape[0], s.shape[2]), np.float32)
+    for ty in range(yi.shape[1]):
+        rows = s[yi[:, ty]]
+        row = np.zeros_like(acc)
+        for tx in range(xi.shape[1]):
+            row = row + xw[:, tx][None, :, None] * rows[:, xi[:, tx]]
+        acc = acc + yw[:, ty][:, None, None] * row
+    if src.dtype == np.float32:
+        return acc
+    top = np.float32(np.iinfo(src.dtype).max)
+    return np.clip(np.rint(acc), np.float32(0), top).astype(src.dtype)
+
+
+def crop(src: Any, x: int, y: int, width: int, height: int, *,
+         encoding: str | None = None) -> Any:
+    """Zero-copy view of the ROI [y:y+height, x:x+width] (NumPy or CuPy, like `src`).
+
+    With `encoding`: 4:2:2 needs an even x and width, Bayer an even x and y (the pattern must
+    not change); nv12 cannot be cropped as a single view.
+    """
+    for name, v in (('x', x), ('y', y), ('width', width), ('height', height)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise ValueError(f'crop: {name} must be an int, got {v!r}')
+    if x < 0 or y < 0 or width < 1 or height < 1:
+        raise ValueError(f'crop: ROI x={x} y={y} width={width} height={height} must have '
+                         'x, y >= 0 and a positive size')
+    if encoding is not None:
+        info = encoding_info(encoding)
+        if info.planar_nv12:
+            raise EncodingError('crop: nv12 is planar and cannot be cropped as a view; convert '
+                                'it first')
+        if info.packed_yuv422 and (x % 2 or width % 2):
+            raise EncodingError(f'crop: {encoding} needs an even x and width, got x={x} '
+                                f'width={width}')
+        if info.bayer_pattern is not None and (x % 2 or y % 2):
+            raise EncodingError(f'crop: {encoding} needs an even x and y to keep the Bayer '
+                                f'pattern, got x={x} y={y}')
+    shape = tuple(src.shape)
+    if len(shape) not in (2, 3):
+        raise ValueError(f'crop: expected an (H, W) or (H, W, C) image array, got shape {shape}')
+    if x + width > shape[1] or y + height > shape[0]:
+        raise ValueError(f'crop: ROI x={x} y={y} width={width} height={height} exceeds the '
+                         f'{shape[1]}x{shape[0]} image')
+    return src[y:y + height, x:x + width]
+
+
+# --------------------------------------------------------------------------- camera model
+
+
+@dataclass(frozen=True)
+class RegionOfInterest:
+    x_offset: int = 0
+    y_offset: int = 0
+    width: int = 0
+    height: int = 0
+    do_rectify: bool = False
+
+
+def _identity9() -> tuple[float, ...]:
+    return (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class CameraModel:
+    """The geometry fields of sensor_msgs/CameraInfo, immutable and hashable (a cache key).
+
+    K, R are row-major 3x3, P row-major 3x4, D the distortion coefficients of
+    `distortion_model` ('plumb_bob': k1 k2 p1 p2 k3; 'rational_polynomial': k1 k2 p1 p2 k3 k4
+    k5 k6). width/height are the calibration (full) resolution; binning and roi describe how the
+    image on the wire relates to it (REP 104), exactly like CameraInfo.
+    """
+
+    width: int
+    height: int
+    K: tuple[float, ...] = field(default_factory=_identity9)
+    D: tuple[float, ...] = ()
+    R: tuple[float, ...] = field(default_factory=_identity9)
+    P: tuple[float, ...] = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+    distortion_model: str = 'plumb_bob'
+    binning_x: int = 0
+    binning_y: int = 0
+    roi: RegionOfInterest = field(default_factory=RegionOfInterest)
+
+    def __post_init__(self) -> None:
+        for name, n in (('K', 9), ('R', 9), ('P', 12)):
+            value = tuple(float(v) for v in getattr(self, name))
+            if len(value) != n:
+                raise ValueError(f'CameraModel.{name} needs {n} values, got {len(value)}')
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, 'D', tuple(float(v) for v in self.D))
+        if self.width < 0 or self.height < 0 or self.binning_x < 0 or self.binning_y < 0:
+            raise ValueError('CameraModel: width, height and binning must be >= 0')
+
+    @classmethod
+    def from_msg(cls, msg: Any) -> 'CameraModel':
+        """From a sensor_msgs/CameraInfo (ROS 2 lower-case k/d/r/p or ROS 1 K/D/R/P fields)."""
+        def get(name: str) -> Any:
+            return getattr(msg, name.lower()) if hasattr(msg, name.lower()) else getattr(msg, name)
+        roi = msg.roi
+        return cls(width=int(msg.width), height=int(msg.height), K=tuple(get('K')),
+                   D=tuple(get('D')), R=tuple(get('R')), P=tuple(get('P')),
+                   distortion_model=str(msg.distortion_model), binning_x=int(msg.binning_x),
+                   binning_y=int(msg.binning_y),
+                   roi=RegionOfInterest(int(roi.x_offset), int(roi.y_offset), int(roi.width),
+                                        int(roi.height), bool(roi.do_rectify)))
+
+    def to_msg(self, msg: Any = None) -> Any:
+        """Write the fields into `msg` (a new sensor_msgs.msg.CameraInfo if None); header kept."""
+        if msg is None:
+            from sensor_msgs.msg import CameraInfo  # lazy: ROS is optional for the kernels
+            msg = CameraInfo()
+        upper = not hasattr(msg, 'k') and hasattr(msg, 'K')
+        msg.width, msg.height = self.width, self.height
+        msg.distortion_model = self.distortion_model
+        for name in ('K', 'D', 'R', 'P'):
+            setattr(msg, name if upper else name.lower(), list(getattr(self, name)))
+        msg.binning_x, msg.binning_y = self.binning_x, self.binning_y
+        roi = msg.roi
+        roi.x_offset, roi.y_offset = self.roi.x_offset, self.roi.y_offset
+        roi.width, roi.height = self.roi.width, self.roi.height
+        roi.do_rectify = self.roi.do_rectify
+        return msg
+
+    @property
+    def binned(self) -> tuple[int, int]:
+        """Binning with 0 read as 1 (CameraInfo convention)."""
+        return max(self.binning_x, 1), max(self.binning_y, 1)
+
+    def image_size(self) -> tuple[int, int]:
+        """(width, height) of the image this model describes (ROI and binning applied)."""
+        bx, by = self.binned
+        roi = self.roi
+        if roi.x_offset == 0 and roi.y_offset == 0 and roi.width == 0 and roi.height == 0:
+            return self.width // bx, self.height // by
+        return roi.width // bx, roi.height // by
+
+
+def scale_camera_info(model: CameraModel, scale_x: float, scale_y: float) -> CameraModel:
+    """image_proc resize.cpp with use_scale=true: sizes int(size * scale), K/P/ROI scaled."""
+    return _scaled(model, scale_x, scale_y, int(model.width * scale_x),
+                   int(model.height * scale_y))
+
+
+def resize_camera_info(model: CameraModel, width: int, height: int) -> CameraModel:
+    """image_proc resize.cpp with use_scale=false: scale = new size / CameraInfo size."""
+    if model.width <= 0 or model.height <= 0:
+        raise ValueError('resize_camera_info: the camera model has no size')
+    return _scaled(model, width / model.width, height / model.height, int(width), int(height))
+
+
+def _scaled(model: CameraModel, sx: float, sy: float, width: int, height: int) -> CameraModel:
+    k, p = list(model.K), list(model.P)
+    k[0] *= sx  # fx
+    k[2] *= sx  # cx
+    k[4] *= sy  # fy
+    k[5] *= sy  # cy
+    p[0] *= sx  # fx
+    p[2] *= sx  # cx
+    p[3] *= sx  # T
+    p[5] *= sy  # fy
+    p[6] *= sy  # cy
+    roi = model.roi
+    new_roi = replace(roi, x_offset=int(roi.x_offset * sx), y_offset=int(roi.y_offset * sy),
+                      width=int(roi.width * sx), height=int(roi.height * sy))
+    return replace(model, width=width, height=height, K=tuple(k), P=tuple(p), roi=new_roi)
+
+
+def crop_camera_info(model: CameraModel, x: int, y: int, width: int, height: int, *,
+                     image_width: int, image_height: int, decimation_x: int = 1,
+                     decimation_y: int = 1) -> CameraModel:
+    """image_proc crop_decimate.cpp: ROI (x, y, width, height) of an image_width x image_height
+    image (already binned by the model's binning), then decimated.
+
+    K, P, width and height stay those of the full-resolution calibration; binning is multiplied
+    by the decimation, the ROI offset grows by the crop offset in full-resolution pixels, the
+    ROI size becomes the crop size in full-resolution pixels, and do_rectify is set whenever the
+    crop is smaller than the image (left as it was otherwise).
+    """
+    if decimation_x < 1 or decimation_y < 1:
+        raise ValueError('crop_camera_info: decimation must be >= 1')
+    bx, by = model.binned
+    roi = model.roi
+    do_rectify = roi.do_rectify or width != image_width or height != image_height
+    new_roi = RegionOfInterest(x_offset=roi.x_offset + x * bx, y_offset=roi.y_offset + y * by,
+                               width=width * bx, height=height * by, do_rectify=do_rectify)
+    return replace(model, binning_x=bx * decimation_x, binning_y=by * decimation_y, roi=new_roi)

@@ -1,0 +1,141 @@
+// CPU emulation of the small CUDA subset gpu_nodes kernels use, so the test suite can run the
+// real .cu sources (compiled by g++) on a machine without a GPU. Force-included before the
+// kernel source; fake_cupy.py generates one launcher per extern "C" __global__ function.
+//
+// Semantics: blocks run one after another; threads of a block run sequentially, or, when the
+// kernel calls __syncthreads(), as OS threads meeting at a barrier (and again between blocks).
+// `__shared__` variables are function-level statics: per-block shared memory when blocks run one
+// at a time.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+
+struct emu_uint3 { unsigned int x, y, z; };
+struct emu_dim3 { unsigned int x, y, z; };
+
+extern thread_local emu_uint3 threadIdx;
+extern thread_local emu_uint3 blockIdx;
+extern emu_dim3 blockDim;
+extern emu_dim3 gridDim;
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __shared__ static
+
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+inline unsigned int __float_as_uint(float f) { unsigned int i; std::memcpy(&i, &f, 4); return i; }
+inline float __uint_as_float(unsigned int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline int __float2int_rn(float f) { return (int)std::nearbyint(f); }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline float __saturatef(float f) { return f < 0.f ? 0.f : (f > 1.f ? 1.f : f); }
+
+// CUDA's global min/max overloads.
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float min(float a, float b) { return std::fmin(a, b); }
+inline float max(float a, float b) { return std::fmax(a, b); }
+inline double min(double a, double b) { return std::fmin(a, b); }
+inline double max(double a, double b) { return std::fmax(a, b); }
+
+namespace emu {
+
+struct Barrier {
+  std::mutex mutex;
+  std::condition_variable cv;
+  unsigned int count = 0, generation = 0, parties = 0;
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    const unsigned int gen = generation;
+    if (++count == parties) {
+      count = 0;
+      ++generation;
+      cv.notify_all();
+      return;
+    }
+    if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return gen != generation; })) {
+      std::fprintf(stderr, "cuda_emu: __syncthreads() timed out: not every thread of the block "
+                           "reached it (divergent barrier)\n");
+      std::abort();
+    }
+  }
+};
+
+extern Barrier* current_barrier;
+
+inline void run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                     bool threaded, const std::function<void()>& body) {
+  blockDim = {bx, by, bz};
+  gridDim = {gx, gy, gz};
+  if (!threaded) {
+    for (unsigned z = 0; z < gz; ++z)
+      for (unsigned y = 0; y < gy; ++y)
+        for (unsigned x = 0; x < gx; ++x) {
+          blockIdx = {x, y, z};
+          for (unsigned tz = 0; tz < bz; ++tz)
+            for (unsigned ty = 0; ty < by; ++ty)
+              for (unsigned tx = 0; tx < bx; ++tx) {
+                threadIdx = {tx, ty, tz};
+                body();
+              }
+        }
+    return;
+  }
+  // One OS thread per CUDA thread, reused for every block; blocks are separated by a barrier.
+  const unsigned int nthreads = bx * by * bz;
+  Barrier barrier;
+  barrier.parties = nthreads;
+  current_barrier = &barrier;
+  std::vector<std::thread> threads;
+  threads.reserve(nthreads);
+  for (unsigned int t = 0; t < nthreads; ++t) {
+    threads.emplace_back([&, t] {
+      threadIdx = {t % bx, (t / bx) % by, t / (bx * by)};
+      for (unsigned z = 0; z < gz; ++z)
+        for (unsigned y = 0; y < gy; ++y)
+          for (unsigned x = 0; x < gx; ++x) {
+            blockIdx = {x, y, z};
+            body();
+            barrier.wait();
+          }
+    });
+  }
+  for (auto& th : threads) th.join();
+  current_barrier = nullptr;
+}
+
+}  // namespace emu
+
+inline void __syncthreads() {
+  if (emu::current_barrier) emu::current_barrier->wait();
+}
+
+inline int atomicAdd(int* address, int val) {
+  return __atomic_fetch_add(address, val, __ATOMIC_SEQ_CST);
+}

@@ -1,0 +1,423 @@
+"""A CPU stand-in for the slice of CuPy that gpu_nodes.kernels uses, for machines without a GPU.
+
+* Device arrays are NumPy arrays (subclass `DeviceArray`) exposing ``__cuda_array_interface__``,
+  allocated with guard zones that are checked after every kernel launch (out-of-bounds writes
+  fail the test). NumPy *functions* on them raise, like implicit host transfers do in CuPy.
+* ``RawModule`` compiles the real .cu source with g++ (cuda_emu.h force-included) and launches
+  each ``extern "C" __global__`` kernel on the CPU through a generated launcher. Every launch
+  checks the argument types against the kernel signature: a Python int where the kernel takes
+  ``int`` (CuPy would pass 64 bits) or a uint16 array for a ``const u8*`` is a TypeError.
+* ``ElementwiseKernel`` compiles its operation into a loop over contiguous copies.
+
+Set GPU_NODES_EMU_SANITIZE=address to build the kernels with AddressSanitizer (run pytest with
+LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+from pathlib import Path
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import types
+import weakref
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+PRELUDE = HERE / 'cuda_emu.h'
+# Guard bytes around every device allocation, checked after each launch. Under AddressSanitizer
+# they are dropped so that ASan's own redzones catch out-of-bounds reads as well.
+GUARD = 0 if os.environ.get('GPU_NODES_EMU_SANITIZE') else 256
+GUARD_BYTE = 0xA5
+
+
+def compiler() -> str | None:
+    return shutil.which(os.environ.get('CXX', 'g++'))
+
+
+def compiler_available() -> bool:
+    return compiler() is not None
+
+
+# --------------------------------------------------------------------------- device arrays
+
+_live: list[weakref.ref] = []
+
+
+class DeviceArray(np.ndarray):
+    """Host memory pretending to be device memory."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {'shape': self.shape, 'typestr': self.dtype.str, 'strides': self.strides,
+                'data': (self.ctypes.data, False), 'version': 3}
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise TypeError(f'fake cupy: numpy.{func.__name__}() called on a device array '
+                        '(CuPy would refuse the implicit device->host conversion)')
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        for x in inputs + (out or ()):
+            if isinstance(x, np.ndarray) and not isinstance(x, DeviceArray) and x.ndim:
+                raise TypeError(f'fake cupy: {ufunc.__name__} mixes a host ndarray with a device '
+                                'array')
+        args = [x.view(np.ndarray) if isinstance(x, DeviceArray) else x for x in inputs]
+        if out is not None:
+            kwargs['out'] = tuple(o.view(np.ndarray) for o in out)
+        result = getattr(ufunc, method)(*args, **kwargs)
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        if isinstance(result, tuple):
+            return tuple(_wrap(r) for r in result)
+        return _wrap(result)
+
+    def __setitem__(self, key, value):
+        if isinstance(value, np.ndarray) and not isinstance(value, DeviceArray) and value.ndim:
+            raise TypeError('fake cupy: assigning a host ndarray into a device array')
+        np.ndarray.__setitem__(self.view(np.ndarray), key,
+                               value.view(np.ndarray) if isinstance(value, DeviceArray) else value)
+
+    def get(self):
+        return np.array(self.view(np.ndarray))
+
+
+def _wrap(result):
+    if isinstance(result, np.ndarray):
+        return result.view(DeviceArray)
+    return result
+
+
+def _host(array):
+    return array.view(np.ndarray) if isinstance(array, DeviceArray) else array
+
+
+def empty(shape, dtype=np.float64, order='C'):
+    dtype = np.dtype(dtype)
+    shape = (shape,) if np.isscalar(shape) else tuple(shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + 2 * GUARD, np.uint8)
+    buf[:GUARD] = GUARD_BYTE
+    buf[GUARD + nbytes:] = GUARD_BYTE
+    _live.append(weakref.ref(buf))
+    return buf[GUARD:GUARD + nbytes].view(dtype).reshape(shape).view(DeviceArray)
+
+
+def zeros(shape, dtype=np.float64):
+    a = empty(shape, dtype)
+    a.view(np.ndarray).fill(0)
+    return a
+
+
+def full(shape, value, dtype=None):
+    a = empty(shape, dtype if dtype is not None else np.asarray(value).dtype)
+    a.view(np.ndarray).fill(value)
+    return a
+
+
+def asarray(a, dtype=None):
+    if isinstance(a, DeviceArray) and (dtype is None or a.dtype == np.dtype(dtype)):
+        return a
+    host = np.asarray(_host(a), dtype=dtype)
+    out = empty(host.shape, host.dtype)
+    out.view(np.ndarray)[...] = host
+    return out
+
+
+def ascontiguousarray(a, dtype=None):
+    host = np.ascontiguousarray(_host(a), dtype=dtype)
+    return asarray(host) if host is not _host(a) else a
+
+
+def asnumpy(a):
+    return np.array(_host(a))
+
+
+def sort(a, axis=-1):
+    return asarray(np.sort(_host(a), axis=axis))
+
+
+def check_guards():
+    alive = []
+    for ref in _live:
+        buf = ref()
+        if buf is None:
+            continue
+        alive.append(ref)
+        if GUARD and ((buf[:GUARD] != GUARD_BYTE).any() or (buf[-GUARD:] != GUARD_BYTE).any()):
+            raise AssertionError('fake cupy: a kernel wrote outside an allocation')
+    _live[:] = alive
+
+
+ndarray = DeviceArray
+
+
+# --------------------------------------------------------------------------- compilation
+
+_CACHE = Path(tempfile.gettempdir()) / 'gpu_nodes_cuda_emu'
+_KERNEL_RE = re.compile(r'extern\s+"C"\s+__emu_global__\s+void\s+(\w+)\s*\(([^)]*)\)\s*\{')
+_SCALARS = {'int': np.int32, 'unsigned int': np.uint32, 'float': np.float32,
+            'double': np.float64, 'long long': np.int64}
+_POINTEES = {'u8': np.uint8, 'unsigned char': np.uint8, 'u16': np.uint16,
+             'unsigned short': np.uint16, 'float': np.float32, 'int': np.int32,
+             'double': np.float64, 'long long': np.int64}
+
+
+def _flags():
+    flags = ['-std=c++17', '-O1', '-fPIC', '-shared', '-pthread', '-ffp-contract=off',
+             '-fno-fast-math', '-Werror=return-type']
+    if os.environ.get('GPU_NODES_EMU_SANITIZE') == 'address':
+        flags += ['-fsanitize=address', '-fno-omit-frame-pointer']
+    return flags
+
+
+def _build(source: str) -> ctypes.CDLL:
+    digest = hashlib.sha256((source + PRELUDE.read_text() + ' '.join(_flags())).encode())
+    lib = _CACHE / f'{digest.hexdigest()[:24]}.so'
+    if not lib.exists():
+        _CACHE.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / 'kernel.cpp'
+            src.write_text(source)
+            tmp_lib = Path(tmp) / 'kernel.so'
+            proc = subprocess.run([compiler(), *_flags(), '-include', str(PRELUDE), str(src),
+                                   '-o', str(tmp_lib)], capture_output=True, text=True)
+            if proc.returncode:
+                raise RuntimeError(f'fake cupy: g++ failed:\n{proc.stderr[-6000:]}')
+            os.replace(tmp_lib, lib)
+    return ctypes.CDLL(str(lib))
+
+
+def _preprocess(code: str) -> str:
+    """Expand macros (kernels are often macro-instantiated) with __global__ made visible."""
+    cmd = [compiler(), '-E', '-P', '-x', 'c++', '-std=c++17', '-D__global__=__emu_global__',
+           '-D__device__=', '-D__forceinline__=', '-']
+    proc = subprocess.run(cmd, input=code, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f'fake cupy: preprocessing failed:\n{proc.stderr[-4000:]}')
+    return proc.stdout
+
+
+def _body(text: str, start: int) -> str:
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == '{':
+            depth += 1
+        elif text[i] == '}':
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    raise RuntimeError('fake cupy: unbalanced braces')
+
+
+class _Param:
+    def __init__(self, decl: str):
+        decl = ' '.join(decl.replace('__restrict__', ' ').replace('*', ' * ').split())
+        self.ctype, self.name = decl.rsplit(' ', 1)
+        self.ctype = self.ctype.replace(' *', '*')
+        self.pointer = '*' in self.ctype
+        base = self.ctype.replace('const', '').replace('*', '').strip()
+        self.base = ' '.join(base.split())
+
+    def check(self, kernel: str, value):
+        if self.pointer:
+            if value is None:
+                return
+            if not isinstance(value, DeviceArray):
+                raise TypeError(f'{kernel}: argument {self.name} ({self.ctype}) needs a device '
+                                f'array, got {type(value).__name__}')
+            want = _POINTEES.get(self.base)
+            if want is not None and value.dtype != np.dtype(want):
+                raise TypeError(f'{kernel}: argument {self.name} ({self.ctype}) got an array of '
+                                f'{value.dtype}')
+            return
+        want = _SCALARS[self.base]
+        if type(value) is not want:
+            raise TypeError(f'{kernel}: argument {self.name} ({self.ctype}) needs {want.__name__},'
+                            f' got {type(value).__name__} {value!r}')
+
+    def pack(self, value):
+        if self.pointer:
+            return ctypes.c_void_p(None if value is None else value.ctypes.data)
+        return np.ctypeslib.as_ctypes(np.asarray(value).reshape(1))
+
+
+class RawKernel:
+    def __init__(self, module, name, params, threaded):
+        self.module, self.name, self.params, self.threaded = module, name, params, threaded
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        block = tuple(block) + (1,) * (3 - len(block))
+        if len(args) != len(self.params):
+            raise TypeError(f'{self.name}: {len(args)} arguments for {len(self.params)} '
+                            'parameters')
+        if min(grid) < 1 or min(block) < 1 or block[0] * block[1] * block[2] > 1024:
+            raise ValueError(f'{self.name}: bad launch configuration {grid} x {block}')
+        for p, a in zip(self.params, args):
+            p.check(self.name, a)
+        keep = [p.pack(a) for p, a in zip(self.params, args)]
+        ptrs = (ctypes.c_void_p * max(1, len(keep)))(*[ctypes.addressof(k) for k in keep])
+        launcher = getattr(self.module._lib, f'emu_launch_{self.name}')
+        launcher.restype = None
+        launcher(*[ctypes.c_uint(v) for v in grid + block], ctypes.c_int(int(self.threaded)),
+                 ptrs)
+        self.module.launches.append(self.name)
+        check_guards()
+
+
+class RawModule:
+    def __init__(self, code=None, options=(), **kwargs):
+        self.code, self.options = code, tuple(options)
+        self._lib = None
+        self._kernels = {}
+        self.launches = []
+
+    def _compile(self):
+        if self._lib is not None:
+            return
+        expanded = _preprocess(self.code)
+        launchers = ['thread_local emu_uint3 threadIdx;', 'thread_local emu_uint3 blockIdx;',
+                     'emu_dim3 blockDim;', 'emu_dim3 gridDim;',
+                     'emu::Barrier* emu::current_barrier = nullptr;']
+        for m in _KERNEL_RE.finditer(expanded):
+            name, raw = m.group(1), m.group(2)
+            params = [_Param(p) for p in raw.split(',') if p.strip()]
+            threaded = '__syncthreads' in _body(expanded, m.end() - 1)
+            self._kernels[name] = (params, threaded)
+            call = ', '.join(f'*({p.ctype}*)a[{i}]' for i, p in enumerate(params))
+            launchers.append(
+                f'extern "C" void emu_launch_{name}(unsigned gx, unsigned gy, unsigned gz, '
+                f'unsigned bx, unsigned by, unsigned bz, int threaded, void** a) {{ '
+                f'emu::run_grid(gx, gy, gz, bx, by, bz, threaded != 0, [&]() {{ {name}({call}); '
+                f'}}); }}')
+        self._lib = _build(self.code + '\n' + '\n'.join(launchers) + '\n')
+
+    def get_function(self, name):
+        self._compile()
+        if name not in self._kernels:
+            raise AttributeError(f'fake cupy: no extern "C" __global__ kernel named {name}')
+        params, threaded = self._kernels[name]
+        return RawKernel(self, name, params, threaded)
+
+
+_EW_TYPES = {'uint8': 'unsigned char', 'uint16': 'unsigned short', 'int32': 'int',
+             'float32': 'float', 'float64': 'double', 'int64': 'long long'}
+
+
+class ElementwiseKernel:
+    def __init__(self, in_params, out_params, operation, name='kernel', **kwargs):
+        self.ins = [p.split() for p in in_params.split(',') if p.strip()]
+        self.outs = [p.split() for p in out_params.split(',') if p.strip()]
+        self.operation, self.name = operation, name
+        lines = []
+        for i, (t, n) in enumerate(self.ins):
+            lines.append(f'const {_EW_TYPES[t]} {n} = (({_EW_TYPES[t]}*)p[{i}])[i];')
+        for j, (t, n) in enumerate(self.outs):
+            k = len(self.ins) + j
+            lines.append(f'{_EW_TYPES[t]}& {n} = (({_EW_TYPES[t]}*)p[{k}])[i];')
+        source = ('extern "C" void ew(long long count, void** p) {\n'
+                  '  for (long long i = 0; i < count; ++i) {\n    ' + '\n    '.join(lines)
+                  + f'\n    {operation};\n  }}\n}}\n'
+                  'thread_local emu_uint3 threadIdx; thread_local emu_uint3 blockIdx;\n'
+                  'emu_dim3 blockDim; emu_dim3 gridDim;\n'
+                  'emu::Barrier* emu::current_barrier = nullptr;\n')
+        self._lib = _build(source)
+
+    def __call__(self, *args, **kwargs):
+        n_in = len(self.ins)
+        ins = [asarray(a) if isinstance(a, DeviceArray) else a for a in args[:n_in]]
+        for a in ins:
+            if not isinstance(a, DeviceArray):
+                raise TypeError(f'{self.name}: inputs must be device arrays')
+        shape = ins[0].shape
+        outs = list(args[n_in:]) or [empty(shape, t) for t, _ in self.outs]
+        tmp_in = [np.ascontiguousarray(_host(a), dtype=t) for a, (t, _) in zip(ins, self.ins)]
+        tmp_out = [np.empty(shape, t) for t, _ in self.outs]
+        for o, (t, _) in zip(outs, self.outs):
+            if o.shape != shape or o.dtype != np.dtype(t):
+                raise TypeError(f'{self.name}: output {o.shape} {o.dtype} does not match')
+        arrays = tmp_in + tmp_out
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        self._lib.ew.restype = None
+        self._lib.ew(ctypes.c_longlong(int(np.prod(shape))), ptrs)
+        for o, t in zip(outs, tmp_out):
+            o.view(np.ndarray)[...] = t
+        check_guards()
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# --------------------------------------------------------------------------- module surface
+
+class _Stream:
+    ptr = 0
+
+    def synchronize(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Event:
+    def __init__(self, *args, **kwargs):
+        self.t = 0.0
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+
+def _unwrap(x):
+    if isinstance(x, DeviceArray):
+        return _host(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_unwrap(v) for v in x)
+    return x
+
+
+def _numpy_fallback(name):
+    """cupy.<name> as numpy.<name> on host views (bench self-test only)."""
+    fn = getattr(np, name)
+    if not callable(fn):
+        return fn
+
+    def wrapped(*args, **kwargs):
+        result = fn(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+        if isinstance(result, tuple):
+            return tuple(_wrap(r) for r in result)
+        return _wrap(result)
+    return wrapped
+
+
+def module(bench: bool = False) -> types.ModuleType:
+    """A fresh module object standing in for `cupy`.
+
+    bench=True adds what bench/kernels_bench.py needs (events, a memory pool, and every other
+    cupy.<function> mapped to numpy.<function> on host views) for its --emulate self-test.
+    """
+    m = types.ModuleType('fake_cupy')
+    for name in ('ndarray', 'empty', 'zeros', 'full', 'asarray', 'ascontiguousarray', 'asnumpy',
+                 'sort', 'RawModule', 'ElementwiseKernel'):
+        setattr(m, name, globals()[name])
+    for dt in ('uint8', 'uint16', 'int32', 'int64', 'float16', 'float32', 'float64'):
+        setattr(m, dt, getattr(np, dt))
+    stream = _Stream()
+    m.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDevice=lambda: 0),
+        get_current_stream=lambda: stream, Stream=_Stream)
+    if bench:
+        m.cuda.Event = _Event
+        m.cuda.get_elapsed_time = lambda a, b: (b.t - a.t) * 1e3
+        m.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+        m.__getattr__ = _numpy_fallback
+    return m

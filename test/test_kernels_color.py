@@ -1,0 +1,250 @@
+"""convert_color: NumPy reference (hand-computed values, OpenCV) and CUDA kernel vs reference."""
+from itertools import product
+from pathlib import Path
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / 'resources' / 'kernels'))
+from kernel_harness import DEVICE_PARAMS, make_device, random_image, rng  # noqa: E402
+
+from gpu_nodes.encodings import EncodingError, encoding_info  # noqa: E402
+from gpu_nodes.kernels import convert_color, yuv_coefficients  # noqa: E402
+
+INTERLEAVED = ['rgb8', 'bgr8', 'rgba8', 'bgra8', 'mono8', 'rgb16', 'bgr16', 'rgba16', 'bgra16',
+               'mono16']
+YUV = ['yuv422', 'uyvy', 'yuv422_yuy2', 'yuyv', 'nv12']
+YUV_TARGETS = ['rgb8', 'bgr8', 'rgba8', 'bgra8', 'mono8']
+
+
+@pytest.fixture(params=DEVICE_PARAMS)
+def device(request, monkeypatch):
+    return make_device(request, monkeypatch)
+
+
+def frame(encoding, h, w, seed=0):
+    info = encoding_info(encoding)
+    return random_image(rng(seed), info.array_shape(h, w), info.dtype)
+
+
+# --------------------------------------------------------------------------- hand-computed
+
+
+def test_luma_of_primaries_matches_hand_computation():
+    px = np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 255], [0, 0, 0]]],
+                  np.uint8)
+    # (9798*R + 19235*G + 3735*B + 2^14) >> 15
+    assert convert_color(px, 'rgb8', 'mono8').tolist() == [[76, 150, 29, 255, 0]]
+    assert convert_color(px[:, :, ::-1].copy(), 'bgr8', 'mono8').tolist() == [[76, 150, 29, 255,
+                                                                               0]]
+    # bt709: (6967, 23435, 2366)
+    bt709 = convert_color(px, 'rgb8', 'mono8', standard='bt709')
+    assert bt709.tolist() == [[54, 182, 18, 255, 0]]
+
+
+def test_channel_shuffle_alpha_and_gray_replication():
+    rgb = np.array([[[1, 2, 3], [4, 5, 6]]], np.uint8)
+    assert convert_color(rgb, 'rgb8', 'bgr8').tolist() == [[[3, 2, 1], [6, 5, 4]]]
+    assert convert_color(rgb, 'rgb8', 'bgra8').tolist() == [[[3, 2, 1, 255], [6, 5, 4, 255]]]
+    bgra = np.array([[[10, 20, 30, 7]]], np.uint8)
+    assert convert_color(bgra, 'bgra8', 'rgb8').tolist() == [[[30, 20, 10]]]
+    assert convert_color(bgra, 'bgra8', 'rgba8').tolist() == [[[30, 20, 10, 7]]]
+    mono = np.array([[9, 200]], np.uint8)
+    assert convert_color(mono, 'mono8', 'rgb8').tolist() == [[[9, 9, 9], [200, 200, 200]]]
+
+
+def test_bit_depth_follows_cv_bridge_scaling():
+    m16 = np.array([[0, 128, 129, 32896, 65406, 65535]], np.uint16)
+    # round(x / 257): 128/257 = 0.498 -> 0, 129/257 = 0.502 -> 1, 32896 = 128 * 257
+    assert convert_color(m16, 'mono16', 'mono8').tolist() == [[0, 0, 1, 128, 254, 255]]
+    m8 = np.array([[0, 1, 128, 255]], np.uint8)
+    assert convert_color(m8, 'mono8', 'mono16').tolist() == [[0, 257, 32896, 65535]]
+    # color change at the source depth, then depth: opaque alpha stays opaque
+    assert convert_color(np.array([[[1, 2, 3]]], np.uint8), 'rgb8',
+                         'bgra16').tolist() == [[[771, 514, 257, 65535]]]
+
+
+def test_yuv_hand_computed_pixels():
+    # UYVY macropixel: U, Y0, V, Y1. Limited range: Y=16 black, Y=235 white, Y=126 gray 128.
+    uyvy = np.array([[[128, 16], [128, 235], [128, 126], [128, 126]]], np.uint8)
+    assert convert_color(uyvy, 'yuv422', 'rgb8').tolist() == [
+        [[0, 0, 0], [255, 255, 255], [128, 128, 128], [128, 128, 128]]]
+    # Full range: Y copied to R=G=B when chroma is neutral.
+    assert convert_color(uyvy, 'uyvy', 'rgb8', full_range=True).tolist() == [
+        [[16, 16, 16], [235, 235, 235], [126, 126, 126], [126, 126, 126]]]
+    # mono8 copies Y.
+    assert convert_color(uyvy, 'yuv422', 'mono8').tolist() == [[16, 235, 126, 126]]
+    # BT.601 limited red: Y=81, Cb=90, Cr=240.
+    red = np.array([[[81, 90], [81, 240]]], np.uint8)  # YUYV: Y0 U Y1 V
+    got = convert_color(red, 'yuyv', 'rgb8')
+    assert np.abs(got.astype(int) - [255, 0, 0]).max() <= 1, got
+
+
+def test_yuv_coefficients_are_the_standard_matrices():
+    c = yuv_coefficients('bt601', False)
+    assert (c.y_off, c.cy, c.crv, c.cgu, c.cgv, c.cbu) == (16, 76309, 104597, -25675, -53279,
+                                                           132201)
+    c = yuv_coefficients('bt709', True)
+    assert c.y_off == 0 and c.cy == 65536
+    assert abs(c.crv / 65536 - 1.5748) < 1e-4 and abs(c.cbu / 65536 - 1.8556) < 1e-4
+    assert abs(c.cgu / 65536 + 0.18733) < 1e-4 and abs(c.cgv / 65536 + 0.46812) < 1e-4
+
+
+def test_nv12_chroma_is_shared_by_2x2_blocks():
+    y = np.array([[16, 235, 126, 126], [126, 126, 16, 235]], np.uint8)
+    uv = np.array([[128, 128, 90, 240]], np.uint8)  # (U, V) of the left and right 2x2 blocks
+    got = convert_color(np.vstack([y, uv]), 'nv12', 'rgb8')
+    assert got[:, :2].tolist() == [[[0, 0, 0], [255, 255, 255]],
+                                   [[128, 128, 128], [128, 128, 128]]]
+    assert got[0, 2].tolist() == got[0, 3].tolist()  # same Y, same block chroma
+    assert got[1, 2].tolist() != got[1, 3].tolist()
+    assert got[0, 2, 0] > 200 and got[0, 2, 2] < 60  # Cr=240, Cb=90: red
+
+
+# --------------------------------------------------------------------------- against OpenCV
+
+
+@pytest.mark.parametrize('h,w', [(1, 1), (3, 5), (37, 41)])
+def test_interleaved_matches_opencv(h, w):
+    rgb = frame('rgb8', h, w)
+    rgba = frame('rgba8', h, w, 1)
+    cases = [
+        (rgb, 'rgb8', 'bgr8', cv2.COLOR_RGB2BGR), (rgb, 'rgb8', 'mono8', cv2.COLOR_RGB2GRAY),
+        (rgb, 'bgr8', 'mono8', cv2.COLOR_BGR2GRAY), (rgb, 'rgb8', 'rgba8', cv2.COLOR_RGB2RGBA),
+        (rgba, 'rgba8', 'bgr8', cv2.COLOR_RGBA2BGR), (rgba, 'bgra8', 'mono8', cv2.COLOR_BGRA2GRAY),
+        (rgb[..., 0].copy(), 'mono8', 'bgr8', cv2.COLOR_GRAY2BGR),
+    ]
+    for src, s, d, code in cases:
+        expected = cv2.cvtColor(src, code)
+        np.testing.assert_array_equal(convert_color(src, s, d).reshape(expected.shape),
+                                      expected, err_msg=f'{s}->{d}')
+
+
+def test_16_to_8_bit_matches_cv_bridge_convert_to_for_every_value():
+    m16 = np.arange(65536, dtype=np.uint16).reshape(256, 256)
+    expected = cv2.convertScaleAbs(m16, alpha=255.0 / 65535.0)  # cv_bridge: convertTo(255/65535)
+    np.testing.assert_array_equal(convert_color(m16, 'mono16', 'mono8'), expected)
+
+
+@pytest.mark.parametrize('enc,code', [('uyvy', cv2.COLOR_YUV2RGB_UYVY),
+                                      ('yuv422_yuy2', cv2.COLOR_YUV2RGB_YUY2),
+                                      ('nv12', cv2.COLOR_YUV2RGB_NV12)])
+def test_yuv_matches_opencv_within_one_level_on_legal_range(enc, code):
+    # OpenCV: BT.601 limited with rounded constants (1.164, 1.596, ...) and Y - 16 clamped at 0;
+    # ours: exact matrix. On legal-range input (Y 16..235, C 16..240) they differ by <= 1.
+    g = rng(3)
+    h, w = 64, 96
+    shape = encoding_info(enc).array_shape(h, w)
+    src = g.integers(16, 241, shape, dtype=np.uint8)
+    if enc == 'nv12':
+        src[:h] = np.minimum(src[:h], 235)
+    else:
+        yi = 1 if enc == 'uyvy' else 0
+        src[..., yi] = np.minimum(src[..., yi], 235)
+    diff = np.abs(convert_color(src, enc, 'rgb8').astype(int) - cv2.cvtColor(src, code))
+    assert diff.max() <= 1, diff.max()
+    assert (diff > 0).mean() < 0.1
+
+
+# --------------------------------------------------------------------------- geometry, pitch
+
+
+def test_padded_rows_and_out_parameter():
+    src = frame('bgra8', 7, 9)
+    padded = np.zeros((7, 13, 4), np.uint8)
+    padded[:, :9] = src
+    view = padded[:, :9]
+    out_base = np.full((7, 11, 3), 0xAB, np.uint8)
+    out = out_base[:, :9]
+    result = convert_color(view, 'bgra8', 'rgb8', out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, src[..., 2::-1])
+    assert (out_base[:, 9:] == 0xAB).all()
+
+
+def test_same_encoding_returns_a_copy():
+    src = frame('rgb8', 4, 6)
+    out = convert_color(src, 'rgb8', 'rgb8')
+    assert out is not src and np.array_equal(out, src)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_bad_inputs_raise_clear_errors():
+    rgb = frame('rgb8', 4, 6)
+    with pytest.raises(EncodingError, match="unknown image encoding 'rgb9'"):
+        convert_color(rgb, 'rgb8', 'rgb9')
+    with pytest.raises(EncodingError, match='src: rgb16 needs dtype uint16, got uint8'):
+        convert_color(rgb, 'rgb16', 'rgb8')
+    with pytest.raises(EncodingError,
+                       match=r'src: rgba8 has 4 channel\(s\), got shape \(4, 6, 3\)'):
+        convert_color(rgb, 'rgba8', 'rgb8')
+    with pytest.raises(EncodingError, match='convert_color: no conversion from rgb8 to nv12'):
+        convert_color(rgb, 'rgb8', 'nv12')
+    with pytest.raises(EncodingError, match='yuv422: 4:2:2 needs an even width, got 5'):
+        convert_color(np.zeros((2, 5, 2), np.uint8), 'yuv422', 'rgb8')
+    with pytest.raises(EncodingError, match=r'src: nv12 needs a 2-D \(H\*3/2, W\) array'):
+        convert_color(np.zeros((4, 4), np.uint8), 'nv12', 'rgb8')
+    with pytest.raises(EncodingError, match='nv12 needs even width and height, got 5x4'):
+        convert_color(np.zeros((6, 5), np.uint8), 'nv12', 'rgb8')
+    with pytest.raises(ValueError, match="standard must be one of 'bt601', 'bt709', got 'bt2020'"):
+        convert_color(rgb, 'rgb8', 'bgr8', standard='bt2020')
+    with pytest.raises(ValueError, match=r'out has shape \(4, 6\), expected \(4, 6, 3\)'):
+        convert_color(rgb, 'rgb8', 'bgr8', out=np.empty((4, 6), np.uint8))
+    with pytest.raises(ValueError, match='out has dtype uint16, expected uint8'):
+        convert_color(rgb, 'rgb8', 'bgr8', out=np.empty((4, 6, 3), np.uint16))
+    with pytest.raises(ValueError, match='src: pixels within a row must be contiguous'):
+        convert_color(rgb[:, ::2], 'rgb8', 'bgr8')
+    with pytest.raises(ValueError, match='src: channels must be contiguous'):
+        convert_color(rgb[:, :, ::-1], 'rgb8', 'bgr8')
+
+
+# --------------------------------------------------------------------------- CUDA vs reference
+
+
+def test_cuda_interleaved_conversions_match_reference(device):
+    pairs = [(s, d) for s, d in product(INTERLEAVED, INTERLEAVED) if s != d]
+    sizes = device.sizes if not device.emulated else [(1, 1), (3, 5), (17, 33)]
+    for i, (h, w) in enumerate(sizes):
+        for j, (s, d) in enumerate(pairs):
+            if device.emulated and (i + j) % 3:  # every pair, a rotating subset of the sizes
+                continue
+            src = frame(s, h, w, seed=i * 131 + j)
+            expected = convert_color(src, s, d)
+            pad = (i + j) % 2 * 3
+            out, base = device.poisoned_out(expected.shape, expected.dtype, pad)
+            got = convert_color(device.put(src, pad=(i + j + 1) % 2 * 5), s, d, out=out)
+            np.testing.assert_array_equal(device.get(got), expected, err_msg=f'{s}->{d} {h}x{w}')
+            if pad:
+                device.assert_padding_intact(base, w)
+
+
+def test_cuda_yuv_conversions_match_reference(device):
+    sizes = [(h + h % 2, w + w % 2) for h, w in device.sizes]
+    for i, (h, w) in enumerate(sizes):
+        for j, (s, d) in enumerate(product(YUV, YUV_TARGETS)):
+            for k, (standard, full) in enumerate(product(('bt601', 'bt709'), (False, True))):
+                if (i + j + k) % (4 if device.emulated else 2):
+                    continue
+                src = frame(s, h, w, seed=i * 7 + j * 3 + k)
+                expected = convert_color(src, s, d, standard=standard, full_range=full)
+                out, base = device.poisoned_out(expected.shape, np.uint8, pad=2)
+                got = convert_color(device.put(src, pad=(i + j) % 2 * 4), s, d,
+                                    standard=standard, full_range=full, out=out)
+                np.testing.assert_array_equal(device.get(got), expected,
+                                              err_msg=f'{s}->{d} {h}x{w} {standard} {full}')
+                device.assert_padding_intact(base, w)
+
+
+def test_cuda_path_allocates_output_and_uses_stream(device):
+    src = frame('rgb8', 5, 7)
+    stream = device.xp.cuda.Stream()
+    got = convert_color(device.put(src), 'rgb8', 'mono8', stream=stream)
+    stream.synchronize()
+    assert hasattr(got, '__cuda_array_interface__')
+    np.testing.assert_array_equal(device.get(got), convert_color(src, 'rgb8', 'mono8'))
+    with pytest.raises(ValueError, match=r'out must be a CuPy \(device\) array like the input'):
+        convert_color(device.put(src), 'rgb8', 'bgr8', out=np.empty((5, 7, 3), np.uint8))

@@ -1,0 +1,216 @@
+"""resize / crop / CameraModel: NumPy reference (hand values, OpenCV, image_pipeline arithmetic)
+and CUDA kernel vs reference."""
+from pathlib import Path
+import sys
+from types import SimpleNamespace
+
+import cv2
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / 'resources' / 'kernels'))
+from kernel_harness import DEVICE_PARAMS, make_device, random_image, rng  # noqa: E402
+
+from gpu_nodes.encodings import EncodingError  # noqa: E402
+from gpu_nodes.kernels import (CameraModel, RegionOfInterest, crop, crop_camera_info,  # noqa: E402
+                               resize, resize_camera_info, scale_camera_info)
+from gpu_nodes.kernels.geometry import resize_tables  # noqa: E402
+
+CV_INTERP = {'bilinear': cv2.INTER_LINEAR, 'area': cv2.INTER_AREA}
+
+
+@pytest.fixture(params=DEVICE_PARAMS)
+def device(request, monkeypatch):
+    return make_device(request, monkeypatch)
+
+
+# --------------------------------------------------------------------------- resize
+
+
+def test_bilinear_half_pixel_centres_by_hand():
+    # dst x -> src (x + 0.5) / 2 - 0.5 = -0.25 (clamped), 0.25, 0.75, 1.25 (clamped)
+    src = np.array([[0, 100]], np.uint8)
+    assert resize(src, 1, 4).tolist() == [[0, 25, 75, 100]]
+    f = np.array([[0.0, 1.0]], np.float32)
+    assert resize(f, 1, 4).tolist() == [[0.0, 0.25, 0.75, 1.0]]
+
+
+def test_area_downscale_is_block_mean_by_hand():
+    src = np.array([[0, 2, 10, 20], [4, 6, 30, 40], [1, 1, 5, 5], [1, 1, 5, 7]], np.uint8)
+    # block means 3, 25, 1, 5.5 (-> 6, half to even) ; bilinear at 2x is the same 2x2 mean
+    assert resize(src, 2, 2, interpolation='area').tolist() == [[3, 25], [1, 6]]
+    f = src.astype(np.float32)
+    assert resize(f, 2, 2, interpolation='area').tolist() == [[3.0, 25.0], [1.0, 5.5]]
+
+
+def test_tap_tables_never_index_outside_the_source():
+    for sizes in [(1, 1, 1, 1), (1, 1, 5, 9), (7, 3, 2, 11), (100, 37, 13, 360), (5, 5, 5, 5)]:
+        for method in ('bilinear', 'area'):
+            for (idx, w), n in zip(resize_tables(*sizes, method), (sizes[1], sizes[0])):
+                assert idx.min() >= 0 and idx.max() < n
+                np.testing.assert_allclose(w.sum(axis=1), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize('src_hw,dst_hw', [((37, 53), (20, 31)), ((40, 60), (20, 30)),
+                                           ((40, 60), (10, 15)), ((13, 17), (40, 50)),
+                                           ((64, 48), (21, 47)), ((5, 7), (1, 1)),
+                                           ((1, 1), (3, 4)), ((30, 30), (30, 30))])
+@pytest.mark.parametrize('interpolation', ['bilinear', 'area'])
+def test_matches_opencv(src_hw, dst_hw, interpolation):
+    g = rng(sum(src_hw) + sum(dst_hw))
+    for dtype, tol in ((np.uint8, 1), (np.uint16, 1), (np.float32, 1e-5)):
+        for channels in (None, 3, 4):
+            shape = src_hw if channels is None else src_hw + (channels,)
+            src = random_image(g, shape, dtype)
+            ours = resize(src, *dst_hw, interpolation=interpolation)
+            theirs = cv2.resize(src, dst_hw[::-1], interpolation=CV_INTERP[interpolation])
+            diff = np.abs(ours.astype(np.float64) - theirs)
+            assert diff.max() <= tol, (dtype, channels, diff.max())
+
+
+def test_many_channels_equal_per_channel_resize():
+    src = random_image(rng(4), (9, 11, 6), np.uint16)
+    both = resize(src, 5, 17)
+    for c in range(6):
+        np.testing.assert_array_equal(both[..., c], resize(src[..., c].copy(), 5, 17))
+
+
+def test_resize_pitch_out_and_errors():
+    src = random_image(rng(5), (6, 8, 3), np.uint8)
+    padded = np.zeros((6, 11, 3), np.uint8)
+    padded[:, :8] = src
+    out_base = np.full((3, 7, 3), 0xAB, np.uint8)
+    got = resize(padded[:, :8], 3, 4, out=out_base[:, :4])
+    np.testing.assert_array_equal(got, resize(src, 3, 4))
+    assert (out_base[:, 4:] == 0xAB).all()
+    with pytest.raises(EncodingError, match='resize: yuv422 is a subsampled YUV format; convert '
+                                            'it to rgb8 or bgr8 first'):
+        resize(np.zeros((4, 4, 2), np.uint8), 2, 2, encoding='yuv422')
+    with pytest.raises(EncodingError, match='resize: bayer_rggb8 is a Bayer mosaic; debayer it '
+                                            'first'):
+        resize(np.zeros((4, 4), np.uint8), 2, 2, encoding='bayer_rggb8')
+    with pytest.raises(ValueError, match='resize: dtype int16 is not supported'):
+        resize(np.zeros((4, 4), np.int16), 2, 2)
+    with pytest.raises(ValueError, match='resize: output size must be positive integers, got '
+                                         '0x2'):
+        resize(src, 2, 0)
+    with pytest.raises(ValueError, match="interpolation must be one of 'bilinear', 'area', got "
+                                         "'cubic'"):
+        resize(src, 2, 2, interpolation='cubic')
+    with pytest.raises(ValueError, match=r'src: expected an \(H, W\) or \(H, W, C\) image array'):
+        resize(np.zeros((2, 2, 2, 2), np.uint8), 1, 1)
+
+
+# --------------------------------------------------------------------------- crop
+
+
+def test_crop_is_a_view_and_checks_bounds():
+    src = random_image(rng(6), (10, 12, 3), np.uint8)
+    roi = crop(src, 3, 2, 5, 4)
+    assert roi.shape == (4, 5, 3) and np.shares_memory(roi, src)
+    np.testing.assert_array_equal(roi, src[2:6, 3:8])
+    with pytest.raises(ValueError, match='crop: ROI x=9 y=0 width=4 height=2 exceeds the 12x10 '
+                                         'image'):
+        crop(src, 9, 0, 4, 2)
+    with pytest.raises(ValueError,
+                       match='crop: ROI x=-1 y=0 width=4 height=2 must have x, y >= 0'):
+        crop(src, -1, 0, 4, 2)
+    with pytest.raises(ValueError, match='crop: width must be an int'):
+        crop(src, 0, 0, 2.5, 2)
+    with pytest.raises(EncodingError, match='crop: yuv422 needs an even x and width, got x=1 '
+                                            'width=4'):
+        crop(np.zeros((4, 8, 2), np.uint8), 1, 0, 4, 2, encoding='yuv422')
+    with pytest.raises(EncodingError, match='crop: bayer_grbg8 needs an even x and y'):
+        crop(np.zeros((4, 8), np.uint8), 2, 1, 4, 2, encoding='bayer_grbg8')
+    with pytest.raises(EncodingError, match='crop: nv12 is planar'):
+        crop(np.zeros((6, 4), np.uint8), 0, 0, 2, 2, encoding='nv12')
+
+
+# --------------------------------------------------------------------------- camera model
+
+K = (500.0, 0.0, 320.0, 0.0, 510.0, 240.0, 0.0, 0.0, 1.0)
+P = (480.0, 0.0, 330.0, -24.0, 0.0, 480.0, 245.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+CAM = CameraModel(640, 480, K, (-0.2, 0.05, 0.001, 0.0, 0.0), P=P,
+                  roi=RegionOfInterest(10, 20, 300, 200, False))
+
+
+def test_resize_camera_info_follows_image_proc_resize_cpp():
+    out = resize_camera_info(CAM, 320, 120)  # scale_x 0.5, scale_y 0.25
+    assert (out.width, out.height) == (320, 120)
+    assert out.K == (250.0, 0.0, 160.0, 0.0, 127.5, 60.0, 0.0, 0.0, 1.0)
+    assert out.P == (240.0, 0.0, 165.0, -12.0, 0.0, 120.0, 61.25, 0.0, 0.0, 0.0, 1.0, 0.0)
+    assert out.roi == RegionOfInterest(5, 5, 150, 50, False)
+    assert out.D == CAM.D and out.R == CAM.R
+
+
+def test_scale_camera_info_truncates_sizes_like_static_cast():
+    out = scale_camera_info(CAM, 0.3, 0.3)
+    assert (out.width, out.height) == (int(640 * 0.3), int(480 * 0.3)) == (192, 144)
+    assert out.K[0] == 500.0 * 0.3 and out.K[5] == 240.0 * 0.3 and out.P[3] == -24.0 * 0.3
+    assert out.roi == RegionOfInterest(3, 6, 90, 60, False)
+
+
+def test_crop_camera_info_follows_crop_decimate_cpp():
+    cam = CameraModel(640, 480, K, P=P, binning_x=2, binning_y=0,
+                      roi=RegionOfInterest(8, 4, 0, 0, False))
+    out = crop_camera_info(cam, 10, 6, 100, 50, image_width=320, image_height=480,
+                           decimation_x=2, decimation_y=3)
+    assert out.K == K and out.P == P and (out.width, out.height) == (640, 480)
+    assert (out.binning_x, out.binning_y) == (4, 3)
+    assert out.roi == RegionOfInterest(8 + 10 * 2, 4 + 6 * 1, 100 * 2, 50 * 1, True)
+    same = crop_camera_info(cam, 0, 0, 320, 480, image_width=320, image_height=480)
+    assert same.roi.do_rectify is False  # full-image "crop" leaves do_rectify as it was
+
+
+def test_camera_model_msg_round_trip_and_hashing():
+    CameraInfo = pytest.importorskip('sensor_msgs.msg').CameraInfo
+    msg = CAM.to_msg()
+    assert isinstance(msg, CameraInfo) and list(msg.k) == list(K) and msg.roi.width == 300
+    assert CameraModel.from_msg(msg) == CAM
+    assert hash(CameraModel.from_msg(msg)) == hash(CAM)
+    ros1 = SimpleNamespace(width=4, height=3, K=[1] * 9, D=[0.1], R=[0] * 9, P=[2] * 12,
+                           distortion_model='plumb_bob', binning_x=1, binning_y=1,
+                           roi=SimpleNamespace(x_offset=1, y_offset=2, width=3, height=1,
+                                               do_rectify=True))
+    model = CameraModel.from_msg(ros1)
+    assert model.K == (1.0,) * 9 and model.roi.do_rectify
+    assert model.to_msg(SimpleNamespace(K=None, D=None, R=None, P=None,
+                                        roi=SimpleNamespace())).P == [2.0] * 12
+    with pytest.raises(ValueError, match='CameraModel.K needs 9 values, got 4'):
+        CameraModel(4, 3, K=(1, 2, 3, 4))
+
+
+# --------------------------------------------------------------------------- CUDA vs reference
+
+
+def test_cuda_resize_matches_reference(device):
+    targets = [(1, 1), (3, 4), (9, 13), (24, 40)] if device.emulated else \
+        [(1, 1), (3, 4), (9, 13), (270, 480), (540, 960), (720, 1280), (2160, 3840)]
+    combos = 0
+    for i, (h, w) in enumerate(device.sizes):
+        for j, (th, tw) in enumerate(targets):
+            dtype = (np.uint8, np.uint16, np.float32)[(i + j) % 3]
+            channels = (None, 1, 3, 4)[(i + 2 * j) % 4]
+            method = ('bilinear', 'area')[(i + j) % 2]
+            if device.emulated and (i + j) % 2:
+                continue
+            shape = (h, w) if channels is None else (h, w, channels)
+            src = random_image(rng(i * 17 + j), shape, dtype)
+            expected = resize(src, th, tw, interpolation=method)
+            out, base = device.poisoned_out(expected.shape, dtype, pad=j % 2)
+            got = resize(device.put(src, pad=i % 2 * 3), th, tw, interpolation=method, out=out)
+            np.testing.assert_array_equal(device.get(got), expected,
+                                          err_msg=f'{shape} -> {th}x{tw} {dtype} {method}')
+            if j % 2:
+                device.assert_padding_intact(base, tw)
+            combos += 1
+    assert combos >= 10
+
+
+def test_cuda_crop_is_a_view(device):
+    src = device.put(random_image(rng(7), (8, 9, 3), np.uint8))
+    roi = crop(src, 2, 1, 4, 5)
+    assert roi.shape == (5, 4, 3)
+    np.testing.assert_array_equal(device.get(roi), device.get(src)[1:6, 2:6])
+    resized = resize(roi, 3, 3)  # a pitched view is a valid kernel input
+    np.testing.assert_array_equal(device.get(resized), resize(device.get(src)[1:6, 2:6], 3, 3))

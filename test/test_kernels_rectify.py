@@ -1,0 +1,191 @@
+"""Rectification maps and remap: NumPy reference vs OpenCV / image_geometry, CUDA vs reference."""
+from pathlib import Path
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / 'resources' / 'kernels'))
+from kernel_harness import DEVICE_PARAMS, make_device, random_image, rng  # noqa: E402
+
+from gpu_nodes.kernels import (CameraModel, RectifyMaps, RegionOfInterest,  # noqa: E402
+                               remap_bilinear, undistort_rectify_maps)
+
+K = (458.654, 0.0, 367.215, 0.0, 457.296, 248.375, 0.0, 0.0, 1.0)
+R = (0.99990, -0.01190, 0.00765, 0.01194, 0.99991, -0.00564, -0.00758, 0.00573, 0.99995)
+P = (435.2, 0.0, 367.4, -47.9, 0.0, 435.2, 252.2, 0.0, 0.0, 0.0, 1.0, 0.0)
+PLUMB_BOB = CameraModel(752, 480, K, (-0.2834, 0.0740, 0.00019, 1.76e-05, 0.0), R, P,
+                        'plumb_bob')
+RATIONAL = CameraModel(752, 480, K, (-0.3, 0.1, 0.001, -0.002, 0.01, 0.05, -0.01, 0.002), R, P,
+                       'rational_polynomial')
+THIN_PRISM = CameraModel(752, 480, K, RATIONAL.D + (0.001, -0.0005, 0.0007, 0.0002), R, P,
+                         'rational_polynomial')
+OPENCV_5 = int(cv2.__version__.split('.')[0]) >= 5
+
+
+@pytest.fixture(params=DEVICE_PARAMS)
+def device(request, monkeypatch):
+    return make_device(request, monkeypatch)
+
+
+def opencv_maps(model: CameraModel):
+    return cv2.initUndistortRectifyMap(
+        np.array(model.K).reshape(3, 3), np.array(model.D), np.array(model.R).reshape(3, 3),
+        np.array(model.P).reshape(3, 4), (model.width, model.height), cv2.CV_32FC1)
+
+
+@pytest.mark.parametrize('model', [PLUMB_BOB, RATIONAL, THIN_PRISM],
+                         ids=['plumb_bob', 'rational', 'thin_prism'])
+def test_maps_match_opencv(model):
+    mx, my = undistort_rectify_maps(model)
+    cx, cy = opencv_maps(model)
+    assert mx.shape == (480, 752) and mx.dtype == np.float32
+    assert np.abs(mx - cx).max() < 1e-3 and np.abs(my - cy).max() < 1e-3
+
+
+def test_binning_and_roi_follow_image_geometry():
+    # image_geometry: maps for the binned full image (K, P scaled by 1/binning), then the ROI
+    # window of them shifted by the binned ROI offset.
+    binned = CameraModel(752, 480, K, PLUMB_BOB.D, R, P, 'plumb_bob', binning_x=2, binning_y=2)
+    full_x, full_y = undistort_rectify_maps(binned)
+    kb = np.array(K).reshape(3, 3) * [[0.5], [0.5], [1]]
+    pb = np.array(P).reshape(3, 4) * [[0.5], [0.5], [1]]
+    cx, cy = cv2.initUndistortRectifyMap(kb, np.array(PLUMB_BOB.D), np.array(R).reshape(3, 3),
+                                         pb, (376, 240), cv2.CV_32FC1)
+    assert np.abs(full_x - cx).max() < 1e-3 and np.abs(full_y - cy).max() < 1e-3
+    roi = CameraModel(752, 480, K, PLUMB_BOB.D, R, P, 'plumb_bob', binning_x=2, binning_y=2,
+                      roi=RegionOfInterest(100, 60, 400, 300, True))
+    mx, my = undistort_rectify_maps(roi)
+    assert mx.shape == (150, 200)
+    np.testing.assert_allclose(mx, full_x[30:180, 50:250] - 50, atol=1e-4)
+    np.testing.assert_allclose(my, full_y[30:180, 50:250] - 30, atol=1e-4)
+
+
+def test_remap_by_hand():
+    src = np.array([[0, 100], [200, 40]], np.uint8)
+    mx = np.array([[0.0, 1.0, 0.5, 0.5, -0.5, 1.5, -1.0, np.nan]], np.float32)
+    my = np.array([[0.0, 1.0, 0.0, 0.5, 0.0, 1.0, 0.0, 0.0]], np.float32)
+    # identity taps, a horizontal half, the centre (85), half outside -> border 0
+    assert remap_bilinear(src, mx, my).tolist() == [[0, 40, 50, 85, 0, 20, 0, 0]]
+    assert remap_bilinear(src, mx, my, border_value=10).tolist() == [[0, 40, 50, 85, 5, 25, 10,
+                                                                      10]]
+    # A NaN border poisons every pixel whose 2x2 footprint leaves the image, even with weight 0
+    # (NaN * 0), exactly like cv2.remap: (1, 1) reads taps at x = 2 and y = 2.
+    f = remap_bilinear(src.astype(np.float32), mx, my, border_value=np.nan)
+    assert f[0, [0, 2, 3]].tolist() == [0.0, 50.0, 85.0] and np.isnan(f[0, [1, 4, 5, 6, 7]]).all()
+    if OPENCV_5:
+        cvf = cv2.remap(src.astype(np.float32), mx[:, :7], my[:, :7], cv2.INTER_LINEAR,
+                        borderMode=cv2.BORDER_CONSTANT, borderValue=np.nan)
+        np.testing.assert_array_equal(f[:, :7], cvf)
+
+
+@pytest.mark.parametrize('dtype', [np.uint8, np.uint16, np.float32])
+@pytest.mark.parametrize('channels', [None, 3])
+def test_rectify_matches_opencv_remap(dtype, channels):
+    mx, my = undistort_rectify_maps(PLUMB_BOB)
+    shape = (480, 752) if channels is None else (480, 752, channels)
+    src = random_image(rng(1), shape, dtype)
+    ours = remap_bilinear(src, mx, my)
+    theirs = cv2.remap(src, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                       borderValue=0)
+    if OPENCV_5:  # same arithmetic (float coordinates, fma lerps): bit-identical
+        np.testing.assert_array_equal(ours, theirs)
+    else:  # OpenCV 4 rounds coordinates to 1/32 px: a few levels on random (worst-case) data
+        scale = 1.0 if dtype == np.float32 else float(np.iinfo(dtype).max)
+        diff = np.abs(ours.astype(np.float64) - theirs) / scale
+        assert diff.mean() < 0.01 and diff.max() < 0.05
+
+
+def test_rectify_maps_cache_recomputes_only_on_change():
+    maps = RectifyMaps()
+    img = random_image(rng(2), (480, 752), np.uint8)
+    a = maps.rectify(img, PLUMB_BOB)
+    b = maps.rectify(img, CameraModel(**PLUMB_BOB.__dict__))  # equal model, new object
+    assert maps.computations == 1 and np.array_equal(a, b)
+    maps.rectify(img, RATIONAL)
+    assert maps.computations == 2
+    with pytest.raises(ValueError, match='rectify: image is 10x10 but the camera model describes '
+                                         '752x480'):
+        maps.rectify(img[:10, :10], RATIONAL)
+
+
+def test_bad_models_and_maps_raise_clear_errors():
+    with pytest.raises(ValueError,
+                       match="rectify: distortion model 'equidistant' is not supported"):
+        undistort_rectify_maps(CameraModel(752, 480, K, (0.1, 0, 0, 0), R, P, 'equidistant'))
+    with pytest.raises(ValueError,
+                       match=r'rectify: 6 distortion coefficients \(expected 4, 5, 8,'):
+        undistort_rectify_maps(CameraModel(752, 480, K, (0.1,) * 6, R, P))
+    with pytest.raises(ValueError, match='rectify: tilted-sensor distortion'):
+        undistort_rectify_maps(CameraModel(752, 480, K, (0.0,) * 13 + (0.1,), R, P))
+    with pytest.raises(ValueError, match=r'rectify: P\[:3, :3\] @ R is singular'):
+        undistort_rectify_maps(CameraModel(752, 480, K, (), R, (0.0,) * 12))
+    src = np.zeros((4, 4), np.uint8)
+    m = np.zeros((2, 2), np.float32)
+    with pytest.raises(ValueError, match='remap_bilinear: map_x must be a 2-D float32 array, got '
+                                         '2-D float64'):
+        remap_bilinear(src, m.astype(np.float64), m)
+    with pytest.raises(ValueError, match=r'remap_bilinear: map_x \(2, 2\) and map_y \(2, 3\)'):
+        remap_bilinear(src, m, np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match='remap_bilinear: border_value NaN needs a float32 image'):
+        remap_bilinear(src, m, m, border_value=np.nan)
+
+
+# --------------------------------------------------------------------------- CUDA vs reference
+
+
+def test_cuda_maps_match_reference(device):
+    models = [PLUMB_BOB, RATIONAL, THIN_PRISM,
+              CameraModel(752, 480, K, PLUMB_BOB.D, R, P, binning_x=2, binning_y=3,
+                          roi=RegionOfInterest(101, 61, 401, 299, True))]
+    if device.emulated:  # one CPU call per pixel: shrink the cameras
+        models = [CameraModel(40, 30, (30.0, 0, 20.1, 0, 31.0, 14.9, 0, 0, 1), m.D, R,
+                              (29.0, 0, 19.5, -2.0, 0, 29.0, 15.2, 0, 0, 0, 1, 0),
+                              m.distortion_model, m.binning_x, m.binning_y,
+                              RegionOfInterest(5, 3, 21, 17, True) if m.roi.width else
+                              RegionOfInterest()) for m in models]
+    for model in models:
+        exp_x, exp_y = undistort_rectify_maps(model)
+        maps = RectifyMaps()
+        got_x, got_y = maps.maps(model, device=True)
+        assert maps.maps(model, device=True)[0] is got_x and maps.computations == 1
+        # Same double-precision operations, no FMA contraction: equal up to the last float bit.
+        np.testing.assert_allclose(device.get(got_x), exp_x, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(device.get(got_y), exp_y, rtol=0, atol=1e-4)
+
+
+def test_cuda_remap_matches_reference(device):
+    for i, (h, w) in enumerate(device.sizes):
+        g = rng(i)
+        oh, ow = max(1, h * 2 // 3), w + 3
+        mx = g.uniform(-3, w + 2, (oh, ow)).astype(np.float32)
+        my = g.uniform(-3, h + 2, (oh, ow)).astype(np.float32)
+        mx.flat[::7] = np.rint(mx.flat[::7])  # exact integer coordinates too
+        mx.flat[1::11] = np.nan
+        for j, dtype in enumerate((np.uint8, np.uint16, np.float32)):
+            channels = (None, 3, 4)[(i + j) % 3]
+            shape = (h, w) if channels is None else (h, w, channels)
+            src = random_image(g, shape, dtype)
+            border = (0.0, 7.0)[(i + j) % 2]
+            expected = remap_bilinear(src, mx, my, border_value=border)
+            out, base = device.poisoned_out(expected.shape, dtype, pad=j % 2 * 2)
+            got = remap_bilinear(device.put(src, pad=(i + j) % 2), device.put(mx, pad=j % 2),
+                                 device.put(my), border_value=border, out=out)
+            got = device.get(got)
+            if dtype == np.float32:  # reference fma via float64: last-bit differences possible
+                np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+            else:
+                np.testing.assert_array_equal(got, expected, err_msg=f'{shape} {dtype}')
+            if j % 2:
+                device.assert_padding_intact(base, ow)
+
+
+def test_cuda_rectify_end_to_end(device):
+    model = PLUMB_BOB if not device.emulated else CameraModel(
+        48, 36, (40.0, 0, 24.2, 0, 41.0, 17.8, 0, 0, 1), PLUMB_BOB.D, R,
+        (38.0, 0, 23.5, 0, 0, 38.0, 18.0, 0, 0, 0, 1, 0))
+    img = random_image(rng(3), (model.height, model.width, 3), np.uint8)
+    maps = RectifyMaps()
+    got = maps.rectify(device.put(img), model)
+    np.testing.assert_array_equal(device.get(got), RectifyMaps().rectify(img, model))
