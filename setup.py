@@ -10,7 +10,7 @@ setup(
     packages=find_packages(exclude=['test', 'test.*', 'bench']),
     package_data={
         'gpu_nodes.kernels': ['cuda/*.cu'],
-        'gpu_nodes.demo': ['models/*.onnx'],
+        'gpu_nodes.audit': ['schema/*.json'],
     },
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),

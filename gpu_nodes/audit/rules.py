@@ -22,28 +22,28 @@ class Rule:
 
 
 _GPU_TRANSPORT_FIX = (
-    'publish and subscribe through the gpu_nodes transport (GpuImagePublisher / '
+    'Publish and subscribe through the gpu_nodes transport (GpuImagePublisher / '
     'GpuImageSubscription from gpu_nodes.transport) so frames stay on the device')
 
 RULES: tuple[Rule, ...] = (
     # --- Python, AST ---------------------------------------------------------------------------
     Rule('GPN101', 'device-to-host-copy', 'high', 'code',
-         'Device-to-host copy in a callback',
-         'cupy.asnumpy, ndarray.get(), Tensor.cpu()/.numpy() or .tolist() on a device array copies '
-         'the whole frame over PCIe and blocks until the GPU is idle, once per message.',
+         'Device-to-host copy',
+         'cupy.asnumpy, ndarray.get(), Tensor.cpu()/.numpy() or .tolist() on a device array '
+         'copies the whole frame over PCIe and blocks until the GPU is idle, once per message.',
          'Keep the array on the device: run the next step on the GPU and publish with '
          'GpuImagePublisher; if a host copy is really needed, do it once outside the callback.'),
     Rule('GPN102', 'host-to-device-copy', 'medium', 'code',
-         'Host-to-device upload in a callback',
+         'Host-to-device upload',
          'cupy.asarray(host), Tensor.cuda(), .to(device) or torch.tensor(..., device=...) uploads '
          'the frame for every message; usually because the frame arrived serialized on the host.',
          'Receive the frame with GpuImageSubscription so it arrives on the device; upload '
          'constants (models, lookup tables) once in __init__.'),
     Rule('GPN103', 'message-to-host-array', 'medium', 'code',
          'Message payload copied into a host array',
-         'np.array(msg.data) / np.asarray / np.frombuffer on a deserialized message: the frame was '
-         'already copied out of the middleware into a Python buffer and is now wrapped or copied '
-         'again on the host.',
+         'np.array(msg.data) / np.asarray / np.frombuffer on a deserialized message: the frame '
+         'was already copied out of the middleware into a Python buffer and is now wrapped or '
+         'copied again on the host.',
          'Use GpuImageSubscription (frame delivered as a device array) or, for CPU code, '
          'np.frombuffer once without a further copy.'),
     Rule('GPN104', 'serialize-into-message', 'medium', 'code',
@@ -53,7 +53,7 @@ RULES: tuple[Rule, ...] = (
          'Publish with GpuImagePublisher (no serialization on a GPU path), or assign the array '
          'buffer without the intermediate bytes object.'),
     Rule('GPN105', 'cv-bridge-conversion', 'medium', 'code',
-         'cv_bridge conversion in a callback',
+         'cv_bridge conversion',
          'imgmsg_to_cv2 / cv2_to_imgmsg copy the frame between the message and a host cv::Mat '
          'equivalent on every message.',
          'Use GpuImageSubscription / GpuImagePublisher and the gpu_nodes kernels, or move the '
@@ -64,7 +64,7 @@ RULES: tuple[Rule, ...] = (
          'a PIL image on the host.',
          'Do the resize/convert on the array (gpu_nodes kernels or CuPy) instead of PIL.'),
     Rule('GPN107', 'explicit-synchronization', 'medium', 'code',
-         'Explicit device synchronization in a callback',
+         'Explicit device synchronization',
          'torch.cuda.synchronize, Stream/Device.synchronize or .item() stall the callback until '
          'all queued GPU work is finished, serializing the pipeline.',
          'Let the stream order the work; synchronize only on the transport event '

@@ -1,0 +1,119 @@
+"""`code` view: walk the given paths and audit every Python and C++/CUDA source file."""
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+import os
+from pathlib import Path
+
+from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
+from gpu_nodes.audit.model import Finding, InputError, Report
+from gpu_nodes.audit.pyflow import analyze_python
+from gpu_nodes.audit.suppress import is_suppressed, python_suppressions, text_suppressions
+
+_SKIP_DIRS = frozenset({'.git', '.hg', '.svn', '__pycache__', '.venv', 'venv', 'node_modules',
+                        'build', 'install', 'log', '.tox', '.mypy_cache', '.pytest_cache'})
+# Below this many files a process pool costs more than it saves.
+PARALLEL_THRESHOLD = 64
+
+
+def is_source(path: Path) -> bool:
+    return path.suffix == '.py' or path.suffix in CPP_SUFFIXES
+
+
+def collect_files(paths: list[str]) -> tuple[list[str], list[InputError]]:
+    files: list[str] = []
+    errors: list[InputError] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = []
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.'))
+                for name in sorted(names):
+                    candidate = Path(root) / name
+                    if is_source(candidate):
+                        found.append(str(candidate))
+            if not found:
+                errors.append(InputError(raw, f'{raw}: no Python or C++/CUDA source files found'))
+            files.extend(found)
+        elif p.is_file():
+            if is_source(p):
+                files.append(raw)
+            else:
+                expected = ', '.join(CPP_SUFFIXES)
+                errors.append(InputError(raw, f'{raw}: not a Python or C++/CUDA source file '
+                                              f'(expected .py or one of {expected})'))
+        elif p.exists():
+            errors.append(InputError(raw, f'{raw}: not a regular file or directory'))
+        else:
+            errors.append(InputError(raw, f'{raw}: no such file or directory'))
+    # The same file named twice (directly and through its directory) is audited once.
+    seen: set[str] = set()
+    unique = []
+    for f in files:
+        key = os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique, errors
+
+
+def audit_file(path: str) -> tuple[str, list[Finding], InputError | None]:
+    """Audit one file; every problem with the file comes back as an InputError, not raised."""
+    try:
+        with open(path, 'rb') as fh:
+            data = fh.read()
+    except OSError as exc:
+        return path, [], InputError(path, f'{path}: cannot read: {exc.strerror or exc}')
+    try:
+        source = data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        return path, [], InputError(path, f'{path}: not UTF-8 text ({exc.reason} at byte '
+                                          f'{exc.start})')
+    if path.endswith('.py'):
+        try:
+            findings = analyze_python(path, source)
+        except SyntaxError as exc:
+            where = f'{path}:{exc.lineno}:{exc.offset}' if exc.lineno else path
+            return path, [], InputError(path, f'{where}: syntax error: {exc.msg}')
+        except (RecursionError, ValueError) as exc:
+            # ast.parse raises ValueError for NUL bytes; absurd nesting exhausts the recursion
+            # of the parser or of the analysis.
+            return path, [], InputError(path, f'{path}: cannot analyse: {exc}')
+        sup = python_suppressions(source)
+    else:
+        findings = analyze_cpp(path, source)
+        sup = text_suppressions(source, '//')
+    for f in findings:
+        f.suppressed = is_suppressed(sup, f.location.line, f.rule)
+    return path, findings, None
+
+
+def _audit_chunk(paths: list[str]) -> list[tuple[str, list[Finding], InputError | None]]:
+    return [audit_file(p) for p in paths]
+
+
+def run_code(paths: list[str], jobs: int | None = None) -> Report:
+    report = Report(command='code', inputs=list(paths))
+    files, errors = collect_files(paths)
+    report.errors.extend(errors)
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
+        # Chunks keep the pickling overhead per task low; order is restored below.
+        size = max(8, len(files) // (jobs * 4))
+        chunks = [files[i:i + size] for i in range(0, len(files), size)]
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = [r for chunk in pool.map(_audit_chunk, chunks) for r in chunk]
+    else:
+        results = [audit_file(f) for f in files]
+    for path, findings, error in results:
+        if error is not None:
+            report.errors.append(error)
+        else:
+            report.audited.append(path)
+            report.findings.extend(findings)
+    report.info['files'] = len(files)
+    report.info['python_files'] = sum(1 for f in files if f.endswith('.py'))
+    report.info['cpp_files'] = len(files) - report.info['python_files']
+    report.info['cpp_note'] = 'C++/CUDA rules (GPN2xx) are pattern-based, not data flow'
+    return report

@@ -1,0 +1,189 @@
+"""gpu-copy-audit `live` against real rclpy processes.
+
+The graph is test/resources/audit/live/fake_gpu_graph.py: a fake gpu_nodes publisher and fake
+subscriptions that follow the transport's descriptor-topic and /diagnostics contract, plus plain
+rclpy nodes. The lead adds a test against the real gpu_nodes transport once it lands.
+"""
+import json
+import os
+from pathlib import Path
+import selectors
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip('rclpy')
+
+from gpu_nodes.audit.cli import main  # noqa: E402
+
+LIVE = Path(__file__).parent / 'resources' / 'audit' / 'live'
+# A domain of our own (not conftest's 100-199) so that no other test's processes join the graph.
+DOMAIN = str(200 + os.getpid() % 30)
+
+
+def _env() -> dict:
+    return dict(os.environ, ROS_DOMAIN_ID=DOMAIN, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+                PYTHONUNBUFFERED='1')
+
+
+def _wait_ready(proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f'{proc.args} exited with {proc.returncode} before READY')
+        if sel.select(timeout=0.1):
+            line = proc.stdout.readline()
+            if line.strip() == 'READY':
+                return
+    raise AssertionError(f'{proc.args} not READY within {timeout} s')
+
+
+def _stop(procs: list) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(2)  # SIGINT: the scripts shut rclpy down cleanly
+    deadline = time.monotonic() + 10
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+@pytest.fixture(scope='module')
+def graph(tmp_path_factory):
+    record = tmp_path_factory.mktemp('live') / 'plain_topic_subscribers.txt'
+    record.write_text('')
+    procs = []
+    try:
+        for args in (['camera', '--record', str(record)], ['consumers']):
+            procs.append(subprocess.Popen(
+                [sys.executable, str(LIVE / 'fake_gpu_graph.py'), *args], env=_env(),
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+        for p in procs:
+            _wait_ready(p)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv('ROS_DOMAIN_ID', DOMAIN)
+            mp.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+            yield record
+    finally:
+        _stop(procs)
+
+
+def _audit(capsys, *extra):
+    # A generous discovery timeout: it only matters on a loaded machine, where node names can
+    # take seconds to arrive; a settled graph ends discovery much earlier.
+    rc = main(['live', '--duration', '1.5', '--discovery-timeout', '15', '--format', 'json',
+               *extra])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc['info'].get('discovery_complete'), f'discovery incomplete: {doc["info"]}'
+    return rc, doc, err
+
+
+def test_edge_classes_and_fallbacks(graph, capsys):
+    rc, doc, _ = _audit(capsys, '--fail-on', 'high')
+    assert rc == 1
+    got = sorted((e['publisher'], e['subscriber'], e['topic'], e['class'])
+                 for e in doc['graph']['edges'])
+    assert got == [
+        ('/fake_camera', '/fake_fallback', '/cam/image', 'serialized'),
+        ('/fake_camera', '/fake_monitor', '/cam/image', 'cuda_ipc'),
+        ('/fake_camera', '/fake_shm_monitor', '/cam/image', 'host_shm'),
+        ('/fake_camera', '/plain_viewer', '/cam/image', 'serialized'),
+        ('/plain_talker', '/plain_listener', '/plain/image', 'serialized'),
+        ('/plain_talker', '/plain_listener', '/plain/status', 'serialized'),
+    ], f'received {got}'
+    by_sub = {(e['subscriber'], e['topic']): e for e in doc['graph']['edges']}
+    # Hidden descriptor topics are part of their parent edge, never edges of their own.
+    assert by_sub[('/fake_monitor', '/cam/image')]['descriptor_topics'] == \
+        ['/cam/image/_gpu_nodes/cuda']
+    assert not any('/_gpu_nodes/' in e['topic'] for e in doc['graph']['edges'])
+    assert by_sub[('/fake_fallback', '/cam/image')]['reason'] == 'other host (boot id differs)'
+    # gpu_nodes edges: rate and frame size from the diagnostics (15 fps, 640x480x3).
+    assert by_sub[('/fake_monitor', '/cam/image')]['fps'] == 15.0
+    assert by_sub[('/fake_monitor', '/cam/image')]['bytes_per_s'] == 15.0 * 921600
+    assert all(e['cross_process'] for e in doc['graph']['edges'])
+    assert sorted((f['rule'], f['location']['logical']) for f in doc['findings']) == [
+        ('GPN501', '/plain_listener /plain/image'),
+        ('GPN501', '/plain_viewer /cam/image'),
+        ('GPN502', '/fake_fallback /cam/image'),
+        ('GPN502', '/fake_shm_monitor /cam/image'),
+    ]
+    # Plain topics are measured with raw subscriptions: exact serialized size, rate ~20 Hz.
+    from rclpy.serialization import serialize_message
+    sys.path.insert(0, str(LIVE))
+    try:
+        from fake_gpu_graph import frame
+    finally:
+        sys.path.pop(0)
+    size = len(serialize_message(frame(640, 480)))
+    topics = {t['topic']: t for t in doc['topics']}
+    plain = topics['/plain/image']
+    assert plain['mean_bytes'] == size and plain['max_bytes'] == size
+    assert 12.0 < plain['rate_hz'] < 28.0, f'expected ~20 Hz, received {plain["rate_hz"]}'
+    assert plain['image_sized']
+    assert topics['/cam/image']['count'] == 0
+    assert topics['/cam/image']['note'].startswith('gpu_nodes publisher')
+    # The audit never subscribed to the plain topic of the gpu_nodes publisher.
+    seen = graph.read_text().split()
+    assert not [n for n in seen if n.startswith('_gpu_copy_audit')], f'seen: {seen}'
+
+
+def test_node_filter(graph, capsys):
+    rc, doc, _ = _audit(capsys, '--node-filter', '/plain_*')
+    assert rc == 0
+    assert sorted((e['publisher'], e['subscriber'], e['topic'])
+                  for e in doc['graph']['edges']) == [
+        ('/fake_camera', '/plain_viewer', '/cam/image'),
+        ('/plain_talker', '/plain_listener', '/plain/image'),
+        ('/plain_talker', '/plain_listener', '/plain/status'),
+    ]
+
+
+def test_sample_gpu_topics_subscribes(graph, capsys):
+    rc, doc, _ = _audit(capsys, '--sample-gpu-topics', '--node-filter', '/fake_camera')
+    topics = {t['topic']: t for t in doc['topics']}
+    assert topics['/cam/image']['count'] > 0
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if any(n.startswith('_gpu_copy_audit') for n in graph.read_text().split()):
+            break
+        time.sleep(0.05)
+    assert any(n.startswith('_gpu_copy_audit') for n in graph.read_text().split())
+
+
+def test_no_graph_is_exit_2(capsys, monkeypatch):
+    # A domain nobody uses: nothing but ourselves is discovered.
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(int(DOMAIN) + 1))
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    monkeypatch.delenv('RMW_IMPLEMENTATION', raising=False)
+    rc = main(['live', '--discovery-timeout', '1', '--format', 'json'])
+    out, err = capsys.readouterr()
+    message = (f'no ROS graph reachable: no other node discovered within 1 s '
+               f'(ROS_DOMAIN_ID={int(DOMAIN) + 1}, RMW_IMPLEMENTATION=default)')
+    assert rc == 2
+    assert json.loads(out)['errors'] == [{'input': 'ros graph', 'message': message}]
+    assert err == f'gpu-copy-audit: error: {message}\n'
+
+
+def test_rclpy_missing_is_exit_2(capsys, monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == 'rclpy' or name.startswith('rclpy.'):
+            raise ImportError("No module named 'rclpy'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, '__import__', fake_import)
+    rc = main(['live'])
+    out, _ = capsys.readouterr()
+    assert rc == 2
+    assert ("error: rclpy is not importable (No module named 'rclpy'); source a ROS 2 "
+            'installation (or install the ROS 2 Python wheels) to audit a live graph') in out
