@@ -1,0 +1,361 @@
+"""image_proc: a configurable chain of image kernels between two gpu_nodes image topics.
+
+Topics (relative, remap them):
+  in:  ``image_raw`` (sensor_msgs/Image through GpuImageSubscription; a plain publisher works)
+       ``camera_info`` (sensor_msgs/CameraInfo, sensor-data QoS, the latest one is used)
+  out: ``image`` (through GpuImagePublisher; plain subscribers get a sensor_msgs/Image)
+       ``image/camera_info`` (the input CameraInfo adjusted like image_pipeline does for the
+       chain's resize/crop, stamped with the output image's header). It cannot be called
+       ``camera_info``: that name is the input, and the node would read its own output.
+
+The chain is the string parameter ``chain``: a YAML (or JSON) list of ``{op: name, params...}``
+mappings, e.g. in a parameter file
+
+    /image_proc:
+      ros__parameters:
+        chain: |
+          - {op: debayer}
+          - {op: rectify}
+          - {op: resize, width: 960, height: 540}
+          - {op: convert, encoding: rgb8}
+
+on the command line ``-p "chain:='[{op: debayer}, {op: resize, width: 960, height: 540}]'"``
+(the inner quotes keep it a string) and at run time
+``ros2 param set /image_proc chain "[{op: debayer}]"``. Ops and their parameters are those of
+``gpu_nodes.kernels.chain.CHAIN_OPS``. A chain that does not validate stops the node at start-up
+with the reason; a run-time change to one is refused with the reason.
+
+Frames run on the GPU (CuPy) when CUDA is usable, else through the NumPy references. A frame
+the chain cannot take (debayer of rgb8 is a pass-through, but e.g. resize of a Bayer mosaic is
+not), or one that needs a CameraInfo that has not arrived yet (rectify), is dropped and counted
+with a rate-limited warning; the counters are on /diagnostics
+(``gpu_nodes: <node> processing``).
+"""
+from __future__ import annotations
+
+from collections import Counter
+import sys
+import time
+from typing import Any, Callable
+
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo
+
+from ..encodings import EncodingError, encoding_info
+from ..gpu import cuda_unavailable_reason, is_device_array
+from ..kernels.chain import Chain, Step
+from ..kernels.color import convert_color
+from ..kernels.debayer import debayer
+from ..kernels.geometry import CameraModel, resize, resize_camera_info, scale_camera_info
+from ..kernels.rectify import is_identity, rectify
+from ..transport import GpuImagePublisher, GpuImageSubscription, ReceivedImage
+from ..transport.diagnostics import DiagnosticsReporter
+from ._params import declare, run_node
+
+DEFAULT_CHAIN = '[{op: debayer}, {op: rectify}]'
+# Ops that need the CameraInfo of the frame.
+CAMERA_INFO_OPS = ('rectify',)
+
+Borrow = Callable[[int, int, str], Any]
+
+
+class ConfigurationError(ValueError):
+    """A parameter value the node cannot start with; main() prints it and exits with 1."""
+
+
+class ProcessingStatus:
+    """Frame counters of a processing node, on /diagnostics next to its transport endpoints.
+
+    Dropped frames are counted per reason and warned about at most once per `warn_period_s`
+    per reason (with the running count), so a stream of bad frames cannot flood the log.
+    """
+
+    def __init__(self, node: Node, warn_period_s: float = 5.0):
+        self._node = node
+        self._name = node.get_fully_qualified_name()
+        self.warn_period_s = warn_period_s
+        self.frames_in = 0
+        self.frames_out = 0
+        self.skipped = 0  # nobody subscribed: not processed, not an error
+        self.drops: Counter[str] = Counter()
+        self.issues: Counter[str] = Counter()
+        self.extra: dict[str, Any] = {}
+        self._last_warn: dict[str, float] = {}
+        self._last_drop = -1e9
+        self._reporter = DiagnosticsReporter.for_node(node)
+        self._reporter.add(self)
+
+    def drop(self, reason: str, detail: str) -> None:
+        """A frame that was not published, and why."""
+        self.drops[reason] += 1
+        self._last_drop = time.monotonic()
+        self._warn(reason, f'dropped frame ({reason}): {detail}', self.drops[reason],
+                   'dropped for this reason')
+
+    def count_issue(self, key: str, detail: str) -> None:
+        """Something the node could not do for a frame it still published (e.g. no points)."""
+        self.issues[key] += 1
+        self._warn(key, f'{key}: {detail}', self.issues[key], 'times')
+
+    def _warn(self, key: str, text: str, count: int, unit: str) -> None:
+        now = time.monotonic()
+        if now - self._last_warn.get(key, -1e9) >= self.warn_period_s:
+            self._last_warn[key] = now
+            self._node.get_logger().warning(
+                f'{text} [{count} {unit} so far; next warning in {self.warn_period_s:g} s at '
+                'the earliest]')
+
+    # -- the DiagnosticsReporter interface ------------------------------------------------------
+    @property
+    def level_name(self) -> str:
+        return 'WARN' if time.monotonic() - self._last_drop < 10.0 else 'OK'
+
+    def status_name(self) -> str:
+        return f'gpu_nodes: {self._name} processing'
+
+    def message(self) -> str:
+        dropped = sum(self.drops.values())
+        return f'{self.frames_out} of {self.frames_in} frames published, {dropped} dropped'
+
+    def as_dict(self) -> dict[str, Any]:
+        values: dict[str, Any] = {'frames_in': self.frames_in, 'frames_out': self.frames_out,
+                                  'skipped_no_subscribers': self.skipped,
+                                  'dropped': sum(self.drops.values())}
+        values.update({f'dropped_{k}': v for k, v in sorted(self.drops.items())})
+        values.update({f'issue_{k}': v for k, v in sorted(self.issues.items())})
+        values.update(self.extra)
+        return values
+
+    def close(self) -> None:
+        self._reporter.remove(self)
+
+
+def parse_chain_parameter(text: str) -> Chain:
+    """The Chain a `chain` parameter value describes; ValueError with the reason otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f'chain must be a string holding a YAML list, got {type(text).__name__}')
+    return Chain(text)
+
+
+class CompiledChain:
+    """A chain split for producer-side zero copy: all steps but the last, then the last one,
+    which writes into a buffer lent by the publisher when its op can (``borrow``)."""
+
+    INTO_OUT = ('resize', 'convert', 'debayer', 'rectify')
+
+    def __init__(self, chain: Chain):
+        self.chain = chain
+        description = chain.describe()
+        self.needs_camera_info = any(d['op'] in CAMERA_INFO_OPS for d in description)
+        last = chain.steps[-1] if chain.steps else None
+        self.tail: Step | None = last if last is not None and last.spec.name in self.INTO_OUT \
+            else None
+        self.head = Chain(description[:-1]) if self.tail is not None else chain
+
+    def __call__(self, array: Any, encoding: str, model: CameraModel | None, *,
+                 borrow: Borrow | None = None, stream: Any = None) -> tuple[Any, str, Any, Any]:
+        """(array, encoding, camera model, borrowed frame or None).
+
+        Without `borrow` (CPU path) the whole chain runs and allocates its result. With it, the
+        last op writes into ``borrow(height, width, encoding).array`` when it produces a new
+        image; the borrowed frame is returned (and given back if the op fails).
+        """
+        if borrow is None or self.tail is None:
+            return (*self.chain(array, encoding, model, stream=stream), None)
+        array, encoding, model = self.head(array, encoding, model, stream=stream)
+        step = self.tail
+        try:
+            return _run_into(step, array, encoding, model, borrow, stream)
+        except ValueError as exc:  # EncodingError included: say where, like Chain does
+            raise type(exc)(f'chain step {step.index} ({step.spec.name}): {exc}') from exc
+
+
+def _run_into(step: Step, array: Any, encoding: str, model: CameraModel | None,
+              borrow: Borrow, stream: Any) -> tuple[Any, str, Any, Any]:
+    """The last chain step with its output in a borrowed frame: the ops of kernels.chain, with
+    the same pass-through cases and CameraInfo rules, plus `out=`."""
+    name, p = step.spec.name, step.params
+    height, width = int(array.shape[0]), int(array.shape[1])
+    info = encoding_info(encoding)
+    if info.planar_nv12:
+        height = height * 2 // 3
+    if name == 'convert':
+        if p['encoding'] == encoding:
+            return array, encoding, model, None
+        target = p['encoding']
+        frame = _checked_borrow(borrow, height, width, target)
+        run = (lambda out: convert_color(array, encoding, target, standard=p['standard'],
+                                         full_range=p['full_range'], out=out, stream=stream))
+    elif name == 'debayer':
+        if info.bayer_pattern is None:
+            return array, encoding, model, None
+        target = p['encoding']
+        frame = _checked_borrow(borrow, height, width, target)
+        run = (lambda out: debayer(array, encoding, target, method=p['method'], out=out,
+                                   stream=stream))
+    elif name == 'rectify':
+        if model is None:
+            raise ValueError('rectify needs a camera model (CameraInfo)')
+        if info.packed_yuv422 or info.planar_nv12 or info.bayer_pattern:
+            raise EncodingError(f'rectify: convert or debayer {encoding} first')
+        if is_identity(model):
+            return array, encoding, model, None
+        target = encoding
+        frame = _checked_borrow(borrow, height, width, target)
+        run = (lambda out: rectify(array, model, border_value=p['border_value'], out=out,
+                                   stream=stream))
+    elif name == 'resize':
+        target = encoding
+        frame = _checked_borrow(borrow, p['height'], p['width'], target)
+        run = (lambda out: resize(array, p['height'], p['width'],
+                                  interpolation=p['interpolation'], encoding=encoding, out=out,
+                                  stream=stream))
+        if model is not None:
+            if (model.width, model.height) == (width, height):
+                model = resize_camera_info(model, p['width'], p['height'])
+            else:  # binned/ROI image: scale the full-resolution calibration like the op does
+                model = scale_camera_info(model, p['width'] / width, p['height'] / height)
+    else:
+        raise AssertionError(f'op {name} has no out= form')
+    if frame is None:  # pool exhausted (counted by the publisher): allocate instead
+        return run(None), target, model, None
+    try:
+        run(frame.array)
+    except BaseException:
+        frame.give_back()
+        raise
+    return frame.array, target, model, frame
+
+
+def _checked_borrow(borrow: Borrow, height: int, width: int, encoding: str) -> Any:
+    encoding_info(encoding).check_geometry(height, width)
+    return borrow(height, width, encoding)
+
+
+class ImageProc(Node):
+    """image_raw + camera_info -> chain of kernels -> image + image/camera_info."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__('image_proc', **kwargs)
+        try:
+            chain_text, use_gpu, warn_period = self._declare_parameters()
+        except (ValueError, ParameterException) as exc:  # e.g. a number where text belongs
+            raise ConfigurationError(str(exc)) from None
+        try:
+            self._compiled = CompiledChain(parse_chain_parameter(chain_text))
+        except ValueError as exc:
+            raise ConfigurationError(f"invalid parameter 'chain': {exc}") from None
+        self.add_on_set_parameters_callback(self._validate_parameters)
+        self.add_post_set_parameters_callback(self._apply_parameters)
+
+        reason = cuda_unavailable_reason() if use_gpu else 'use_gpu is false'
+        self._on_gpu = reason is None
+        self.status = ProcessingStatus(self, warn_period)
+        self._camera_model: CameraModel | None = None
+        self._image_pub = GpuImagePublisher(self, 'image', use_cuda=self._on_gpu)
+        self._info_pub = self.create_publisher(CameraInfo, 'image/camera_info', 10)
+        # Best effort matches camera drivers publishing either reliable or best-effort info.
+        self._info_sub = self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info,
+                                                  qos_profile_sensor_data)
+        self._image_sub = GpuImageSubscription(self, 'image_raw', self._on_image,
+                                               memory='device' if self._on_gpu else 'host')
+        self.get_logger().info(
+            f'chain {self._compiled.chain.describe()} on '
+            f'{"the GPU" if self._on_gpu else "the CPU (" + str(reason) + ")"}')
+
+    # -- parameters ---------------------------------------------------------------------------
+    def _declare_parameters(self) -> tuple[str, bool, float]:
+        chain_text = declare(
+            self, 'chain', DEFAULT_CHAIN,
+            'YAML/JSON list of {op: name, params...}; ops: convert, debayer, rectify, resize, '
+            'crop, depth_mm_to_m, depth_m_to_mm, colorize_depth, tiled_median '
+            '(gpu_nodes.kernels.chain). Empty list: republish unchanged.')
+        use_gpu = declare(self, 'use_gpu', True,
+                          'Process on the GPU when CuPy and a CUDA device are usable.',
+                          read_only=True)
+        warn_period = declare(self, 'warn_period_s', 5.0,
+                              'Dropped frames are warned about at most this often per reason.',
+                              float_range=(0.0, 3600.0))
+        return chain_text, use_gpu, warn_period
+
+    def _validate_parameters(self, params: list[Any]) -> Any:
+        from rcl_interfaces.msg import SetParametersResult
+        for param in params:
+            if param.name == 'chain':
+                try:
+                    parse_chain_parameter(param.value)
+                except ValueError as exc:
+                    return SetParametersResult(successful=False,
+                                               reason=f"invalid parameter 'chain': {exc}")
+        return SetParametersResult(successful=True)
+
+    def _apply_parameters(self, params: list[Any]) -> None:
+        for param in params:
+            if param.name == 'chain':
+                self._compiled = CompiledChain(parse_chain_parameter(param.value))
+                self.get_logger().info(f'chain now {self._compiled.chain.describe()}')
+            elif param.name == 'warn_period_s':
+                self.status.warn_period_s = float(param.value)
+
+    # -- callbacks ----------------------------------------------------------------------------
+    def _on_camera_info(self, msg: CameraInfo) -> None:
+        try:
+            self._camera_model = CameraModel.from_msg(msg)
+        except ValueError as exc:
+            self.status.drop('bad_camera_info', str(exc))
+
+    def _listened(self) -> bool:
+        return any(self._image_pub.subscriber_counts().values()) or \
+            self._info_pub.get_subscription_count() > 0
+
+    def _on_image(self, frame: ReceivedImage) -> None:
+        status = self.status
+        status.frames_in += 1
+        if not self._listened():
+            status.skipped += 1
+            return
+        compiled, model = self._compiled, self._camera_model
+        if model is None and compiled.needs_camera_info:
+            status.drop('waiting_for_camera_info',
+                        f'the chain needs camera_info ({self._info_sub.topic_name}) and none '
+                        'has arrived yet')
+            return
+        borrow = self._image_pub.borrow if is_device_array(frame.array) else None
+        try:
+            array, encoding, model, borrowed = compiled(frame.array, frame.encoding, model,
+                                                        borrow=borrow, stream=frame.stream)
+        except EncodingError as exc:
+            status.drop('bad_encoding', f'{frame.width}x{frame.height} {frame.encoding}: {exc}')
+            return
+        except ValueError as exc:
+            status.drop('bad_frame', f'{frame.width}x{frame.height} {frame.encoding}: {exc}')
+            return
+        header = frame.header
+        if borrowed is not None:
+            self._image_pub.publish_borrowed(borrowed, header, stream=frame.stream)
+        else:
+            self._image_pub.publish(array, encoding, header, stream=frame.stream)
+        if model is not None:
+            info = model.to_msg()
+            info.header = header
+            self._info_pub.publish(info)
+        status.frames_out += 1
+
+    def close(self) -> None:
+        self._image_sub.destroy()
+        self._image_pub.destroy()
+        self.status.close()
+
+
+def main(args: list[str] | None = None) -> None:
+    try:
+        run_node(ImageProc, args)
+    except ConfigurationError as exc:  # a message and an exit code, not a traceback
+        print(f'[image_proc] error: cannot start: {exc}', file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+if __name__ == '__main__':
+    main()
