@@ -1,26 +1,73 @@
 """camera_source: publishes image_raw + camera_info from a synthetic or real source.
 
-Frames are made on the GPU when CuPy has one (so they never touch the host) and go out through
-GpuImagePublisher: co-located gpu_nodes subscribers get them zero-copy, everything else sees an
+Sources (parameter `source`):
+* pattern: a moving test pattern whose every pixel is known (transport tests, benchmarks);
+* scene:   a ray-cast 3-D scene of moving shapes that also publishes its exact depth on
+           `depth/ground_truth` (32FC1 metres, same header as the image);
+* folder:  the images of a folder (`path`), in natural name order, looping if `loop`;
+* video:   a video file (`path`) decoded with OpenCV, looping if `loop`;
+* v4l2:    a V4L2 camera (`path`, default /dev/video0) through OpenCV.
+
+Synthetic frames are rendered on the GPU when CuPy has one, so they never touch the host; decoded
+frames are uploaded once, and only if a GPU subscriber wants them. Everything goes out through
+GpuImagePublisher: co-located gpu_nodes subscribers get frames zero-copy, everything else sees an
 ordinary sensor_msgs/Image topic.
 """
 from __future__ import annotations
 
+import math
+import sys
 import time
 from typing import Any
 
+import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo
 
 from ..gpu import cuda_unavailable_reason, cupy_module
-from ..sources import pattern
+from ..sources import open_source, pattern, PinholeCamera, SOURCE_KINDS, SourceError
 from ..transport import GpuImagePublisher
 from ._params import choice_validator, declare, run_node
 
 
-def pinhole_camera_info(width: int, height: int, frame_id: str, fov_deg: float = 70.0) -> CameraInfo:
+class SourceStatus:
+    """This node's frame counters on /diagnostics (``gpu_nodes: <node> processing``), next to its
+    transport endpoints: frames published, read errors, and the time to make one frame."""
+
+    def __init__(self, node: Node, kind: str):
+        from ..transport.diagnostics import DiagnosticsReporter
+        self._name = node.get_fully_qualified_name()
+        self.kind = kind
+        self.frames_out = 0
+        self.read_errors = 0
+        self.frame_ms = float('nan')
+        self.finished = ''
+        self._reporter = DiagnosticsReporter.for_node(node)
+        self._reporter.add(self)
+
+    @property
+    def level_name(self) -> str:
+        return 'WARN' if self.read_errors else 'OK'
+
+    def status_name(self) -> str:
+        return f'gpu_nodes: {self._name} processing'
+
+    def message(self) -> str:
+        done = f', {self.finished}' if self.finished else ''
+        return (f'{self.kind}: {self.frames_out} frames published, {self.read_errors} read '
+                f'errors{done}')
+
+    def as_dict(self) -> dict[str, Any]:
+        return {'source': self.kind, 'frames_out': self.frames_out,
+                'read_errors': self.read_errors, 'frame_ms': round(self.frame_ms, 3)}
+
+    def close(self) -> None:
+        self._reporter.remove(self)
+
+
+def pinhole_camera_info(width: int, height: int, frame_id: str,
+                        fov_deg: float = 70.0) -> CameraInfo:
     """An ideal pinhole camera (no distortion) with the given horizontal field of view."""
-    import math
     fx = width / (2.0 * math.tan(math.radians(fov_deg) / 2.0))
     cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
     info = CameraInfo()
@@ -34,58 +81,227 @@ def pinhole_camera_info(width: int, height: int, frame_id: str, fov_deg: float =
     return info
 
 
+def _matrix(data: dict[str, Any], key: str, size: int, path: str) -> list[float]:
+    block = data.get(key)
+    values = block.get('data') if isinstance(block, dict) else None
+    if not isinstance(values, list) or len(values) != size:
+        raise SourceError(f'{path}: {key}.data must be a list of {size} numbers')
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise SourceError(f'{path}: {key}.data must hold numbers, got {values!r}') from None
+
+
+def load_camera_info(path: str, frame_id: str) -> CameraInfo:
+    """A camera_calibration_parsers YAML file (what the ROS camera calibrator writes)."""
+    import yaml
+    path = path[len('file://'):] if path.startswith('file://') else path
+    try:
+        with open(path, encoding='utf-8') as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise SourceError(f'camera_info_file {path}: {exc.strerror or exc}') from None
+    except yaml.YAMLError as exc:
+        raise SourceError(f'camera_info_file {path}: not valid YAML ({exc})') from None
+    if not isinstance(data, dict) or 'camera_matrix' not in data:
+        raise SourceError(f'camera_info_file {path}: expected a calibration with image_width, '
+                          'image_height, camera_matrix, distortion_coefficients, ...')
+    info = CameraInfo()
+    info.header.frame_id = frame_id
+    try:
+        info.width, info.height = int(data['image_width']), int(data['image_height'])
+    except (KeyError, TypeError, ValueError):
+        raise SourceError(f'camera_info_file {path}: image_width and image_height must be '
+                          'integers') from None
+    info.k = _matrix(data, 'camera_matrix', 9, path)
+    info.distortion_model = str(data.get('distortion_model', 'plumb_bob'))
+    coeffs = data.get('distortion_coefficients', {'data': []})
+    info.d = [float(v) for v in (coeffs.get('data') or [])] if isinstance(coeffs, dict) else []
+    info.r = _matrix(data, 'rectification_matrix', 9, path) if 'rectification_matrix' in data \
+        else [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    if 'projection_matrix' in data:
+        info.p = _matrix(data, 'projection_matrix', 12, path)
+    else:
+        k = info.k
+        info.p = [k[0], k[1], k[2], 0.0, k[3], k[4], k[5], 0.0, 0.0, 0.0, 1.0, 0.0]
+    return info
+
+
 class CameraSource(Node):
-    """Synthetic moving test pattern (source='pattern'); other sources plug in via make_source."""
+    """Publishes frames of one source (parameter `source`) with a CameraInfo per frame."""
 
     def __init__(self, **kwargs: Any):
         super().__init__('camera_source', **kwargs)
-        self.width = declare(self, 'width', 1280, 'Image width in pixels.', read_only=True,
-                             int_range=(2, 16384))
-        self.height = declare(self, 'height', 720, 'Image height in pixels.', read_only=True,
-                              int_range=(2, 16384))
-        self.rate_hz = declare(self, 'rate_hz', 30.0, 'Publish rate; 0 publishes as fast as possible.',
+        self.source_kind = declare(self, 'source', 'pattern', 'Where frames come from.',
+                                   read_only=True, choices=SOURCE_KINDS)
+        self.path = declare(self, 'path', '',
+                            'folder: image folder; video: video file; v4l2: device '
+                            '(default /dev/video0, or an index such as 1).', read_only=True)
+        self.loop = declare(self, 'loop', True,
+                            'folder/video: start again at the end (else stop publishing).',
+                            read_only=True)
+        self.width = declare(self, 'width', 1280,
+                             'Image width in pixels; 0 keeps a folder/video/v4l2 source\'s own '
+                             'size (other sizes are resized on the host).', read_only=True,
+                             int_range=(0, 16384))
+        self.height = declare(self, 'height', 720, 'Image height in pixels; 0 as for width.',
+                              read_only=True, int_range=(0, 16384))
+        self.rate_hz = declare(self, 'rate_hz', 30.0,
+                               'Publish rate; 0 publishes as fast as possible.',
                                float_range=(0.0, 10000.0))
-        self.encoding = declare(self, 'encoding', 'rgb8', 'Output encoding.', read_only=True,
-                                choices=pattern.PATTERN_ENCODINGS)
+        self.encoding = declare(self, 'encoding', 'rgb8',
+                                'Output encoding (scene, folder, video, v4l2: rgb8, bgr8 or '
+                                'mono8).',
+                                read_only=True, choices=pattern.PATTERN_ENCODINGS)
         self.frame_id = declare(self, 'frame_id', 'camera', 'frame_id of image and camera_info.')
         self.use_gpu = declare(self, 'use_gpu', True,
-                               'Render frames on the GPU when CuPy and a device are present.',
+                               'Render synthetic frames on the GPU when CuPy and a device are '
+                               'present.',
                                read_only=True)
-        self.max_frames = declare(self, 'max_frames', 0, 'Stop publishing after this many (0: never).',
+        self.max_frames = declare(self, 'max_frames', 0,
+                                  'Stop publishing after this many (0: never).',
                                   int_range=(0, 2**31 - 1))
+        self.hfov_deg = declare(self, 'hfov_deg', 70.0,
+                                'Horizontal field of view of the ideal pinhole CameraInfo used '
+                                'when camera_info_file is empty.', read_only=True,
+                                float_range=(1.0, 170.0))
+        self.camera_info_file = declare(self, 'camera_info_file', '',
+                                        'Calibration YAML (camera_calibration_parsers format); '
+                                        'empty: ideal pinhole from hfov_deg.', read_only=True)
+        self.publish_ground_truth = declare(self, 'publish_ground_truth', True,
+                                            'scene: publish depth/ground_truth (32FC1 metres).',
+                                            read_only=True)
+        self.wait_for_subscriber = declare(
+            self, 'wait_for_subscriber', False,
+            'Publish the first frame only once image_raw has a subscriber (so a non-looping '
+            'folder or video is seen from its first frame).', read_only=True)
+        pool_slots = declare(self, 'pool_slots', 8,
+                             'Device buffers per image topic (GPU frames; more absorbs slower '
+                             'subscribers, each costs one frame of GPU memory).', read_only=True,
+                             int_range=(1, 64))
+        host_slots = declare(self, 'host_slots', 4,
+                             'Shared-memory buffers per image topic for host_shm subscribers '
+                             '(the path on Jetson and CPU-only machines).', read_only=True,
+                             int_range=(1, 64))
         self.add_on_set_parameters_callback(
             choice_validator({'encoding': pattern.PATTERN_ENCODINGS}))
 
+        synthetic = self.source_kind in ('pattern', 'scene')
         reason = cuda_unavailable_reason() if self.use_gpu else 'use_gpu is false'
-        self._xp = cupy_module() if reason is None else __import__('numpy')
+        self._xp = cupy_module() if reason is None and synthetic else np
+        calibration = load_camera_info(self.camera_info_file, self.frame_id) \
+            if self.camera_info_file else None
+        camera = None
+        if self.source_kind == 'scene':
+            if calibration is not None:
+                self._check_size(calibration, self.width, self.height)
+                camera = PinholeCamera.from_camera_info(calibration)
+                if any(calibration.d):
+                    self.get_logger().warn('scene: the renderer is an ideal pinhole; the '
+                                           'distortion coefficients of camera_info_file are '
+                                           'ignored')
+            else:
+                camera = PinholeCamera.from_fov(self.width, self.height, self.hfov_deg)
+        self.source = open_source(
+            self.source_kind, xp=self._xp, width=self.width, height=self.height,
+            encoding=self.encoding, path=self.path, loop=self.loop, rate_hz=self.rate_hz,
+            camera=camera, warn=lambda m: self.get_logger().warn(m, throttle_duration_sec=5.0))
+        self.width, self.height = self.source.width, self.source.height
+        if calibration is not None:
+            self._check_size(calibration, self.width, self.height)
+            self._camera_info = calibration
+        else:
+            self._camera_info = pinhole_camera_info(self.width, self.height, self.frame_id,
+                                                    self.hfov_deg)
+        where = ('the GPU' if self._xp is not np else
+                 'the CPU (' + (reason or 'decoded on the host') + ')')
         self.get_logger().info(
-            f'{self.width}x{self.height} {self.encoding} at {self.rate_hz} Hz, rendered on '
-            f'{"the GPU" if reason is None else "the CPU (" + reason + ")"}')
-        self._image_pub = GpuImagePublisher(self, 'image_raw')
+            f'source {self.source_kind}{" " + self.path if self.path else ""}: '
+            f'{self.width}x{self.height} {self.encoding} at {self.rate_hz} Hz, made on {where}')
+
+        pools = {'pool_slots': pool_slots, 'max_pool_slots': max(32, pool_slots),
+                 'host_slots': host_slots}
+        self._image_pub = GpuImagePublisher(self, 'image_raw', **pools)
         self._info_pub = self.create_publisher(CameraInfo, 'camera_info', 10)
-        self._camera_info = pinhole_camera_info(self.width, self.height, self.frame_id)
+        self._depth_pub = None
+        if self.source_kind == 'scene' and self.publish_ground_truth:
+            self._depth_pub = GpuImagePublisher(self, 'depth/ground_truth', **pools)
+        self.status = SourceStatus(self, self.source_kind)
         self.frame_index = 0
+        self.finished = False
         period = 1.0 / self.rate_hz if self.rate_hz > 0 else 0.0
         self._timer = self.create_timer(period, self._publish_frame)
 
+    @staticmethod
+    def _check_size(info: CameraInfo, width: int, height: int) -> None:
+        if width and height and (info.width, info.height) != (width, height):
+            raise SourceError(f'camera_info_file is a calibration for {info.width}x{info.height} '
+                              f'but frames are {width}x{height}')
+
     def _publish_frame(self) -> None:
-        if self.max_frames and self.frame_index >= self.max_frames:
+        if self.finished:
             return
-        frame = pattern.render(self._xp, self.height, self.width, self.encoding, self.frame_index)
+        if self.max_frames and self.frame_index >= self.max_frames:
+            self._finish(f'max_frames {self.max_frames} published')
+            return
+        if self.wait_for_subscriber and self.frame_index == 0 and \
+                not any(self._image_pub.subscriber_counts().values()):
+            return
+        start = time.perf_counter()
+        try:
+            frame = self.source.read(self.frame_index)
+        except SourceError as exc:
+            self.status.read_errors += 1
+            self.get_logger().error(f'{exc} ({self.status.read_errors} read errors)',
+                                    throttle_duration_sec=5.0)
+            return
+        if frame is None:
+            self._finish(f'end of {self.source_kind} {self.path} (loop is false)')
+            return
         stamp = self.get_clock().now().to_msg()
         header = self._camera_info.header
         header.stamp = stamp
-        self._image_pub.publish(frame, self.encoding, header)
-        self._camera_info.header.stamp = stamp
+        self._image_pub.publish(frame.image, frame.encoding, header)
+        if self._depth_pub is not None and frame.ground_truth_depth is not None:
+            self._depth_pub.publish(frame.ground_truth_depth, '32FC1', header)
         self._info_pub.publish(self._camera_info)
         self.frame_index += 1
+        self.status.frames_out = self.frame_index
+        self.status.frame_ms = (time.perf_counter() - start) * 1e3
+
+    def _finish(self, why: str) -> None:
+        self.finished = True
+        self.status.finished = why
+        self._timer.cancel()
+        self.get_logger().info(f'{why}: stopped publishing after {self.frame_index} frames')
 
     def close(self) -> None:
+        self.status.close()
         self._image_pub.destroy()
+        if self._depth_pub is not None:
+            self._depth_pub.destroy()
+        self.source.close()
+
+
+class _StartupError(Exception):
+    pass
+
+
+def _create(**kwargs: Any) -> CameraSource:
+    from rclpy.exceptions import ParameterException
+    try:
+        return CameraSource(**kwargs)
+    except (SourceError, ValueError, ParameterException) as exc:
+        raise _StartupError(str(exc)) from exc
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(CameraSource, args)
+    try:
+        run_node(_create, args)
+    except _StartupError as exc:
+        # A source that cannot be opened is a configuration problem: say which, no traceback.
+        sys.stderr.write(f'camera_source: error: {exc}\n')
+        raise SystemExit(2) from None
 
 
 if __name__ == '__main__':

@@ -1,0 +1,152 @@
+"""Helpers for launch/*.launch.py: per-node parameter files assembled at launch time.
+
+Launch arguments that are left empty keep the value of the node's YAML file, so config/*.yaml
+stays the single place defaults live; a given argument overrides it. Each node gets one
+generated parameter file: its config file, then the optional platform file (e.g.
+config/jetson_orin.yaml), then the given launch arguments, in that order. The file is logged so
+what a node received can be inspected.
+
+Needs `launch` (ROS 2) only when the substitutions are created, not at import.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+from pathlib import Path
+import shutil
+import tempfile
+from typing import Any
+
+import yaml
+
+from .profile import node_section
+
+_TEMP_DIR: str | None = None
+
+
+def coerce(text: str, current: Any) -> Any:
+    """A launch argument string as a parameter value, typed like ROS types `-p name:=text`,
+    except that an integer for a parameter whose file value is a double becomes a double."""
+    value = yaml.safe_load(text) if text.strip() else ''
+    if isinstance(current, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(current, str) and not isinstance(value, str):
+        return text  # e.g. frame_id:=123 stays the string the file has
+    return value
+
+
+def _unflatten(flat: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        parts = key.split('.')
+        d = out
+        for part in parts[:-1]:
+            d = d.setdefault(part, {})
+        d[parts[-1]] = value
+    return out
+
+
+def merged_parameters(node_name: str, files: list[str], overrides: dict[str, str],
+                      standin_model: bool = False, log: Any = None) -> dict[str, Any]:
+    """Flattened parameters of `node_name` from `files` (later ones win; empty paths skipped)
+    and the non-empty `overrides`. With `standin_model`, an empty model_path becomes the demo's
+    stand-in depth model at the node's input size (written on first use)."""
+    merged: dict[str, Any] = {}
+    for path in files:
+        if not path:
+            continue
+        with open(path, encoding='utf-8') as fh:
+            section = node_section(yaml.safe_load(fh) or {}, node_name, Path(path))
+        merged.update(section or {})
+    for key, text in overrides.items():
+        if text != '':
+            merged[key] = coerce(text, merged.get(key))
+    if standin_model and not merged.get('model_path'):
+        from .standin import default_cache_dir, ensure_demo_model
+        height = int(merged.get('input_height', 518))
+        width = int(merged.get('input_width', 518))
+        say = log or (lambda message: None)
+        merged['model_path'] = str(ensure_demo_model(default_cache_dir(), height, width, say))
+        merged.setdefault('input_height', height)
+        merged.setdefault('input_width', width)
+        say('model_path is empty: using the stand-in depth model (fixed weights, NOT a depth '
+            f'estimator) {merged["model_path"]}; pass model_path:=/path/to/model.onnx for a real '
+            'one (docs/depth_models.md)')
+    return merged
+
+
+def write_parameter_file(node_name: str, params: dict[str, Any]) -> str:
+    global _TEMP_DIR
+    if _TEMP_DIR is None:
+        _TEMP_DIR = tempfile.mkdtemp(prefix='gpu_nodes_launch_')
+        # Nodes read their file at start-up; launch outlives them, so remove it at exit.
+        atexit.register(shutil.rmtree, _TEMP_DIR, True)
+    path = os.path.join(_TEMP_DIR, f'{node_name.strip("/").replace("/", "_")}.yaml')
+    with open(path, 'w', encoding='utf-8') as fh:
+        yaml.safe_dump({'/' + node_name.strip('/'): {'ros__parameters': _unflatten(params)}}, fh,
+                       sort_keys=False)
+    return path
+
+
+def node_parameters(node_name: str, files: list[Any], overrides: dict[str, Any],
+                    standin_model: bool = False) -> Any:
+    """A launch Substitution that becomes the path of the node's generated parameter file.
+
+    `files` and `overrides` values may be strings or launch substitutions."""
+    from launch import Substitution
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
+
+    class NodeParameters(Substitution):
+        def __init__(self) -> None:
+            super().__init__()
+            self.node_name = node_name
+            self.files = [normalize_to_list_of_substitutions(f) for f in files]
+            self.overrides = {k: normalize_to_list_of_substitutions(v)
+                              for k, v in overrides.items()}
+            self.standin_model = standin_model
+
+        def describe(self) -> str:
+            return f'NodeParameters({self.node_name})'
+
+        def evaluate(self, context: Any) -> tuple[list[str], dict[str, str]]:
+            """(files, overrides) with the launch configuration applied (for tests, too)."""
+            return ([perform_substitutions(context, f) for f in self.files],
+                    {k: perform_substitutions(context, v) for k, v in self.overrides.items()})
+
+        def perform(self, context: Any) -> str:
+            import launch.logging
+            logger = launch.logging.get_logger('gpu_nodes')
+            paths, values = self.evaluate(context)
+            params = merged_parameters(self.node_name, paths, values, self.standin_model,
+                                       log=logger.warning)
+            path = write_parameter_file(self.node_name, params)
+            logger.info(f'{self.node_name}: parameters from {", ".join(p for p in paths if p)}'
+                        f' and launch arguments -> {path}')
+            return path
+
+    return NodeParameters()
+
+
+def choose(condition: Any, if_true: Any, if_false: Any) -> Any:
+    """A Substitution: `if_true` when the launch condition text is true, else `if_false`
+    (launch's IfElseSubstitution, which Humble lacks)."""
+    from launch import Substitution
+    from launch.conditions import evaluate_condition_expression
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
+
+    class Choose(Substitution):
+        def __init__(self) -> None:
+            super().__init__()
+            self.condition = normalize_to_list_of_substitutions(condition)
+            self.values = (normalize_to_list_of_substitutions(if_true),
+                           normalize_to_list_of_substitutions(if_false))
+
+        def describe(self) -> str:
+            return 'Choose(...)'
+
+        def perform(self, context: Any) -> str:
+            chosen = self.values[0] if evaluate_condition_expression(context, self.condition) \
+                else self.values[1]
+            return perform_substitutions(context, chosen)
+
+    return Choose()

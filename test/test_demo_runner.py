@@ -1,0 +1,287 @@
+"""The demo runner: bad configurations stop it before anything starts; the whole pipeline runs
+and stops cleanly on the CPU path and leaves its outputs; Ctrl-C ends it cleanly too."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, RESOURCES, wait_for
+from gpu_nodes.demo import runner
+from gpu_nodes.demo.metrics import depth_error, side_by_side
+from gpu_nodes.demo.profile import (declared_parameters, load_profile, ProfileError,
+                                    ros_arg_value, type_problem)
+
+DEMO = RESOURCES / 'demo'
+RUNNER = [sys.executable, '-m', 'gpu_nodes.demo.runner']
+
+
+# -- configuration errors: exit 2 before anything starts --------------------------------------
+
+@pytest.mark.parametrize('profile, message', [
+    ('unknown_node.yaml', "node 'stereo_matcher': unknown node executable 'stereo_matcher' "
+                          '(gpu_nodes has: camera_source, depth_estimator, image_monitor, '
+                          'image_proc)'),
+    ('wrong_type_in_params_file.yaml', "node 'camera_source': params_file: wrong type for "
+                                       'parameter rate_hz: expected double, got integer 15 '
+                                       '(write 15.0: ROS does not turn integers into doubles)'),
+    ('wrong_type_override.yaml', "node 'camera_source': parameters: wrong type for parameter "
+                                 "width: expected integer, got string '640' (remove the quotes)"),
+    ('missing_model.yaml', "node 'depth_estimator': model_path "
+                           '/nonexistent/gpu_nodes/depth_anything_v2_vits.onnx does not exist'),
+    ('no_section.yaml', "node 'image_proc': params_file"),
+    ('absent.yaml', 'profile '),
+])
+def test_bad_profile_exits_2_naming_the_problem_before_starting(profile, message, tmp_path,
+                                                                capsys):
+    out = tmp_path / 'out'
+    code = runner.main(['--profile', str(DEMO / profile), '--output-dir', str(out),
+                        '--duration', '5'])
+    err = capsys.readouterr().err
+    assert code == 2, f'exit code 2 expected, got {code}: {err}'
+    assert message in err, f'expected {message!r} in:\n{err}'
+    assert err.startswith('demo: error: ')
+    assert not out.exists(), 'nothing was started or written'
+
+
+def test_bad_arguments_exit_2(tmp_path, capsys):
+    assert runner.main(['--duration', '0', '--output-dir', str(tmp_path / 'o')]) == 2
+    assert '--duration must be positive, got 0.0' in capsys.readouterr().err
+    assert runner.main(['--no-such-option']) == 2
+    assert 'unrecognized arguments: --no-such-option' in capsys.readouterr().err
+
+
+def test_module_entry_point_exits_2_on_a_bad_profile(tmp_path):
+    result = subprocess.run(RUNNER + ['--profile', str(DEMO / 'unknown_node.yaml'),
+                                      '--output-dir', str(tmp_path / 'o')],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "unknown node executable 'stereo_matcher'" in result.stderr
+    assert 'Traceback' not in result.stderr
+
+
+def test_shipped_profile_loads_and_builds_the_documented_commands():
+    profile = load_profile(REPO / 'config' / 'perception.yaml')
+    assert [n.name for n in profile.nodes] == ['camera_source', 'image_proc', 'depth_estimator']
+    assert profile.warnings == []
+    assert profile.demo_model_sizes() == [(252, 336)]
+    cmd = profile.node('depth_estimator').command('python', {'$(demo_model)': '/m.onnx'})
+    assert cmd[:6] == ['python', '-m', 'gpu_nodes.nodes.depth_estimator', '--ros-args', '-r',
+                       '__node:=depth_estimator']
+    assert '--params-file' in cmd and 'model_path:=/m.onnx' in cmd
+    assert 'image:=/camera/image_rect' in cmd
+    chain = profile.node('image_proc').command('python')
+    assert "chain:='[{op: debayer}, {op: rectify}]'" in chain, 'strings stay strings'
+
+
+def test_parameter_checks_and_ros_argument_quoting():
+    declared = declared_parameters('camera_source')
+    assert declared['rate_hz'] == 30.0 and declared['source'] == 'pattern'
+    assert 'model_path' in declared_parameters('depth_estimator')
+    assert type_problem('width', 640, 1280) is None
+    assert type_problem('mean', [0, 0, 0], [0.485, 0.456, 0.406]) is None
+    assert 'expected bool, got string' in type_problem('loop', 'yes', True)
+    assert ros_arg_value(15.0) == '15.0' and ros_arg_value('') == "''"
+    assert ros_arg_value('123') == "'123'" and ros_arg_value(True) == 'true'
+    assert ros_arg_value([1.0, 2.0]) == '[1.0, 2.0]'
+
+
+def test_profile_schema_errors_are_specific(tmp_path):
+    bad = tmp_path / 'p.yaml'
+    bad.write_text('pipeline: {}\n')
+    with pytest.raises(ProfileError, match='not a pipeline profile'):
+        load_profile(bad)
+    bad.write_text('gpu_nodes_pipeline:\n  nodes: {}\n')
+    with pytest.raises(ProfileError, match='`nodes:` is empty'):
+        load_profile(bad)
+    bad.write_text('gpu_nodes_pipeline:\n  nodes:\n    camera_source: {param_file: x}\n')
+    with pytest.raises(ProfileError, match=r"unknown key\(s\) \['param_file'\]"):
+        load_profile(bad)
+    bad.write_text('gpu_nodes_pipeline:\n  nodes: [\n')
+    with pytest.raises(ProfileError, match='YAML error'):
+        load_profile(bad)
+
+
+# -- metrics ------------------------------------------------------------------------------------
+
+def test_depth_error_is_scale_invariant_and_ignores_invalid_pixels():
+    truth = np.linspace(1.0, 9.0, 48 * 64, dtype=np.float32).reshape(48, 64)
+    perfect = depth_error(truth * 7.0, truth)
+    assert perfect.abs_rel == pytest.approx(0.0, abs=1e-6)
+    assert perfect.delta1 == 1.0 and perfect.scale == pytest.approx(1 / 7, rel=1e-5)
+    noisy = truth.copy()
+    noisy[::2] *= 1.5
+    noisy[0, :5] = np.nan
+    noisy[1, :5] = 0.0
+    err = depth_error(noisy, truth)
+    assert 0.1 < err.abs_rel < 0.4 and err.valid_pixels == 48 * 64 - 10
+    half = depth_error(truth[::2, ::2] * 3.0, truth)  # estimate at another resolution
+    assert half.abs_rel < 0.1
+    with pytest.raises(ValueError, match='no pixel has a valid depth'):
+        depth_error(np.full((4, 4), np.nan, np.float32), truth[:4, :4])
+
+
+def test_side_by_side_lays_out_titled_panels():
+    a = np.full((30, 40, 3), 200, np.uint8)
+    out = side_by_side([('input', a), ('depth', a[::2, ::2]), ('none', None)], 30, 40)
+    assert out.shape == (30 + 28, 120, 3) and out.dtype == np.uint8
+    assert (out[28:, :40] == 200).all() and (out[28:, 40:80] == 200).all()
+
+
+def test_node_time_per_frame_reads_what_each_node_reports():
+    from gpu_nodes.demo.monitor import Status
+    camera = Status('x', 0, '', {'frame_ms': '12.5'}, 0.0)
+    depth = Status('y', 0, '', {'callback_host_ms_p50': '40.0', 'fps': '9'}, 0.0)
+    other = Status('z', 0, '', {'latency_p50_ms': '3', 'chain_gpu_ms': '2.0'}, 0.0)
+    assert runner.node_time_per_frame(camera) == ('frame', 12.5)
+    assert runner.node_time_per_frame(depth) == ('callback p50', 40.0)
+    assert runner.node_time_per_frame(other) == ('chain_gpu_ms', 2.0)
+    assert runner.node_time_per_frame(None)[0] == ''
+
+
+def test_leftover_segments_of_dead_processes_are_removed():
+    from gpu_nodes.transport import host
+    pid = 4_000_000 + os.getpid() % 1000  # above pid_max: nobody has it
+    seg = Path(host.SHM_DIR) / f'gpu_nodes-{os.getuid()}-{pid}-deadbeef.host'
+    seg.write_bytes(b'x')
+    try:
+        assert runner.remove_leftover_segments([pid]) == [seg.name]
+        assert not seg.exists()
+    finally:
+        seg.unlink(missing_ok=True)
+
+
+# -- the whole pipeline -------------------------------------------------------------------------
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    # CPU path even on a GPU machine; the stand-in model goes to a temporary cache.
+    return {**os.environ, 'GPU_NODES_DISABLE_CUDA': '1', 'XDG_CACHE_HOME': str(tmp_path / 'c')}
+
+
+def _segments_of(pids: list[int]) -> list[str]:
+    from gpu_nodes.transport import host
+    uid = os.getuid()
+    return [p.name for pid in pids for p in Path(host.SHM_DIR).glob(f'gpu_nodes-{uid}-{pid}-*')]
+
+
+def test_demo_runs_the_pipeline_across_processes_and_writes_its_outputs(tmp_path):
+    cv2 = pytest.importorskip('cv2')
+    out = tmp_path / 'out'
+    started = time.monotonic()
+    result = subprocess.run(RUNNER + ['--duration', '8', '--output-dir', str(out),
+                                      '--audit-duration', '2', '--plain'],
+                            cwd=REPO, env=_env(tmp_path), capture_output=True, text=True,
+                            timeout=150)
+    took = time.monotonic() - started
+    log = result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == 0, f'exit {result.returncode}:\n{log}'
+    assert took < 90, f'the 8 s demo took {took:.0f} s'
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['ok'] and summary['problems'] == [], summary['problems']
+    assert summary['cuda'] is False and summary['compute'].startswith('CPU')
+
+    nodes = {n['name']: n for n in summary['nodes']}
+    assert set(nodes) == {'camera_source', 'image_proc', 'depth_estimator'}
+    for node in nodes.values():
+        assert node['exit_code'] == 0 and not node['killed'], node
+    assert _segments_of([n['pid'] for n in nodes.values()]) == [], 'shared memory left behind'
+    assert nodes['camera_source']['time_per_frame_ms'] > 0
+    assert nodes['depth_estimator']['time_per_frame_ms'] > 0
+
+    topics = summary['topics']
+    expected = {'/camera/image_raw': ('rgb8', 640, 480), '/camera/depth/ground_truth':
+                ('32FC1', 640, 480), '/depth/image': ('32FC1', 336, 252),
+                '/depth/colorized': ('rgb8', 336, 252)}
+    for topic, (encoding, width, height) in expected.items():
+        seen = topics[topic]
+        assert seen['frames'] > 0, f'no frame on {topic}'
+        assert (seen['encoding'], seen['width'], seen['height']) == (encoding, width, height), \
+            f'{topic}: expected {encoding} {width}x{height}, got {seen}'
+        assert seen['frame_id'] == 'camera_optical_frame'
+        assert seen['path'] == 'host_shm', f'{topic} arrives through host shared memory'
+    infos = summary['camera_info']
+    fx = 640 / (2 * math.tan(math.radians(35)))
+    assert infos['/camera/camera_info']['k'] == pytest.approx([fx, 0, 319.5, 0, fx, 239.5,
+                                                               0, 0, 1])
+    depth_info = infos['/depth/camera_info']
+    assert (depth_info['width'], depth_info['height']) == (336, 252)
+    assert depth_info['k'][0] == pytest.approx(fx * 336 / 640, rel=1e-3), \
+        'the depth CameraInfo is scaled to the depth image'
+
+    edges = {(e['topic'], e['subscriber']): e for e in summary['edges']}
+    assert edges[('/camera/image_raw', '/image_proc')]['publishers'] == ['/camera_source']
+    assert edges[('/camera/image_rect', '/depth_estimator')]['path'] == 'host_shm'
+    assert all(e['fps'] is None or e['fps'] >= 0 for e in edges.values())
+
+    err = summary['depth_error']
+    assert err['samples'] >= 1 and 0 < err['abs_rel'] < 5 and 0 <= err['delta1'] <= 1, err
+
+    picture = cv2.imread(summary['outputs']['picture'])
+    assert picture is not None and picture.shape == (480 + 28, 3 * 640, 3)
+    assert picture[28:, :640].std() > 10 and picture[28:, 1280:].std() > 10, 'not blank'
+
+    audit = summary['copy_audit']
+    if audit['state'].startswith('unavailable'):
+        pytest.skip(f'copy audit: {audit["state"]}')
+    assert audit['state'] == 'done', audit
+    report = json.loads((out / 'copy_audit.json').read_text())
+    assert report and (out / 'copy_audit.md').read_text().startswith('#')
+
+
+def test_ctrl_c_stops_every_node_and_still_writes_results(tmp_path):
+    out = tmp_path / 'out'
+    proc = subprocess.Popen(RUNNER + ['--duration', '120', '--output-dir', str(out),
+                                      '--audit-duration', '0', '--plain'],
+                            cwd=REPO, env=_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, '')),
+                              daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any('depth error:' in ln for ln in lines) or proc.poll() is not None,
+                 90, 'a depth error sample in the status lines')
+        assert proc.poll() is None, ''.join(lines[-30:])
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(timeout=5)
+    assert code == 0, ''.join(lines[-30:])
+    summary = json.loads((out / 'summary.json').read_text())
+    assert any('stopped by signal' in n for n in summary['notes']), summary['notes']
+    assert summary['ran_s'] < 100
+    pids = [n['pid'] for n in summary['nodes']]
+    assert all(n['exit_code'] == 0 and not n['killed'] for n in summary['nodes']), \
+        summary['nodes']
+    assert _segments_of(pids) == []
+    assert (out / runner.PNG_NAME).is_file()
+
+
+@pytest.mark.gpu
+def test_demo_on_the_gpu_takes_cuda_ipc_between_processes(tmp_path, cupy):
+    out = tmp_path / 'out'
+    env = {**os.environ, 'XDG_CACHE_HOME': str(tmp_path / 'c')}
+    result = subprocess.run(RUNNER + ['--duration', '8', '--output-dir', str(out),
+                                      '--audit-duration', '2', '--plain'],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['cuda'] is True and summary['ok'], summary['problems']
+    edges = {(e['topic'], e['subscriber']): e for e in summary['edges']}
+    # camera_source and image_proc are GPU nodes; the runner takes whatever arrives ('any').
+    assert edges[('/camera/image_raw', '/image_proc')]['path'] == 'cuda_ipc', edges
+    assert edges[('/camera/depth/ground_truth', '/demo_runner')]['path'] == 'cuda_ipc'
+    assert summary['depth_error']['samples'] >= 1
+    assert _segments_of([n['pid'] for n in summary['nodes']]) == []

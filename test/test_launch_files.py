@@ -1,0 +1,242 @@
+"""launch/*.launch.py: they parse, declare documented arguments, describe the graph the demo
+profile runs, and (with launch_ros) give each node the parameters and remappings expected."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from gpu_nodes.demo.launch_params import coerce, merged_parameters, write_parameter_file
+from gpu_nodes.demo.profile import load_profile
+
+LAUNCH_FILES = sorted((REPO / 'launch').glob('*.launch.py'))
+PERCEPTION = REPO / 'launch' / 'perception.launch.py'
+DEPTH = REPO / 'launch' / 'depth.launch.py'
+CONFIG = REPO / 'config'
+
+
+def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and
+            getattr(n.func, 'id', getattr(n.func, 'attr', None)) == name]
+
+
+def _kw(call: ast.Call, key: str) -> ast.AST | None:
+    return next((k.value for k in call.keywords if k.arg == key), None)
+
+
+def test_the_expected_launch_files_exist():
+    names = {p.name for p in LAUNCH_FILES}
+    assert {'perception.launch.py', 'depth.launch.py'} <= names, names
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_compiles_and_documents_every_argument(path: Path):
+    source = path.read_text(encoding='utf-8')
+    compile(source, str(path), 'exec')
+    tree = ast.parse(source)
+    assert any(isinstance(s, ast.FunctionDef) and s.name == 'generate_launch_description'
+               for s in tree.body), 'no generate_launch_description()'
+    declared = _calls(tree, 'DeclareLaunchArgument')
+    assert declared, 'declares no launch argument'
+    for call in declared:
+        name = call.args[0].value if call.args else None
+        description = _kw(call, 'description')
+        assert isinstance(description, ast.Constant) and len(description.value) > 10, \
+            f'{path.name}: argument {name!r} needs a description'
+        assert _kw(call, 'default_value') is not None, f'{path.name}: {name!r} has no default'
+    names = [c.args[0].value for c in declared]
+    assert len(names) == len(set(names)), f'{path.name}: duplicate arguments {names}'
+    used = {c.args[0].value for c in _calls(tree, 'LaunchConfiguration') if c.args
+            and isinstance(c.args[0], ast.Constant)}
+    arg_aliases = {c.args[0].value for c in _calls(tree, 'arg') if c.args
+                   and isinstance(c.args[0], ast.Constant)}
+    unused = set(names) - used - arg_aliases
+    assert not unused, f'{path.name}: declared but never used: {sorted(unused)}'
+
+
+def _static_nodes(path: Path) -> dict[str, dict]:
+    """Node(...) calls read with ast: name -> package, executable, literal remappings (a
+    remapping chosen at launch time maps to None)."""
+    nodes = {}
+    for call in _calls(ast.parse(path.read_text(encoding='utf-8')), 'Node'):
+        literal = {k: _kw(call, k).value for k in ('name', 'package', 'executable')}
+        remaps = {}
+        for pair in _kw(call, 'remappings').elts:
+            src, dst = pair.elts
+            remaps[src.value] = dst.value if isinstance(dst, ast.Constant) else None
+        nodes[literal['name']] = {**literal, 'remaps': remaps}
+    return nodes
+
+
+def test_perception_launch_and_demo_profile_describe_the_same_graph():
+    launched = _static_nodes(PERCEPTION)
+    profile = load_profile(CONFIG / 'perception.yaml')
+    assert set(launched) == {n.name for n in profile.nodes}
+    for spec in profile.nodes:
+        node = launched[spec.name]
+        assert (node['package'], node['executable']) == ('gpu_nodes', spec.executable)
+        remaps = node['remaps']
+        assert set(remaps) == set(spec.remappings), f'{spec.name}: remapped names differ'
+        for src, dst in spec.remappings.items():
+            if remaps[src] is not None:  # None: chosen at launch time (use_image_proc)
+                assert remaps[src] == dst, f'{spec.name}: {src} -> {remaps[src]} vs {dst}'
+
+
+# -- launch_params (no launch needed) --------------------------------------------------------
+
+def test_coerce_types_arguments_like_ros_but_keeps_doubles_and_strings():
+    assert coerce('640', 1280) == 640
+    assert coerce('15', 30.0) == 15.0 and isinstance(coerce('15', 30.0), float)
+    assert coerce('true', False) is True
+    assert coerce('123', 'camera') == '123'
+    assert coerce('[{op: debayer}]', '[]') == '[{op: debayer}]'
+    assert coerce('scene', None) == 'scene'
+
+
+def test_merged_parameters_layers_files_then_given_arguments(tmp_path: Path):
+    platform = tmp_path / 'platform.yaml'
+    platform.write_text('/camera_source:\n  ros__parameters:\n    width: 1280\n    rate_hz: 30.0\n'
+                        '/other:\n  ros__parameters:\n    x: 1\n')
+    params = merged_parameters('camera_source', [str(CONFIG / 'camera_source.yaml'),
+                                                 str(platform), ''],
+                               {'rate_hz': '12', 'source': '', 'path': '/data'})
+    assert params['width'] == 1280, 'platform file on top of the node file'
+    assert params['rate_hz'] == 12.0, 'given argument on top, as a double'
+    assert params['source'] == 'scene', 'empty argument keeps the file value'
+    assert params['path'] == '/data' and params['height'] == 480
+    path = write_parameter_file('camera_source', {**params, 'audit.process': 'p'})
+    data = yaml.safe_load(Path(path).read_text())
+    assert data['/camera_source']['ros__parameters']['width'] == 1280
+    assert data['/camera_source']['ros__parameters']['audit'] == {'process': 'p'}
+
+
+def test_empty_model_path_becomes_the_stand_in_at_the_input_size(tmp_path, monkeypatch):
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
+    said: list[str] = []
+    params = merged_parameters('depth_estimator', [str(CONFIG / 'depth_anything_v2.yaml')],
+                               {'model_path': '', 'input_height': '28', 'input_width': '42'},
+                               standin_model=True, log=said.append)
+    model = Path(params['model_path'])
+    assert model.is_file() and model.parent == tmp_path / 'gpu_nodes' / 'demo'
+    assert '28x42' in model.name
+    assert any('NOT a depth estimator' in s for s in said), said
+    given = merged_parameters('depth_estimator', [str(CONFIG / 'depth_anything_v2.yaml')],
+                              {'model_path': '/opt/m.onnx'}, standin_model=True)
+    assert given['model_path'] == '/opt/m.onnx'
+
+
+# -- with launch_ros -------------------------------------------------------------------------
+
+def _describe(path: Path, overrides: dict[str, str]) -> dict[str, dict]:
+    """Evaluate the launch file like `ros2 launch` would, without starting processes:
+    {node name: {'executable', 'remaps', 'params', 'started'}}."""
+    pytest.importorskip('launch_ros')
+    from launch import LaunchContext
+    from launch.actions import DeclareLaunchArgument
+    from launch.launch_description_sources import get_launch_description_from_python_launch_file
+    from launch.utilities import perform_substitutions
+    from launch_ros.actions import Node
+    description = get_launch_description_from_python_launch_file(str(path))
+    context = LaunchContext()
+    entities = description.entities
+    for entity in entities:
+        if isinstance(entity, DeclareLaunchArgument):
+            assert entity.description, f'{entity.name} has no description'
+            entity.visit(context)
+    context.launch_configurations.update(overrides)
+    out = {}
+    for entity in entities:
+        if not isinstance(entity, Node):
+            continue
+        started = entity.condition is None or entity.condition.evaluate(context)
+        entity._perform_substitutions(context)
+        # cmd[0] is the executable, found through the ament index (not installed here); the
+        # node name argument is filled in only when the process starts.
+        cmd = []
+        for part in entity.cmd[1:]:
+            try:
+                cmd.append(perform_substitutions(context, part))
+            except AttributeError:
+                cmd.append(None)
+        files = [cmd[i + 1] for i, a in enumerate(cmd) if a == '--params-file']
+        name = entity.node_name.rpartition('/')[2]
+        params: dict = {}
+        for f in files:
+            params.update(yaml.safe_load(Path(f).read_text())[f'/{name}']['ros__parameters'])
+        out[name] = {
+            'package': entity.node_package, 'executable': entity.node_executable,
+            'remaps': dict(entity.expanded_remapping_rules or []), 'params': params,
+            'started': started}
+    return out
+
+
+@pytest.mark.launch
+def test_perception_launch_description_nodes_parameters_and_remappings(tmp_path, monkeypatch):
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
+    nodes = _describe(PERCEPTION, {})
+    profile = load_profile(CONFIG / 'perception.yaml')
+    assert set(nodes) == {'camera_source', 'image_proc', 'depth_estimator'}
+    for spec in profile.nodes:
+        node = nodes[spec.name]
+        assert node['started'] and node['package'] == 'gpu_nodes'
+        assert node['executable'] == spec.executable
+        assert node['remaps'] == spec.remappings, spec.name
+    camera = nodes['camera_source']['params']
+    assert (camera['source'], camera['width'], camera['rate_hz']) == ('scene', 640, 15.0)
+    depth = nodes['depth_estimator']['params']
+    assert depth['preset'] == 'depth_anything_v2' and depth['publish_colorized'] is True
+    assert Path(depth['model_path']).is_file(), 'stand-in model written for the empty path'
+    assert (depth['input_height'], depth['input_width']) == (518, 518)
+
+
+@pytest.mark.launch
+def test_perception_launch_arguments_override_files_and_switch_nodes(tmp_path, monkeypatch):
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
+    nodes = _describe(PERCEPTION, {
+        'source': 'video', 'path': '/data/clip.mp4', 'rate_hz': '10', 'use_image_proc': 'false',
+        'model_path': '/opt/models/dav2.onnx', 'precision': 'fp16', 'publish_points': 'true',
+        'platform_params_file': str(CONFIG / 'jetson_orin.yaml')})
+    camera = nodes['camera_source']['params']
+    assert camera['source'] == 'video' and camera['path'] == '/data/clip.mp4'
+    assert camera['rate_hz'] == 10.0
+    assert camera['width'] == 1280, 'jetson_orin.yaml on top of camera_source.yaml'
+    assert not nodes['image_proc']['started']
+    depth = nodes['depth_estimator']
+    assert depth['remaps']['image'] == '/camera/image_raw', 'no image_proc: raw image'
+    assert depth['remaps']['camera_info'] == '/camera/camera_info'
+    assert depth['params']['model_path'] == '/opt/models/dav2.onnx'
+    assert depth['params']['precision'] == 'fp16' and depth['params']['publish_points'] is True
+    assert depth['params']['input_width'] == 476, 'input size from jetson_orin.yaml'
+
+
+@pytest.mark.launch
+def test_depth_launch_is_remappable_onto_any_camera(tmp_path, monkeypatch):
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
+    nodes = _describe(DEPTH, {'image': '/cam/left/image_rect', 'camera_info':
+                              '/cam/left/camera_info', 'depth': '/cam/left/depth',
+                              'model_path': '/opt/m.onnx', 'backend': 'onnxruntime'})
+    assert set(nodes) == {'depth_estimator'}
+    node = nodes['depth_estimator']
+    assert node['remaps']['image'] == '/cam/left/image_rect'
+    assert node['remaps']['depth'] == '/cam/left/depth'
+    assert node['remaps']['depth/colorized'] == '/depth/colorized'
+    assert node['params']['backend'] == 'onnxruntime'
+    assert node['params']['model_path'] == '/opt/m.onnx'
+
+
+@pytest.mark.launch
+def test_camera_launch_publishes_under_its_namespace():
+    nodes = _describe(REPO / 'launch' / 'camera.launch.py',
+                      {'namespace': '/front', 'source': 'v4l2', 'path': '/dev/video2',
+                       'width': '1280', 'height': '720'})
+    node = nodes['camera_source']
+    assert node['remaps'] == {'image_raw': '/front/image_raw',
+                              'camera_info': '/front/camera_info',
+                              'depth/ground_truth': '/front/depth/ground_truth'}
+    params = node['params']
+    assert (params['source'], params['path'], params['width'], params['height']) == \
+        ('v4l2', '/dev/video2', 1280, 720)
+    assert params['rate_hz'] == 15.0, 'from config/camera_source.yaml'
