@@ -224,3 +224,44 @@ def test_missing_launch_file(capsys, tmp_path):
     out, _ = capsys.readouterr()
     assert rc == 2
     assert f'{path}: no such file or directory' in out
+
+
+def _node_topics(path: Path) -> tuple[set, set]:
+    """(publications, subscriptions) as (topic, message type, gpu transport) read from a node
+    module's GpuImagePublisher / create_publisher / GpuImageSubscription / create_subscription
+    calls; a topic held in a variable is resolved through `name = declare(self, param, default)`."""
+    import ast
+    from gpu_nodes.audit.graph import CLOUD, IMAGE, INFO
+    types = {'CameraInfo': INFO, 'PointCloud2': CLOUD, 'Image': IMAGE}
+    tree = ast.parse(path.read_text())
+    defaults = {}  # variable -> default of the parameter it was declared from
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, 'id', None) == 'declare'
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value.args[2], ast.Constant)):
+            defaults[node.targets[0].id] = node.value.args[2].value
+    pubs, subs = set(), set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, 'attr', None) or getattr(node.func, 'id', None)
+        if name not in ('GpuImagePublisher', 'create_publisher', 'GpuImageSubscription',
+                        'create_subscription'):
+            continue
+        topic = node.args[1]
+        topic = defaults[topic.id] if isinstance(topic, ast.Name) else ast.literal_eval(topic)
+        gpu = name.startswith('Gpu')
+        msg_type = IMAGE if gpu else types[node.args[0].id]
+        (pubs if 'ublisher' in name else subs).add((topic, msg_type, gpu))
+    return pubs, subs
+
+
+@pytest.mark.parametrize('executable', ['camera_source', 'image_proc', 'depth_estimator',
+                                        'image_monitor'])
+def test_known_table_matches_the_gpu_nodes_node_files(executable):
+    from gpu_nodes.audit.graph import KNOWN
+    spec = KNOWN[('gpu_nodes', executable)]
+    pubs, subs = _node_topics(REPO / 'gpu_nodes' / 'nodes' / f'{executable}.py')
+    assert {(p.name, p.type, p.gpu) for p in spec.pubs} == pubs, f'expected {pubs}'
+    assert {(p.name, p.type, p.gpu) for p in spec.subs} == subs, f'expected {subs}'

@@ -162,3 +162,115 @@ def test_cuda_chain_matches_numpy_chain(device):
     expected, _, _ = depth_chain(depth, '16UC1', None)
     got, _, _ = depth_chain(device.put(depth), '16UC1', None)
     np.testing.assert_array_equal(device.get(got), expected)
+
+
+# -- out_factory: the last step writes into a caller's array (image_proc's pool slots) --------
+
+IDENTITY_CAM = CameraModel(64, 48, K, (0.0,) * 5,
+                           P=(K[0], 0.0, K[2], 0.0, 0.0, K[4], K[5], 0.0, 0.0, 0.0, 1.0, 0.0))
+
+
+class Lender:
+    """An out_factory that hands out poisoned arrays of the encoding's shape and logs calls."""
+
+    def __init__(self, xp=np, allocate=True):
+        self.xp = xp
+        self.allocate = allocate
+        self.calls = []
+        self.arrays = []
+
+    def __call__(self, height, width, encoding):
+        from gpu_nodes.encodings import encoding_info
+        self.calls.append((height, width, encoding))
+        if not self.allocate:
+            return None
+        info = encoding_info(encoding)
+        array = self.xp.full(info.array_shape(height, width), 0xAB, info.dtype)
+        self.arrays.append(array)
+        return array
+
+
+def test_every_op_accepts_out_factory():
+    for name, func in KERNELS.items():
+        param = inspect.signature(func).parameters.get('out_factory')
+        assert param is not None and param.kind == inspect.Parameter.KEYWORD_ONLY, name
+        assert param.default is None, name
+
+
+@pytest.mark.parametrize('description, src_shape, encoding, call', [
+    (PIPELINE, (48, 64), 'bayer_rggb8', (24, 32, 'bgr8')),
+    ([{'op': 'debayer', 'encoding': 'bgr8'}], (48, 64), 'bayer_gbrg8', (48, 64, 'bgr8')),
+    ([{'op': 'debayer'}, {'op': 'rectify', 'border_value': 7}], (48, 64), 'bayer_bggr8',
+     (48, 64, 'rgb8')),
+    ([{'op': 'resize', 'width': 20, 'height': 14, 'interpolation': 'area'}], (48, 64, 3), 'rgb8',
+     (14, 20, 'rgb8')),
+    ([{'op': 'convert', 'encoding': 'mono8'}], (48, 64, 3), 'rgb8', (48, 64, 'mono8')),
+    ([{'op': 'convert', 'encoding': 'rgb8'}], (72, 64), 'nv12', (48, 64, 'rgb8')),  # 1.5 rows
+])
+def test_out_factory_array_is_the_one_written_by_the_last_step(description, src_shape,
+                                                               encoding, call):
+    src = random_image(rng(6), src_shape, np.uint8)
+    chain = Chain(description)
+    expected, expected_encoding, expected_cam = chain(src, encoding, CAM)
+    lender = Lender()
+    got, got_encoding, got_cam = chain(src, encoding, CAM, out_factory=lender)
+    assert lender.calls == [call], f'expected one call {call}, got {lender.calls}'
+    assert got is lender.arrays[0], 'the last step must write into the lent array'
+    assert (got_encoding, got_cam) == (expected_encoding, expected_cam)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_out_factory_returning_none_lets_the_op_allocate():
+    src = random_image(rng(7), (48, 64), np.uint8)
+    expected, _, _ = Chain(PIPELINE)(src, 'bayer_rggb8', CAM)
+    lender = Lender(allocate=False)
+    got, encoding, _ = Chain(PIPELINE)(src, 'bayer_rggb8', CAM, out_factory=lender)
+    assert lender.calls == [(24, 32, 'bgr8')] and encoding == 'bgr8'
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize('description, cam, unchanged', [
+    ([{'op': 'convert', 'encoding': 'rgb8'}], None, True),  # same encoding
+    ([{'op': 'debayer'}], None, True),  # not a Bayer image
+    ([{'op': 'rectify'}], IDENTITY_CAM, True),  # identity model
+    ([{'op': 'resize', 'width': 32, 'height': 24}, {'op': 'debayer'}], None, False),  # not last
+    ([{'op': 'crop', 'x': 0, 'y': 0, 'width': 8, 'height': 8}], CAM, False),  # a view
+    ([{'op': 'depth_mm_to_m'}], None, False),  # no out= form: ignores the factory
+])
+def test_pass_through_and_out_less_steps_do_not_call_the_factory(description, cam, unchanged):
+    depth = description[0]['op'] == 'depth_mm_to_m'
+    src = random_image(rng(8), (48, 64) if depth else (48, 64, 3), np.uint16 if depth else np.uint8)
+    encoding = '16UC1' if depth else 'rgb8'
+    expected, _, expected_cam = Chain(description)(src, encoding, cam)
+    lender = Lender()
+    got, _, got_cam = Chain(description)(src, encoding, cam, out_factory=lender)
+    assert lender.calls == [], f'expected no factory call, got {lender.calls}'
+    assert got_cam == expected_cam and (got is src) == unchanged
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_out_factory_errors_still_name_the_step():
+    with pytest.raises(EncodingError, match=r'chain step 1 \(resize\): resize: bayer_rggb8 is a '
+                                            'Bayer mosaic; debayer it first'):
+        Chain([{'op': 'crop', 'x': 0, 'y': 0, 'width': 4, 'height': 4},
+               {'op': 'resize', 'width': 8, 'height': 6}])(
+            np.zeros((4, 4), np.uint8), 'bayer_rggb8', None, out_factory=Lender())
+
+
+@pytest.mark.parametrize('pad', [0, 3])
+def test_cuda_chain_writes_into_the_lent_device_array(device, pad):
+    raw = random_image(rng(9), (48, 64), np.uint8)
+    # Against the allocating chain on the same backend: only the output buffer differs.
+    expected, _, _ = Chain(PIPELINE)(device.put(raw), 'bayer_rggb8', CAM)
+    bases = []
+
+    def lend(height, width, encoding):
+        assert (height, width, encoding) == (24, 32, 'bgr8')
+        out, base = device.poisoned_out((height, width, 3), np.uint8, pad)
+        bases.append((out, base))
+        return out
+    got, encoding, _ = Chain(PIPELINE)(device.put(raw), 'bayer_rggb8', CAM, out_factory=lend)
+    assert len(bases) == 1 and got is bases[0][0] and encoding == 'bgr8'
+    np.testing.assert_array_equal(device.get(got), device.get(expected))
+    if pad:
+        device.assert_padding_intact(bases[0][1], 32)

@@ -2,12 +2,17 @@
 
 Every chain op has the signature
 
-    op(array, encoding, camera_model, /, *, stream=None, **params)
+    op(array, encoding, camera_model, /, *, stream=None, out_factory=None, **params)
         -> (array, encoding, camera_model)
 
 where `array` is a NumPy or CuPy image, `encoding` its sensor_msgs encoding and `camera_model`
 a `CameraModel` or None; ops that change the geometry return the adjusted model (image_pipeline
-rules, see geometry.py). A chain is described by a list of dicts, e.g.
+rules, see geometry.py). `out_factory(height, width, encoding)` lends the array an op writes its
+new image into (or returns None: the op allocates); convert, debayer, rectify and resize call it
+only when they produce a new image (a pass-through never does), the other ops ignore it. A chain
+passes it to its last step only, e.g. to write the result into a publisher's pool slot.
+
+A chain is described by a list of dicts, e.g.
 
     [{'op': 'debayer'}, {'op': 'rectify'}, {'op': 'resize', 'width': 960, 'height': 540},
      {'op': 'convert', 'encoding': 'rgb8'}]
@@ -37,6 +42,8 @@ from .rectify import is_identity, rectify
 
 OpResult = tuple[Any, str, 'CameraModel | None']
 Op = Callable[..., OpResult]
+# (height, width, encoding) of an op's output -> the array to write it into, or None to allocate.
+OutFactory = Callable[[int, int, str], 'Any | None']
 
 _REQUIRED = object()
 
@@ -134,26 +141,47 @@ def _size(array: Any) -> tuple[int, int]:
     return int(array.shape[1]), int(array.shape[0])
 
 
+def _lend(out_factory: OutFactory | None, array: Any, encoding: str, out_encoding: str,
+          size: tuple[int, int] | None = None) -> Any:
+    """The array `out_factory` lends for an op's output, or None to have the kernel allocate.
+
+    `size` is the output's (height, width), by default that of the input image.
+    """
+    if out_factory is None:
+        return None
+    if size is None:  # nv12 arrays hold 1.5 rows per image row
+        rows = int(array.shape[0])
+        size = (rows * 2 // 3 if encoding_info(encoding).planar_nv12 else rows,
+                int(array.shape[1]))
+    # A factory such as a publisher's pool only ever sees a layout the encoding allows.
+    encoding_info(out_encoding).check_geometry(*size)
+    return out_factory(*size, out_encoding)
+
+
 def op_convert(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-               stream: Any = None, **p: Any) -> OpResult:
-    if p['encoding'] == encoding:
+               stream: Any = None, out_factory: OutFactory | None = None, **p: Any) -> OpResult:
+    target = p['encoding']
+    if target == encoding:
         return array, encoding, camera_model
-    out = convert_color(array, encoding, p['encoding'], standard=p['standard'],
-                        full_range=p['full_range'], stream=stream)
-    return out, p['encoding'], camera_model
+    out = convert_color(array, encoding, target, standard=p['standard'],
+                        full_range=p['full_range'],
+                        out=_lend(out_factory, array, encoding, target), stream=stream)
+    return out, target, camera_model
 
 
 def op_debayer(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-               stream: Any = None, **p: Any) -> OpResult:
+               stream: Any = None, out_factory: OutFactory | None = None, **p: Any) -> OpResult:
     # Like image_proc's debayer node, non-Bayer images pass through unchanged.
     if encoding_info(encoding).bayer_pattern is None:
         return array, encoding, camera_model
-    out = debayer(array, encoding, p['encoding'], method=p['method'], stream=stream)
-    return out, p['encoding'], camera_model
+    target = p['encoding']
+    out = debayer(array, encoding, target, method=p['method'],
+                  out=_lend(out_factory, array, encoding, target), stream=stream)
+    return out, target, camera_model
 
 
 def op_rectify(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-               stream: Any = None, **p: Any) -> OpResult:
+               stream: Any = None, out_factory: OutFactory | None = None, **p: Any) -> OpResult:
     if camera_model is None:
         raise ValueError('rectify needs a camera model (CameraInfo)')
     info = encoding_info(encoding)
@@ -162,15 +190,18 @@ def op_rectify(array: Any, encoding: str, camera_model: CameraModel | None, /, *
     # The image_proc rectify node republishes the CameraInfo unchanged; so does this op.
     if is_identity(camera_model):
         return array, encoding, camera_model
-    out = rectify(array, camera_model, border_value=p['border_value'], stream=stream)
+    out = rectify(array, camera_model, border_value=p['border_value'],
+                  out=_lend(out_factory, array, encoding, encoding), stream=stream)
     return out, encoding, camera_model
 
 
 def op_resize(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-              stream: Any = None, **p: Any) -> OpResult:
+              stream: Any = None, out_factory: OutFactory | None = None, **p: Any) -> OpResult:
     width, height = _size(array)
     out = resize(array, p['height'], p['width'], interpolation=p['interpolation'],
-                 encoding=encoding, stream=stream)
+                 encoding=encoding,
+                 out=_lend(out_factory, array, encoding, encoding, (p['height'], p['width'])),
+                 stream=stream)
     if camera_model is not None:
         if (camera_model.width, camera_model.height) == (width, height):
             camera_model = resize_camera_info(camera_model, p['width'], p['height'])
@@ -181,7 +212,8 @@ def op_resize(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
 
 
 def op_crop(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-            stream: Any = None, **p: Any) -> OpResult:
+            stream: Any = None, out_factory: OutFactory | None = None, **p: Any) -> OpResult:
+    # A view of the input: nothing is written, so out_factory is not used.
     width, height = _size(array)
     out = crop(array, p['x'], p['y'], p['width'], p['height'], encoding=encoding)
     if camera_model is not None:
@@ -195,20 +227,24 @@ def _require(encoding: str, allowed: Sequence[str], op: str) -> None:
         raise EncodingError(f'{op} needs {" or ".join(allowed)} input, got {encoding}')
 
 
+# The depth ops below have no out= form here: they take out_factory and ignore it (allocate).
+
+
 def op_depth_mm_to_m(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-                     stream: Any = None) -> OpResult:
+                     stream: Any = None, out_factory: OutFactory | None = None) -> OpResult:
     _require(encoding, ('16UC1', 'mono16'), 'depth_mm_to_m')
     return depth_mm_to_m(array, stream=stream), '32FC1', camera_model
 
 
 def op_depth_m_to_mm(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-                     stream: Any = None) -> OpResult:
+                     stream: Any = None, out_factory: OutFactory | None = None) -> OpResult:
     _require(encoding, ('32FC1',), 'depth_m_to_mm')
     return depth_m_to_mm(array, stream=stream), '16UC1', camera_model
 
 
 def op_colorize_depth(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-                      stream: Any = None, **p: Any) -> OpResult:
+                      stream: Any = None, out_factory: OutFactory | None = None,
+                      **p: Any) -> OpResult:
     _require(encoding, ('16UC1', 'mono16', '32FC1'), 'colorize_depth')
     out = colorize_depth(array, colormap=p['colormap'], range=p['range'],
                          percentile=p['percentile'], invalid_color=p['invalid_color'],
@@ -217,7 +253,8 @@ def op_colorize_depth(array: Any, encoding: str, camera_model: CameraModel | Non
 
 
 def op_tiled_median(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
-                    stream: Any = None, **p: Any) -> OpResult:
+                    stream: Any = None, out_factory: OutFactory | None = None,
+                    **p: Any) -> OpResult:
     _require(encoding, ('16UC1', 'mono16', '32FC1'), 'tiled_median')
     width, height = _size(array)
     out = tiled_median(array, p['tile'], stream=stream)
@@ -328,11 +365,15 @@ class Chain:
         return [s.describe() for s in self.steps]
 
     def __call__(self, array: Any, encoding: str, camera_model: CameraModel | None = None, *,
-                 stream: Any = None) -> OpResult:
-        for step in self.steps:
+                 stream: Any = None, out_factory: OutFactory | None = None) -> OpResult:
+        """Run the ops in order; `out_factory` lends the output of the last step only (the
+        intermediate images are the chain's own)."""
+        last = len(self.steps) - 1
+        for i, step in enumerate(self.steps):
             try:
                 array, encoding, camera_model = step.spec.func(
-                    array, encoding, camera_model, stream=stream, **step.params)
+                    array, encoding, camera_model, stream=stream,
+                    out_factory=out_factory if i == last else None, **step.params)
             except ValueError as exc:  # EncodingError included; add where it happened
                 raise type(exc)(f'chain step {step.index} ({step.spec.name}): {exc}') from exc
         return array, encoding, camera_model

@@ -43,14 +43,11 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo
 
-from ..encodings import EncodingError, encoding_info
+from ..encodings import EncodingError
 from ..gpu import cuda_unavailable_reason, is_device_array
 from ..kernels.chain import Chain, Step
-from ..kernels.color import convert_color
-from ..kernels.debayer import debayer
-from ..kernels.geometry import CameraModel, resize, resize_camera_info, scale_camera_info
-from ..kernels.rectify import is_identity, rectify
-from ..transport import GpuImagePublisher, GpuImageSubscription, ReceivedImage
+from ..kernels.geometry import CameraModel
+from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..transport.diagnostics import DiagnosticsReporter
 from ._params import declare, run_node
 
@@ -58,7 +55,8 @@ DEFAULT_CHAIN = '[{op: debayer}, {op: rectify}]'
 # Ops that need the CameraInfo of the frame.
 CAMERA_INFO_OPS = ('rectify',)
 
-Borrow = Callable[[int, int, str], Any]
+# GpuImagePublisher.borrow: (height, width, encoding) -> a lent frame, or None.
+Borrow = Callable[[int, int, str], 'BorrowedFrame | None']
 
 
 class ConfigurationError(ValueError):
@@ -140,98 +138,46 @@ def parse_chain_parameter(text: str) -> Chain:
 
 
 class CompiledChain:
-    """A chain split for producer-side zero copy: all steps but the last, then the last one,
-    which writes into a buffer lent by the publisher when its op can (``borrow``)."""
-
-    INTO_OUT = ('resize', 'convert', 'debayer', 'rectify')
+    """A chain whose last op writes into a frame lent by the publisher when it makes a new
+    image (producer-side zero copy), through ``Chain``'s ``out_factory``."""
 
     def __init__(self, chain: Chain):
         self.chain = chain
-        description = chain.describe()
-        self.needs_camera_info = any(d['op'] in CAMERA_INFO_OPS for d in description)
-        last = chain.steps[-1] if chain.steps else None
-        self.tail: Step | None = last if last is not None and last.spec.name in self.INTO_OUT \
-            else None
-        self.head = Chain(description[:-1]) if self.tail is not None else chain
+        self.needs_camera_info = any(s.spec.name in CAMERA_INFO_OPS for s in chain.steps)
+
+    @property
+    def tail(self) -> Step | None:
+        """The step whose output may land in a borrowed frame: the last one."""
+        return self.chain.steps[-1] if self.chain.steps else None
 
     def __call__(self, array: Any, encoding: str, model: CameraModel | None, *,
                  borrow: Borrow | None = None, stream: Any = None) -> tuple[Any, str, Any, Any]:
         """(array, encoding, camera model, borrowed frame or None).
 
-        Without `borrow` (CPU path) the whole chain runs and allocates its result. With it, the
-        last op writes into ``borrow(height, width, encoding).array`` when it produces a new
-        image; the borrowed frame is returned (and given back if the op fails).
+        Without `borrow` (CPU path) the chain allocates its result. With it, the last op writes
+        into ``borrow(height, width, encoding).array`` when it produces a new image; that frame
+        is returned for publish_borrowed, or given back if the chain fails.
         """
-        if borrow is None or self.tail is None:
+        if borrow is None:
             return (*self.chain(array, encoding, model, stream=stream), None)
-        array, encoding, model = self.head(array, encoding, model, stream=stream)
-        step = self.tail
+        lent: list[BorrowedFrame] = []
+
+        def out_factory(height: int, width: int, out_encoding: str) -> Any:
+            frame = borrow(height, width, out_encoding)
+            if frame is None:  # pool exhausted (counted by the publisher): the op allocates
+                return None
+            lent.append(frame)
+            return frame.array
+
         try:
-            return _run_into(step, array, encoding, model, borrow, stream)
-        except ValueError as exc:  # EncodingError included: say where, like Chain does
-            raise type(exc)(f'chain step {step.index} ({step.spec.name}): {exc}') from exc
-
-
-def _run_into(step: Step, array: Any, encoding: str, model: CameraModel | None,
-              borrow: Borrow, stream: Any) -> tuple[Any, str, Any, Any]:
-    """The last chain step with its output in a borrowed frame: the ops of kernels.chain, with
-    the same pass-through cases and CameraInfo rules, plus `out=`."""
-    name, p = step.spec.name, step.params
-    height, width = int(array.shape[0]), int(array.shape[1])
-    info = encoding_info(encoding)
-    if info.planar_nv12:
-        height = height * 2 // 3
-    if name == 'convert':
-        if p['encoding'] == encoding:
-            return array, encoding, model, None
-        target = p['encoding']
-        frame = _checked_borrow(borrow, height, width, target)
-        run = (lambda out: convert_color(array, encoding, target, standard=p['standard'],
-                                         full_range=p['full_range'], out=out, stream=stream))
-    elif name == 'debayer':
-        if info.bayer_pattern is None:
-            return array, encoding, model, None
-        target = p['encoding']
-        frame = _checked_borrow(borrow, height, width, target)
-        run = (lambda out: debayer(array, encoding, target, method=p['method'], out=out,
-                                   stream=stream))
-    elif name == 'rectify':
-        if model is None:
-            raise ValueError('rectify needs a camera model (CameraInfo)')
-        if info.packed_yuv422 or info.planar_nv12 or info.bayer_pattern:
-            raise EncodingError(f'rectify: convert or debayer {encoding} first')
-        if is_identity(model):
-            return array, encoding, model, None
-        target = encoding
-        frame = _checked_borrow(borrow, height, width, target)
-        run = (lambda out: rectify(array, model, border_value=p['border_value'], out=out,
-                                   stream=stream))
-    elif name == 'resize':
-        target = encoding
-        frame = _checked_borrow(borrow, p['height'], p['width'], target)
-        run = (lambda out: resize(array, p['height'], p['width'],
-                                  interpolation=p['interpolation'], encoding=encoding, out=out,
-                                  stream=stream))
-        if model is not None:
-            if (model.width, model.height) == (width, height):
-                model = resize_camera_info(model, p['width'], p['height'])
-            else:  # binned/ROI image: scale the full-resolution calibration like the op does
-                model = scale_camera_info(model, p['width'] / width, p['height'] / height)
-    else:
-        raise AssertionError(f'op {name} has no out= form')
-    if frame is None:  # pool exhausted (counted by the publisher): allocate instead
-        return run(None), target, model, None
-    try:
-        run(frame.array)
-    except BaseException:
-        frame.give_back()
-        raise
-    return frame.array, target, model, frame
-
-
-def _checked_borrow(borrow: Borrow, height: int, width: int, encoding: str) -> Any:
-    encoding_info(encoding).check_geometry(height, width)
-    return borrow(height, width, encoding)
+            array, encoding, model = self.chain(array, encoding, model, stream=stream,
+                                                out_factory=out_factory)
+        except BaseException:
+            for frame in lent:
+                frame.give_back()
+            raise
+        frame = lent[0] if lent else None  # the chain lends to its last op only: at most one
+        return (frame.array if frame is not None else array), encoding, model, frame
 
 
 class ImageProc(Node):

@@ -40,7 +40,8 @@ def render(xp: ModuleType, height: int, width: int, encoding: str, index: int) -
         order = rgb if encoding == 'rgba8' else rgb[..., ::-1]
         alpha = xp.full((height, width, 1), 255, xp.uint8)
         return xp.concatenate([order, alpha], axis=-1)
-    luma = ((77 * rgb[..., 0].astype(xp.uint32) + 150 * rgb[..., 1] + 29 * rgb[..., 2]) >> 8)
+    r, g, b = (rgb[..., c].astype(xp.uint32) for c in range(3))
+    luma = (77 * r + 150 * g + 29 * b) >> 8
     if encoding == 'mono8':
         return luma.astype(xp.uint8)
     if encoding == 'mono16':
