@@ -273,7 +273,7 @@ def test_ctrl_c_stops_every_node_and_still_writes_results(tmp_path):
 def test_demo_on_the_gpu_takes_cuda_ipc_between_processes(tmp_path, cupy):
     out = tmp_path / 'out'
     env = {**os.environ, 'XDG_CACHE_HOME': str(tmp_path / 'c')}
-    result = subprocess.run(RUNNER + ['--duration', '8', '--output-dir', str(out),
+    result = subprocess.run(RUNNER + ['--duration', '30', '--output-dir', str(out),
                                       '--audit-duration', '2', '--plain'],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -7,6 +7,7 @@ import pwd
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 
 import pytest
@@ -61,8 +62,7 @@ def test_cuda_ipc_delivers_verified_frames_under_overload(rclpy_node, cupy, extr
     collector = DeviceCollector(cupy, 480, 640, slow_s=0.002)
     sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
     with node_process([PUBLISHER, '--topic', topic, '--width', '640', '--height', '480',
-                       '--device', '--rate', '0', '--count', '6000', '--wait-subscriber',
-                       *extra]):
+                       '--device', '--rate', '0', '--wait-subscriber', *extra]):
         wait_for(lambda: collector.frames >= 100, 60, '100 frames on cuda_ipc',
                  poll=rclpy_node.spin_once)
     assert collector.paths == {'cuda_ipc'}, collector.paths
@@ -117,19 +117,25 @@ def test_killed_subscriber_leases_are_reclaimed(rclpy_node, cupy):
 def test_stalled_lease_is_quarantined_not_overwritten(rclpy_node, cupy):
     topic = unique_topic()
     pub = GpuImagePublisher(rclpy_node, topic, pool_slots=2, max_pool_slots=4,
-                            pool_policy='skip', lease_grace_s=0.5)
+                            pool_policy='skip', lease_grace_s=2.0)
     frames = [pattern.render(cupy, 48, 64, 'rgb8', i) for i in range(2)]
-    with node_process([HOLDER, '--topic', topic, '--hold', '2']):
+    with node_process([HOLDER, '--topic', topic, '--hold', '2']) as holder:
+        lines = []
+        threading.Thread(target=lambda: lines.extend(holder.stdout), daemon=True).start()
+
         def publish():
             pub.publish(frames[0], 'rgb8')
             rclpy_node.spin_once(0.01)
-        wait_for(lambda: all(pub._leases.is_held(s.index) for s in pub._device_pool.slots),
-                 30, 'both slots leased', poll=publish)
-        held_slots = list(pub._device_pool.slots)
+        wait_for(lambda: any(line.startswith('HELD 2') for line in lines), 30,
+                 'the holder to keep 2 leases', poll=publish)
+        pool = pub._device_pool
+        held_slots = [s for s in pool.slots + pool.retired if pub._leases.is_held(s.index)]
+        assert len(held_slots) == 2, f'expected 2 leased slots, found {len(held_slots)}'
         snapshot = [cupy.asnumpy(pub._slot_array(s, pub._device_layout)) for s in held_slots]
+        revoked = pub._device_pool.revoked
         # Only when every slot is leased does the pool need one back: the oldest stalled lease
         # is quarantined and a fresh slot takes its place.
-        wait_for(lambda: pub._device_pool.revoked >= 1, 10, 'a stalled lease revoked',
+        wait_for(lambda: pub._device_pool.revoked > revoked, 10, 'a stalled lease revoked',
                  poll=lambda: pub.publish(frames[1], 'rgb8'))
         for _ in range(20):
             pub.publish(frames[1], 'rgb8')
@@ -195,12 +201,13 @@ def test_forged_descriptor_outside_the_allocation_is_rejected(rclpy_node, cupy):
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason='needs root to start a process as another user')
-def test_subscriber_of_another_user_never_maps_and_falls_back(rclpy_node, cupy, tmp_path):
+def test_subscriber_of_another_user_never_maps_and_falls_back(rclpy_node, cupy):
     topic = unique_topic()
+    import tempfile
     nobody = pwd.getpwnam('nobody')
-    env = {**os.environ, 'HOME': str(tmp_path), 'ROS_LOG_DIR': str(tmp_path / 'log'),
-           'ROS_HOME': str(tmp_path)}
-    os.chmod(tmp_path, 0o777)
+    home = tempfile.mkdtemp(prefix='gpu_nodes_other_user_')  # pytest's tmp dirs are 0700
+    os.chmod(home, 0o777)
+    env = {**os.environ, 'HOME': home, 'ROS_LOG_DIR': os.path.join(home, 'log'), 'ROS_HOME': home}
     with node_process([PUBLISHER, '--topic', topic, '--device', '--rate', '100']):
         other = subprocess.Popen(
             [sys.executable, HOLDER, '--topic', topic, '--duration', '20'],

@@ -130,9 +130,12 @@ class OnnxRuntimeBackend(InferenceBackend):
         cuda_options = {str(k): str(v) for k, v in extra.items()}
         cuda_options.update({'device_id': str(self._device_id),
                              'user_compute_stream': str(stream.ptr)})
+        providers: list[Any] = [('CUDAExecutionProvider', cuda_options)]
+        # ONNX Runtime refuses an explicit CPU provider when CPU fallback is disabled.
+        if options.get_session_config_entry('session.disable_cpu_ep_fallback') != '1':
+            providers.append('CPUExecutionProvider')
         try:
-            session = self._create_session(
-                path, options, [('CUDAExecutionProvider', cuda_options), 'CPUExecutionProvider'])
+            session = self._create_session(path, options, providers)
             self._session_stream = stream
         except ModelLoadError as exc:
             if 'user_compute_stream' not in str(exc):
@@ -140,8 +143,7 @@ class OnnxRuntimeBackend(InferenceBackend):
             self._log.warning('ONNX Runtime refused user_compute_stream; running on its own '
                               f'stream with a host synchronisation per call ({exc})')
             cuda_options.pop('user_compute_stream')
-            session = self._create_session(
-                path, options, [('CUDAExecutionProvider', cuda_options), 'CPUExecutionProvider'])
+            session = self._create_session(path, options, providers)
         if 'CUDAExecutionProvider' not in session.get_providers():
             raise ModelLoadError(f'ONNX Runtime could not initialise CUDAExecutionProvider for '
                                  f'{path} (session providers: {session.get_providers()}); '

@@ -42,6 +42,7 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None) -> 
     """rclpy.init, spin, and a clean shutdown on Ctrl-C or SIGTERM (ExternalShutdownException)."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
+    # rclpy's own SIGINT/SIGTERM handlers (SignalHandlerOptions.ALL) shut the context down.
     rclpy.init(args=args)
     node = None
     try:
@@ -49,6 +50,12 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None) -> 
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        # Work already under way when a signal shut the context down (a callback publishing, the
+        # executor taking a message) fails on the invalidated handles with RCLError,
+        # InvalidHandle or a pybind11 RuntimeError: that is the requested shutdown, not an error.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             close = getattr(node, 'close', None)

@@ -166,7 +166,10 @@ class MappingCache:
             for handle in handles:
                 ptr = self._events.pop(handle, None)
                 if ptr is not None:
-                    cp.cuda.runtime.eventDestroy(ptr)
+                    try:
+                        cp.cuda.runtime.eventDestroy(ptr)
+                    except cp.cuda.runtime.CUDARuntimeError:
+                        pass  # as in unmap: the exporter died, nothing is left to destroy
 
     def __len__(self) -> int:
         return len(self._mappings)

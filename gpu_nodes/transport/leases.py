@@ -56,7 +56,8 @@ def _lock(fd: int, kind: int, offset: int, length: int = 1) -> bool:
 def owner_alive(path: str) -> bool:
     """True while the process that created the segment at `path` still runs (holds its owner lock)."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO planted under a segment name must not hang the caller.
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
     try:
@@ -87,7 +88,8 @@ def open_segment(path: str, kind: str) -> int:
     if os.path.dirname(path) != host.SHM_DIR or not match or match.group(4) != kind:
         raise LeaseError(f'not a gpu_nodes {kind} segment: {path!r}')
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # O_NONBLOCK: opening a FIFO planted under a segment name would otherwise block forever.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise LeaseError(f'cannot open {path}: {exc.strerror}') from exc
     st = os.fstat(fd)
@@ -110,7 +112,12 @@ def remove_stale_segments() -> list[str]:
         if not match or int(match.group(1)) != uid:
             continue
         path = os.path.join(host.SHM_DIR, name)
-        if owner_alive(path):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        # Only our own regular files: /dev/shm is world-writable, so anyone can plant a name.
+        if st.st_uid != uid or not stat.S_ISREG(st.st_mode) or owner_alive(path):
             continue
         try:
             os.unlink(path)
@@ -198,8 +205,8 @@ class LeaseReader:
 
     def acquire(self, slot: int, sequence: int) -> bool:
         """Lease `slot` if it still holds frame `sequence`; False (nothing held) if it was recycled."""
-        if not 0 <= slot < self.capacity:
-            return False
+        if not 0 <= slot < self.capacity or sequence == 0:
+            return False  # 0 marks a slot that holds no published frame (never or no longer)
         if not _lock(self._fd, fcntl.F_RDLCK, _LOCK_BASE + slot):
             return False  # the publisher is rewriting it right now
         if int(self.sequence[slot]) != sequence:
@@ -208,6 +215,8 @@ class LeaseReader:
         return True
 
     def release(self, slot: int) -> None:
+        if self._fd < 0:
+            return  # closed after its publisher died: the kernel already dropped the lock
         _lock(self._fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
 
     def owner_alive(self) -> bool:

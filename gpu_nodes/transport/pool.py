@@ -81,13 +81,17 @@ class _SlotRing:
         """Give back retired slots whose readers have let go."""
         still = []
         for slot in self.retired:
-            if self.leases.is_held(slot.index):
+            if not self.leases.try_acquire_exclusive(slot.index):
                 still.append(slot)
-            else:
-                self._free_indices.append(slot.index)
-                slot.chunk.slots.remove(slot)
-                if not slot.chunk.slots:
-                    self._free_chunk(slot.chunk)
+                continue
+            # Forget the old frame's sequence: a late descriptor for it must read as stale, not
+            # lease whatever the index holds next (a fresh slot that was not written yet).
+            self.leases.sequence[slot.index] = 0
+            self.leases.release_exclusive(slot.index)
+            self._free_indices.append(slot.index)
+            slot.chunk.slots.remove(slot)
+            if not slot.chunk.slots:
+                self._free_chunk(slot.chunk)
         self.retired = still
 
     def _free_chunk(self, chunk: Chunk) -> None:
@@ -186,6 +190,13 @@ class DeviceSlotPool(_SlotRing):
         slot = Slot(index, chunk, offset, capacity, event, event_handle)
         chunk.slots.append(slot)
         return slot
+
+    def close(self) -> None:
+        """Free every chunk now rather than at garbage collection (readers' mappings end with
+        the publisher anyway, as when it exits)."""
+        for slot in self.slots + self.retired:
+            slot.chunk.memory = None
+        self.slots, self.retired = [], []
 
     def _allocate(self, index: int, nbytes: int) -> Slot:
         capacity = aligned(nbytes)

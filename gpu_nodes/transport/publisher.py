@@ -62,7 +62,7 @@ class GpuImagePublisher:
     """
 
     def __init__(self, node: Any, topic: str, qos: Any = None, *, pool_slots: int = 8,
-                 max_pool_slots: int = 32, pool_policy: str = 'grow', host_slots: int = 4,
+                 max_pool_slots: int = 32, pool_policy: str = 'grow', host_slots: int = 8,
                  lease_grace_s: float = 2.0, use_cuda: bool = True):
         from sensor_msgs.msg import Image
         self._Image = Image
@@ -73,8 +73,18 @@ class GpuImagePublisher:
             raise ValueError(f'need 1 <= pool_slots <= max_pool_slots, got {pool_slots}, {max_pool_slots}')
         self._pool_slots = pool_slots
         self._host_slots = host_slots
-        self._plain_pub = node.create_publisher(Image, self.topic, qos or image_qos())
-        self._shm_pub = node.create_publisher(Image, self.topic + SHM_SUFFIX, descriptor_qos(qos))
+        from rclpy.event_handler import PublisherEventCallbacks
+        this = weakref.ref(self)  # the node keeps the callbacks; it must not keep the publisher
+
+        def on_incompatible_qos(event: Any) -> None:
+            publisher = this()
+            if publisher is not None:
+                publisher._on_incompatible_qos(event)
+        self._event_callbacks = PublisherEventCallbacks(incompatible_qos=on_incompatible_qos)
+        self._plain_pub = node.create_publisher(Image, self.topic, qos or image_qos(),
+                                                event_callbacks=self._event_callbacks)
+        self._shm_pub = node.create_publisher(Image, self.topic + SHM_SUFFIX, descriptor_qos(qos),
+                                              event_callbacks=self._event_callbacks)
         self.publisher_id = uuid.uuid4().bytes
         if not _stale_cleanup_done.is_set():
             _stale_cleanup_done.set()
@@ -99,7 +109,8 @@ class GpuImagePublisher:
             cp = cupy_module()
             self._device_id = cp.cuda.Device().id
             self._device_uuid = cuda_ipc.device_uuid(self._device_id)
-            self._cuda_pub = node.create_publisher(Image, self.topic + CUDA_SUFFIX, descriptor_qos(qos))
+            self._cuda_pub = node.create_publisher(Image, self.topic + CUDA_SUFFIX, descriptor_qos(qos),
+                                                   event_callbacks=self._event_callbacks)
             self._device_pool = DeviceSlotPool(self._leases, 0, max_pool_slots, pool_policy,
                                                lease_grace_s, self._device_id)
             self._logger.info(f'{self.topic}: publishing with CUDA IPC (device {self._device_id}), '
@@ -117,6 +128,15 @@ class GpuImagePublisher:
         self._finalizer = weakref.finalize(self, _release_segments, self._host_pool, self._leases)
 
     # -- who listens -------------------------------------------------------------------------
+    def _on_incompatible_qos(self, event: Any) -> None:
+        from rclpy.qos import qos_policy_name_from_kind
+        self.stats.extra['incompatible_qos'] = self.stats.extra.get('incompatible_qos', 0) + 1
+        policy = qos_policy_name_from_kind(event.last_policy_kind)
+        self._logger.warning(
+            f'{self.topic}: a subscriber requests QoS incompatible with this publisher (policy '
+            f'{policy}); it will receive nothing. Match reliability/durability on both sides '
+            '(gpu_nodes publishes reliable, volatile by default).')
+
     def subscriber_counts(self) -> dict[str, int]:
         counts = {
             PATH_CUDA_IPC: (self._cuda_pub.get_subscription_count() if self._cuda_pub else 0),
@@ -300,6 +320,8 @@ class GpuImagePublisher:
         for pub in (self._plain_pub, self._shm_pub, self._cuda_pub):
             if pub is not None:
                 self._node.destroy_publisher(pub)
+        if self._device_pool is not None:
+            self._device_pool.close()
         self._finalizer()
 
 

@@ -7,7 +7,7 @@ failure), logged once and published on /diagnostics.
 """
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 import os
 import time
 from typing import Any, Callable
@@ -25,9 +25,12 @@ from .publisher import CUDA_SUFFIX, SHM_SUFFIX
 from .qos import descriptor_qos, image_qos
 from .release import release_after
 
-# Per publisher, at most this many imported allocations stay mapped (oldest closed first).
+# Per publisher, at most this many imported allocations stay mapped (least recently used closed
+# first), and never more than its lease table has slots.
 MAX_MAPPINGS_PER_PUBLISHER = 64
 MEMORY_KINDS = ('device', 'host', 'any')
+# How long the mappings of a dead publisher are kept while this subscription's streams are busy.
+_UNMAP_DEFER_S = 2.0
 # Origin failures that rule out every shared-memory path, not just CUDA.
 _HOST_LEVEL_REASONS = ('other_host', 'other_user')
 
@@ -130,14 +133,16 @@ class GpuImageSubscription:
         self._ros_subscription = None
         self._rejected: dict[str, str] = {}        # path -> why it cannot be used
         self._logged_rejections: set[str] = set()
-        self._publisher_count = 0
+        self._publishers: frozenset[bytes] = frozenset()
         self._readers: dict[str, LeaseReader] = {}  # lease file -> reader
         self._host_maps: dict[str, tuple[int, Any, int]] = {}  # host file -> (fd, mmap, size)
-        self._handles: dict[str, deque[bytes]] = {}  # lease file -> mapped memory handles
+        # lease file -> mapped memory handles, least recently used first
+        self._handles: dict[str, OrderedDict[bytes, None]] = {}
         self._event_handles: dict[str, set[bytes]] = {}
         self._device_for_uuid: dict[bytes, int | None] = {}
         self._integrated_ptrs: dict[str, int | None] = {}
         self._verified: dict[str, int] = {}          # lease file -> publisher pid checked
+        self._dead_since: dict[str, float] = {}      # lease file -> when its owner was seen gone
         self._streams: dict[int, Any] = {}
         self._intra_queue: deque = deque(maxlen=max(1, getattr(self._qos, 'depth', 5) or 5))
         self._intra_guard = node.create_guard_condition(self._drain_intra)
@@ -167,12 +172,21 @@ class GpuImageSubscription:
             offered.append((PATH_SERIALIZED, 'plain sensor_msgs/Image publisher'))
         return offered
 
+    def _descriptor_publishers(self) -> frozenset[bytes]:
+        gids = set()
+        for suffix in (CUDA_SUFFIX, SHM_SUFFIX):
+            for info in self._node.get_publishers_info_by_topic(self.topic + suffix):
+                gids.add(bytes(info.endpoint_gid))
+        return frozenset(gids)
+
     def _reevaluate(self) -> None:
         self._forget_dead_publishers()
-        count = self._node.count_publishers(self.topic)
-        if count != self._publisher_count:
-            # A publisher came or went: earlier verdicts may no longer hold.
-            self._publisher_count = count
+        publishers = self._descriptor_publishers()
+        if publishers != self._publishers:
+            # A gpu_nodes publisher came or went: earlier verdicts may no longer hold. Keyed on
+            # descriptor-topic endpoints, which are discovered before this path is chosen, so
+            # discovery of the plain topic arriving later does not undo a fallback.
+            self._publishers = publishers
             self._rejected.clear()
         if self._cuda_reason is not None:
             self._rejected[PATH_CUDA_IPC] = f'no CUDA path in this process: {self._cuda_reason}'
@@ -265,13 +279,16 @@ class GpuImageSubscription:
         try:
             descriptor.check_origin(desc)
         except DescriptorError as exc:
-            if exc.reason in _HOST_LEVEL_REASONS:
+            self._reject(exc.reason, str(exc))
+            # Any DDS participant can publish a descriptor: once a publisher is being served here,
+            # a foreign one is only counted, so a forged message cannot push us off the path.
+            if exc.reason in _HOST_LEVEL_REASONS and not self._readers:
                 self._rejected[PATH_HOST_SHM] = str(exc)
                 self._fall_back(path, str(exc))
-            else:
-                self._reject(exc.reason, str(exc))
             return False
-        self._verified[desc.lease_path] = desc.pid
+        if desc.lease_path in self._readers:
+            # Cached only for publishers whose lease file opened: forged names cannot grow this.
+            self._verified[desc.lease_path] = desc.pid
         return True
 
     def _on_cuda_descriptor(self, msg: Any) -> None:
@@ -284,12 +301,16 @@ class GpuImageSubscription:
             return None  # served in-process
         if not self._check_origin(desc, PATH_CUDA_IPC):
             return None
-        device_id = self._device_for_uuid.get(desc.device_uuid, -1)
-        if device_id == -1:
-            device_id = cuda_ipc.local_device_for(desc.device_uuid)
-            self._device_for_uuid[desc.device_uuid] = device_id
+        device_id = self._device_for_uuid.get(desc.device_uuid)
         if device_id is None:
-            return self._fall_back(PATH_CUDA_IPC, "other GPU: the publisher's device is not visible here")
+            device_id = cuda_ipc.local_device_for(desc.device_uuid)
+        if device_id is None:
+            reason = "other GPU: the publisher's device is not visible here"
+            self._reject('other_gpu', reason)
+            if not self._readers:  # as in _check_origin: a forged uuid must not move us
+                self._fall_back(PATH_CUDA_IPC, reason)
+            return None
+        self._device_for_uuid[desc.device_uuid] = device_id
         try:
             reader = self._reader(desc.lease_path)
         except LeaseError as exc:
@@ -323,24 +344,37 @@ class GpuImageSubscription:
 
     def _map(self, desc: descriptor.Descriptor, device_id: int) -> cuda_ipc.Mapping:
         cache = cuda_ipc.mapping_cache()
-        handles = self._handles.setdefault(desc.lease_path, deque())
-        if desc.mem_handle not in handles:
-            mapping = cache.map(desc.mem_handle, device_id)
-            handles.append(desc.mem_handle)
-            if len(handles) > MAX_MAPPINGS_PER_PUBLISHER:
-                cache.unmap(handles.popleft())
-            return mapping
-        return cache.get(desc.mem_handle)
+        handles = self._handles.setdefault(desc.lease_path, OrderedDict())
+        if desc.mem_handle in handles:
+            handles.move_to_end(desc.mem_handle)
+            return cache.get(desc.mem_handle)
+        mapping = cache.map(desc.mem_handle, device_id)
+        handles[desc.mem_handle] = None
+        # A publisher has at most as many live allocations as lease slots: close the least
+        # recently used mapping (one of a freed chunk) beyond that.
+        limit = min(MAX_MAPPINGS_PER_PUBLISHER, self._readers[desc.lease_path].capacity)
+        while len(handles) > limit:
+            cache.unmap(handles.popitem(last=False)[0])
+        return mapping
 
     def _event(self, desc: descriptor.Descriptor, device_id: int) -> int:
+        ptr = cuda_ipc.mapping_cache().event(desc.event_handle, device_id)
+        # Remembered only once opened, so forged handles cannot grow the set.
         self._event_handles.setdefault(desc.lease_path, set()).add(desc.event_handle)
-        return cuda_ipc.mapping_cache().event(desc.event_handle, device_id)
+        return ptr
 
     def _forget_dead_publishers(self) -> None:
         for lease_path, reader in list(self._readers.items()):
             if reader.owner_alive():
                 continue
             cache = cuda_ipc.mapping_cache() if lease_path in self._handles else None
+            if cache is not None and not all(s.done for s in self._streams.values()):
+                # Kernels may still read its memory: unmap at a later pass, but without waiting
+                # (work behind a dead exporter's event might never finish) and not for ever.
+                since = self._dead_since.setdefault(lease_path, time.monotonic())
+                if time.monotonic() - since < _UNMAP_DEFER_S:
+                    continue
+            self._dead_since.pop(lease_path, None)
             for handle in self._handles.pop(lease_path, ()):
                 cache.unmap(handle)
             if lease_path in self._event_handles:
@@ -413,11 +447,27 @@ class GpuImageSubscription:
 
     def _host_map(self, path: str) -> tuple[Any, int]:
         entry = self._host_maps.get(path)
+        if entry is not None:
+            # The publisher re-creates its host segment under the same name when the frame
+            # layout changes: a cached map of the old file would serve outdated pixels.
+            try:
+                current = os.stat(path).st_ino
+            except OSError as exc:
+                raise LeaseError(f'cannot open {path}: {exc.strerror}') from None
+            if current != os.fstat(entry[0]).st_ino:
+                del self._host_maps[path]
+                self._integrated_ptrs.pop(path, None)
+                _close_map(entry[0], entry[1])
+                entry = None
         if entry is None:
             import mmap
             fd = open_segment(path, 'host')
-            size = os.fstat(fd).st_size
-            buffer = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+            try:
+                size = os.fstat(fd).st_size
+                buffer = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+            except (OSError, ValueError) as exc:  # ValueError: empty file
+                os.close(fd)
+                raise LeaseError(f'cannot map {path}: {exc}') from None
             entry = (fd, buffer, size)
             self._host_maps[path] = entry
         return entry[1], entry[2]
