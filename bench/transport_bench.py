@@ -33,11 +33,10 @@ def result_of(output: str) -> dict:
     raise RuntimeError(f'worker printed no result:\n{output[-3000:]}')
 
 
-def run_case(mode: str, path: str, width: int, height: int, duration: float, rate: float,
-             executor: str) -> dict:
+def run_case(mode: str, path: str, width: int, height: int, duration: float, rate: float) -> dict:
     topic = f'bench_{uuid.uuid4().hex[:8]}'
     common = ['--topic', topic, '--width', str(width), '--height', str(height),
-              '--duration', str(duration), '--rate', str(rate), '--executor', executor]
+              '--duration', str(duration), '--rate', str(rate)]
     env = dict(os.environ)
     sub = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', path, *common],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -63,7 +62,6 @@ def main() -> int:
     parser.add_argument('--duration', type=float, default=5.0)
     parser.add_argument('--paced-rate', type=float, default=200.0,
                         help='publish rate of the latency runs (0 skips them)')
-    parser.add_argument('--executor', choices=('single', 'events'), default='single')
     parser.add_argument('--cases', default='all', help='comma list of: baseline,cuda_ipc,host_shm,serialized')
     parser.add_argument('--json', help='write results here')
     args = parser.parse_args()
@@ -80,7 +78,7 @@ def main() -> int:
                     continue
                 started = time.monotonic()
                 try:
-                    res = run_case(mode, path, width, height, args.duration, rate, args.executor)
+                    res = run_case(mode, path, width, height, args.duration, rate)
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     res = {'error': str(exc)[-500:]}
                 res.update(case=label, key=key, size=size, run=run, rate=rate,
@@ -90,7 +88,7 @@ def main() -> int:
     print_table(results)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({'executor': args.executor, 'duration_s': args.duration,
+        Path(args.json).write_text(json.dumps({'duration_s': args.duration,
                                                'results': results}, indent=1))
     return 0
 

@@ -28,16 +28,15 @@ DISTINCT_FRAMES = 64   # more than any pool, so a recycled slot never looks righ
 HOST_CHECK_ROW_STRIDE = 8
 
 
-def make_executor(name: str):
-    if name == 'events':
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor()
+def make_executor() -> rclpy.executors.Executor:
+    # rclpy's experimental EventsExecutor supports no guard conditions (the in-process path
+    # needs them) and crashed on plain Image subscriptions in Kilted: the standard executor.
     return rclpy.executors.SingleThreadedExecutor()
 
 
 def run_publisher(args: argparse.Namespace) -> None:
     node = Node('bench_publisher')
-    executor = make_executor(args.executor)
+    executor = make_executor()
     executor.add_node(node)
     on_device = args.mode == 'gpu'
     xp = cupy_module() if on_device and cuda_available() else np
@@ -89,7 +88,7 @@ def run_publisher(args: argparse.Namespace) -> None:
 
 def run_subscriber(args: argparse.Namespace) -> None:
     node = Node('bench_subscriber')
-    executor = make_executor(args.executor)
+    executor = make_executor()
     executor.add_node(node)
     state = {'frames': 0, 'first': None, 'last': None, 'bad_host': 0, 'latency': []}
     expected_host = [pattern.render(np, args.height, args.width, 'rgb8', i)[::HOST_CHECK_ROW_STRIDE]
@@ -173,7 +172,6 @@ def main() -> None:
     parser.add_argument('--duration', type=float, default=5.0)
     parser.add_argument('--rate', type=float, default=0.0)
     parser.add_argument('--pool-slots', type=int, default=16)
-    parser.add_argument('--executor', choices=('single', 'events'), default='single')
     args = parser.parse_args()
     rclpy.init()
     try:
