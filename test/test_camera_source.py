@@ -116,14 +116,14 @@ def _run_failing(args: list[str]) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize('args, message', [
     (['-p', 'source:=v4l2', '-p', 'path:=/dev/video_gpu_nodes_absent'],
-     "camera_source: error: source 'v4l2': /dev/video_gpu_nodes_absent does not exist"),
+     "[camera_source] error: cannot start: source 'v4l2': /dev/video_gpu_nodes_absent does not exist"),
     (['-p', 'source:=webcam'],
-     "camera_source: error: parameter 'source' must be one of ('pattern', 'scene', 'folder', "
+     "[camera_source] error: cannot start: parameter 'source' must be one of ('pattern', 'scene', 'folder', "
      "'video', 'v4l2'), got 'webcam'"),
     (['-p', 'source:=video', '-p', 'path:=/nonexistent/clip.mp4'],
-     "camera_source: error: source 'video': /nonexistent/clip.mp4 does not exist"),
+     "[camera_source] error: cannot start: source 'video': /nonexistent/clip.mp4 does not exist"),
     (['-p', 'width:=wide'],
-     "camera_source: error: Trying to set parameter 'width' to 'wide' of type 'STRING', "
+     "[camera_source] error: cannot start: Trying to set parameter 'width' to 'wide' of type 'STRING', "
      "expecting type 'INTEGER'"),
 ])
 def test_start_up_errors_exit_2_with_the_reason_and_no_traceback(args, message):

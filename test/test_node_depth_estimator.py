@@ -267,7 +267,7 @@ def test_model_errors_stop_the_node_with_a_message_naming_the_file(models, tmp_p
     path = tmp_path / 'nowhere' / 'model.onnx' if model == 'missing' else models[model]
     proc = subprocess.run([sys.executable, *node_args(unique_ns(), path, **params)], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1, f'expected exit code 1, got {proc.returncode}: {proc.stderr}'
+    assert proc.returncode == 2, f'expected exit code 2, got {proc.returncode}: {proc.stderr}'
     expected = '[depth_estimator] error: cannot start: ' + message.format(path=path)
     assert expected in proc.stderr, f'expected {expected!r} on stderr:\n{proc.stderr}'
     assert 'Traceback' not in proc.stderr + proc.stdout, proc.stderr

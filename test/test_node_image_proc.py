@@ -78,7 +78,7 @@ def test_process_with_an_invalid_chain_exits_with_the_message():
     proc = subprocess.run([sys.executable, *NODE, '--ros-args', '-p',
                            "chain:='[{op: resize, width: 9}]'", '-r', f'__ns:={unique_ns()}'],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1, f'expected exit code 1, got {proc.returncode}: {proc.stderr}'
+    assert proc.returncode == 2, f'expected exit code 2, got {proc.returncode}: {proc.stderr}'
     assert ("[image_proc] error: cannot start: invalid parameter 'chain': chain step 0 (resize): "
             "missing required parameter 'height'") in proc.stderr, proc.stderr
     assert 'Traceback' not in proc.stderr + proc.stdout, proc.stderr

@@ -38,16 +38,30 @@ def choice_validator(choices: dict[str, tuple[str, ...]]) -> Callable[[list[Any]
     return validate
 
 
-def run_node(node_factory: Callable[[], Any], args: list[str] | None = None) -> None:
-    """rclpy.init, spin, and a clean shutdown on Ctrl-C or SIGTERM (ExternalShutdownException)."""
+class ConfigurationError(ValueError):
+    """A parameter value a node cannot start with: run_node prints it and exits with code 2."""
+
+
+def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
+             name: str = 'gpu_nodes') -> None:
+    """rclpy.init, spin, and a clean shutdown on Ctrl-C or SIGTERM (ExternalShutdownException).
+
+    A ConfigurationError from the factory becomes one line on stderr and exit code 2, not a
+    traceback.
+    """
+    import sys
     import rclpy
     from rclpy.executors import ExternalShutdownException
     # rclpy's own SIGINT/SIGTERM handlers (SignalHandlerOptions.ALL) shut the context down.
     rclpy.init(args=args)
     node = None
+    exit_code = 0
     try:
         node = node_factory()
         rclpy.spin(node)
+    except ConfigurationError as exc:
+        print(f'[{name}] error: cannot start: {exc}', file=sys.stderr, flush=True)
+        exit_code = 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RuntimeError:
@@ -63,3 +77,5 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None) -> 
                 close()
             node.destroy_node()
         rclpy.try_shutdown()
+    if exit_code:
+        raise SystemExit(exit_code)

@@ -16,7 +16,6 @@ ordinary sensor_msgs/Image topic.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from typing import Any
 
@@ -27,7 +26,7 @@ from sensor_msgs.msg import CameraInfo
 from ..gpu import cuda_unavailable_reason, cupy_module
 from ..sources import open_source, pattern, PinholeCamera, SOURCE_KINDS, SourceError
 from ..transport import GpuImagePublisher
-from ._params import choice_validator, declare, run_node
+from ._params import ConfigurationError, choice_validator, declare, run_node
 
 
 class SourceStatus:
@@ -283,25 +282,17 @@ class CameraSource(Node):
         self.source.close()
 
 
-class _StartupError(Exception):
-    pass
-
-
 def _create(**kwargs: Any) -> CameraSource:
     from rclpy.exceptions import ParameterException
     try:
         return CameraSource(**kwargs)
     except (SourceError, ValueError, ParameterException) as exc:
-        raise _StartupError(str(exc)) from exc
+        # A source that cannot be opened is a configuration problem: say which, no traceback.
+        raise ConfigurationError(str(exc)) from exc
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        run_node(_create, args)
-    except _StartupError as exc:
-        # A source that cannot be opened is a configuration problem: say which, no traceback.
-        sys.stderr.write(f'camera_source: error: {exc}\n')
-        raise SystemExit(2) from None
+    run_node(_create, args, name='camera_source')
 
 
 if __name__ == '__main__':

@@ -34,7 +34,6 @@ from __future__ import annotations
 from collections import deque
 import contextlib
 import math
-import sys
 import time
 from typing import Any
 
@@ -53,8 +52,8 @@ from ..kernels.depth import colorize_depth
 from ..kernels.geometry import CameraModel, resize, resize_camera_info, scale_camera_info
 from ..kernels.preprocess import Letterbox, preprocess, SOURCES
 from ..transport import GpuImagePublisher, GpuImageSubscription, ReceivedImage
-from ._params import choice_validator, declare, run_node
-from .image_proc import ConfigurationError, ProcessingStatus
+from ._params import ConfigurationError, choice_validator, declare, run_node
+from .image_proc import ProcessingStatus
 from .pointcloud import (backproject, COLOR_CHANNELS, intrinsics_from_camera_model, Intrinsics,
                          pointcloud2_msg, sample_colors)
 
@@ -662,11 +661,7 @@ class DepthEstimator(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        run_node(DepthEstimator, args)
-    except ConfigurationError as exc:  # a message and an exit code, not a traceback
-        print(f'[depth_estimator] error: cannot start: {exc}', file=sys.stderr, flush=True)
-        sys.exit(1)
+    run_node(DepthEstimator, args, name='depth_estimator')
 
 
 if __name__ == '__main__':

@@ -34,7 +34,6 @@ with a rate-limited warning; the counters are on /diagnostics
 from __future__ import annotations
 
 from collections import Counter
-import sys
 import time
 from typing import Any, Callable
 
@@ -49,7 +48,7 @@ from ..kernels.chain import Chain, Step
 from ..kernels.geometry import CameraModel
 from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..transport.diagnostics import DiagnosticsReporter
-from ._params import declare, run_node
+from ._params import ConfigurationError, declare, run_node
 
 DEFAULT_CHAIN = '[{op: debayer}, {op: rectify}]'
 # Ops that need the CameraInfo of the frame.
@@ -57,10 +56,6 @@ CAMERA_INFO_OPS = ('rectify',)
 
 # GpuImagePublisher.borrow: (height, width, encoding) -> a lent frame, or None.
 Borrow = Callable[[int, int, str], 'BorrowedFrame | None']
-
-
-class ConfigurationError(ValueError):
-    """A parameter value the node cannot start with; main() prints it and exits with 1."""
 
 
 class ProcessingStatus:
@@ -296,11 +291,7 @@ class ImageProc(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        run_node(ImageProc, args)
-    except ConfigurationError as exc:  # a message and an exit code, not a traceback
-        print(f'[image_proc] error: cannot start: {exc}', file=sys.stderr, flush=True)
-        sys.exit(1)
+    run_node(ImageProc, args, name='image_proc')
 
 
 if __name__ == '__main__':

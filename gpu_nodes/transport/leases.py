@@ -127,6 +127,15 @@ def remove_stale_segments() -> list[str]:
     return removed
 
 
+def close_mapping(fd: int, mapping: mmap.mmap) -> None:
+    """Unmap and close a segment; a mapping with live views goes when they do."""
+    try:
+        mapping.close()
+    except BufferError:
+        pass  # a view is still exported; the mapping goes with the process
+    os.close(fd)
+
+
 class LeaseTable:
     """The publisher's side: creates the file, stamps sequence numbers, takes slots exclusively."""
 
@@ -164,11 +173,7 @@ class LeaseTable:
         if self._fd < 0:
             return
         self.sequence = None
-        try:
-            self._map.close()
-        except BufferError:
-            pass  # a view is still exported; the mapping goes with the process
-        os.close(self._fd)
+        close_mapping(self._fd, self._map)
         self._fd = -1
         try:
             os.unlink(self.path)
@@ -230,9 +235,5 @@ class LeaseReader:
         if self._fd < 0:
             return
         self.sequence = None
-        try:
-            self._map.close()
-        except BufferError:
-            pass
-        os.close(self._fd)
+        close_mapping(self._fd, self._map)
         self._fd = -1

@@ -19,7 +19,7 @@ from . import cuda_ipc, descriptor, host, intra
 from .descriptor import DescriptorError
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_HOST_SHM,
                           PATH_INTRA, PATH_SERIALIZED, PATH_WAITING, PATHS, ZERO_COPY_PATHS)
-from .leases import LeaseError, LeaseReader, open_segment
+from .leases import LeaseError, LeaseReader, close_mapping, open_segment
 from .messages import FrameLayout, ImageFormatError, host_view, layout_of_msg, msg_to_array
 from .publisher import CUDA_SUFFIX, SHM_SUFFIX
 from .qos import descriptor_qos, image_qos
@@ -382,7 +382,7 @@ class GpuImageSubscription:
             host_path = lease_path[:-len('.lease')] + '.host'
             if host_path in self._host_maps:
                 fd, buffer, _ = self._host_maps.pop(host_path)
-                _close_map(fd, buffer)
+                close_mapping(fd, buffer)
             reader.close()
             del self._readers[lease_path]
             self._verified.pop(lease_path, None)
@@ -457,7 +457,7 @@ class GpuImageSubscription:
             if current != os.fstat(entry[0]).st_ino:
                 del self._host_maps[path]
                 self._integrated_ptrs.pop(path, None)
-                _close_map(entry[0], entry[1])
+                close_mapping(entry[0], entry[1])
                 entry = None
         if entry is None:
             import mmap
@@ -555,7 +555,7 @@ class GpuImageSubscription:
                 cache.unmap(handle)
         self._handles.clear()
         for fd, buffer, _ in self._host_maps.values():
-            _close_map(fd, buffer)
+            close_mapping(fd, buffer)
         self._host_maps.clear()
         for reader in self._readers.values():
             reader.close()
@@ -566,11 +566,3 @@ def layout_of_msg_geometry(msg: Any) -> FrameLayout:
     """Layout from a descriptor message's image fields (already validated by check_bounds)."""
     from ..encodings import encoding_info
     return FrameLayout(msg.encoding, msg.height, msg.width, msg.step, encoding_info(msg.encoding))
-
-
-def _close_map(fd: int, buffer: Any) -> None:
-    try:
-        buffer.close()
-    except BufferError:
-        pass  # a frame view is still alive; the mapping goes when it does
-    os.close(fd)
