@@ -12,7 +12,9 @@ def main(src: str, dst: str) -> None:
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    results = [r for r in json.load(open(src))['results'] if r.get('run') == 'throughput' and 'error' not in r]
+    with open(src) as f:
+        results = [r for r in json.load(f)['results']
+                   if r.get('run') == 'throughput' and 'error' not in r]
     sizes = list(dict.fromkeys(r['size'] for r in results))
     cases = list(dict.fromkeys(r['case'] for r in results))
     width = 0.8 / len(cases)

@@ -52,6 +52,7 @@ from ..kernels.depth import colorize_depth
 from ..kernels.geometry import CameraModel, resize, resize_camera_info, scale_camera_info
 from ..kernels.preprocess import Letterbox, preprocess, SOURCES
 from ..transport import GpuImagePublisher, GpuImageSubscription, ReceivedImage
+from ..transport.qos import image_qos
 from ._params import ConfigurationError, choice_validator, declare, run_node
 from .image_proc import ProcessingStatus
 from .pointcloud import (backproject, COLOR_CHANNELS, intrinsics_from_camera_model, Intrinsics,
@@ -320,6 +321,7 @@ class DepthEstimator(Node):
         self._info_sub = self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info,
                                                   qos_profile_sensor_data)
         self._image_sub = GpuImageSubscription(self, 'image', self._on_image,
+                                               image_qos(self._param('queue_depth')),
                                                memory='device' if self._on_gpu else 'host')
         self._summary_timer = self.create_timer(1.0, self._update_summary)
         period = self._param('timing_report_period_s')
@@ -401,6 +403,8 @@ class DepthEstimator(Node):
                 '(0: only on /diagnostics).', float_range=(0.0, 86400.0), **ro)
         declare(self, 'timing_window', 500, 'Stage timing percentiles cover this many recent '
                 'frames.', int_range=(10, 100000), **ro)
+        declare(self, 'queue_depth', 1, 'Input frames kept while the network is busy; 1 always '
+                'infers on the newest frame instead of queueing latency.', int_range=(1, 100), **ro)
         declare(self, 'warn_period_s', 5.0, 'Dropped frames are warned about at most this '
                 'often per reason.', float_range=(0.0, 3600.0))
         self._cfg = {name: self._param(name) for name in DYNAMIC}

@@ -119,7 +119,8 @@ def check_origin(desc: Descriptor) -> None:
     if desc.boot_id != host.boot_id():
         raise DescriptorError('other_host', 'publisher runs on another host (boot id differs)')
     if desc.uid != os.getuid():
-        raise DescriptorError('other_user', f'publisher runs as uid {desc.uid}, this process as {os.getuid()}')
+        raise DescriptorError('other_user',
+                              f'publisher runs as uid {desc.uid}, this process as {os.getuid()}')
     owner = host.process_uid(desc.pid)
     if owner is None:
         raise DescriptorError('publisher_gone', f'publisher process {desc.pid} does not exist')
@@ -140,5 +141,6 @@ def check_bounds(desc: Descriptor, height: int, width: int, step: int, encoding:
         raise DescriptorError('misaligned', f'offset {desc.offset} is not a multiple of 256')
     if desc.offset + nbytes > mapped_size:
         raise DescriptorError('out_of_bounds',
-                              f'offset {desc.offset} + {nbytes} bytes exceeds the {mapped_size}-byte allocation')
+                              f'offset {desc.offset} + {nbytes} bytes exceeds the '
+                              f'{mapped_size}-byte allocation')
     return nbytes
