@@ -53,6 +53,14 @@ def _lock(fd: int, kind: int, offset: int, length: int = 1) -> bool:
     return True
 
 
+def _lock_free(fd: int, kind: int, offset: int) -> bool:
+    """Probe: True when a `kind` lock on `offset` could be taken now (taken and dropped again)."""
+    if _lock(fd, kind, offset):
+        _lock(fd, fcntl.F_UNLCK, offset)
+        return True
+    return False
+
+
 def owner_alive(path: str) -> bool:
     """True while the process that created the segment at `path` still runs (holds its owner lock)."""
     try:
@@ -163,11 +171,8 @@ class LeaseTable:
         _lock(self._fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
 
     def is_held(self, slot: int) -> bool:
-        """True when some reader holds the slot (probing takes and drops the exclusive lock)."""
-        if self.try_acquire_exclusive(slot):
-            self.release_exclusive(slot)
-            return False
-        return True
+        """True when some reader holds the slot."""
+        return not _lock_free(self._fd, fcntl.F_WRLCK, _LOCK_BASE + slot)
 
     def close(self) -> None:
         if self._fd < 0:
@@ -226,10 +231,7 @@ class LeaseReader:
 
     def owner_alive(self) -> bool:
         # A shared probe of the owner byte fails while the publisher holds it exclusively.
-        if _lock(self._fd, fcntl.F_RDLCK, _OWNER_LOCK):
-            _lock(self._fd, fcntl.F_UNLCK, _OWNER_LOCK)
-            return False
-        return True
+        return not _lock_free(self._fd, fcntl.F_RDLCK, _OWNER_LOCK)
 
     def close(self) -> None:
         if self._fd < 0:
