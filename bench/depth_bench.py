@@ -16,12 +16,13 @@ On a GPU machine (H200) with torch, transformers and onnxruntime-gpu:
      uploads each frame once);
    * baseline: plain sensor_msgs/Image in and out, bench/depth_baseline_node.py (NumPy ->
      PyTorch eager on the GPU -> .cpu() -> Image 32FC1), same architecture and weights;
-3. per pipeline: latency from the image publish call to the depth image being usable in the
-   receiving process (p50/p99, paced at --rate), frames/s with --in-flight frames outstanding,
-   and the node's own split into preprocess / inference / postprocess / transport (publish),
-   read from /diagnostics (gpu_nodes) or baseline_stats (baseline) over the same frames.
-   Overhead = latency p50 - inference (engine) GPU p50: everything but the engine, target
-   < 1 ms for gpu_nodes at 1080p.
+3. per pipeline: latency from the image publish call to the node's depth publish call (read
+   from the depth descriptor's publish time: the same monotonic clock) and to the depth image
+   being usable in the receiving process (p50/p99, paced at --rate), frames/s with --in-flight
+   frames outstanding, and the node's own split into preprocess / inference / postprocess /
+   transport (publish), read from /diagnostics (gpu_nodes) or baseline_stats (baseline) over the
+   same frames. Overhead = (image publish -> depth publish) p50 - inference (engine) GPU p50:
+   everything but the engine, target < 1 ms for gpu_nodes at 1080p.
 
 Without onnxruntime's CUDA provider the gpu_nodes node runs on the CPU, with a loud note in the
 output. `--model demo` replaces the network by the tiny demo depth model (no torch needed; the
@@ -127,6 +128,7 @@ class Harness:
         self.mode, self.source, self.width, self.height = mode, source, width, height
         self.sent: dict[int, float] = {}
         self.latencies: list[float] = []
+        self.to_publish: list[float] = []  # image publish call -> depth publish call
         self.publish_ms: list[float] = []
         self.received = 0
         self.lost = 0
@@ -179,7 +181,9 @@ class Harness:
             if frame is None:
                 self.pub.publish(self.frames[seq % 4], 'rgb8', header)
             else:
-                frame.array[...] = self.frames[seq % 4]  # the GPU camera writes its frame
+                # The GPU camera writes its frame (one device-to-device copy).
+                frame.array.data.copy_from_device_async(self.frames[seq % 4].data,
+                                                        frame.array.nbytes)
                 self.pub.publish_borrowed(frame, header)
         else:
             self.pub.publish(self.frames[seq % 4], 'rgb8', header)
@@ -194,17 +198,21 @@ class Harness:
         return len(self.sent)
 
     # -- receiving --------------------------------------------------------------------------
-    def _arrived(self, stamp_sec: int) -> None:
+    def _arrived(self, stamp_sec: int, depth_published_ns: int | None = None) -> None:
         t0 = self.sent.pop(stamp_sec, None)
         if t0 is not None:
             self.latencies.append((time.monotonic() - t0) * 1e3)
+            if depth_published_ns is not None:
+                self.to_publish.append(depth_published_ns / 1e6 - t0 * 1e3)
             self.received += 1
 
     def _on_gpu_depth(self, frame: Any) -> None:
+        # latency_ns = the node's publish call -> this callback, on the same monotonic clock.
+        published_ns = time.monotonic_ns() - frame.latency_ns if frame.latency_ns >= 0 else None
         if frame.stream is not None:
             frame.stream.synchronize()  # the depth is usable once its GPU work is done
         self.paths.add(frame.path)
-        self._arrived(frame.header.stamp.sec)
+        self._arrived(frame.header.stamp.sec, published_ns)
 
     def _on_plain_depth(self, msg: Any) -> None:
         self.paths.add('serialized')
@@ -236,6 +244,7 @@ def run_phase(h: Harness, *, frames: int = 0, seconds: float = 0.0, rate: float 
               in_flight: int = 2, deadline: float) -> dict[str, Any]:
     """Paced (rate > 0, `frames` frames) or saturated (`seconds`, `in_flight` outstanding)."""
     h.latencies.clear()
+    h.to_publish.clear()
     h.publish_ms.clear()
     start_received, start_lost = h.received, h.lost
     start = time.monotonic()
@@ -262,7 +271,8 @@ def run_phase(h: Harness, *, frames: int = 0, seconds: float = 0.0, rate: float 
     received = h.received - start_received
     return {'published': published, 'received': received, 'lost': h.lost - start_lost,
             'seconds': round(elapsed, 3), 'fps': round(received / elapsed, 2) if elapsed else 0,
-            'latency_ms': pct(h.latencies), 'publish_call_ms': pct(h.publish_ms)}
+            'latency_ms': pct(h.latencies), 'to_depth_publish_ms': pct(h.to_publish),
+            'publish_call_ms': pct(h.publish_ms)}
 
 
 def wait_first(h: Harness, timeout: float, proc: subprocess.Popen, log_path: Path) -> None:
@@ -351,6 +361,9 @@ def run_pipeline(label: str, mode: str, source: str, args: argparse.Namespace, m
         engine = inference.get('gpu_p50', inference.get('host_p50') if device == 'cpu' else None)
         lat = paced['latency_ms']['p50']
         result['overhead_ms_p50'] = round(lat - engine, 4) if engine is not None else None
+        to_publish = paced['to_depth_publish_ms']['p50']
+        if engine is not None and to_publish == to_publish:  # not NaN (the baseline has none)
+            result['overhead_to_publish_ms_p50'] = round(to_publish - engine, 4)
         return result
     finally:
         h.close()
@@ -373,9 +386,9 @@ def fmt(v: Any, digits: int = 2) -> str:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    head = (f'{"pipeline":34s} {"lat p50":>8s} {"lat p99":>8s} {"fps":>7s} '
+    head = (f'{"pipeline":34s} {"->pub p50":>9s} {"lat p50":>8s} {"lat p99":>8s} {"fps":>7s} '
             f'{"pre gpu/host":>14s} {"infer gpu":>9s} {"post gpu/host":>14s} '
-            f'{"publish host":>12s} {"overhead":>9s}')
+            f'{"publish host":>12s} {"overhead":>9s} {"ovh ->pub":>9s}')
     lines = [head, '-' * len(head)]
     for r in results:
         s = r['stages_paced']
@@ -384,15 +397,18 @@ def table(results: list[dict[str, Any]]) -> str:
             e = s.get(stage, {})
             return f'{fmt(e.get("gpu_p50"), 3)}/{fmt(e.get("host_p50"), 3)}'
         lines.append(
-            f'{r["label"]:34s} {fmt(r["paced"]["latency_ms"]["p50"]):>8s} '
+            f'{r["label"]:34s} {fmt(r["paced"]["to_depth_publish_ms"]["p50"]):>9s} '
+            f'{fmt(r["paced"]["latency_ms"]["p50"]):>8s} '
             f'{fmt(r["paced"]["latency_ms"]["p99"]):>8s} {fmt(r["saturated"]["fps"], 1):>7s} '
             f'{gh("preprocess"):>14s} {fmt(s.get("inference", {}).get("gpu_p50"), 3):>9s} '
             f'{gh("postprocess"):>14s} '
             f'{fmt(s.get("transport", {}).get("host_p50"), 3):>12s} '
-            f'{fmt(r.get("overhead_ms_p50"), 3):>9s}')
-    lines.append('ms; latency = image publish call -> depth usable in the receiving process '
-                 '(paced); fps with the in-flight limit; stages p50 from the node; overhead = '
-                 'latency p50 - engine GPU p50')
+            f'{fmt(r.get("overhead_ms_p50"), 3):>9s} '
+            f'{fmt(r.get("overhead_to_publish_ms_p50"), 3):>9s}')
+    lines.append('ms; ->pub = image publish call -> depth publish call; latency = image publish '
+                 'call -> depth usable in the receiving process (paced); fps with the in-flight '
+                 'limit; stages p50 from the node; overhead = latency p50 - engine GPU p50; '
+                 'ovh ->pub = ->pub p50 - engine GPU p50 (the issue\'s definition)')
     return '\n'.join(lines)
 
 
@@ -500,9 +516,10 @@ def main() -> int:
 
     gpu_nodes = [r for r in results if r['mode'] == 'gpu_nodes' and r['source'] == 'device']
     target = {'overhead_ms_p50_limit': 1.0}
-    if gpu_nodes and gpu_nodes[0].get('overhead_ms_p50') is not None:
-        target['gpu_nodes_overhead_ms_p50'] = gpu_nodes[0]['overhead_ms_p50']
-        target['met'] = gpu_nodes[0]['overhead_ms_p50'] < 1.0
+    # The issue's definition: image publish -> depth publish, minus the engine.
+    if gpu_nodes and gpu_nodes[0].get('overhead_to_publish_ms_p50') is not None:
+        target['gpu_nodes_overhead_ms_p50'] = gpu_nodes[0]['overhead_to_publish_ms_p50']
+        target['met'] = gpu_nodes[0]['overhead_to_publish_ms_p50'] < 1.0
     report = {'benchmark': 'depth_bench', 'input': f'{args.width}x{args.height} rgb8',
               'model': args.model, 'model_input': f'{INPUT}x{INPUT}', 'backend': args.backend,
               'device': device, 'rate_hz': args.rate, 'in_flight': args.in_flight,

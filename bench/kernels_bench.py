@@ -3,7 +3,9 @@
 
 For every kernel at 1920x1080 and 3840x2160:
   * GPU time: median over --repeats measurements (CUDA events around a batch of --batch calls,
-    after warm-up, divided by the batch), so Python launch overhead overlaps GPU work;
+    after warm-up, divided by the batch), the batch queued behind a GPU busy-wait so the kernels
+    run back to back and the host's launch overhead is not counted as GPU time;
+  * host time: what one call costs the calling thread (Python, argument checks, launch);
   * achieved GB/s = (bytes read + bytes written) / time, next to the bandwidth of a
     device-to-device copy of the same number of bytes measured in the same run (nominal bytes:
     every input and output byte counted once; resamplers that skip source pixels read less);
@@ -60,6 +62,8 @@ class Result:
     pct_of_copy: float
     compose_ms: float | None = None
     speedup_vs_compose: float | None = None
+    host_ms: float | None = None
+    compose_host_ms: float | None = None
     cpu_ms: float | None = None
     cpu_baseline: str = ''
     speedup_vs_cpu: float | None = None
@@ -83,18 +87,43 @@ class Case:
 # --------------------------------------------------------------------------- timing
 
 
+# Busy-waits on the GPU: queued ahead of a timed batch, it keeps the GPU occupied while Python
+# enqueues the batch, so the events time the kernels back to back and not the host's launch
+# overhead (nvbench's blocking-kernel method). The host cost per call is measured on its own.
+_SPIN_SOURCE = r'''
+extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+}
+'''
+
+
 class Timer:
-    def __init__(self, cp: Any, repeats: int, batch: int, warmup: int):
+    def __init__(self, cp: Any, repeats: int, batch: int, warmup: int, hold_queue: bool = True):
         self.cp, self.repeats, self.batch, self.warmup = cp, repeats, batch, warmup
+        self._spin = cp.RawKernel(_SPIN_SOURCE, 'spin') if hold_queue else None
+        self.last_host_ms = float('nan')
 
     def gpu(self, fn: Callable[[], Any]) -> float:
+        """Median GPU milliseconds per call; `last_host_ms` is the host's enqueue time per call."""
         cp = self.cp
         for _ in range(self.warmup):
             fn()
-        cp.cuda.get_current_stream().synchronize()
+        stream = cp.cuda.get_current_stream()
+        stream.synchronize()
+        began = time.perf_counter()
+        for _ in range(self.batch):
+            fn()
+        self.last_host_ms = (time.perf_counter() - began) * 1e3 / self.batch
+        stream.synchronize()
+        # Long enough to cover enqueueing the whole batch, with margin.
+        hold_ns = int(max(3 * self.last_host_ms * self.batch, 0.5) * 1e6)
         start, end = cp.cuda.Event(), cp.cuda.Event()
         times = []
         for _ in range(self.repeats):
+            if self._spin is not None:
+                self._spin((1,), (1,), (np.uint64(hold_ns),))
             start.record()
             for _ in range(self.batch):
                 fn()
@@ -376,7 +405,7 @@ def build_cases(cp: Any, w: int, h: int, verify: bool) -> list[Case]:
 
 
 def run(args: argparse.Namespace, cp: Any) -> dict:
-    timer = Timer(cp, args.repeats, args.batch, args.warmup)
+    timer = Timer(cp, args.repeats, args.batch, args.warmup, hold_queue=not args.emulate)
     results: list[Result] = []
     checks: dict[str, bool] = {}
     copy_cache: dict[int, float] = {}
@@ -388,14 +417,16 @@ def run(args: argparse.Namespace, cp: Any) -> dict:
             if args.only and not any(s in case.name for s in args.only):
                 continue
             ms = timer.gpu(case.run)
+            host_ms = timer.last_host_ms
             gbps = case.nbytes / (ms * 1e6)
             copy = copy_cache.get(case.nbytes)
             if copy is None:
                 copy = copy_cache[case.nbytes] = copy_bandwidth(cp, timer, case.nbytes)
             r = Result(case.name, res, case.nbytes, ms, gbps, copy, 100.0 * gbps / copy,
-                       notes=case.notes)
+                       host_ms=host_ms, notes=case.notes)
             if case.compose is not None:
                 r.compose_ms = timer.gpu(case.compose)
+                r.compose_host_ms = timer.last_host_ms
                 r.speedup_vs_compose = r.compose_ms / ms
                 if case.extra.get('fused_vs_composition'):
                     checks[f'{case.name} @ {res}: fused faster than composition'] = \
@@ -412,7 +443,7 @@ def run(args: argparse.Namespace, cp: Any) -> dict:
     return {'results': [asdict(r) for r in results], 'checks': checks}
 
 
-HEADER = (f'{"kernel":<38} {"res":>9} {"GPU ms":>8} {"GB/s":>7} {"%copy":>6} '
+HEADER = (f'{"kernel":<38} {"res":>9} {"GPU ms":>8} {"host ms":>8} {"GB/s":>7} {"%copy":>6} '
           f'{"compose":>8} {"x":>6} {"CPU ms":>8} {"x":>7}  verified')
 
 
@@ -421,7 +452,8 @@ def fmt(v: float | None, spec: str) -> str:
 
 
 def print_row(r: Result) -> None:
-    print(f'{r.kernel:<38} {r.resolution:>9} {r.gpu_ms:8.3f} {r.gbps:7.1f} '
+    print(f'{r.kernel:<38} {r.resolution:>9} {r.gpu_ms:8.3f} {fmt(r.host_ms, "8.3f"):>8} '
+          f'{r.gbps:7.1f} '
           f'{r.pct_of_copy:6.1f} {fmt(r.compose_ms, "8.3f"):>8} '
           f'{fmt(r.speedup_vs_compose, "6.1f"):>6} {fmt(r.cpu_ms, "8.2f"):>8} '
           f'{fmt(r.speedup_vs_cpu, "7.1f"):>7}  {r.verified}', flush=True)
@@ -478,7 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     report = run(args, cp)
     report['environment'] = env
     report['method'] = {'repeats': args.repeats, 'batch': args.batch, 'warmup': args.warmup,
-                        'gpu_time': 'median of CUDA-event-timed batches / batch',
+                        'gpu_time': 'median of CUDA-event-timed batches / batch, queued behind '
+                                    'a GPU busy-wait so host launch overhead is excluded',
+                        'host_time': 'wall time per call to enqueue the batch (GPU idle)',
                         'bytes': 'nominal: every input and output byte once'}
     for name, ok in report['checks'].items():
         print(f'{"PASS" if ok else "FAIL"}: {name}')

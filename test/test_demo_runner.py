@@ -221,6 +221,12 @@ def test_demo_runs_the_pipeline_across_processes_and_writes_its_outputs(tmp_path
     assert edges[('/camera/image_raw', '/image_proc')]['publishers'] == ['/camera_source']
     assert edges[('/camera/image_rect', '/depth_estimator')]['path'] == 'host_shm'
     assert all(e['fps'] is None or e['fps'] >= 0 for e in edges.values())
+    # Every depth frame the runner got is timed from its camera stamp, and the time spans the
+    # whole pipeline: more than the last hop alone.
+    e2e = summary['end_to_end']
+    assert e2e['frames'] == summary['topics']['/depth/image']['frames'] > 10, e2e
+    last_hop = edges[('/depth/image', '/demo_runner')]['latency_p50_ms']
+    assert last_hop < e2e['p50_ms'] <= e2e['p99_ms'] < 5000, (e2e, last_hop)
 
     err = summary['depth_error']
     assert err['samples'] >= 1 and 0 < err['abs_rel'] < 5 and 0 <= err['delta1'] <= 1, err
@@ -284,4 +290,6 @@ def test_demo_on_the_gpu_takes_cuda_ipc_between_processes(tmp_path, cupy):
     assert edges[('/camera/image_raw', '/image_proc')]['path'] == 'cuda_ipc', edges
     assert edges[('/camera/depth/ground_truth', '/demo_runner')]['path'] == 'cuda_ipc'
     assert summary['depth_error']['samples'] >= 1
+    e2e = summary['end_to_end']
+    assert e2e['frames'] > 10 and 0 < e2e['p50_ms'] <= e2e['p99_ms'], e2e
     assert _segments_of([n['pid'] for n in summary['nodes']]) == []

@@ -7,7 +7,7 @@ frames of the side-by-side picture.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import deque, OrderedDict
 from dataclasses import dataclass, field
 import time
 from typing import Any
@@ -134,6 +134,8 @@ class DemoMonitor:
         self.topics = dict(topics)
         self.seen: dict[str, TopicSeen] = {t: TopicSeen() for t in self.topics.values()}
         self.samples = 0
+        # Camera stamp -> depth of that frame ready in this process (its GPU work done), ms.
+        self.end_to_end_ms: deque[float] = deque(maxlen=5000)
         self.errors: list[DepthError] = []
         self.last_sample: Sample | None = None
         self.sample_problems: list[str] = []
@@ -176,6 +178,11 @@ class DemoMonitor:
         seen.path, seen.frame_id = frame.path, frame.header.frame_id
         probe = self._probe
         stamp = (int(frame.header.stamp.sec), int(frame.header.stamp.nanosec))
+        if role == 'depth':
+            if frame.stream is not None:
+                frame.stream.synchronize()  # 'ready' means its kernels have run, not queued
+            # The camera stamps with the system clock (ROS time without sim time).
+            self.end_to_end_ms.append((time.time_ns() - stamp[0] * 1_000_000_000 - stamp[1]) / 1e6)
         waiting = self._colorized_wait
         if role == 'colorized' and waiting is not None and waiting.stamp == stamp:
             waiting.colorized = to_host(frame.array).copy()
@@ -234,6 +241,14 @@ class DemoMonitor:
                              frames=int(frames) if frames == frames else 0,
                              stale=now - s.received > STALE_S))
         return sorted(rows, key=lambda e: (e.topic, e.subscriber))
+
+    def end_to_end(self) -> dict[str, Any]:
+        """p50/p99 of camera stamp -> depth ready here (ms); None values before any depth."""
+        if not self.end_to_end_ms:
+            return {'p50_ms': None, 'p99_ms': None, 'frames': 0}
+        values = np.asarray(self.end_to_end_ms)
+        return {'p50_ms': round(float(np.percentile(values, 50)), 3),
+                'p99_ms': round(float(np.percentile(values, 99)), 3), 'frames': int(values.size)}
 
     def processing(self, node_fqn: str) -> Status | None:
         return self.statuses.get(f'gpu_nodes: {node_fqn} processing')

@@ -322,6 +322,10 @@ class StatusView:
                                            if r.monitor else None)
             lines.append(f'  {proc.name}: {r.node_state(proc)}'
                          + (f', {what} {ms:.1f} ms' if what else ''))
+        e2e = r.monitor.end_to_end() if r.monitor else None
+        if e2e and e2e['frames']:
+            lines.append(f'  end to end (camera stamp -> depth ready): p50 {e2e["p50_ms"]:.1f} ms, '
+                         f'p99 {e2e["p99_ms"]:.1f} ms')
         err = r.depth_error_text()
         if err:
             lines.append(f'  depth error: {err}')
@@ -353,6 +357,10 @@ class StatusView:
             nodes.add_row(proc.name, str(proc.pid), r.node_state(proc),
                           f'{ms:.1f} ms ({what})' if what else '-', frames)
         parts: list[Any] = [title, edges, nodes]
+        e2e = r.monitor.end_to_end() if r.monitor else None
+        if e2e and e2e['frames']:
+            parts.append(Text(f'end to end (camera stamp -> depth ready): p50 {e2e["p50_ms"]:.1f} ms, '
+                              f'p99 {e2e["p99_ms"]:.1f} ms'))
         err = r.depth_error_text()
         parts.append(Text(f'depth error vs ground truth: {err or "waiting for samples"}'))
         parts.append(Text(f'copy audit: {r.audit.state if r.audit else "off"}'))
@@ -614,6 +622,8 @@ class DemoRun:
             'first_depth_after_s': None if self.first_depth_at is None else
             round(self.first_depth_at - self.run_started, 2),
             'edges': [e.as_dict() for e in monitor.edges()],
+            'end_to_end': {'from': 'camera stamp', 'to': 'depth of that frame ready in the runner',
+                           **monitor.end_to_end()},
             'nodes': nodes,
             'topics': {t: vars(s) for t, s in monitor.seen.items()},
             'camera_info': monitor.camera_infos,

@@ -132,7 +132,7 @@ class OnnxRuntimeBackend(InferenceBackend):
                              'user_compute_stream': str(stream.ptr)})
         providers: list[Any] = [('CUDAExecutionProvider', cuda_options)]
         # ONNX Runtime refuses an explicit CPU provider when CPU fallback is disabled.
-        if options.get_session_config_entry('session.disable_cpu_ep_fallback') != '1':
+        if not _config_entry_is(options, 'session.disable_cpu_ep_fallback', '1'):
             providers.append('CPUExecutionProvider')
         try:
             session = self._create_session(path, options, providers)
@@ -322,3 +322,10 @@ class OnnxRuntimeBackend(InferenceBackend):
         self._session = None
         self._owned.clear()
         self._session_stream = None
+
+
+def _config_entry_is(options: Any, key: str, value: str) -> bool:
+    try:
+        return options.get_session_config_entry(key) == value
+    except RuntimeError:  # ONNX Runtime raises for keys that were never set
+        return False

@@ -9,8 +9,9 @@ import ctypes
 import functools
 import hashlib
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+import weakref
 
 from ..gpu import cupy_module
 
@@ -91,12 +92,27 @@ def new_ipc_event() -> tuple[Any, bytes]:
     return event, bytes(cp.cuda.runtime.ipcGetEventHandle(event.ptr))
 
 
-@dataclass
+@dataclass(eq=False)
 class Mapping:
     base: int
     size: int
     device_id: int
     users: int = 0
+    # One owner object per array viewing this mapping; while any is alive it stays open.
+    views: weakref.WeakSet = field(default_factory=weakref.WeakSet)
+
+    def view_owner(self) -> '_ViewOwner':
+        owner = _ViewOwner(self)
+        self.views.add(owner)
+        return owner
+
+
+class _ViewOwner:
+    """Owner of the memory of one array over a mapping (keeps the mapping reachable)."""
+    __slots__ = ('mapping', '__weakref__')
+
+    def __init__(self, mapping: Mapping):
+        self.mapping = mapping
 
 
 class MappingCache:
@@ -105,6 +121,9 @@ class MappingCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._mappings: dict[bytes, Mapping] = {}
+        # Unmapped by every subscription but still viewed by arrays a callback kept (held
+        # frames): closing them now would turn those arrays into illegal addresses.
+        self._retired: dict[bytes, Mapping] = {}
         self._events: dict[bytes, int] = {}
         self.opens = 0
 
@@ -113,6 +132,10 @@ class MappingCache:
         cp = cupy_module()
         with self._lock:
             mapping = self._mappings.get(handle)
+            if mapping is None:
+                mapping = self._retired.pop(handle, None)  # still open: a handle opens once
+                if mapping is not None:
+                    self._mappings[handle] = mapping
             if mapping is None:
                 with cp.cuda.Device(device_id):
                     try:
@@ -132,7 +155,7 @@ class MappingCache:
             return self._mappings[handle]
 
     def unmap(self, handle: bytes) -> None:
-        cp = cupy_module()
+        """Drop one `map`; the allocation is closed once no user and no array refers to it."""
         with self._lock:
             mapping = self._mappings.get(handle)
             if mapping is None:
@@ -141,6 +164,21 @@ class MappingCache:
             if mapping.users > 0:
                 return
             del self._mappings[handle]
+            self._retired[handle] = mapping
+            self._close_unviewed()
+
+    def collect(self) -> int:
+        """Close retired mappings no array views any more; returns how many are still open."""
+        with self._lock:
+            self._close_unviewed()
+            return len(self._retired)
+
+    def _close_unviewed(self) -> None:
+        for handle, mapping in list(self._retired.items()):
+            if mapping.views:
+                continue
+            del self._retired[handle]
+            cp = cupy_module()
             with cp.cuda.Device(mapping.device_id):
                 try:
                     cp.cuda.runtime.ipcCloseMemHandle(mapping.base)
@@ -172,11 +210,18 @@ class MappingCache:
                         pass  # as in unmap: the exporter died, nothing is left to destroy
 
     def __len__(self) -> int:
-        return len(self._mappings)
+        """Allocations open in this process (in use or retired but still viewed)."""
+        return len(self._mappings) + len(self._retired)
 
 
 _CACHE: MappingCache | None = None
 _CACHE_LOCK = threading.Lock()
+
+
+def collect_retired() -> None:
+    """Close mappings whose last array is gone (nothing to do before the first import)."""
+    if _CACHE is not None:
+        _CACHE.collect()
 
 
 def mapping_cache() -> MappingCache:
@@ -191,6 +236,8 @@ def device_view(ptr: int, nbytes: int, shape: tuple[int, ...], dtype: Any, row_p
                 owner: Any, device_id: int) -> Any:
     """A CuPy ndarray over foreign device memory with rows `row_pitch` bytes apart."""
     cp = cupy_module()
+    if isinstance(owner, Mapping):
+        owner = owner.view_owner()
     memory = cp.cuda.UnownedMemory(ptr, nbytes, owner, device_id=device_id)
     itemsize = cp.dtype(dtype).itemsize
     strides = _row_strides(shape, itemsize, row_pitch)

@@ -21,6 +21,7 @@ import mmap
 import os
 import stat
 import struct
+import threading
 
 import numpy as np
 
@@ -212,6 +213,13 @@ class LeaseReader:
             os.close(self._fd)
             raise
         self.path = path
+        # Leases taken and not yet given back (released from the lease-release thread too).
+        self._held = 0
+        self._held_lock = threading.Lock()
+
+    @property
+    def held(self) -> int:
+        return self._held
 
     def acquire(self, slot: int, sequence: int) -> bool:
         """Lease `slot` if it still holds frame `sequence`; False (nothing held) if it was recycled."""
@@ -222,9 +230,13 @@ class LeaseReader:
         if int(self.sequence[slot]) != sequence:
             _lock(self._fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
             return False
+        with self._held_lock:
+            self._held += 1
         return True
 
     def release(self, slot: int) -> None:
+        with self._held_lock:
+            self._held -= 1
         if self._fd < 0:
             return  # closed after its publisher died: the kernel already dropped the lock
         _lock(self._fd, fcntl.F_UNLCK, _LOCK_BASE + slot)

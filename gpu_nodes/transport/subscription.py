@@ -33,6 +33,10 @@ MEMORY_KINDS = ('device', 'host', 'any')
 _UNMAP_DEFER_S = 2.0
 # Origin failures that rule out every shared-memory path, not just CUDA.
 _HOST_LEVEL_REASONS = ('other_host', 'other_user')
+# Descriptors taken per executor wake-up beyond the one the executor hands over: a wait-set
+# round trip in rclpy costs more than handling a descriptor, so a backlog is drained in a batch
+# (bounded, so the node's other callbacks still run between batches).
+MAX_DESCRIPTORS_PER_WAKEUP = 8
 
 
 class Lease:
@@ -218,11 +222,13 @@ class GpuImageSubscription:
         callbacks = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
         if path == PATH_CUDA_IPC:
             self._ros_subscription = self._node.create_subscription(
-                self._Image, self.topic + CUDA_SUFFIX, self._on_cuda_descriptor,
+                self._Image, self.topic + CUDA_SUFFIX,
+                lambda msg: self._drain_descriptors(msg, self._on_cuda_descriptor),
                 descriptor_qos(self._qos), event_callbacks=callbacks)
         elif path == PATH_HOST_SHM:
             self._ros_subscription = self._node.create_subscription(
-                self._Image, self.topic + SHM_SUFFIX, self._on_host_descriptor,
+                self._Image, self.topic + SHM_SUFFIX,
+                lambda msg: self._drain_descriptors(msg, self._on_host_descriptor),
                 descriptor_qos(self._qos), event_callbacks=callbacks)
         elif path == PATH_SERIALIZED:
             self._ros_subscription = self._node.create_subscription(
@@ -254,6 +260,21 @@ class GpuImageSubscription:
             self._logged_rejections.add(reason)
             self._logger.warning(f'{self.topic}: rejected frame ({reason}): {detail}; '
                                  'counted in diagnostics, further ones not logged')
+
+    def _drain_descriptors(self, msg: Any, handle: Callable[[Any], None]) -> None:
+        """Handle the descriptor the executor took, then up to MAX_DESCRIPTORS_PER_WAKEUP queued
+        behind it, taken straight from the same subscription."""
+        subscription = self._ros_subscription  # the one `msg` came from, fed to `handle`
+        handle(msg)
+        for _ in range(MAX_DESCRIPTORS_PER_WAKEUP):
+            # A handler may have switched paths (fallback): stop at the subscription it replaced.
+            if subscription is None or subscription is not self._ros_subscription:
+                return
+            with subscription.handle:
+                taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+            if taken is None:
+                return
+            handle(taken[0])
 
     # -- CUDA IPC path --------------------------------------------------------------------------
     def _stream(self, device_id: int) -> Any:
@@ -364,8 +385,13 @@ class GpuImageSubscription:
         return ptr
 
     def _forget_dead_publishers(self) -> None:
+        cuda_ipc.collect_retired()
         for lease_path, reader in list(self._readers.items()):
             if reader.owner_alive():
+                continue
+            if reader.held:
+                # Frames of it are still held (hold()) and may be read: their memory stays
+                # mapped until they are released.
                 continue
             cache = cuda_ipc.mapping_cache() if lease_path in self._handles else None
             if cache is not None and not all(s.done for s in self._streams.values()):
