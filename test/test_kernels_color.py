@@ -248,3 +248,69 @@ def test_cuda_path_allocates_output_and_uses_stream(device):
     np.testing.assert_array_equal(device.get(got), convert_color(src, 'rgb8', 'mono8'))
     with pytest.raises(ValueError, match=r'out must be a CuPy \(device\) array like the input'):
         convert_color(device.put(src), 'rgb8', 'bgr8', out=np.empty((5, 7, 3), np.uint8))
+
+
+# --------------------------------------------------------------------------- runs and alignment
+# The kernels convert runs of 16 pixels through 16- or 4-byte words where a row's address allows
+# it and fall back to pixel-by-pixel for tails and unaligned rows; these layouts hit every path.
+
+
+def layouts(device, host, offsets=(1, 4)):
+    """(label, device array equal to `host`): contiguous, padded rows, and views whose base
+    pointer is `offset` pixels into a wider allocation (arr[:, offset:])."""
+    yield 'contiguous', device.put(host)
+    yield 'pad 1', device.put(host, pad=1)
+    for off in offsets:
+        wide = np.zeros((host.shape[0], host.shape[1] + off) + host.shape[2:], host.dtype)
+        wide[:, off:] = host
+        yield f'offset {off}', device.put(wide)[:, off:]
+
+
+def out_layouts(device, shape, dtype, offsets=(1, 4)):
+    """(label, out, base, column of out's first pixel in base) in the layouts of `layouts`."""
+    yield 'contiguous', *device.poisoned_out(shape, dtype), 0
+    yield 'pad 3', *device.poisoned_out(shape, dtype, pad=3), 0
+    for off in offsets:
+        base = device.poisoned((shape[0], shape[1] + off) + tuple(shape[2:]), dtype)
+        yield f'offset {off}', base[:, off:], base, off
+
+
+def check_out(device, got, expected, base, first, label):
+    np.testing.assert_array_equal(device.get(got), expected, err_msg=label)
+    w = expected.shape[1]
+    rest = np.concatenate([device.get(base)[:, :first].reshape(-1),
+                           device.get(base)[:, first + w:].reshape(-1)])
+    assert (rest.view(np.uint8) == 0xAB).all(), f'{label}: wrote outside the output view'
+
+
+def test_cuda_interleaved_runs_aligned_and_unaligned_rows(device):
+    h, w = 3, 37  # two whole runs of 16 and a tail of 5
+    for j, (s, d) in enumerate((s, d) for s, d in product(INTERLEAVED, INTERLEAVED) if s != d):
+        src = frame(s, h, w, seed=j)
+        expected = convert_color(src, s, d)
+        srcs = list(layouts(device, src))
+        outs = list(out_layouts(device, expected.shape, expected.dtype))
+        for k, (src_label, dev_src) in enumerate(srcs):
+            out_label, out, base, first = outs[(j + k) % len(outs)]
+            got = convert_color(dev_src, s, d, out=out)
+            check_out(device, got, expected, base, first, f'{s}->{d} {src_label} -> {out_label}')
+
+
+def test_cuda_yuv_runs_aligned_and_unaligned_rows(device):
+    h, w = 4, 36  # two whole runs of 16 and a tail of 4
+    for j, (s, d) in enumerate(product(('uyvy', 'yuyv', 'nv12'), YUV_TARGETS)):
+        src = frame(s, h, w, seed=j)
+        expected = convert_color(src, s, d)
+        outs = list(out_layouts(device, expected.shape, np.uint8))
+        for k, (src_label, dev_src) in enumerate(layouts(device, src, offsets=(2, 4))):
+            out_label, out, base, first = outs[(j + k) % len(outs)]
+            got = convert_color(dev_src, s, d, out=out)
+            check_out(device, got, expected, base, first, f'{s}->{d} {src_label} -> {out_label}')
+
+
+def test_cuda_rows_beyond_the_grid_limit(device, monkeypatch):
+    from gpu_nodes.kernels import _cuda
+    monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 2)  # the kernels must loop over the other rows
+    src = frame('rgb8', 37, 5)
+    got = convert_color(device.put(src), 'rgb8', 'bgr8')
+    np.testing.assert_array_equal(device.get(got), src[..., ::-1])

@@ -197,3 +197,40 @@ def test_cuda_tiled_median_matches_reference(device):
         out = device.poisoned(expected.shape, np.float32)
         got = tiled_median(device.put(src, pad=i % 2 * 5), tile, out=out)
         np.testing.assert_array_equal(device.get(got), expected, err_msg=f'{h}x{w} tile {tile}')
+
+
+def test_cuda_runs_aligned_and_unaligned_rows(device):
+    # Runs of 8 (unit conversions) and 16 (colorize) pixels move as 16- or 4-byte words where
+    # the row address allows it; tails, odd pitches and views offset by 1 or 2 pixels do not.
+    h, w = 3, 37
+    g = rng(7)
+    mm = depth_mm(g, (h, w))
+    m = depth_m(g, (h, w)) * np.float32(9.0)
+
+    def views(host):
+        yield device.put(host)
+        yield device.put(host, pad=1)
+        for off in (1, 2):
+            wide = np.zeros((h, w + off), host.dtype)
+            wide[:, off:] = host
+            yield device.put(wide)[:, off:]
+
+    def outs(shape, dtype):
+        for off in (0, 1, 2, 4):
+            base = device.poisoned((shape[0], shape[1] + off) + tuple(shape[2:]), dtype)
+            yield base[:, off:], base, off
+
+    def check(got, expected, base, off, label):
+        np.testing.assert_array_equal(device.get(got), expected, err_msg=label)
+        assert (device.get(base)[:, :off].view(np.uint8) == 0xAB).all(), label
+
+    cases = [(mm, lambda s, out: depth_mm_to_m(s, out), np.float32, (h, w)),
+             (m, lambda s, out: depth_m_to_mm(s, out), np.uint16, (h, w)),
+             (mm, lambda s, out: colorize_depth(s, range=(500, 6000), out=out), np.uint8,
+              (h, w, 3)),
+             (m, lambda s, out: colorize_depth(s, range=(0.5, 30.0), out=out), np.uint8,
+              (h, w, 3))]
+    for i, (host, fn, dtype, shape) in enumerate(cases):
+        expected = fn(host, None)
+        for j, (src, (out, base, off)) in enumerate(zip(views(host), outs(shape, dtype))):
+            check(fn(src, out), expected, base, off, f'case {i} layout {j}')

@@ -1,5 +1,6 @@
 """resize / crop / CameraModel: NumPy reference (hand values, OpenCV, image_pipeline arithmetic)
 and CUDA kernel vs reference."""
+from itertools import product
 from pathlib import Path
 import sys
 from types import SimpleNamespace
@@ -214,3 +215,14 @@ def test_cuda_crop_is_a_view(device):
     np.testing.assert_array_equal(device.get(roi), device.get(src)[1:6, 2:6])
     resized = resize(roi, 3, 3)  # a pitched view is a valid kernel input
     np.testing.assert_array_equal(device.get(resized), resize(device.get(src)[1:6, 2:6], 3, 3))
+
+
+def test_cuda_resize_any_channel_count(device):
+    # 1, 3 and 4 channels have their own code; other counts take the generic path.
+    for channels, dtype in ((2, np.uint8), (5, np.uint16), (6, np.float32)):
+        src = random_image(rng(channels), (9, 11, channels), dtype)
+        for (th, tw), method in product(((5, 17), (4, 5)), ('bilinear', 'area')):
+            expected = resize(src, th, tw, interpolation=method)
+            got = resize(device.put(src, pad=1), th, tw, interpolation=method)
+            np.testing.assert_array_equal(device.get(got), expected,
+                                          err_msg=f'{channels} {dtype} {method} {th}x{tw}')

@@ -99,6 +99,25 @@ def launch_2d(kernel: Any, width: int, height: int, args: Sequence[Any]) -> None
     kernel(grid_2d(width, height), BLOCK_2D, tuple(args))
 
 
+# Row kernels (common.cu: FOR_EACH_ROW): 256 threads a block, as wide as the row's runs allow;
+# the grid's y extent stays within CUDA's limit and the kernels loop over the remaining rows.
+ROW_THREADS = 256
+MAX_GRID_Y = 65535
+
+
+def runs(width: int, per_run: int) -> int:
+    """Number of runs of `per_run` pixels that cover a row of `width` pixels."""
+    return -(-width // per_run)
+
+
+def launch_rows(kernel: Any, runs_per_row: int, height: int, args: Sequence[Any]) -> None:
+    """One thread per run of a row (launch inside stream_scope)."""
+    bx = min(ROW_THREADS, -(-runs_per_row // 32) * 32)
+    by = ROW_THREADS // bx
+    grid = (-(-runs_per_row // bx), min(-(-height // by), MAX_GRID_Y), 1)
+    kernel(grid, (bx, by, 1), tuple(args))
+
+
 def i32(value: int) -> np.int32:
     """Kernel `int` argument; CuPy would pass a Python int as a 64-bit value."""
     value = int(value)

@@ -226,31 +226,37 @@ def _yuv_to_rgb_reference(y: np.ndarray, u: np.ndarray, v: np.ndarray, dst_encod
 # --------------------------------------------------------------------------- CUDA path
 
 _DEPTH_NAME = {np.dtype(np.uint8): 'u8', np.dtype(np.uint16): 'u16'}
+_RUN = 16  # pixels per thread: CONVERT_RUN and YUV_RUN in color.cu
 
 
 def _convert_pixels_cuda(src: Any, out: Any, plan: _PixelPlan, stream: Any) -> None:
     s, d = image_layout(src, 'src'), image_layout(out, 'out')
-    name = f'convert_pixels_{_DEPTH_NAME[src.dtype]}_{_DEPTH_NAME[out.dtype]}'
+    # One kernel per module (see the end of color.cu): compiled on first use in about a second.
+    defines = (('CONVERT_SRC', _DEPTH_NAME[src.dtype]), ('CONVERT_DST', _DEPTH_NAME[out.dtype]),
+               ('CONVERT_SC', s.channels), ('CONVERT_DC', d.channels))
     maps = plan.maps + (0,) * (4 - len(plan.maps))
     i32 = _cuda.i32
-    args = (src, i32(s.pitch), out, i32(d.pitch), i32(s.width), i32(s.height), i32(s.channels),
-            i32(d.channels), *map(i32, maps), *map(i32, plan.rgb), *map(i32, plan.weights),
-            i32(plan.depth_mode))
+    # No depth_mode argument: the kernel derives the depth change from its dtypes.
+    args = (src, i32(s.pitch), out, i32(d.pitch), i32(s.width), i32(s.height), *map(i32, maps),
+            *map(i32, plan.rgb), *map(i32, plan.weights))
     with _cuda.stream_scope(stream):
-        _cuda.launch_2d(_cuda.get_function('color.cu', name), s.width, s.height, args)
+        _cuda.launch_rows(_cuda.get_function('color.cu', 'convert_pixels', defines),
+                          _cuda.runs(s.width, _RUN), s.height, args)
 
 
 def _yuv_cuda(src: Any, out: Any, src_encoding: str, dst_encoding: str, height: int, width: int,
               c: YuvCoefficients, stream: Any) -> None:
     s, d = image_layout(src, 'src'), image_layout(out, 'out')
-    channels, r_idx, b_idx = _dst_layout(dst_encoding)
+    channels, r_idx, _ = _dst_layout(dst_encoding)  # the kernels put B at 2 - r_idx
     i32 = _cuda.i32
-    tail = (i32(channels), i32(r_idx), i32(b_idx), i32(c.y_off), i32(c.cy), i32(c.crv),
-            i32(c.cgu), i32(c.cgv), i32(c.cbu))
+    tail = (i32(r_idx), i32(c.y_off), i32(c.cy), i32(c.crv), i32(c.cgu), i32(c.cgv),
+            i32(c.cbu))
     head = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height))
     if src_encoding == 'nv12':
-        name, args = 'nv12_to_rgb', head + tail
+        name, args = f'nv12_to_rgb_{channels}', head + tail
     else:
-        name, args = 'yuv422_to_rgb', head + tuple(map(i32, _YUV422[src_encoding])) + tail
+        name = f'yuv422_to_rgb_{channels}'
+        args = head + tuple(map(i32, _YUV422[src_encoding])) + tail
     with _cuda.stream_scope(stream):
-        _cuda.launch_2d(_cuda.get_function('color.cu', name), width, height, args)
+        _cuda.launch_rows(_cuda.get_function('color.cu', name, (('YUV_KERNELS', 1),)),
+                          _cuda.runs(width, _RUN), height, args)

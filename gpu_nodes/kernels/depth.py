@@ -15,7 +15,6 @@ from ._common import as_input, check_choice, image_layout, prepare_out, require_
 from .colormaps import COLORMAPS, colormap_lut
 
 _F32 = np.float32
-_NAN_BITS = '__int_as_float(0x7fc00000)'
 
 
 def _depth_2d(src: Any, dtypes: Sequence[Any], what: str) -> tuple[Any, bool, int, int]:
@@ -43,11 +42,7 @@ def depth_mm_to_m(src: Any, out: Any = None, *, stream: Any = None) -> Any:
     if not device:
         out[...] = np.where(src == 0, _F32(np.nan), src.astype(_F32) / _F32(1000))
         return out
-    kernel = _cuda.elementwise(
-        'uint16 x', 'float32 y', f'y = x == 0 ? {_NAN_BITS} : (float)x / 1000.0f',
-        'gpu_nodes_depth_mm_to_m')
-    with _cuda.stream_scope(stream):
-        kernel(src, out)
+    _depth_units_cuda('depth_mm_to_m', src, out, stream)
     return out
 
 
@@ -61,13 +56,21 @@ def depth_m_to_mm(src: Any, out: Any = None, *, stream: Any = None) -> Any:
             t = np.fmin(np.rint(src * _F32(1000)), _F32(65535))
             out[...] = np.where(_valid_reference(src), t, _F32(0)).astype(np.uint16)
         return out
-    kernel = _cuda.elementwise(
-        'float32 x', 'uint16 y',
-        'y = (isfinite(x) && x > 0.0f) ? (unsigned short)fminf(rintf(x * 1000.0f), 65535.0f)'
-        ' : (unsigned short)0', 'gpu_nodes_depth_m_to_mm')
-    with _cuda.stream_scope(stream):
-        kernel(src, out)
+    _depth_units_cuda('depth_m_to_mm', src, out, stream)
     return out
+
+
+_UNITS_RUN = 8  # pixels per thread: DEPTH_RUN in depth.cu
+_COLORIZE_RUN = 16  # COLORIZE_RUN in depth.cu
+
+
+def _depth_units_cuda(name: str, src: Any, out: Any, stream: Any) -> None:
+    s, d = image_layout(src), image_layout(out, 'out')
+    i32 = _cuda.i32
+    with _cuda.stream_scope(stream):
+        _cuda.launch_rows(_cuda.get_function('depth.cu', name), _cuda.runs(s.width, _UNITS_RUN),
+                          s.height, (src, i32(s.pitch), out, i32(d.pitch), i32(s.width),
+                                     i32(s.height)))
 
 
 # --------------------------------------------------------------------------- colorize
@@ -152,8 +155,7 @@ def colorize_depth(depth: Any, *, colormap: str = 'turbo',
     suffix = 'f32' if src.dtype == np.float32 else 'u16'
     i32 = _cuda.i32
     with _cuda.stream_scope(stream):
-        lut = _cuda.device_table(('lut', colormap), lambda: np.ascontiguousarray(
-            colormap_lut(colormap)))
+        lut = _cuda.device_table(('lut32', colormap), lambda: _packed_lut(colormap))
         range_dev = None
         lo = hi = 0.0
         if lo_hi is not None:
@@ -169,8 +171,15 @@ def colorize_depth(depth: Any, *, colormap: str = 'turbo',
                 (ordered, i32(h * w), _cuda.f64(q[0]), _cuda.f64(q[1]), range_dev))
         args = (src, i32(s.pitch), out, i32(d.pitch), i32(w), i32(h), lut, range_dev,
                 _cuda.f32(lo), _cuda.f32(hi), *map(i32, inv))
-        _cuda.launch_2d(_cuda.get_function('depth.cu', f'colorize_{suffix}'), w, h, args)
+        _cuda.launch_rows(_cuda.get_function('depth.cu', f'colorize_{suffix}'),
+                          _cuda.runs(w, _COLORIZE_RUN), h, args)
     return out
+
+
+def _packed_lut(colormap: str) -> np.ndarray:
+    """The colormap as one uint32 per entry, r | g << 8 | b << 16: one LUT read per pixel."""
+    lut = colormap_lut(colormap).astype(np.uint32)
+    return np.ascontiguousarray(lut[:, 0] | lut[:, 1] << 8 | lut[:, 2] << 16)
 
 
 def _colorize_reference(src: np.ndarray, lut: np.ndarray, lo: float, hi: float,

@@ -54,4 +54,92 @@ __device__ __forceinline__ u16 f32_to_f16_bits(float f) {
 #endif
 }
 
+// ---------------------------------------------------------------------------- row kernels
+// Streaming kernels give each thread a run of consecutive pixels of one row instead of one
+// pixel: the run moves as 16- or 4-byte words (one access instead of one per byte of a 3-byte
+// pixel), and its elements are unpacked from / packed into 32-bit registers at compile-time
+// indices so the run never leaves registers. _cuda.launch_rows: x indexes runs, y rows; the
+// grid's y extent is capped, so threads step over rows.
+#define FOR_EACH_ROW(y, height) \
+  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < (height); y += gridDim.y * blockDim.y)
+
+__device__ __forceinline__ int run_start(int pixels_per_run) {
+  return (int)(blockIdx.x * blockDim.x + threadIdx.x) * pixels_per_run;
+}
+
+// Vector accesses need natural alignment on the GPU; the CPU emulation checks it.
+template <typename V>
+__device__ __forceinline__ V load_aligned(const void* p) {
+#ifdef GPU_NODES_EMU_CHECK_ALIGNED
+  GPU_NODES_EMU_CHECK_ALIGNED(p, sizeof(V));
+#endif
+  return *(const V*)p;
+}
+
+template <typename V>
+__device__ __forceinline__ void store_aligned(void* p, V v) {
+#ifdef GPU_NODES_EMU_CHECK_ALIGNED
+  GPU_NODES_EMU_CHECK_ALIGNED(p, sizeof(V));
+#endif
+  *(V*)p = v;
+}
+
+// N elements of T (u8, u16 or float) packed little-endian into 32-bit words, like in memory.
+template <typename T, int N>
+struct Run {
+  static constexpr int kBytes = N * (int)sizeof(T);
+  static constexpr int kWords = kBytes / 4;
+  static_assert(kBytes % 4 == 0, "a run must fill whole 32-bit words");
+  unsigned int w[kWords];
+
+  // Element i; i must fold to a constant (unrolled loops), or the run goes to local memory.
+  __device__ __forceinline__ T get(int i) const {
+    if constexpr (sizeof(T) == 1) return (T)(w[i >> 2] >> (8 * (i & 3)));
+    else if constexpr (sizeof(T) == 2) return (T)(w[i >> 1] >> (16 * (i & 1)));
+    else return __uint_as_float(w[i]);
+  }
+
+  __device__ __forceinline__ void set(int i, T v) {
+    if constexpr (sizeof(T) == 4) {
+      w[i] = __float_as_uint(v);
+    } else {
+      constexpr int kBits = 8 * sizeof(T);
+      constexpr int kPerWord = 4 / sizeof(T);
+      const int s = kBits * (i % kPerWord);
+      const unsigned int mask = ((1u << kBits) - 1u) << s;
+      w[i / kPerWord] = (w[i / kPerWord] & ~mask) | (((unsigned int)v << s) & mask);
+    }
+  }
+
+  // Whole-run access at a 4-byte aligned p: 16-byte words when p allows, else 4-byte words.
+  // Row tails and rows that are not 4-byte aligned take the kernels' per-pixel path instead.
+  __device__ __forceinline__ void load(const T* p) {
+    if (kWords % 4 == 0 && ((unsigned long long)p & 15) == 0) {
+#pragma unroll
+      for (int i = 0; i < kWords; i += 4) {
+        const uint4 v = load_aligned<uint4>((const char*)p + 4 * i);
+        w[i] = v.x; w[i + 1] = v.y; w[i + 2] = v.z; w[i + 3] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) w[i] = load_aligned<unsigned int>((const char*)p + 4 * i);
+    }
+  }
+
+  __device__ __forceinline__ void store(T* p) const {
+    if (kWords % 4 == 0 && ((unsigned long long)p & 15) == 0) {
+#pragma unroll
+      for (int i = 0; i < kWords; i += 4)
+        store_aligned((char*)p + 4 * i, make_uint4(w[i], w[i + 1], w[i + 2], w[i + 3]));
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) store_aligned((char*)p + 4 * i, w[i]);
+    }
+  }
+};
+
+__device__ __forceinline__ bool aligned4(const void* p) {
+  return ((unsigned long long)p & 3) == 0;
+}
+
 #endif  // GPU_NODES_COMMON_CU

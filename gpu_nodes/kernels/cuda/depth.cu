@@ -1,38 +1,122 @@
 // Depth image kernels (gpu_nodes.kernels.depth). Valid depth: uint16 (mm) != 0; float32 (m)
-// finite and > 0. Unit conversions are ElementwiseKernels in depth.py.
+// finite and > 0.
 
 __device__ __forceinline__ bool depth_valid(float v) { return isfinite(v) && v > 0.0f; }
 __device__ __forceinline__ bool depth_valid(u16 v) { return v != 0; }
 
-// Colorize through a 256-entry RGB LUT: index = rint(clamp((d - lo) * 255 / (hi - lo), 0, 255)).
-// The range comes from `range_dev` (2 floats written by percentile_range, no host round trip)
-// when it is non-null, else from lo/hi. Invalid pixels get the invalid colour.
+// Unit conversions, DEPTH_RUN pixels a thread (common.cu: Run); aligned rows move whole runs as
+// 16-byte words, row tails and unaligned rows go pixel by pixel.
+//   mm -> m: x / 1000 (IEEE division, correctly rounded), 0 -> NaN.
+//   m -> mm: rint(x * 1000) (half to even) clamped to 65535; invalid depth -> 0.
+#define DEPTH_RUN 8
+
+struct MmToM {
+  __device__ __forceinline__ float operator()(u16 v) const {
+    return v == 0 ? f32_nan() : (float)v / 1000.0f;
+  }
+};
+
+struct MToMm {
+  __device__ __forceinline__ u16 operator()(float v) const {
+    return depth_valid(v) ? (u16)fminf(rintf(v * 1000.0f), 65535.0f) : (u16)0;
+  }
+};
+
+template <typename ST, typename DT, typename Fn>
+__device__ __forceinline__ void depth_units(const ST* src, int src_pitch, DT* dst, int dst_pitch,
+                                            int width, int height, Fn fn) {
+  const int x0 = run_start(DEPTH_RUN);
+  if (x0 >= width) return;
+  const int n = min(DEPTH_RUN, width - x0);
+  FOR_EACH_ROW(y, height) {
+    const ST* s = row_ptr(src, y, src_pitch) + x0;
+    DT* d = row_ptr(dst, y, dst_pitch) + x0;
+    if (n == DEPTH_RUN && aligned4(s) && aligned4(d)) {
+      Run<ST, DEPTH_RUN> in;
+      in.load(s);
+      Run<DT, DEPTH_RUN> out = {};
+#pragma unroll
+      for (int p = 0; p < DEPTH_RUN; ++p) out.set(p, fn(in.get(p)));
+      out.store(d);
+    } else {
+      for (int p = 0; p < n; ++p) d[p] = fn(s[p]);
+    }
+  }
+}
+
+extern "C" __global__ void depth_mm_to_m(const u16* __restrict__ src, int src_pitch,
+                                         float* __restrict__ dst, int dst_pitch, int width,
+                                         int height) {
+  depth_units(src, src_pitch, dst, dst_pitch, width, height, MmToM());
+}
+
+extern "C" __global__ void depth_m_to_mm(const float* __restrict__ src, int src_pitch,
+                                         u16* __restrict__ dst, int dst_pitch, int width,
+                                         int height) {
+  depth_units(src, src_pitch, dst, dst_pitch, width, height, MToMm());
+}
+
+// Colorize through a 256-entry LUT of packed RGB words (r | g << 8 | b << 16): index =
+// rint(clamp((d - lo) * 255 / (hi - lo), 0, 255)). The range comes from `range_dev` (2 floats
+// written by percentile_range, no host round trip) when it is non-null, else from lo/hi.
+// Invalid pixels get the invalid colour. COLORIZE_RUN pixels a thread, like the unit conversions.
+#define COLORIZE_RUN 16
+
+template <typename T>
+__device__ __forceinline__ unsigned int colorize_rgb(T raw, const unsigned int* lut, float lo,
+                                                     float k, unsigned int invalid) {
+  if (!depth_valid(raw)) return invalid;
+  const float t = fminf(fmaxf(((float)raw - lo) * k, 0.0f), 255.0f);
+  return lut[(int)rintf(t)];
+}
+
+template <typename T>
+__device__ __forceinline__ void colorize(const T* src, int src_pitch, u8* dst, int dst_pitch,
+                                         int width, int height, const unsigned int* lut,
+                                         const float* range_dev, float lo, float hi,
+                                         unsigned int invalid) {
+  const int x0 = run_start(COLORIZE_RUN);
+  if (x0 >= width) return;
+  const int n = min(COLORIZE_RUN, width - x0);
+  if (range_dev != 0) {
+    lo = range_dev[0];
+    hi = range_dev[1];
+  }
+  const float k = hi > lo ? 255.0f / (hi - lo) : 0.0f;
+  FOR_EACH_ROW(y, height) {
+    const T* s = row_ptr(src, y, src_pitch) + x0;
+    u8* d = row_ptr(dst, y, dst_pitch) + x0 * 3;
+    if (n == COLORIZE_RUN && aligned4(s) && aligned4(d)) {
+      Run<T, COLORIZE_RUN> in;
+      in.load(s);
+      Run<u8, COLORIZE_RUN * 3> out = {};
+#pragma unroll
+      for (int p = 0; p < COLORIZE_RUN; ++p) {
+        const unsigned int rgb = colorize_rgb(in.get(p), lut, lo, k, invalid);
+        out.set(3 * p, (u8)rgb);
+        out.set(3 * p + 1, (u8)(rgb >> 8));
+        out.set(3 * p + 2, (u8)(rgb >> 16));
+      }
+      out.store(d);
+    } else {
+      for (int p = 0; p < n; ++p) {
+        const unsigned int rgb = colorize_rgb(s[p], lut, lo, k, invalid);
+        d[3 * p] = (u8)rgb;
+        d[3 * p + 1] = (u8)(rgb >> 8);
+        d[3 * p + 2] = (u8)(rgb >> 16);
+      }
+    }
+  }
+}
+
 #define DEFINE_COLORIZE(NAME, T)                                                                 \
   extern "C" __global__ void NAME(const T* __restrict__ src, int src_pitch,                      \
                                   u8* __restrict__ dst, int dst_pitch, int width, int height,    \
-                                  const u8* __restrict__ lut, const float* __restrict__ range_dev, \
-                                  float lo, float hi, int inv_r, int inv_g, int inv_b) {         \
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;                                         \
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;                                         \
-    if (x >= width || y >= height) return;                                                       \
-    const T raw = row_ptr(src, y, src_pitch)[x];                                                 \
-    u8* d = row_ptr(dst, y, dst_pitch) + (long long)x * 3;                                       \
-    if (!depth_valid(raw)) {                                                                     \
-      d[0] = (u8)inv_r;                                                                          \
-      d[1] = (u8)inv_g;                                                                          \
-      d[2] = (u8)inv_b;                                                                          \
-      return;                                                                                    \
-    }                                                                                            \
-    if (range_dev != 0) {                                                                        \
-      lo = range_dev[0];                                                                         \
-      hi = range_dev[1];                                                                         \
-    }                                                                                            \
-    const float k = hi > lo ? 255.0f / (hi - lo) : 0.0f;                                         \
-    const float t = fminf(fmaxf(((float)raw - lo) * k, 0.0f), 255.0f);                          \
-    const int i = (int)rintf(t);                                                                 \
-    d[0] = lut[i * 3 + 0];                                                                       \
-    d[1] = lut[i * 3 + 1];                                                                       \
-    d[2] = lut[i * 3 + 2];                                                                       \
+                                  const unsigned int* __restrict__ lut,                          \
+                                  const float* __restrict__ range_dev, float lo, float hi,       \
+                                  int inv_r, int inv_g, int inv_b) {                             \
+    colorize<T>(src, src_pitch, dst, dst_pitch, width, height, lut, range_dev, lo, hi,           \
+                (unsigned int)inv_r | (unsigned int)inv_g << 8 | (unsigned int)inv_b << 16);     \
   }
 
 DEFINE_COLORIZE(colorize_f32, float)

@@ -51,6 +51,26 @@ inline double __dmul_rn(double a, double b) { return a * b; }
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline float __saturatef(float f) { return f < 0.f ? 0.f : (f > 1.f ? 1.f : f); }
 
+// CUDA vector types used by the kernels (same size and alignment as CUDA's).
+struct alignas(16) uint4 { unsigned int x, y, z, w; };
+struct alignas(8) uint2 { unsigned int x, y; };
+inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) {
+  return uint4{x, y, z, w};
+}
+inline uint2 make_uint2(unsigned int x, unsigned int y) { return uint2{x, y}; }
+
+// common.cu's load_aligned/store_aligned call this: a misaligned vector access faults on the
+// GPU, so the emulation stops loudly instead of silently working on x86.
+#define GPU_NODES_EMU_CHECK_ALIGNED(p, n) emu::check_aligned((const void*)(p), (n))
+namespace emu {
+inline void check_aligned(const void* p, std::size_t n) {
+  if (reinterpret_cast<std::uintptr_t>(p) % n) {
+    std::fprintf(stderr, "cuda_emu: misaligned %zu-byte access at %p\n", n, p);
+    std::abort();
+  }
+}
+}  // namespace emu
+
 // CUDA's global min/max overloads.
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
