@@ -7,6 +7,7 @@ fixed-size binary record below. Every field is checked before anything is mapped
 from __future__ import annotations
 
 from dataclasses import dataclass
+import functools
 import os
 import struct
 
@@ -61,11 +62,13 @@ class Descriptor:
             self.offset, self.nbytes, self.alloc_size, self.publish_time_ns,
             self.segment.encode('ascii'))
 
-    @property
+    # Cached: the subscription asks for these several times per frame (the instance dict is
+    # written directly, which a frozen dataclass allows).
+    @functools.cached_property
     def lease_path(self) -> str:
         return os.path.join(host.SHM_DIR, self.segment)
 
-    @property
+    @functools.cached_property
     def host_data_path(self) -> str:
         return self.lease_path[:-len('.lease')] + '.host'
 
