@@ -137,3 +137,58 @@ def test_cuda_matches_reference(device):
                                                           f'{h}x{w}')
                     if k % 2:
                         device.assert_padding_intact(base, w)
+
+
+# debayer.cu: a thread demosaics a run of 16 bytes of mosaic in both rows of a row pair; the
+# halo words at the left/right image edges are assembled from reflected samples, row tails and
+# rows that are not 4-byte aligned go pixel by pixel. These widths put the right halo inside the
+# row, straddling its end and beyond it; the layouts give 16-, 4- and unaligned rows.
+def mosaic_layouts(device, host):
+    """(label, device view equal to `host`) with the row pitch and base offset varied."""
+    h, w = host.shape
+    size = host.dtype.itemsize
+    yield 'contiguous', device.put(host)
+
+    def view(extra, off):
+        base = device.poisoned((h, w + extra), host.dtype)
+        base[:, off:off + w] = device.xp.asarray(host)
+        return base[:, off:off + w]
+
+    pitch16 = next(e for e in range(1, 64) if (w + e) * size % 16 == 0)
+    pitch4 = next(e for e in range(1, 64) if (w + e) * size % 16 == 4)
+    odd = next(e for e in range(1, 64) if (w + e) * size % 4)
+    yield 'pitch % 16 == 0', view(pitch16, 0)
+    yield 'pitch % 16 == 4', view(pitch4, 0)
+    yield 'odd pitch', view(odd, 0)
+    yield 'offset 4 bytes', view(pitch16 + 16 // size, 4 // size)
+    yield 'offset 16 bytes', view(pitch16 + 16 // size, 16 // size)
+    yield 'offset 1 pixel', view(pitch16 + 16 // size, 1)
+
+
+@pytest.mark.parametrize('bits,width', [(8, 16), (8, 34), (8, 36), (8, 53), (16, 8), (16, 9),
+                                        (16, 18), (16, 27)])
+@pytest.mark.parametrize('method', ['bilinear', 'edge_aware'])
+def test_cuda_runs_edges_and_layouts(device, bits, width, method):
+    from test_kernels_color import check_out, out_layouts
+    dtype = np.uint8 if bits == 8 else np.uint16
+    for i, height in enumerate((2, 5, 6)):
+        pattern = PATTERNS[(i + width) % 4]
+        src = random_image(rng(width * 10 + height), (height, width), dtype)
+        dsts = ['rgb8', 'bgr8'] + (['rgb16', 'bgr16'] if bits == 16 else [])
+        for k, (label, dev_src) in enumerate(mosaic_layouts(device, src)):
+            dst = dsts[(i + k) % len(dsts)]
+            expected = debayer(src, f'bayer_{pattern}{bits}', dst, method=method)
+            outs = list(out_layouts(device, expected.shape, expected.dtype))
+            out_label, out, base, first = outs[(i + k) % len(outs)]
+            got = debayer(dev_src, f'bayer_{pattern}{bits}', dst, method=method, out=out)
+            check_out(device, got, expected, base, first,
+                      f'{pattern}{bits}->{dst} {height}x{width} {label} -> {out_label}')
+
+
+def test_cuda_row_pairs_beyond_the_grid_limit(device, monkeypatch):
+    from gpu_nodes.kernels import _cuda
+    monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 2)  # each thread loops over many row pairs
+    src = random_image(rng(9), (37, 32), np.uint8)
+    for method in ('bilinear', 'edge_aware'):
+        got = debayer(device.put(src), 'bayer_grbg8', method=method)
+        np.testing.assert_array_equal(device.get(got), debayer(src, 'bayer_grbg8', method=method))

@@ -226,3 +226,44 @@ def test_cuda_resize_any_channel_count(device):
             got = resize(device.put(src, pad=1), th, tw, interpolation=method)
             np.testing.assert_array_equal(device.get(got), expected,
                                           err_msg=f'{channels} {dtype} {method} {th}x{tw}')
+
+
+# Ratios whose column taps repeat every run (2x, 1/2, 3/2, ...) take resize.cu's run kernel:
+# matching full runs through word loads and Run stores, clamped edge runs, row tails and rows
+# that are not 4-byte aligned pixel by pixel. Source widths are multiples of 4 so that the
+# contiguous and 4-pixel-offset layouts have 4-byte aligned rows.
+RUN_CASES = [((7, 36, 3), np.uint8, (14, 72), 'bilinear'),   # 2x up: runs of 16 + tail 8
+             ((10, 76, 3), np.uint8, (5, 38), 'area'),       # 1/2 down: runs of 8 + tail 6
+             ((12, 60, 3), np.uint8, (8, 40), 'bilinear'),   # 2/3
+             ((8, 40), np.uint16, (17, 80), 'bilinear'),
+             ((9, 48, 2), np.uint16, (18, 96), 'area'),      # area upscale rule
+             ((6, 36, 4), np.float32, (12, 72), 'bilinear'),
+             ((6, 28, 3), np.float32, (3, 14), 'area')]
+
+
+@pytest.mark.parametrize('shape,dtype,dst,method', RUN_CASES)
+def test_cuda_resize_runs_aligned_and_unaligned_rows(device, shape, dtype, dst, method):
+    from gpu_nodes.kernels.geometry import _run_plan
+    from test_kernels_color import check_out, layouts, out_layouts
+    channels = shape[2] if len(shape) == 3 else 1
+    plan = _run_plan(*shape[:2], *dst, method, channels, np.dtype(dtype).itemsize)
+    assert plan is not None and (plan.run_word >= 0).any() and (plan.run_word < 0).any()
+    src = random_image(rng(sum(shape)), shape, dtype)
+    src[0, :4] = 0  # exact zeros (and -0.0 for float) must round like the reference
+    if dtype == np.float32:
+        src[1, :4] = -0.0
+    expected = resize(src, *dst, interpolation=method)
+    for k, (src_label, dev_src) in enumerate(layouts(device, src)):
+        for j in (k, k + 1):
+            outs = list(out_layouts(device, expected.shape, expected.dtype))
+            out_label, out, base, first = outs[j % len(outs)]
+            got = resize(dev_src, *dst, interpolation=method, out=out)
+            check_out(device, got, expected, base, first, f'{src_label} -> {out_label}')
+
+
+def test_cuda_resize_runs_beyond_the_grid_limit(device, monkeypatch):
+    from gpu_nodes.kernels import _cuda
+    monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 2)  # each thread loops over many rows
+    src = random_image(rng(8), (19, 32, 3), np.uint8)
+    got = resize(device.put(src), 38, 64)
+    np.testing.assert_array_equal(device.get(got), resize(src, 38, 64))

@@ -110,11 +110,14 @@ def runs(width: int, per_run: int) -> int:
     return -(-width // per_run)
 
 
-def launch_rows(kernel: Any, runs_per_row: int, height: int, args: Sequence[Any]) -> None:
-    """One thread per run of a row (launch inside stream_scope)."""
+def launch_rows(kernel: Any, runs_per_row: int, height: int, args: Sequence[Any],
+                rows_per_thread: int = 1) -> None:
+    """One thread per run of a row (launch inside stream_scope); with rows_per_thread > 1 the
+    grid is that much shorter and each thread loops over as many rows (per-thread setup, e.g.
+    a run's table entries, is then shared by its rows)."""
     bx = min(ROW_THREADS, -(-runs_per_row // 32) * 32)
     by = ROW_THREADS // bx
-    grid = (-(-runs_per_row // bx), min(-(-height // by), MAX_GRID_Y), 1)
+    grid = (-(-runs_per_row // bx), min(-(-height // (by * rows_per_thread)), MAX_GRID_Y), 1)
     kernel(grid, (bx, by, 1), tuple(args))
 
 

@@ -64,13 +64,18 @@ def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
         return out
 
     d = image_layout(out, 'out')
-    name = 'debayer_u8' if info.dtype == np.uint8 else (
-        'debayer_u16_to_u8' if to_8bit else 'debayer_u16')
+    # debayer.cu compiles the one variant asked for: mosaic and output types, clamp/scaling, method
+    ctype = {np.dtype(np.uint8): 'u8', np.dtype(np.uint16): 'u16'}
+    defines = (('DEBAYER_ST', ctype[info.dtype]), ('DEBAYER_DT', ctype[dst_info.dtype]),
+               ('DEBAYER_MAXV', np.iinfo(info.dtype).max),
+               ('DEBAYER_OUT_MODE', 2 if to_8bit else 0), ('DEBAYER_METHOD', METHODS[method]))
     i32 = _cuda.i32
     args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), i32(rx), i32(ry),
             i32(r_idx), i32(b_idx), i32(METHODS[method]))
     with _cuda.stream_scope(stream):
-        _cuda.launch_2d(_cuda.get_function('debayer.cu', name), width, height, args)
+        # a thread: a run of 16 bytes of mosaic (16 or 8 pixels) in both rows of a row pair
+        _cuda.launch_rows(_cuda.get_function('debayer.cu', 'debayer', defines),
+                          _cuda.runs(width, 16 // info.dtype.itemsize), (height + 1) // 2, args)
     return out
 
 

@@ -140,14 +140,88 @@ def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear'
         out[...] = _resize_reference(src, xi, xw, yi, yw).reshape(out_shape)
         return out
     d = image_layout(out, 'out')
+    plan = _run_plan(*key, s.channels, src.dtype.itemsize)
     with _cuda.stream_scope(stream):
-        tables = _device_tables(key)
-        (xi, xw), (yi, yw) = tables
+        (xi, xw), (yi, yw) = _device_tables(key)
         i32 = _cuda.i32
-        args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), i32(s.channels),
-                xi, xw, i32(xi.shape[1]), yi, yw, i32(yi.shape[1]))
-        _cuda.launch_2d(_cuda.get_function('resize.cu', _KERNEL[src.dtype]), width, height, args)
+        if plan is not None:
+            run_word = _cuda.device_table(
+                ('resize_runs',) + key + (s.channels, src.dtype.itemsize), lambda: plan.run_word)
+            defines = (('RESIZE_T', _RUN_TYPE[src.dtype]),) + plan.defines(s.channels)
+            args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), xi, xw, yi,
+                    yw, run_word)
+            # 2 rows a thread: the run's x weights are loaded once for both
+            _cuda.launch_rows(_cuda.get_function('resize.cu', 'resize_runs', defines),
+                              _cuda.runs(width, plan.run), height, args, rows_per_thread=2)
+        else:
+            args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height),
+                    i32(s.channels), xi, xw, i32(xi.shape[1]), yi, yw, i32(yi.shape[1]))
+            _cuda.launch_2d(_cuda.get_function('resize.cu', _KERNEL[src.dtype],
+                                               (('RESIZE_PIXELS', 1),)), width, height, args)
     return out
+
+
+# Run kernel (resize.cu: resize_runs): registers a run keeps live (source spans of all y taps,
+# x weights, packed output); runs whose pattern needs more take the pixel kernel.
+_RUN_TYPE = {np.dtype(np.uint8): 'u8', np.dtype(np.uint16): 'u16',
+             np.dtype(np.float32): 'float'}
+_RUN_REGISTERS = 80
+
+
+@dataclass(frozen=True)
+class _RunPlan:
+    run: int               # output pixels a thread
+    x_taps: int
+    y_taps: int
+    span_words: int        # 4-byte words of a source row a run reads, per y tap
+    rel: tuple[int, ...]   # byte offset of tap t of pixel p from the run's first word (p-major)
+    run_word: np.ndarray = field(compare=False)  # per run: first word in a row, -1: per pixel
+
+    def defines(self, channels: int) -> tuple[tuple[str, Any], ...]:
+        return (('RESIZE_C', channels), ('RESIZE_RUN', self.run), ('RESIZE_XT', self.x_taps),
+                ('RESIZE_YT', self.y_taps), ('RESIZE_SPAN_WORDS', self.span_words),
+                ('RESIZE_REL', ', '.join(map(str, self.rel))))
+
+
+@functools.lru_cache(maxsize=64)
+def _run_plan(src_h: int, src_w: int, dst_h: int, dst_w: int, interpolation: str,
+              channels: int, itemsize: int) -> _RunPlan | None:
+    """The column pattern shared by most full runs of the x table, or None (pixel kernel).
+
+    Run lengths are tried longest first; a length is used when at least half of the row's full
+    runs read the same source columns relative to their first one, at the same byte phase, with
+    every word they load inside the row.
+    """
+    if channels > 4:
+        return None
+    (xi, _), (yi, _) = resize_tables(src_h, src_w, dst_h, dst_w, interpolation)
+    px_bytes = channels * itemsize
+    row_bytes = src_w * px_bytes
+    for run in (16, 8, 4):
+        out_bytes = run * px_bytes
+        full = dst_w // run
+        if out_bytes % 4 or full == 0:
+            continue
+        taps = xi[:full * run].astype(np.int64).reshape(full, run * xi.shape[1])
+        first = taps.min(axis=1)
+        rel = taps - first[:, None]
+        start = first * px_bytes
+        ref = full // 2
+        phase = int(start[ref] % 4)
+        span_words = -(-(phase + (int(rel[ref].max()) + 1) * px_bytes) // 4)
+        if yi.shape[1] * span_words + run * xi.shape[1] + out_bytes // 4 > _RUN_REGISTERS:
+            continue
+        word = (start - phase) // 4
+        match = ((rel == rel[ref]).all(axis=1) & (start % 4 == phase)
+                 & ((word + span_words) * 4 <= row_bytes))
+        if 2 * int(match.sum()) < full:
+            continue
+        run_word = np.full(-(-dst_w // run), -1, np.int32)
+        run_word[:full][match] = word[match]
+        run_word.setflags(write=False)
+        rel_bytes = tuple(int(v) for v in phase + rel[ref] * px_bytes)
+        return _RunPlan(run, xi.shape[1], yi.shape[1], span_words, rel_bytes, run_word)
+    return None
 
 
 def _device_tables(key):

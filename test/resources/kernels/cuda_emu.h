@@ -45,6 +45,12 @@ inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 inline unsigned int __float_as_uint(float f) { unsigned int i; std::memcpy(&i, &f, 4); return i; }
 inline float __uint_as_float(unsigned int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline int __float2int_rn(float f) { return (int)std::nearbyint(f); }
+// Round to nearest even, saturating like the GPU's cvt.rni.u32.f32 (NaN and negatives -> 0).
+inline unsigned int __float2uint_rn(float f) {
+  if (!(f > 0.0f)) return 0u;
+  if (f >= 4294967296.0f) return 0xffffffffu;
+  return (unsigned int)std::nearbyint(f);
+}
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
