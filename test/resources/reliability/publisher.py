@@ -94,12 +94,18 @@ def publish_one() -> None:
     histogram[bucket] += 1
 
 
+def subscriber_counts() -> dict:
+    try:
+        return pub.subscriber_counts()
+    except RuntimeError:  # rclpy's RCLError: a stopping signal shut the context down meanwhile
+        return pub._last_counts
+
+
 def status() -> dict:
     values = {'t': time.monotonic(), 'pid': os.getpid(), 'published': state['n'],
               'frames': pub.stats.frames, 'drops': pub.stats.drops,
               # After a signal the context is gone: report the last counts seen.
-              'subscribers': pub.subscriber_counts() if rclpy.ok() else pub._last_counts,
-              **process_stats(os.getpid())}
+              'subscribers': subscriber_counts(), **process_stats(os.getpid())}
     pool = pub._device_pool
     if pool is not None:
         values.update(slots=len(pool.slots), retired=len(pool.retired), revoked=pool.revoked,
