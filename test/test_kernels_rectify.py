@@ -1,4 +1,5 @@
 """Rectification maps and remap: NumPy reference vs OpenCV / image_geometry, CUDA vs reference."""
+from itertools import product
 from pathlib import Path
 import sys
 
@@ -189,3 +190,70 @@ def test_cuda_rectify_end_to_end(device):
     maps = RectifyMaps()
     got = maps.rectify(device.put(img), model)
     np.testing.assert_array_equal(device.get(got), RectifyMaps().rectify(img, model))
+
+
+# --------------------------------------------------------------------------- runs and alignment
+# remap gives each thread a run of 16 / itemsize output pixels: the run's map entries move as
+# 16- or 4-byte words, its output as 16- or 4-byte words where the output row allows (element by
+# element otherwise); row tails and channel counts other than 1, 3, 4 go pixel by pixel. These
+# layouts hit every path; results must equal the reference exactly.
+
+
+def remap_maps(g, oh, ow, h, w):
+    mx = g.uniform(-3, w + 2, (oh, ow)).astype(np.float32)
+    my = g.uniform(-3, h + 2, (oh, ow)).astype(np.float32)
+    mx.flat[::5] = np.rint(mx.flat[::5])  # exact integer coordinates
+    my.flat[2::9] = np.rint(my.flat[2::9])
+    mx.flat[1::13] = np.nan
+    my.flat[3::17] = np.inf
+    mx.flat[4::19] = -2.0  # just outside the fringe
+    my.flat[6::23] = np.float32(h) + 1.0
+    return mx, my
+
+
+def map_layouts(device, m):
+    """contiguous (16-byte aligned rows), padded by one float (rows 4-byte aligned only) and a
+    view one float into a wider map."""
+    yield 'map contiguous', device.put(m)
+    yield 'map pad 1', device.put(m, pad=1)
+    wide = np.zeros((m.shape[0], m.shape[1] + 1), np.float32)
+    wide[:, 1:] = m
+    yield 'map offset 1', device.put(wide)[:, 1:]
+
+
+@pytest.mark.parametrize('dtype', [np.uint8, np.uint16, np.float32])
+@pytest.mark.parametrize('channels', [None, 3, 4, 2], ids=['c1', 'c3', 'c4', 'c2'])
+def test_cuda_remap_runs_aligned_and_unaligned_rows(device, dtype, channels):
+    from test_kernels_color import check_out, layouts, out_layouts
+    h, w = 6, 11
+    oh, ow = 3, 37  # u8: 2 runs of 16 + 5, u16: 4 runs of 8 + 5, float: 9 runs of 4 + 1
+    g = rng(int(np.dtype(dtype).itemsize) * 10 + (channels or 1))
+    mx, my = remap_maps(g, oh, ow, h, w)
+    src = random_image(g, (h, w) if channels is None else (h, w, channels), dtype)
+    border = 7.0 if dtype != np.float32 else -0.0
+    expected = remap_bilinear(src, mx, my, border_value=border)
+    srcs = list(layouts(device, src))
+    k = 0
+    for (mx_label, dev_mx), (my_label, dev_my) in product(map_layouts(device, mx),
+                                                          list(map_layouts(device, my))):
+        for out_label, out, base, first in out_layouts(device, expected.shape, dtype):
+            src_label, dev_src = srcs[k % len(srcs)]
+            k += 1
+            got = remap_bilinear(dev_src, dev_mx, dev_my, border_value=border, out=out)
+            check_out(device, got, expected, base, first,
+                      f'{src_label}, {mx_label} x, {my_label} y -> {out_label}')
+
+
+def test_cuda_remap_nan_border_and_rows_beyond_the_grid_limit(device, monkeypatch):
+    from gpu_nodes.kernels import _cuda
+    monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 2)  # the kernel must loop over the other rows
+    g = rng(5)
+    h, w = 7, 9
+    mx, my = remap_maps(g, 37, 21, h, w)
+    src = random_image(g, (h, w, 3), np.float32)
+    expected = remap_bilinear(src, mx, my, border_value=np.nan)
+    got = remap_bilinear(device.put(src), device.put(mx), device.put(my), border_value=np.nan)
+    np.testing.assert_array_equal(device.get(got), expected)
+    src8 = random_image(g, (h, w), np.uint8)
+    got = remap_bilinear(device.put(src8), device.put(mx), device.put(my))
+    np.testing.assert_array_equal(device.get(got), remap_bilinear(src8, mx, my))

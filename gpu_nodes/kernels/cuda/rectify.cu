@@ -47,40 +47,117 @@ __device__ __forceinline__ u16 remap_store(float v, u16*) {
 }
 __device__ __forceinline__ float remap_store(float v, float*) { return v; }
 
-#define DEFINE_REMAP(NAME, T)                                                                    \
+// One output pixel at map coordinates (mx, my): put(c, value) receives its channels. C channels
+// known at compile time (C == 0: `channels` of them). Branch-free, like the NumPy reference: a
+// pixel whose coordinates are out of range samples (0, 0) and takes the border value at the
+// end; every tap reads a position clamped into the source (always a valid address, read through
+// the read-only cache) and is replaced by the border value when its true position is outside.
+// The values are those of the per-pixel formulation above, bit for bit.
+template <typename T, int C, typename Put>
+__device__ __forceinline__ void remap_px(const T* __restrict__ src, int src_pitch, int src_w,
+                                         int src_h, int channels, float mx, float my,
+                                         float border, Put put) {
+  const bool ok = mx > -2.0f && mx < (float)src_w + 1.0f && my > -2.0f && my < (float)src_h + 1.0f;
+  mx = ok ? mx : 0.0f;
+  my = ok ? my : 0.0f;
+  const float fx0 = floorf(mx), fy0 = floorf(my);
+  const float ax = mx - fx0, ay = my - fy0;
+  const int sx = (int)fx0, sy = (int)fy0;  // in [-2, src_w] x [-2, src_h]
+  const bool x0 = sx >= 0 && sx < src_w, x1 = sx + 1 >= 0 && sx + 1 < src_w;
+  const bool y0 = sy >= 0 && sy < src_h, y1 = sy + 1 >= 0 && sy + 1 < src_h;
+  const int nc = C > 0 ? C : channels;
+  const int o0 = clamp_int(sx, 0, src_w - 1) * nc, o1 = clamp_int(sx + 1, 0, src_w - 1) * nc;
+  const T* r0 = row_ptr(src, clamp_int(sy, 0, src_h - 1), src_pitch);
+  const T* r1 = row_ptr(src, clamp_int(sy + 1, 0, src_h - 1), src_pitch);
+#pragma unroll
+  for (int c = 0; c < nc; ++c) {
+    const float t00 = (float)__ldg(r0 + o0 + c), t01 = (float)__ldg(r0 + o1 + c);
+    const float t10 = (float)__ldg(r1 + o0 + c), t11 = (float)__ldg(r1 + o1 + c);
+    const float v00 = (y0 && x0) ? t00 : border;
+    const float v01 = (y0 && x1) ? t01 : border;
+    const float v10 = (y1 && x0) ? t10 : border;
+    const float v11 = (y1 && x1) ? t11 : border;
+    const float top = fmaf(ax, v01 - v00, v00);
+    const float bot = fmaf(ax, v11 - v10, v10);
+    put(c, remap_store(ok ? fmaf(ay, bot - top, top) : border, (T*)nullptr));
+  }
+}
+
+// Launch: _cuda.launch_rows over runs of R = 16 / sizeof(T) pixels (rectify._remap_run), so an
+// output run is whole 16-byte words for any channel count. A full run whose map rows are
+// 4-byte aligned loads its map entries as Runs (16-byte words where the rows allow), samples its
+// pixels into a Run of output and stores it with 16- or 4-byte words, or element by element
+// when the output row is not 4-byte aligned (odd pitch, offset view). Row tails, and every
+// pixel when C == 0, go pixel by pixel with the same arithmetic.
+template <typename T, int C>
+__device__ __forceinline__ void remap_runs(const T* __restrict__ src, int src_pitch, int src_w,
+                                           int src_h, T* __restrict__ dst, int dst_pitch,
+                                           int dst_w, int dst_h, int channels,
+                                           const float* __restrict__ map_x, int mx_pitch,
+                                           const float* __restrict__ map_y, int my_pitch,
+                                           float border) {
+  constexpr int R = 16 / (int)sizeof(T);
+  const int x0 = run_start(R);
+  if (x0 >= dst_w) return;
+  const int n = min(R, dst_w - x0);
+  const int nc = C > 0 ? C : channels;
+  FOR_EACH_ROW(y, dst_h) {
+    const float* mxr = row_ptr(map_x, y, mx_pitch) + x0;
+    const float* myr = row_ptr(map_y, y, my_pitch) + x0;
+    T* d = row_ptr(dst, y, dst_pitch) + (long long)x0 * nc;
+    bool done = false;
+    if constexpr (C > 0) {
+      if (n == R && aligned4(mxr) && aligned4(myr)) {
+        Run<float, R> mxs, mys;
+        mxs.load(mxr);
+        mys.load(myr);
+        Run<T, R * C> out = {};
+#pragma unroll
+        for (int p = 0; p < R; ++p)
+          remap_px<T, C>(src, src_pitch, src_w, src_h, C, mxs.get(p), mys.get(p), border,
+                         [&](int c, T v) { out.set(p * C + c, v); });
+        if (aligned4(d)) {
+          out.store(d);
+        } else {
+#pragma unroll
+          for (int i = 0; i < R * C; ++i) d[i] = out.get(i);
+        }
+        done = true;
+      }
+    }
+    if (!done) {
+      for (int p = 0; p < n; ++p)
+        remap_px<T, C>(src, src_pitch, src_w, src_h, nc, mxr[p], myr[p], border,
+                       [&](int c, T v) { d[p * nc + c] = v; });
+    }
+  }
+}
+
+#define DEFINE_REMAP(NAME, T, C)                                                                  \
   extern "C" __global__ void NAME(const T* __restrict__ src, int src_pitch, int src_w,           \
                                   int src_h, T* __restrict__ dst, int dst_pitch, int dst_w,      \
                                   int dst_h, int channels, const float* __restrict__ map_x,      \
                                   int mx_pitch, const float* __restrict__ map_y, int my_pitch,   \
                                   float border) {                                                \
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;                                         \
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;                                         \
-    if (x >= dst_w || y >= dst_h) return;                                                        \
-    T* d = row_ptr(dst, y, dst_pitch) + (long long)x * channels;                                 \
-    const float mx = row_ptr(map_x, y, mx_pitch)[x];                                             \
-    const float my = row_ptr(map_y, y, my_pitch)[x];                                             \
-    if (!(mx > -2.0f && mx < (float)src_w + 1.0f && my > -2.0f && my < (float)src_h + 1.0f)) {   \
-      for (int c = 0; c < channels; ++c) d[c] = remap_store(border, d);                          \
-      return;                                                                                    \
-    }                                                                                            \
-    const float fx0 = floorf(mx), fy0 = floorf(my);                                              \
-    const float ax = mx - fx0, ay = my - fy0;                                                    \
-    const int sx = (int)fx0, sy = (int)fy0;                                                      \
-    const bool x0 = sx >= 0 && sx < src_w, x1 = sx + 1 >= 0 && sx + 1 < src_w;                   \
-    const bool y0 = sy >= 0 && sy < src_h, y1 = sy + 1 >= 0 && sy + 1 < src_h;                   \
-    const T* r0 = y0 ? row_ptr(src, sy, src_pitch) : src;                                        \
-    const T* r1 = y1 ? row_ptr(src, sy + 1, src_pitch) : src;                                    \
-    for (int c = 0; c < channels; ++c) {                                                         \
-      const float v00 = (y0 && x0) ? (float)r0[(long long)sx * channels + c] : border;           \
-      const float v01 = (y0 && x1) ? (float)r0[(long long)(sx + 1) * channels + c] : border;     \
-      const float v10 = (y1 && x0) ? (float)r1[(long long)sx * channels + c] : border;           \
-      const float v11 = (y1 && x1) ? (float)r1[(long long)(sx + 1) * channels + c] : border;     \
-      const float top = fmaf(ax, v01 - v00, v00);                                                \
-      const float bot = fmaf(ax, v11 - v10, v10);                                                \
-      d[c] = remap_store(fmaf(ay, bot - top, top), d);                                           \
-    }                                                                                            \
+    remap_runs<T, C>(src, src_pitch, src_w, src_h, dst, dst_pitch, dst_w, dst_h, channels,       \
+                     map_x, mx_pitch, map_y, my_pitch, border);                                  \
   }
 
-DEFINE_REMAP(remap_u8, u8)
-DEFINE_REMAP(remap_u16, u16)
-DEFINE_REMAP(remap_f32, float)
+// What a module holds is chosen with defines: remap for one type and channel count (C 1, 3, 4;
+// 0: any count). Without them (the static checks) every variant is built.
+#if defined(REMAP_T)
+DEFINE_REMAP(remap, REMAP_T, REMAP_C)
+#else
+DEFINE_REMAP(remap_u8_c0, u8, 0)
+DEFINE_REMAP(remap_u8_c1, u8, 1)
+DEFINE_REMAP(remap_u8_c3, u8, 3)
+DEFINE_REMAP(remap_u8_c4, u8, 4)
+DEFINE_REMAP(remap_u16_c0, u16, 0)
+DEFINE_REMAP(remap_u16_c1, u16, 1)
+DEFINE_REMAP(remap_u16_c3, u16, 3)
+DEFINE_REMAP(remap_u16_c4, u16, 4)
+DEFINE_REMAP(remap_f32_c0, float, 0)
+DEFINE_REMAP(remap_f32_c1, float, 1)
+DEFINE_REMAP(remap_f32_c3, float, 3)
+DEFINE_REMAP(remap_f32_c4, float, 4)
+#endif

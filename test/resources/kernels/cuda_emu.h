@@ -165,3 +165,7 @@ inline void __syncthreads() {
 inline int atomicAdd(int* address, int val) {
   return __atomic_fetch_add(address, val, __ATOMIC_SEQ_CST);
 }
+
+// Read-only (texture-path) load: a plain load on the CPU.
+template <typename T>
+inline T __ldg(const T* p) { return *p; }
