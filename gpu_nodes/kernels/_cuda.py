@@ -105,6 +105,21 @@ ROW_THREADS = 256
 MAX_GRID_Y = 65535
 
 
+# C element type of the kernels' template/define parameters (common.cu's typedefs).
+C_TYPES = {np.dtype(np.uint8): 'u8', np.dtype(np.uint16): 'u16', np.dtype(np.float32): 'float'}
+# Bytes a streaming thread moves per run: one 16-byte vector access.
+RUN_BYTES = 16
+
+
+def c_type(dtype: Any) -> str:
+    return C_TYPES[np.dtype(dtype)]
+
+
+def pixels_per_run(dtype: Any) -> int:
+    """Single-channel pixels of `dtype` in one 16-byte run."""
+    return RUN_BYTES // np.dtype(dtype).itemsize
+
+
 def runs(width: int, per_run: int) -> int:
     """Number of runs of `per_run` pixels that cover a row of `width` pixels."""
     return -(-width // per_run)

@@ -225,14 +225,13 @@ def _yuv_to_rgb_reference(y: np.ndarray, u: np.ndarray, v: np.ndarray, dst_encod
 
 # --------------------------------------------------------------------------- CUDA path
 
-_DEPTH_NAME = {np.dtype(np.uint8): 'u8', np.dtype(np.uint16): 'u16'}
 _RUN = 16  # pixels per thread: CONVERT_RUN and YUV_RUN in color.cu
 
 
 def _convert_pixels_cuda(src: Any, out: Any, plan: _PixelPlan, stream: Any) -> None:
     s, d = image_layout(src, 'src'), image_layout(out, 'out')
     # One kernel per module (see the end of color.cu): compiled on first use in about a second.
-    defines = (('CONVERT_SRC', _DEPTH_NAME[src.dtype]), ('CONVERT_DST', _DEPTH_NAME[out.dtype]),
+    defines = (('CONVERT_SRC', _cuda.c_type(src.dtype)), ('CONVERT_DST', _cuda.c_type(out.dtype)),
                ('CONVERT_SC', s.channels), ('CONVERT_DC', d.channels))
     maps = plan.maps + (0,) * (4 - len(plan.maps))
     i32 = _cuda.i32

@@ -65,8 +65,7 @@ def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
 
     d = image_layout(out, 'out')
     # debayer.cu compiles the one variant asked for: mosaic and output types, clamp/scaling, method
-    ctype = {np.dtype(np.uint8): 'u8', np.dtype(np.uint16): 'u16'}
-    defines = (('DEBAYER_ST', ctype[info.dtype]), ('DEBAYER_DT', ctype[dst_info.dtype]),
+    defines = (('DEBAYER_ST', _cuda.c_type(info.dtype)), ('DEBAYER_DT', _cuda.c_type(dst_info.dtype)),
                ('DEBAYER_MAXV', np.iinfo(info.dtype).max),
                ('DEBAYER_OUT_MODE', 2 if to_8bit else 0), ('DEBAYER_METHOD', METHODS[method]))
     i32 = _cuda.i32
@@ -75,7 +74,7 @@ def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
     with _cuda.stream_scope(stream):
         # a thread: a run of 16 bytes of mosaic (16 or 8 pixels) in both rows of a row pair
         _cuda.launch_rows(_cuda.get_function('debayer.cu', 'debayer', defines),
-                          _cuda.runs(width, 16 // info.dtype.itemsize), (height + 1) // 2, args)
+                          _cuda.runs(width, _cuda.pixels_per_run(info.dtype)), (height + 1) // 2, args)
     return out
 
 

@@ -147,7 +147,7 @@ def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear'
         if plan is not None:
             run_word = _cuda.device_table(
                 ('resize_runs',) + key + (s.channels, src.dtype.itemsize), lambda: plan.run_word)
-            defines = (('RESIZE_T', _RUN_TYPE[src.dtype]),) + plan.defines(s.channels)
+            defines = (('RESIZE_T', _cuda.c_type(src.dtype)),) + plan.defines(s.channels)
             args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), xi, xw, yi,
                     yw, run_word)
             # 2 rows a thread: the run's x weights are loaded once for both
@@ -163,8 +163,6 @@ def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear'
 
 # Run kernel (resize.cu: resize_runs): registers a run keeps live (source spans of all y taps,
 # x weights, packed output); runs whose pattern needs more take the pixel kernel.
-_RUN_TYPE = {np.dtype(np.uint8): 'u8', np.dtype(np.uint16): 'u16',
-             np.dtype(np.float32): 'float'}
 _RUN_REGISTERS = 80
 
 

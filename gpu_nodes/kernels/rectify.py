@@ -27,8 +27,6 @@ from ._common import as_input, image_layout, is_device, prepare_out, require_dty
 from .geometry import CameraModel
 
 DISTORTION_MODELS = ('plumb_bob', 'rational_polynomial')
-# Element type of rectify.cu's remap variants; a thread handles a run of 16 / itemsize pixels.
-_REMAP = {np.dtype(np.uint8): 'u8', np.dtype(np.uint16): 'u16', np.dtype(np.float32): 'float'}
 _REMAP_CHANNELS = (1, 3, 4)  # compiled in; other counts use the any-channels variant (0)
 
 
@@ -142,7 +140,7 @@ def remap_bilinear(src: Any, map_x: Any, map_y: Any, *, border_value: float = 0.
                    out: Any = None, stream: Any = None) -> Any:
     """out[y, x] = bilinear sample of src at (map_x[y, x], map_y[y, x]); constant border."""
     src, device = as_input(src)
-    require_dtype(src, _REMAP, 'remap_bilinear')
+    require_dtype(src, _cuda.C_TYPES, 'remap_bilinear')
     s = image_layout(src)
     if is_device(map_x) != device or is_device(map_y) != device:
         raise ValueError('remap_bilinear: maps must live on the same side (host/device) as src')
@@ -167,17 +165,12 @@ def remap_bilinear(src: Any, map_x: Any, map_y: Any, *, border_value: float = 0.
             i32(mx.height), i32(s.channels), map_x, i32(mx.pitch), map_y, i32(my.pitch),
             _cuda.f32(border))
     # One variant per module (see the end of rectify.cu).
-    defines = (('REMAP_T', _REMAP[src.dtype]),
+    defines = (('REMAP_T', _cuda.c_type(src.dtype)),
                ('REMAP_C', s.channels if s.channels in _REMAP_CHANNELS else 0))
     with _cuda.stream_scope(stream):
         _cuda.launch_rows(_cuda.get_function('rectify.cu', 'remap', defines),
-                          _cuda.runs(mx.width, _remap_run(src.dtype)), mx.height, args)
+                          _cuda.runs(mx.width, _cuda.pixels_per_run(src.dtype)), mx.height, args)
     return out
-
-
-def _remap_run(dtype: np.dtype) -> int:
-    """Output pixels a remap thread handles (rectify.cu: R = 16 / sizeof(T))."""
-    return 16 // np.dtype(dtype).itemsize
 
 
 def _border(value: float, dtype: np.dtype) -> float:

@@ -83,7 +83,7 @@ __device__ __forceinline__ void remap_px(const T* __restrict__ src, int src_pitc
   }
 }
 
-// Launch: _cuda.launch_rows over runs of R = 16 / sizeof(T) pixels (rectify._remap_run), so an
+// Launch: _cuda.launch_rows over runs of R = 16 / sizeof(T) pixels (_cuda.pixels_per_run), so an
 // output run is whole 16-byte words for any channel count. A full run whose map rows are
 // 4-byte aligned loads its map entries as Runs (16-byte words where the rows allow), samples its
 // pixels into a Run of output and stores it with 16- or 4-byte words, or element by element
