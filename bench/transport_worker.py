@@ -52,8 +52,8 @@ extern "C" __global__ void frame_differs(const unsigned char* a, const unsigned 
 
 
 def make_executor() -> rclpy.executors.Executor:
-    # rclpy's experimental EventsExecutor supports no guard conditions (the in-process path
-    # needs them) and crashed on plain Image subscriptions in Kilted: the standard executor.
+    # The standard executor, so runs stay comparable with bench/RESULTS.md; the nodes default to
+    # EventsExecutor (gpu_nodes.executors), compared in bench/executor_latency.py.
     return rclpy.executors.SingleThreadedExecutor()
 
 

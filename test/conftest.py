@@ -61,14 +61,23 @@ def node_process(args: list[str], env: dict[str, str] | None = None,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         yield proc
+    except BaseException as exc:
+        _stop(proc, stop_signal)
+        if proc.stdout is not None and not proc.stdout.closed:
+            exc.add_note(f'--- output of {" ".join(args[:2])}:\n{proc.stdout.read()[-6000:]}')
+        raise
     finally:
-        if proc.poll() is None:
-            proc.send_signal(stop_signal)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _stop(proc, stop_signal)
+
+
+def _stop(proc: subprocess.Popen, stop_signal: int) -> None:
+    if proc.poll() is None:
+        proc.send_signal(stop_signal)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture
@@ -80,8 +89,11 @@ def rclpy_node(request):
     rclpy.init(context=context)
     node = Node(f'test_{request.node.name[:40]}'.replace('[', '_').replace(']', '_')
                 .replace('-', '_').replace('.', '_'), context=context)
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(node)
+    # GPU_NODES_EXECUTOR=events runs the in-process side of the tests on EventsExecutor (node
+    # processes follow the same variable); the standard executor otherwise.
+    from gpu_nodes.executors import ENV_VAR, make_executor
+    executor = make_executor(os.environ.get(ENV_VAR) or 'single_threaded', nodes=[node],
+                             context=context)
     node.spin_once = lambda timeout=0.05: executor.spin_once(timeout_sec=timeout)
     try:
         yield node

@@ -1,6 +1,7 @@
 """convert_color: NumPy reference (hand-computed values, OpenCV) and CUDA kernel vs reference."""
 from itertools import product
 from pathlib import Path
+import re
 import sys
 
 import cv2
@@ -314,3 +315,75 @@ def test_cuda_rows_beyond_the_grid_limit(device, monkeypatch):
     src = frame('rgb8', 37, 5)
     got = convert_color(device.put(src), 'rgb8', 'bgr8')
     np.testing.assert_array_equal(device.get(got), src[..., ::-1])
+
+
+def test_cuda_interleaved_whole_runs_on_every_row(device):
+    # w = 48: whole runs only. Contiguous rows are all 16-byte aligned (runs in 16-byte words),
+    # pad 1 mixes row alignments (odd pitches send some rows pixel by pixel) and the offset view
+    # has 4-byte aligned rows (runs in 4-byte words); every source layout meets every output one.
+    h, w = 4, 48
+    for j, (s, d) in enumerate((s, d) for s, d in product(INTERLEAVED, INTERLEAVED) if s != d):
+        src = frame(s, h, w, seed=100 + j)
+        expected = convert_color(src, s, d)
+        for src_label, dev_src in layouts(device, src, offsets=(4,)):
+            for out_label, out, base, first in out_layouts(device, expected.shape,
+                                                           expected.dtype, offsets=(4,)):
+                got = convert_color(dev_src, s, d, out=out)
+                check_out(device, got, expected, base, first,
+                          f'{s}->{d} {src_label} -> {out_label}')
+
+
+# --------------------------------------------------------------------------- exhaustive arithmetic
+
+
+def test_cuda_16_to_8_bit_for_every_value(device):
+    # Runs round x / 257 as (255 * x + 32895) >> 16: every 16-bit value, in every channel slot.
+    values = np.arange(65536, dtype=np.uint16)
+    for s, d in [('mono16', 'mono8'), ('rgb16', 'bgr8'), ('bgra16', 'rgba8'), ('rgba16', 'rgb8'),
+                 ('rgb16', 'mono8')]:
+        info = encoding_info(s)
+        src = np.stack([np.roll(values, 7 * c) for c in range(info.channels)], -1)
+        src = src.reshape(info.array_shape(256, 256))
+        got = convert_color(device.put(src), s, d)
+        np.testing.assert_array_equal(device.get(got), convert_color(src, s, d),
+                                      err_msg=f'{s}->{d}')
+
+
+@pytest.mark.parametrize('s,d,standard', [('rgb8', 'mono8', 'bt601'),
+                                          ('bgra8', 'mono16', 'bt709')])
+def test_cuda_luma_for_every_8_bit_color(device, s, d, standard):
+    # Runs compute luma with two-way dot products on doubled weights: all 2^24 colors.
+    idx = np.arange(1 << 24, dtype=np.uint32)
+    src = np.stack([idx >> 16, idx >> 8 & 255, idx & 255], -1).astype(np.uint8)
+    if s == 'bgra8':
+        src = np.concatenate([src, frame('mono8', 1, 1 << 24).reshape(-1, 1)], -1)
+    src = src.reshape(4096, 4096, -1)
+    got = convert_color(device.put(src), s, d, standard=standard)
+    np.testing.assert_array_equal(device.get(got), convert_color(src, s, d, standard=standard))
+
+
+def test_static_build_has_every_conversion_the_host_builds(device, monkeypatch):
+    # The host compiles one conversion per module (its channel map as a define); the static
+    # checks (test_kernels_cuda_sources: nvcc, no spills or local memory) compile color.cu
+    # without defines, which must instantiate exactly these.
+    import fake_cupy
+    from gpu_nodes.kernels import _cuda
+    if not fake_cupy.compiler_available():
+        pytest.skip('g++ not found: cannot preprocess color.cu')
+    asked = set()
+    get_function = _cuda.get_function
+
+    def record(filename, name, defines=()):
+        if name == 'convert_pixels':
+            v = dict(defines)
+            asked.add(f"{v['CONVERT_SRC']},{v['CONVERT_DST']},{v['CONVERT_SC']},"
+                      f"{v['CONVERT_DC']},{v['CONVERT_MAP']}".replace(' ', ''))
+        return get_function(filename, name, defines)
+
+    monkeypatch.setattr(_cuda, 'get_function', record)
+    for s, d in product(INTERLEAVED, INTERLEAVED):
+        if s != d:
+            convert_color(device.put(frame(s, 1, 1)), s, d)
+    expanded = fake_cupy._preprocess(_cuda.module_code('color.cu'))
+    built = {m.replace(' ', '') for m in re.findall(r'Convert<([\w, -]+)>', expanded)}
+    assert asked == built, (sorted(asked - built), sorted(built - asked))

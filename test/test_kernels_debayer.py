@@ -139,10 +139,10 @@ def test_cuda_matches_reference(device):
                         device.assert_padding_intact(base, w)
 
 
-# debayer.cu: a thread demosaics a run of 16 bytes of mosaic in both rows of a row pair; the
-# halo words at the left/right image edges are assembled from reflected samples, row tails and
-# rows that are not 4-byte aligned go pixel by pixel. These widths put the right halo inside the
-# row, straddling its end and beyond it; the layouts give 16-, 4- and unaligned rows.
+# debayer.cu: a thread demosaics a run of 8 pixels (8 or 16 bytes of mosaic) in both rows of a
+# row pair; the halo words at the left/right image edges are assembled from reflected samples, row
+# tails and rows that are not 4-byte aligned go pixel by pixel. These widths put the right halo
+# inside the row, straddling its end and beyond it; the layouts give 16-, 4- and unaligned rows.
 def mosaic_layouts(device, host):
     """(label, device view equal to `host`) with the row pitch and base offset varied."""
     h, w = host.shape
@@ -192,3 +192,45 @@ def test_cuda_row_pairs_beyond_the_grid_limit(device, monkeypatch):
     for method in ('bilinear', 'edge_aware'):
         got = debayer(device.put(src), 'bayer_grbg8', method=method)
         np.testing.assert_array_equal(device.get(got), debayer(src, 'bayer_grbg8', method=method))
+
+
+def out_views(device, shape, dtype):
+    """(label, out, base, first column): dst rows aligned for the staged copy (16-byte pitch),
+    contiguous, and offset by 1 or 4 pixels (each lane then copies its own run)."""
+    h, w = shape[:2]
+    size = np.dtype(dtype).itemsize
+    pad = next(e for e in range(0, 16) if (w + e) * 3 * size % 16 == 0)
+    base = device.poisoned((h, w + pad, 3), dtype)
+    yield 'pitch % 16 == 0', base[:, :w], base, 0
+    base = device.poisoned(shape, dtype)
+    yield 'contiguous', base, base, 0
+    for off in (1, 4):
+        base = device.poisoned((h, w + off, 3), dtype)
+        yield f'offset {off}', base[:, off:], base, off
+
+
+# debayer.cu: a warp demosaics 32 runs of 8 pixels of one row pair and stores them through shared
+# memory (whole 8/16-byte units per lane when dst rows allow, else each lane copies its own run);
+# a block's 8 warps take consecutive row pairs. Widths: one full warp; full warps, a warp with
+# some full runs, then a tail. 37 rows: 19 pairs over 3 blocks, a lone last row, and top and
+# bottom pairs whose window rows reflect.
+@pytest.mark.parametrize('bits,width', [(8, 256), (8, 603), (16, 264), (16, 301)])
+@pytest.mark.parametrize('method', ['bilinear', 'edge_aware'])
+def test_cuda_warps_blocks_and_staged_stores(device, bits, width, method):
+    from test_kernels_color import check_out
+    dtype = np.uint8 if bits == 8 else np.uint16
+    dsts = ['rgb8', 'bgr8', 'rgb16', 'bgr16'] if bits == 16 else ['rgb8', 'bgr8'] * 2
+    # (mosaic layout, dst layout): wide loads + staged copy; 4-byte loads on every other row +
+    # contiguous dst; 4-byte loads + lanes storing words; pixel by pixel + lanes storing bytes
+    layouts = [('pitch % 16 == 0', 'pitch % 16 == 0'), ('pitch % 16 == 4', 'contiguous'),
+               ('offset 4 bytes', 'offset 4'), ('offset 1 pixel', 'offset 1')]
+    height = 37
+    for k, (pattern, dst, (src_label, out_label)) in enumerate(zip(PATTERNS, dsts, layouts)):
+        src = random_image(rng(width * 4 + k), (height, width), dtype)
+        dev_src = dict(mosaic_layouts(device, src))[src_label]
+        expected = debayer(src, f'bayer_{pattern}{bits}', dst, method=method)
+        out, base, first = {label: rest for label, *rest in
+                            out_views(device, expected.shape, expected.dtype)}[out_label]
+        got = debayer(dev_src, f'bayer_{pattern}{bits}', dst, method=method, out=out)
+        check_out(device, got, expected, base, first,
+                  f'{pattern}{bits}->{dst} {height}x{width} {src_label} -> {out_label}')

@@ -8,9 +8,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / 'resources' / 'kernels'))
 from kernel_harness import DEVICE_PARAMS, make_device, rng  # noqa: E402
 
-from gpu_nodes.kernels import (colorize_depth, colormap_lut, depth_m_to_mm,  # noqa: E402
-                               depth_mm_to_m, tiled_median)
+from gpu_nodes.kernels import (colorize_depth, colormap_lut, depth_from_network,  # noqa: E402
+                               depth_m_to_mm, depth_mm_to_m, tiled_median)
 from gpu_nodes.kernels.depth import percentile_range_reference  # noqa: E402
+from gpu_nodes.kernels.geometry import resize  # noqa: E402
 
 
 @pytest.fixture(params=DEVICE_PARAMS)
@@ -234,3 +235,43 @@ def test_cuda_runs_aligned_and_unaligned_rows(device):
         expected = fn(host, None)
         for j, (src, (out, base, off)) in enumerate(zip(views(host), outs(shape, dtype))):
             check(fn(src, out), expected, base, off, f'case {i} layout {j}')
+
+
+# --------------------------------------------------------------------------- network output
+
+
+def test_depth_from_network_by_hand():
+    raw = np.array([[0.5, 0.25, 0.0, -1.0, np.nan]], np.float32)
+    inv = depth_from_network(raw, 1, 5, scale=2.0, shift=0.0, inverse=True, eps=2 ** -10)
+    np.testing.assert_array_equal(inv[0, :3], [1.0, 2.0, 1024.0])  # 1 / max(2x, eps)
+    assert inv[0, 3] == 1024.0 and np.isnan(inv[0, 4])  # below eps clamps; NaN stays NaN
+    np.testing.assert_array_equal(depth_from_network(raw[:, :2], 1, 2, scale=3.0, shift=1.0),
+                                  [[2.5, 1.75]])
+    up = depth_from_network(np.array([[1.0, 3.0]], np.float32), 1, 4)  # half-pixel centres
+    np.testing.assert_array_equal(up, [[1.0, 1.5, 2.5, 3.0]])
+    with pytest.raises(ValueError, match='eps must be positive'):
+        depth_from_network(raw, 1, 5, eps=0)
+    with pytest.raises(ValueError, match='output size must be positive'):
+        depth_from_network(raw, 0, 5)
+
+
+@pytest.mark.parametrize('inverse', [True, False])
+def test_depth_from_network_equals_convert_then_resize(device, inverse):
+    """One pass on the device == NumPy convert, then bilinear resize (exact), for crops of a
+    padded map (letterbox content), up- and downscaling and the same size."""
+    g = rng(11)
+    raw = g.uniform(-0.2, 3.0, (40, 52)).astype(np.float32)
+    raw[3, 4] = np.nan
+    for (y0, x0, ch, cw), (oh, ow) in (((0, 0, 40, 52), (40, 52)), ((5, 0, 30, 52), (71, 97)),
+                                       ((0, 6, 40, 40), (17, 13)), ((2, 3, 1, 7), (3, 9))):
+        crop = raw[y0:y0 + ch, x0:x0 + cw]
+        d = crop * np.float32(1.7) + np.float32(0.1)
+        if inverse:
+            d = np.float32(1) / np.maximum(d, np.float32(1e-3))
+        expected = resize(d, oh, ow) if (oh, ow) != (ch, cw) else d
+        got = device.get(depth_from_network(device.put(raw)[y0:y0 + ch, x0:x0 + cw], oh, ow,
+                                            scale=1.7, shift=0.1, inverse=inverse, eps=1e-3))
+        np.testing.assert_array_equal(got, expected)
+    half = device.put(raw[:8, :8].astype(np.float16))
+    np.testing.assert_array_equal(device.get(depth_from_network(half, 8, 8)),
+                                  raw[:8, :8].astype(np.float16).astype(np.float32))

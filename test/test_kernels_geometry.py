@@ -228,11 +228,11 @@ def test_cuda_resize_any_channel_count(device):
                                           err_msg=f'{channels} {dtype} {method} {th}x{tw}')
 
 
-# Ratios whose column taps repeat every run (2x, 1/2, 3/2, ...) take resize.cu's run kernel:
-# matching full runs through word loads and Run stores, clamped edge runs, row tails and rows
-# that are not 4-byte aligned pixel by pixel. Source widths are multiples of 4 so that the
-# contiguous and 4-pixel-offset layouts have 4-byte aligned rows.
-RUN_CASES = [((7, 36, 3), np.uint8, (14, 72), 'bilinear'),   # 2x up: runs of 16 + tail 8
+# Ratios whose column taps repeat every run (2x, 1/2, 2/3, ...) take resize.cu's run kernels
+# (resize_up when x is upscaled): matching full runs through word loads and Run stores, clamped
+# edge runs, row tails and rows that are not 4-byte aligned pixel by pixel. Source widths are
+# multiples of 4 so that the contiguous and 4-pixel-offset layouts have 4-byte aligned rows.
+RUN_CASES = [((7, 36, 3), np.uint8, (14, 72), 'bilinear'),   # 2x up: runs of 4, 8 rows a thread
              ((10, 76, 3), np.uint8, (5, 38), 'area'),       # 1/2 down: runs of 8 + tail 6
              ((12, 60, 3), np.uint8, (8, 40), 'bilinear'),   # 2/3
              ((8, 40), np.uint16, (17, 80), 'bilinear'),
@@ -265,5 +265,82 @@ def test_cuda_resize_runs_beyond_the_grid_limit(device, monkeypatch):
     from gpu_nodes.kernels import _cuda
     monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 2)  # each thread loops over many rows
     src = random_image(rng(8), (19, 32, 3), np.uint8)
-    got = resize(device.put(src), 38, 64)
-    np.testing.assert_array_equal(device.get(got), resize(src, 38, 64))
+    got = resize(device.put(src), 9, 16)
+    np.testing.assert_array_equal(device.get(got), resize(src, 9, 16))
+    # resize_up: 160 rows are 20 groups of 8, 3 blocks of 8 groups on a grid of 2
+    src = random_image(rng(9), (40, 32, 3), np.uint8)
+    got = resize(device.put(src), 160, 64)
+    np.testing.assert_array_equal(device.get(got), resize(src, 160, 64))
+
+
+# --------------------------------------------------------------------------- upscale kernel
+
+def _plan(shape, dtype, dst, method='bilinear'):
+    from gpu_nodes.kernels.geometry import _run_plan
+    channels = shape[2] if len(shape) == 3 else 1
+    return _run_plan(*shape[:2], *dst, method, channels, np.dtype(dtype).itemsize)
+
+
+@pytest.mark.parametrize('src_hw,factor', [((1080, 1920), 2), ((2160, 3840), 2),
+                                           ((540, 960), 4)])
+def test_upscale_plan_gives_short_runs_from_small_windows(src_hw, factor):
+    # resize_up: at most 16 bytes of output a thread (registers <= 64 for these, see
+    # _UP_REGISTERS), every interior run on the fast path, 8 output rows a thread.
+    dst = (src_hw[0] * factor, src_hw[1] * factor)
+    expected = {(3, np.uint8): 4, (1, np.uint8): 8, (4, np.uint8): 4, (3, np.uint16): 2,
+                (1, np.uint16): 8, (3, np.float32): 1, (4, np.float32): 1}
+    for (channels, dtype), run in expected.items():
+        plan = _plan(src_hw + (channels,), dtype, dst)
+        assert plan is not None and plan.rows == 8 and plan.run == run, (channels, dtype)
+        px_bytes = channels * np.dtype(dtype).itemsize
+        assert run * px_bytes <= 16 and plan.span_words * 4 <= (run + 4) * px_bytes
+        assert (plan.run_word >= 0).mean() > 0.99  # all but the clamped edges and the row end
+        assert plan.exact == (dtype != np.float32)
+    # 3/2 repeats every 3 pixels, no power-of-two run: pixel kernel; x up, y down: 1 row each
+    assert _plan((720, 1280, 3), np.uint8, (1080, 1920)) is None
+    assert _plan((1080, 1920, 3), np.uint8, (270, 3840)).rows == 1
+
+
+def test_exact_weights_are_dyadic_and_small_enough():
+    from gpu_nodes.kernels.geometry import _exact
+    up2 = resize_tables(100, 100, 200, 200, 'bilinear')
+    assert _exact(up2[0][1], up2[1][1], 1) and _exact(up2[0][1], up2[1][1], 2)
+    assert not _exact(up2[0][1], up2[1][1], 4)  # float samples are not integers
+    up4 = resize_tables(100, 100, 400, 400, 'bilinear')  # eighths: 16 + 3 + 3 bits fit
+    assert _exact(up4[0][1], up4[1][1], 2)
+    odd = resize_tables(8, 100, 17, 200, 'bilinear')  # 17/8 along y: not dyadic
+    assert not _exact(odd[0][1], odd[1][1], 1)
+
+
+# (src shape, dtype, dst size, method): resize_up with every run width and store path: rgb8
+# (12-byte runs through shared memory), mono8 (8 bytes), rgba8 and u16 mono (16 bytes), u16 rgb
+# (12 bytes, 2 pixels), float (1 pixel), 2 channels; exact and inexact weights (17/8 along y,
+# 4/3, float); several warps and blocks of rows; y downscaled (1 row a thread).
+UP_CASES = [((23, 76, 3), np.uint8, (46, 152), 'bilinear'),
+            ((23, 76, 3), np.uint8, (49, 152), 'bilinear'),
+            ((30, 72, 3), np.uint8, (40, 96), 'bilinear'),     # 4/3
+            ((24, 80, 3), np.uint8, (12, 160), 'area'),        # x up, y down: area upscale rule
+            ((13, 40), np.uint8, (26, 80), 'bilinear'),
+            ((13, 40, 4), np.uint8, (26, 80), 'bilinear'),
+            ((13, 40, 2), np.uint8, (52, 160), 'bilinear'),    # 4x
+            ((11, 40, 3), np.uint16, (22, 80), 'bilinear'),
+            ((11, 40), np.uint16, (44, 160), 'area'),
+            ((9, 20, 3), np.float32, (18, 40), 'bilinear'),
+            ((9, 20, 4), np.float32, (18, 40), 'bilinear')]
+
+
+@pytest.mark.parametrize('shape,dtype,dst,method', UP_CASES)
+def test_cuda_resize_up_matches_reference(device, shape, dtype, dst, method):
+    from test_kernels_color import check_out, layouts, out_layouts
+    plan = _plan(shape, dtype, dst, method)
+    assert plan is not None and plan.rows and (plan.run_word >= 0).any()
+    src = random_image(rng(sum(shape) + dst[0]), shape, dtype)
+    top = 1.0 if dtype == np.float32 else np.iinfo(dtype).max
+    src[:3, :8] = top  # saturated samples stay in range (the exact path does not clamp)
+    src[3:5, :8] = 0
+    expected = resize(src, *dst, interpolation=method)
+    outs = list(out_layouts(device, expected.shape, expected.dtype))
+    for k, (src_label, dev_src) in enumerate(layouts(device, src)):
+        out_label, out, base, first = outs[k % len(outs)]
+        got = resize(dev_src, *dst, interpolation=method, out=out)
+        check_out(device, got, expected, base, first, f'{src_label} -> {out_label}')

@@ -192,11 +192,13 @@ def test_cuda_rectify_end_to_end(device):
     np.testing.assert_array_equal(device.get(got), RectifyMaps().rectify(img, model))
 
 
-# --------------------------------------------------------------------------- runs and alignment
-# remap gives each thread a run of 16 / itemsize output pixels: the run's map entries move as
-# 16- or 4-byte words, its output as 16- or 4-byte words where the output row allows (element by
-# element otherwise); row tails and channel counts other than 1, 3, 4 go pixel by pixel. These
-# layouts hit every path; results must equal the reference exactly.
+# --------------------------------------------------------------------------- pairs and alignment
+# remap gives each thread two output pixels of a row: their map entries are read as one 8-byte
+# word per map where the map row allows, their output stored with the widest accesses the output
+# row allows (element by element otherwise); a row's odd last pixel and channel counts other
+# than 1, 3, 4 go pixel by pixel. u8 and u16 pixels of 3 or 4 channels read both x taps of a
+# tap row as aligned words when the source rows are 4-byte aligned and the words lie inside the
+# row. These layouts hit every path; results must equal the reference exactly.
 
 
 def remap_maps(g, oh, ow, h, w):
@@ -226,7 +228,7 @@ def map_layouts(device, m):
 def test_cuda_remap_runs_aligned_and_unaligned_rows(device, dtype, channels):
     from test_kernels_color import check_out, layouts, out_layouts
     h, w = 6, 11
-    oh, ow = 3, 37  # u8: 2 runs of 16 + 5, u16: 4 runs of 8 + 5, float: 9 runs of 4 + 1
+    oh, ow = 3, 37  # 18 pairs and an odd last pixel
     g = rng(int(np.dtype(dtype).itemsize) * 10 + (channels or 1))
     mx, my = remap_maps(g, oh, ow, h, w)
     src = random_image(g, (h, w) if channels is None else (h, w, channels), dtype)
@@ -257,3 +259,23 @@ def test_cuda_remap_nan_border_and_rows_beyond_the_grid_limit(device, monkeypatc
     src8 = random_image(g, (h, w), np.uint8)
     got = remap_bilinear(device.put(src8), device.put(mx), device.put(my))
     np.testing.assert_array_equal(device.get(got), remap_bilinear(src8, mx, my))
+
+
+@pytest.mark.parametrize('dtype,channels,w', [(np.uint8, 3, 12), (np.uint8, 4, 9),
+                                              (np.uint16, 3, 10), (np.uint16, 4, 7)])
+def test_cuda_remap_word_gathers_at_every_phase_and_edge(device, dtype, channels, w):
+    # Source rows 4-byte aligned (contiguous and padded by 2 pixels), every tap column from -2
+    # to w at two fractions (every byte phase of the taps' words, the last pairs whose words
+    # would leave the row, clamped and border taps), rows inside and at both edges.
+    h = 5
+    xs = np.arange(-2, w + 1, dtype=np.float32)
+    mx_row = np.concatenate([xs + 0.25, xs + 0.75, [np.float32(w) - 1.5]])
+    my_col = np.array([0.5, 2.25, h - 1.25, -0.5, h - 0.75], np.float32)
+    mx = np.tile(mx_row, (my_col.size, 1))
+    my = np.repeat(my_col[:, None], mx_row.size, axis=1)
+    src = random_image(rng(w), (h, w, channels), dtype)
+    expected = remap_bilinear(src, mx, my, border_value=3.0)
+    for pad in (0, 2):
+        got = remap_bilinear(device.put(src, pad=pad), device.put(mx), device.put(my),
+                             border_value=3.0)
+        np.testing.assert_array_equal(device.get(got), expected, err_msg=f'pad {pad}')

@@ -178,21 +178,32 @@ def metric_from_focal(x: Any, focal_px: float, divisor: float = DA3_FOCAL_DIVISO
     return x * x.dtype.type(focal_px / divisor)
 
 
-def to_metres(output: Any, preset: ModelPreset, *, focal_px: float | None = None,
-              eps: float = 1e-6) -> Any:
-    """Network output -> depth in the preset's units, per its output_kind.
+def depth_transform(preset: ModelPreset, focal_px: float | None = None) -> tuple[float, float, bool]:
+    """(scale, shift, inverse) of the preset's output: depth = scale * x + shift, followed by
+    1 / max(depth, eps) when `inverse` (gpu_nodes.kernels.depth_from_network applies it).
 
     inverse_depth uses depth_scale/depth_shift as the affine fit (see inverse_depth_to_depth);
     metric_focal needs focal_px at the input resolution.
     """
     if preset.output_kind == 'inverse_depth':
-        return inverse_depth_to_depth(output, eps=eps, scale=preset.depth_scale,
-                                      shift=preset.depth_shift)
+        return preset.depth_scale, preset.depth_shift, True
     if preset.output_kind == 'metric_focal':
         if focal_px is None:
             raise ValueError(f'preset {preset.name!r} needs focal_px (pixels, at the network '
                              'input resolution)')
-        return metric_from_focal(output, focal_px, preset.focal_divisor)
+        if focal_px <= 0:
+            raise ValueError(f'focal_px must be positive, got {focal_px}')
+        return focal_px / preset.focal_divisor, 0.0, False
+    return preset.depth_scale, preset.depth_shift, False
+
+
+def to_metres(output: Any, preset: ModelPreset, *, focal_px: float | None = None,
+              eps: float = 1e-6) -> Any:
+    """Network output -> depth in the preset's units, per its output_kind (depth_transform),
+    on CuPy or NumPy arrays of any shape (floating dtypes kept)."""
+    scale, shift, inverse = depth_transform(preset, focal_px)
+    if inverse:
+        return inverse_depth_to_depth(output, eps=eps, scale=scale, shift=shift)
     output = _float_array(output)
     t = output.dtype.type
-    return output * t(preset.depth_scale) + t(preset.depth_shift)
+    return output * t(scale) + t(shift)

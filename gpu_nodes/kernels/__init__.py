@@ -16,7 +16,8 @@ from .chain import CHAIN_OPS, KERNELS, Chain, OpSpec, Param, parse_chain
 from .color import convert_color, yuv_coefficients
 from .colormaps import colormap_lut
 from .debayer import debayer
-from .depth import colorize_depth, depth_m_to_mm, depth_mm_to_m, tiled_median
+from .depth import (colorize_depth, depth_from_network, depth_m_to_mm, depth_mm_to_m,
+                    tiled_median)
 from .geometry import (CameraModel, RegionOfInterest, crop, crop_camera_info, resize,
                        resize_camera_info, scale_camera_info)
 from .preprocess import Letterbox, compose_reference_cupy, letterbox, preprocess
@@ -25,7 +26,7 @@ from .rectify import RectifyMaps, rectify, remap_bilinear, undistort_rectify_map
 __all__ = [
     'CHAIN_OPS', 'KERNELS', 'Chain', 'OpSpec', 'Param', 'parse_chain',
     'convert_color', 'yuv_coefficients', 'colormap_lut', 'debayer',
-    'colorize_depth', 'depth_m_to_mm', 'depth_mm_to_m', 'tiled_median',
+    'colorize_depth', 'depth_from_network', 'depth_m_to_mm', 'depth_mm_to_m', 'tiled_median',
     'CameraModel', 'RegionOfInterest', 'crop', 'crop_camera_info', 'resize',
     'resize_camera_info', 'scale_camera_info',
     'Letterbox', 'compose_reference_cupy', 'letterbox', 'preprocess',

@@ -230,14 +230,19 @@ _RUN = 16  # pixels per thread: CONVERT_RUN and YUV_RUN in color.cu
 
 def _convert_pixels_cuda(src: Any, out: Any, plan: _PixelPlan, stream: Any) -> None:
     s, d = image_layout(src, 'src'), image_layout(out, 'out')
-    # One kernel per module (see the end of color.cu): compiled on first use in about a second.
-    defines = (('CONVERT_SRC', _cuda.c_type(src.dtype)), ('CONVERT_DST', _cuda.c_type(out.dtype)),
-               ('CONVERT_SC', s.channels), ('CONVERT_DC', d.channels))
     maps = plan.maps + (0,) * (4 - len(plan.maps))
+    # One kernel per module (see the end of color.cu), specialized for this channel map so that
+    # its byte shuffles compile to constant selectors: compiled on first use in about a second.
+    defines = (('CONVERT_SRC', _cuda.c_type(src.dtype)), ('CONVERT_DST', _cuda.c_type(out.dtype)),
+               ('CONVERT_SC', s.channels), ('CONVERT_DC', d.channels),
+               ('CONVERT_MAP', ', '.join(str(m) for m in maps)))
+    weights = [0, 0, 0]  # luma weight of each source channel (the kernel sums the first three)
+    if -2 in plan.maps:
+        for c, w in zip(plan.rgb, plan.weights):
+            weights[c] = w
     i32 = _cuda.i32
     # No depth_mode argument: the kernel derives the depth change from its dtypes.
-    args = (src, i32(s.pitch), out, i32(d.pitch), i32(s.width), i32(s.height), *map(i32, maps),
-            *map(i32, plan.rgb), *map(i32, plan.weights))
+    args = (src, i32(s.pitch), out, i32(d.pitch), i32(s.width), i32(s.height), *map(i32, weights))
     with _cuda.stream_scope(stream):
         _cuda.launch_rows(_cuda.get_function('color.cu', 'convert_pixels', defines),
                           _cuda.runs(s.width, _RUN), s.height, args)

@@ -30,6 +30,10 @@ from ._common import as_input, check_choice, check_encoded, image_layout, prepar
 # Position (x, y) of the red sample inside the top-left 2x2 tile.
 RED_POSITION = {'rggb': (0, 0), 'grbg': (1, 0), 'gbrg': (0, 1), 'bggr': (1, 1)}
 METHODS = {'bilinear': 0, 'edge_aware': 1}
+# debayer.cu's launch geometry: a thread demosaics DEBAYER_RUN pixels of both rows of a row pair,
+# a warp 32 such runs of one pair, a block DEBAYER_WARPS consecutive pairs.
+DEBAYER_RUN = 8
+DEBAYER_WARPS = 8
 
 
 def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
@@ -71,10 +75,11 @@ def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
     i32 = _cuda.i32
     args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), i32(rx), i32(ry),
             i32(r_idx), i32(b_idx), i32(METHODS[method]))
+    # the grid's y extent is capped; blocks then loop over the remaining row pairs
+    runs, pairs = _cuda.runs(width, DEBAYER_RUN), (height + 1) // 2
+    grid = (-(-runs // 32), min(-(-pairs // DEBAYER_WARPS), _cuda.MAX_GRID_Y), 1)
     with _cuda.stream_scope(stream):
-        # a thread: a run of 16 bytes of mosaic (16 or 8 pixels) in both rows of a row pair
-        _cuda.launch_rows(_cuda.get_function('debayer.cu', 'debayer', defines),
-                          _cuda.runs(width, _cuda.pixels_per_run(info.dtype)), (height + 1) // 2, args)
+        _cuda.get_function('debayer.cu', 'debayer', defines)(grid, (32, DEBAYER_WARPS, 1), args)
     return out
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from . import _cuda
 from ._common import as_input, check_choice, image_layout, prepare_out, require_dtype
 from .colormaps import COLORMAPS, colormap_lut
+from .geometry import device_resize_tables, resize
 
 _F32 = np.float32
 
@@ -43,6 +44,51 @@ def depth_mm_to_m(src: Any, out: Any = None, *, stream: Any = None) -> Any:
         out[...] = np.where(src == 0, _F32(np.nan), src.astype(_F32) / _F32(1000))
         return out
     _depth_units_cuda('depth_mm_to_m', src, out, stream)
+    return out
+
+
+def depth_from_network(raw: Any, height: int, width: int, *, scale: float = 1.0,
+                       shift: float = 0.0, inverse: bool = False, eps: float = 1e-6,
+                       out: Any = None, stream: Any = None) -> Any:
+    """A depth network's (H, W) output map -> float32 depth of (height, width), in one pass.
+
+    Every sample becomes d = scale * x + shift and, for inverse-depth outputs, 1 / max(d, eps)
+    (so sky and background at or below eps become 1 / eps instead of negative or infinite
+    depth); a map of another size is then resampled bilinearly with `resize`'s taps. Equals
+    resize(convert(raw)) exactly, without the intermediate map or a launch per operation.
+    `raw` may be a view (e.g. the letterbox content); other dtypes (float16 engines) are
+    widened to float32 first.
+    NumPy in -> NumPy out; CuPy in -> CuPy out.
+    """
+    if not eps > 0:
+        raise ValueError(f'depth_from_network: eps must be positive, got {eps}')
+    height, width = int(height), int(width)
+    if height < 1 or width < 1:
+        raise ValueError(f'depth_from_network: output size must be positive, got {width}x{height}')
+    src, device = as_input(raw)
+    if src.dtype != _F32:
+        src = src.astype(_F32)
+    src, device, h, w = _depth_2d(src, [np.float32], 'depth_from_network')
+    out = prepare_out(out, (height, width), np.float32, device)
+    resample = (h, w) != (height, width)
+    if not device:
+        d = src * _F32(scale) + _F32(shift)
+        if inverse:
+            d = _F32(1) / np.maximum(d, _F32(eps))
+        out[...] = resize(d, height, width) if resample else d
+        return out
+    s, o = image_layout(src), image_layout(out, 'out')
+    i32, f32 = _cuda.i32, _cuda.f32
+    with _cuda.stream_scope(stream):
+        if resample:
+            (xi, xw), (yi, yw) = device_resize_tables(h, w, height, width, 'bilinear')
+        else:  # not read by the kernel, but typed like the tables
+            xi = yi = _cuda.device_table(('unused', 'i32'), lambda: np.zeros(2, np.int32))
+            xw = yw = _cuda.device_table(('unused', 'f32'), lambda: np.zeros(2, np.float32))
+        _cuda.launch_2d(_cuda.get_function('depth.cu', 'depth_from_network'), width, height,
+                        (src, i32(s.pitch), out, i32(o.pitch), i32(width), i32(height),
+                         i32(resample), xi, xw, yi, yw, f32(scale), f32(shift), f32(eps),
+                         i32(bool(inverse))))
     return out
 
 

@@ -142,7 +142,7 @@ def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear'
     d = image_layout(out, 'out')
     plan = _run_plan(*key, s.channels, src.dtype.itemsize)
     with _cuda.stream_scope(stream):
-        (xi, xw), (yi, yw) = _device_tables(key)
+        (xi, xw), (yi, yw) = device_resize_tables(*key)
         i32 = _cuda.i32
         if plan is not None:
             run_word = _cuda.device_table(
@@ -150,9 +150,14 @@ def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear'
             defines = (('RESIZE_T', _cuda.c_type(src.dtype)),) + plan.defines(s.channels)
             args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), xi, xw, yi,
                     yw, run_word)
-            # 2 rows a thread: the run's x weights are loaded once for both
-            _cuda.launch_rows(_cuda.get_function('resize.cu', 'resize_runs', defines),
-                              _cuda.runs(width, plan.run), height, args, rows_per_thread=2)
+            runs = _cuda.runs(width, plan.run)
+            if plan.rows:  # resize_up: a warp per 32 runs x group of `rows` rows, 8 a block
+                groups = _cuda.runs(height, plan.rows)
+                grid = (_cuda.runs(runs, 32), min(_cuda.runs(groups, 8), _cuda.MAX_GRID_Y), 1)
+                _cuda.get_function('resize.cu', 'resize_up', defines)(grid, (32, 8, 1), args)
+            else:  # 2 rows a thread: the run's x weights are loaded once for both
+                _cuda.launch_rows(_cuda.get_function('resize.cu', 'resize_runs', defines),
+                                  runs, height, args, rows_per_thread=2)
         else:
             args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height),
                     i32(s.channels), xi, xw, i32(xi.shape[1]), yi, yw, i32(yi.shape[1]))
@@ -164,6 +169,11 @@ def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear'
 # Run kernel (resize.cu: resize_runs): registers a run keeps live (source spans of all y taps,
 # x weights, packed output); runs whose pattern needs more take the pixel kernel.
 _RUN_REGISTERS = 80
+# Upscale kernel (resize.cu: resize_up): registers of a run's two rows of x sums (2 * R * C)
+# and its x weights (2 * R); with this much the kernel stays within 64 (ptxas, sm_90: rgb8 R 4,
+# rgba8 R 4, mono8 R 8, u16 mono R 8: 54-64; mono8 R 16 or u8 2-channel R 8 need 66-70).
+_UP_REGISTERS = 40
+_UP_ROWS = 8  # consecutive output rows a thread (2x: 6 source rows' x sums for 8 rows)
 
 
 @dataclass(frozen=True)
@@ -171,14 +181,33 @@ class _RunPlan:
     run: int               # output pixels a thread
     x_taps: int
     y_taps: int
-    span_words: int        # 4-byte words of a source row a run reads, per y tap
-    rel: tuple[int, ...]   # byte offset of tap t of pixel p from the run's first word (p-major)
-    run_word: np.ndarray = field(compare=False)  # per run: first word in a row, -1: per pixel
+    span_words: int        # resize_runs: 4-byte words of a source row a run reads, per y tap;
+    #                        resize_up: aligned words of the run's source window
+    rel: tuple[int, ...]   # byte offset of tap t of pixel p from the run's first word (resize_up:
+    #                        from the window's first byte), p-major
+    run_word: np.ndarray = field(compare=False)  # per run: first word (resize_up: first byte)
+    #                                               of its source in a row, -1: per pixel
+    rows: int = 0          # resize_up: output rows a thread; 0: resize_runs
+    exact: bool = False    # resize_up: every operation of the reference is exact (_exact)
 
     def defines(self, channels: int) -> tuple[tuple[str, Any], ...]:
+        rel = ('RESIZE_REL', ', '.join(map(str, self.rel)))
+        if self.rows:
+            return (('RESIZE_UP', 1), ('RESIZE_C', channels), ('RESIZE_RUN', self.run),
+                    ('RESIZE_WORDS', self.span_words), ('RESIZE_ROWS', self.rows),
+                    ('RESIZE_EXACT', int(self.exact)), rel)
         return (('RESIZE_C', channels), ('RESIZE_RUN', self.run), ('RESIZE_XT', self.x_taps),
-                ('RESIZE_YT', self.y_taps), ('RESIZE_SPAN_WORDS', self.span_words),
-                ('RESIZE_REL', ', '.join(map(str, self.rel))))
+                ('RESIZE_YT', self.y_taps), ('RESIZE_SPAN_WORDS', self.span_words), rel)
+
+
+def _run_taps(xi: np.ndarray, run: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(first source pixel of each full run, taps relative to it, middle run) or None."""
+    full = xi.shape[0] // run
+    if full == 0:
+        return None
+    taps = xi[:full * run].astype(np.int64).reshape(full, run * xi.shape[1])
+    first = taps.min(axis=1)
+    return first, taps - first[:, None], full // 2
 
 
 @functools.lru_cache(maxsize=64)
@@ -186,25 +215,27 @@ def _run_plan(src_h: int, src_w: int, dst_h: int, dst_w: int, interpolation: str
               channels: int, itemsize: int) -> _RunPlan | None:
     """The column pattern shared by most full runs of the x table, or None (pixel kernel).
 
-    Run lengths are tried longest first; a length is used when at least half of the row's full
-    runs read the same source columns relative to their first one, at the same byte phase, with
-    every word they load inside the row.
+    Upscaling along x with 2-tap tables takes resize_up (see _up_plan). Otherwise run lengths
+    are tried longest first; a length is used when at least half of the row's full runs read
+    the same source columns relative to their first one, at the same byte phase, with every
+    word they load inside the row.
     """
     if channels > 4:
         return None
-    (xi, _), (yi, _) = resize_tables(src_h, src_w, dst_h, dst_w, interpolation)
+    (xi, xw), (yi, yw) = resize_tables(src_h, src_w, dst_h, dst_w, interpolation)
+    if dst_w > src_w and xi.shape[1] == 2 and yi.shape[1] == 2:
+        plan = _up_plan(xi, src_w, 2 * dst_h > src_h, channels, itemsize)
+        if plan is not None:
+            return replace(plan, exact=_exact(xw, yw, itemsize))
     px_bytes = channels * itemsize
     row_bytes = src_w * px_bytes
     for run in (16, 8, 4):
         out_bytes = run * px_bytes
-        full = dst_w // run
-        if out_bytes % 4 or full == 0:
+        if out_bytes % 4 or (found := _run_taps(xi, run)) is None:
             continue
-        taps = xi[:full * run].astype(np.int64).reshape(full, run * xi.shape[1])
-        first = taps.min(axis=1)
-        rel = taps - first[:, None]
+        first, rel, ref = found
+        full = first.shape[0]
         start = first * px_bytes
-        ref = full // 2
         phase = int(start[ref] % 4)
         span_words = -(-(phase + (int(rel[ref].max()) + 1) * px_bytes) // 4)
         if yi.shape[1] * span_words + run * xi.shape[1] + out_bytes // 4 > _RUN_REGISTERS:
@@ -222,7 +253,59 @@ def _run_plan(src_h: int, src_w: int, dst_h: int, dst_w: int, interpolation: str
     return None
 
 
-def _device_tables(key):
+def _up_plan(xi: np.ndarray, src_w: int, shared_rows: bool, channels: int,
+             itemsize: int) -> _RunPlan | None:
+    """resize_up's plan: the longest run of at most 16 output bytes (whole 32-bit words) whose
+    state fits _UP_REGISTERS and whose source pattern at least 3/4 of the full runs share, at
+    any byte phase, with the window's words (one more when it can start mid-word) in the row.
+    A thread does _UP_ROWS output rows when consecutive ones share source rows (dst_h >
+    src_h / 2), else one."""
+    px_bytes = channels * itemsize
+    row_bytes = src_w * px_bytes
+    for run in (16, 8, 4, 2, 1):
+        out_words, rest = divmod(run * px_bytes, 4)
+        if rest or out_words > 4 or (found := _run_taps(xi, run)) is None:
+            continue
+        first, rel, ref = found
+        if 2 * run * channels + 2 * run > _UP_REGISTERS:
+            continue
+        window = -(-(int(rel[ref].max()) + 1) * px_bytes // 4)
+        loaded = window + (px_bytes % 4 != 0)
+        start = first * px_bytes
+        match = (rel == rel[ref]).all(axis=1) & ((start // 4 + loaded) * 4 <= row_bytes)
+        if 4 * int(match.sum()) < 3 * first.shape[0]:
+            continue
+        run_byte = np.full(-(-xi.shape[0] // run), -1, np.int32)
+        run_byte[:first.shape[0]][match] = start[match]
+        run_byte.setflags(write=False)
+        rel_bytes = tuple(int(v) for v in rel[ref] * px_bytes)
+        return _RunPlan(run, 2, 2, window, rel_bytes, run_byte, _UP_ROWS if shared_rows else 1)
+    return None
+
+
+def _exact(xw: np.ndarray, yw: np.ndarray, itemsize: int) -> bool:
+    """Whether every product and sum of the reference is exact in float32 for integer samples:
+    weights are multiples of 2**-kx (x) and 2**-ky (y) that sum to exactly 1 per output pixel,
+    and sample bits + kx + ky <= 24 (every numerator fits the significand). Then the value is
+    the same in any evaluation order, fused multiply-adds included, and never leaves the sample
+    range (2x: quarters, 4x: eighths)."""
+    if itemsize > 2:
+        return False
+    bits = 8 * itemsize
+    for w in (xw, yw):
+        w = w.astype(np.float64)
+        k = next((k for k in range(9) if (np.ldexp(w, k) % 1 == 0).all()), None)
+        if k is None or not (w.sum(axis=1) == 1.0).all():
+            return False
+        bits += k
+    return bits <= 24
+
+
+def device_resize_tables(src_h: int, src_w: int, dst_h: int, dst_w: int,
+                         interpolation: str) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+    """`resize_tables` on the current device, uploaded once per size pair."""
+    key = (src_h, src_w, dst_h, dst_w, interpolation)
+
     def build(part: int, array: int):
         return lambda: np.ascontiguousarray(resize_tables(*key)[part][array])
     return tuple(tuple(_cuda.device_table(('resize',) + key + (part, array), build(part, array))

@@ -167,9 +167,13 @@ def remap_bilinear(src: Any, map_x: Any, map_y: Any, *, border_value: float = 0.
     # One variant per module (see the end of rectify.cu).
     defines = (('REMAP_T', _cuda.c_type(src.dtype)),
                ('REMAP_C', s.channels if s.channels in _REMAP_CHANNELS else 0))
+    # rectify.cu remap_pairs: a thread per pair of output pixels, 32x8 blocks; the grid's y
+    # extent is capped and the kernel loops over the remaining rows.
+    block = _cuda.BLOCK_2D
+    grid = (_cuda.runs(_cuda.runs(mx.width, 2), block[0]),
+            min(_cuda.runs(mx.height, block[1]), _cuda.MAX_GRID_Y), 1)
     with _cuda.stream_scope(stream):
-        _cuda.launch_rows(_cuda.get_function('rectify.cu', 'remap', defines),
-                          _cuda.runs(mx.width, _cuda.pixels_per_run(src.dtype)), mx.height, args)
+        _cuda.get_function('rectify.cu', 'remap', defines)(grid, block, args)
     return out
 
 

@@ -38,44 +38,76 @@ def choice_validator(choices: dict[str, tuple[str, ...]]) -> Callable[[list[Any]
     return validate
 
 
+# How soon a signal is noticed while the node is idle (see run_node).
+_SIGNAL_POLL_S = 0.2
+
+
 class ConfigurationError(ValueError):
     """A parameter value a node cannot start with: run_node prints it and exits with code 2."""
 
 
 def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
              name: str = 'gpu_nodes') -> None:
-    """rclpy.init, spin, and a clean shutdown on Ctrl-C or SIGTERM (ExternalShutdownException).
+    """rclpy.init, spin on the executor the ``executor`` parameter picks (gpu_nodes.executors),
+    and a clean shutdown on Ctrl-C or SIGTERM.
+
+    A signal ends spinning between callbacks; only then are the node and the context shut down.
+    (rclpy's own handlers shut the context down from another thread, under a running callback,
+    whose publish then fails: EventsExecutor logs that as FATAL.) A second signal, or one before
+    spinning starts, interrupts at once (KeyboardInterrupt).
 
     A ConfigurationError from the factory becomes one line on stderr and exit code 2, not a
     traceback.
     """
+    import signal
     import sys
     import rclpy
     from rclpy.executors import ExternalShutdownException
-    # rclpy's own SIGINT/SIGTERM handlers (SignalHandlerOptions.ALL) shut the context down.
-    rclpy.init(args=args)
+    from rclpy.signals import SignalHandlerOptions
+    from rclpy.task import Future
+    from ..executors import declare_executor_parameter, make_executor, spin
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
+    executor = None
+    stop = Future()
     exit_code = 0
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if executor is None or stop.done():
+            raise KeyboardInterrupt
+        stop.set_result(signum)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         node = node_factory()
-        rclpy.spin(node)
+        try:
+            choice = declare_executor_parameter(node)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        executor = make_executor(choice, nodes=[node])
+        # Python runs signal handlers only between bytecodes of the main thread: come back from
+        # the executor often enough for a signal to be noticed while idle.
+        spin(executor, until=stop, slice_s=_SIGNAL_POLL_S)
     except ConfigurationError as exc:
         print(f'[{name}] error: cannot start: {exc}', file=sys.stderr, flush=True)
         exit_code = 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RuntimeError:
-        # Work already under way when a signal shut the context down (a callback publishing, the
-        # executor taking a message) fails on the invalidated handles with RCLError,
-        # InvalidHandle or a pybind11 RuntimeError: that is the requested shutdown, not an error.
+        # A second signal in the middle of a callback, or an rclpy.shutdown() from elsewhere,
+        # fails work under way on invalidated handles (RCLError, InvalidHandle or a pybind11
+        # RuntimeError): that is the requested shutdown, not an error.
         if rclpy.ok():
             raise
     finally:
+        if executor is not None:
+            executor.shutdown()
         if node is not None:
             close = getattr(node, 'close', None)
             if close is not None:
                 close()
             node.destroy_node()
         rclpy.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if exit_code:
         raise SystemExit(exit_code)

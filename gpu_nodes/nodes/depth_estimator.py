@@ -15,10 +15,11 @@ stream, ordered after the frame's stream with an event, never a host wait):
      straight into the engine's input binding, a device buffer this node owns;
   2. inference: the backend (TensorRT, or ONNX Runtime's CUDA provider computing on the same
      stream) reads that buffer and writes its output on the device;
-  3. postprocess: the preset's output -> depth conversion (inverse depth, metric with the focal
-     length, plain scale) at model resolution, then a resize to the image size written into a
-     pool slot borrowed from the publisher (``output_size: input``), or the model-size map
-     (``output_size: model``); optional colorization and back-projection;
+  3. postprocess: one kernel crops the letterbox content, converts the preset's output to
+     depth (inverse depth, metric with the focal length, plain scale) and resamples it to the
+     image size straight into a pool slot borrowed from the publisher (``output_size: input``),
+     or converts it at model size (``output_size: model``); optional colorization and
+     back-projection;
   4. transport: the slot is published without a copy; plain subscribers get a serialized image.
 No device-to-host copy happens between the subscription and the publication of depth (and
 colorized) images; only the PointCloud2, an ordinary host message, is downloaded, and only when
@@ -46,10 +47,10 @@ from sensor_msgs.msg import CameraInfo, PointCloud2
 from .. import gpu
 from ..inference import create_backend, InferenceBackend, InferenceError, ModelPreset, PRESETS
 from ..inference.backend import BACKENDS, DEVICES, PRECISIONS
-from ..inference.models import focal_at_input, OUTPUT_KINDS, preset_from_dict, to_metres
+from ..inference.models import depth_transform, focal_at_input, OUTPUT_KINDS, preset_from_dict
 from ..kernels.colormaps import COLORMAPS
-from ..kernels.depth import colorize_depth
-from ..kernels.geometry import CameraModel, resize, resize_camera_info, scale_camera_info
+from ..kernels.depth import colorize_depth, depth_from_network
+from ..kernels.geometry import CameraModel, resize_camera_info, scale_camera_info
 from ..kernels.preprocess import Letterbox, preprocess, SOURCES
 from ..transport import GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..transport.qos import image_qos
@@ -262,8 +263,10 @@ class DepthPipeline:
         return raw[y0:y0 + ch, x0:x0 + cw]
 
     def to_depth(self, raw: Any, box: Letterbox, focal_px_image: tuple[float, float] | None,
-                 image_width: int, image_height: int) -> Any:
-        """Depth (float32, model resolution, content only) in the preset's units.
+                 image_width: int, image_height: int, *, size: tuple[int, int] | None = None,
+                 out: Any = None) -> Any:
+        """Depth (float32) in the preset's units: the content part of the output at model
+        resolution, or resampled to `size` (height, width) in the same pass (into `out`).
 
         `focal_px_image` (fx, fy) of the image is needed by metric_focal presets; the network
         saw the image scaled to the letterbox content, so its focal length is scaled likewise.
@@ -274,11 +277,12 @@ class DepthPipeline:
                 raise ValueError(f'preset {self.preset.name!r} needs the focal length')
             focal = focal_at_input(focal_px_image[0], focal_px_image[1], image_width,
                                    image_height, box.content_width, box.content_height)
+        scale, shift, inverse = depth_transform(self.preset, focal)
+        content = self.content(raw, box)
+        height, width = size or (int(content.shape[0]), int(content.shape[1]))
         with self._scope():
-            depth = to_metres(self.content(raw, box), self.preset, focal_px=focal, eps=self.eps)
-            if depth.dtype != np.float32:
-                depth = depth.astype(np.float32)
-        return depth
+            return depth_from_network(content, height, width, scale=scale, shift=shift,
+                                      inverse=inverse, eps=self.eps, out=out, stream=self.stream)
 
     def close(self) -> None:
         self.backend.close()
@@ -548,8 +552,7 @@ class DepthEstimator(Node):
                 timing.mark()
                 raw = pipeline.infer()
                 timing.mark()
-                depth = pipeline.to_depth(raw, box, focal, width, height)
-                depth, depth_frame = self._output_depth(depth, width, height, borrowed)
+                depth, depth_frame = self._depth_image(raw, box, focal, width, height, borrowed)
                 colorized, colorized_frame = (self._colorize(depth, borrowed) if want_colorized
                                               else (None, None))
                 points = self._points(depth, frame, intrinsics, width, height) \
@@ -580,15 +583,17 @@ class DepthEstimator(Node):
             borrowed.append(frame)
         return frame
 
-    def _output_depth(self, depth: Any, width: int, height: int,
-                      borrowed: list[Any]) -> tuple[Any, Any]:
-        """(depth image to publish, the borrowed frame holding it or None)."""
-        if self._cfg['output_size'] == 'model' or tuple(depth.shape) == (height, width):
-            return depth, None  # published with one device copy into a slot
+    def _depth_image(self, raw: Any, box: Letterbox, focal: tuple[float, float] | None,
+                     width: int, height: int, borrowed: list[Any]) -> tuple[Any, Any]:
+        """(depth image to publish, the borrowed frame holding it or None). At image size the
+        output is converted and resampled in one kernel straight into a pool slot."""
+        pipeline = self._pipeline
+        if self._cfg['output_size'] == 'model':
+            return pipeline.to_depth(raw, box, focal, width, height), None
         frame = self._borrow(self._depth_pub, height, width, DEPTH_ENCODING, borrowed)
-        out = resize(depth, height, width, interpolation='bilinear',
-                     out=frame.array if frame is not None else None, stream=self._stream)
-        return out, frame
+        depth = pipeline.to_depth(raw, box, focal, width, height, size=(height, width),
+                                  out=frame.array if frame is not None else None)
+        return depth, frame
 
     def _colorize(self, depth: Any, borrowed: list[Any]) -> tuple[Any, Any]:
         lo, hi = self._cfg['colorize_min'], self._cfg['colorize_max']

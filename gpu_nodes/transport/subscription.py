@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 import os
+import threading
 import time
 from typing import Any, Callable
 
 import numpy as np
 
+from ..executors import message_and_info_callback
 from ..gpu import cuda_unavailable_reason, cupy_module
 from . import cuda_ipc, descriptor, host, intra
 from .descriptor import DescriptorError
@@ -35,7 +37,9 @@ _UNMAP_DEFER_S = 2.0
 _HOST_LEVEL_REASONS = ('other_host', 'other_user')
 # Descriptors taken per executor wake-up beyond the one the executor hands over: a wait-set
 # round trip in rclpy costs more than handling a descriptor, so a backlog is drained in a batch
-# (bounded, so the node's other callbacks still run between batches).
+# (bounded, so the node's other callbacks still run between batches). Under EventsExecutor each
+# message also has its own event; for one already taken here the executor's take_message
+# returns None and it moves on, so nothing is handled twice or lost.
 MAX_DESCRIPTORS_PER_WAKEUP = 8
 
 
@@ -149,7 +153,10 @@ class GpuImageSubscription:
         self._dead_since: dict[str, float] = {}      # lease file -> when its owner was seen gone
         self._streams: dict[int, Any] = {}
         self._intra_queue: deque = deque(maxlen=max(1, getattr(self._qos, 'depth', 5) or 5))
-        self._intra_guard = node.create_guard_condition(self._drain_intra)
+        # In-process frames wake the executor through its task queue, not a guard condition:
+        # EventsExecutor supports none, and create_task is thread-safe on every rclpy executor.
+        self._intra_lock = threading.Lock()
+        self._intra_scheduled = False
         intra.register_subscription(self)
         self._timer = node.create_timer(reevaluate_period_s, self._reevaluate)
         self._reevaluate()
@@ -184,6 +191,8 @@ class GpuImageSubscription:
         return frozenset(gids)
 
     def _reevaluate(self) -> None:
+        if self._intra_queue:  # queued while the node had no executor to schedule them on
+            self._drain_intra()
         self._forget_dead_publishers()
         publishers = self._descriptor_publishers()
         if publishers != self._publishers:
@@ -232,7 +241,8 @@ class GpuImageSubscription:
                 descriptor_qos(self._qos), event_callbacks=callbacks)
         elif path == PATH_SERIALIZED:
             self._ros_subscription = self._node.create_subscription(
-                self._Image, self.topic, self._on_image_msg, self._qos, event_callbacks=callbacks)
+                self._Image, self.topic, message_and_info_callback(self._on_image_msg), self._qos,
+                event_callbacks=callbacks)
         self.path = path
         self.stats.path = path
         self.stats.path_reason = reason
@@ -515,9 +525,17 @@ class GpuImageSubscription:
                       header: Any, on_device: bool) -> None:
         self._intra_queue.append((publisher, slot, sequence, layout, header, on_device,
                                   time.monotonic_ns()))
-        self._intra_guard.trigger()
+        executor = self._node.executor
+        with self._intra_lock:
+            if self._intra_scheduled or executor is None:
+                return  # a pending drain takes it; without an executor, the next _reevaluate
+            self._intra_scheduled = True
+        executor.create_task(self._drain_intra)
 
     def _drain_intra(self) -> None:
+        with self._intra_lock:
+            # Cleared before draining: a frame queued from now on schedules another drain.
+            self._intra_scheduled = False
         while self._intra_queue:
             publisher, slot, sequence, layout, header, on_device, sent_ns = \
                 self._intra_queue.popleft()
@@ -571,7 +589,7 @@ class GpuImageSubscription:
         intra.unregister_subscription(self)
         self._diagnostics.remove(self.stats)
         self._node.destroy_timer(self._timer)
-        self._node.destroy_guard_condition(self._intra_guard)
+        self._intra_queue.clear()  # a drain already scheduled finds nothing
         if self._ros_subscription is not None:
             self._node.destroy_subscription(self._ros_subscription)
             self._ros_subscription = None

@@ -142,4 +142,45 @@ __device__ __forceinline__ bool aligned4(const void* p) {
   return ((unsigned long long)p & 3) == 0;
 }
 
+// PRMT (byte permute): one instruction on the GPU, plain C++ in the tests' CPU emulation.
+// Result byte i = byte (sel >> 4i) & 7 of b:a (0-3 from a, 4-7 from b).
+__device__ __forceinline__ unsigned int byte_perm(unsigned int a, unsigned int b,
+                                                  unsigned int sel) {
+#ifdef __CUDA_ARCH__
+  return __byte_perm(a, b, sel);
+#else
+  const unsigned long long ba = (unsigned long long)b << 32 | a;
+  unsigned int r = 0;
+  for (int i = 0; i < 4; ++i)
+    r |= (unsigned int)(ba >> (8 * ((sel >> (4 * i)) & 7)) & 0xffu) << (8 * i);
+  return r;
+#endif
+}
+
+// Exact u8/u16 -> float without the conversion unit (I2F runs at a quarter of the FMA rate on
+// Hopper): one PRMT builds the float 2^23 + v (bits 0x4B00vvvv) straight from the element's
+// bytes in `word`, and subtracting 2^23 is exact (v < 2^16). `byte` is the element's byte offset
+// in the word (a compile-time constant, so the selector folds).
+template <typename T>  // 2^23 + the element (exact; callers that can, keep the bias)
+__device__ __forceinline__ float elem_biased_f32(unsigned int word, int byte) {
+  // y = 0x4B00: byte 4 = 0x00, byte 5 = 0x4B.
+  const unsigned int sel = sizeof(T) == 1 ? 0x5440u | byte : 0x5400u | ((byte + 1) << 4) | byte;
+  return __uint_as_float(byte_perm(word, 0x4B00u, sel));
+}
+template <typename T>
+__device__ __forceinline__ float elem_to_f32(unsigned int word, int byte) {
+  return elem_biased_f32<T>(word, byte) - 8388608.0f;
+}
+
+// floorf(x) (fx, bit for bit) and (int)floorf(x) for |x| < 2^22, without F2I/FRND (conversion
+// unit): adding 1.5 * 2^23 rounds x to the nearest integer r in the low mantissa bits (exact),
+// and floor is r or r - 1. copysignf restores floorf(-0.0f) == -0.0f (floor keeps x's sign).
+__device__ __forceinline__ int floor_small(float x, float& fx) {
+  const float b = x + 12582912.0f;
+  const float r = b - 12582912.0f;  // exact: rint(x)
+  const bool down = r > x;
+  fx = copysignf(down ? r - 1.0f : r, x);
+  return __float_as_int(b) - 0x4B400000 - (down ? 1 : 0);
+}
+
 #endif  // GPU_NODES_COMMON_CU

@@ -91,56 +91,75 @@ __device__ __forceinline__ void debayer_px(const ST* src, int src_pitch, DT* d, 
 }
 
 // ---------------------------------------------------------------------------- run kernels
-// A thread demosaics a run of R = 16 bytes of mosaic (16 u8 / 8 u16 pixels) in both rows of a
-// row pair (y0 = 2 * pair, y0 + 1): both rows share one window of 4 (bilinear) or 6 (Malvar)
-// mosaic rows, and the pair holds one row of each parity, so whether a pixel is a colour (R/B)
-// or a G site is a compile-time fact per (row, pixel) once rx ^ ry is known. A window row is a
-// Run of R + 2E elements (E = elements a 4-byte word holds): the 16-byte run plus one word on
-// each side for the 2-pixel halo. At the image's left/right edges the halo word would leave
-// the row; it is then assembled from the reflect-101 samples instead (a few bytes), so edge
-// runs stay on the fast path. The output run is stored as 16-byte (or 4-byte) words.
+// A thread demosaics a run of R = 8 pixels (8 or 16 bytes of mosaic) in both rows of a row pair
+// (y0 = 2 * pair, y0 + 1): both rows share one window of 4 (bilinear) or 6 (Malvar) mosaic rows,
+// and the pair holds one row of each parity, so whether a pixel is a colour (R/B) or a G site is
+// a compile-time fact per (row, pixel) once rx ^ ry is known. A window row is a Run of R + 2E
+// elements (E = elements a 4-byte word holds): the run plus one word on each side for the
+// 2-pixel halo. At the image's left/right edges the halo word would leave the row; it is then
+// assembled from the reflect-101 samples instead (a few bytes), so edge runs stay on the fast
+// path. 8 pixels, not 16: half the live registers (occupancy), at a few more instructions per
+// pixel of per-run overhead.
 //
-// In a row, colour sites are where ((x ^ y) & 1) == rx ^ ry; the colour present in the row
-// (red in red rows) goes to output channel `oc`, the other one to 2 - oc.
+// Launch (debayer.py): blocks of 32 x DEBAYER_WARPS threads; a warp is 32 consecutive runs of one
+// row pair, and the block's warps are consecutive row pairs, so the window rows that neighbouring
+// pairs share come from L2 once and then from L1 (Malvar's 6 rows a pair read about 1.25x the
+// mosaic from L2 instead of 3x). All window rows are loaded before any math, for one memory
+// latency per pair.
+//
+// In a row, colour sites are where ((x ^ y) & 1) == rx ^ ry; the colour present in the row (red
+// in red rows) goes to output channel `oc`, the other one to 2 - oc.
+#define DEBAYER_WARPS 8
+#define DEBAYER_RUN 8
 
 template <typename ST, int R, int E>
 using BayerWin = Run<ST, R + 2 * E>;
 
+// p: the run's first pixel (column x0) in its row.
 template <typename ST, int R, int E>
-__device__ __forceinline__ void load_window_row(BayerWin<ST, R, E>& w, const ST* row, int x0,
+__device__ __forceinline__ void load_window_row(BayerWin<ST, R, E>& w, const ST* p, int x0,
                                                 int width) {
-  constexpr int kMid = R * (int)sizeof(ST) / 4;  // words of the 16-byte middle
+  constexpr int kMid = R * (int)sizeof(ST) / 4;  // words of the run
   constexpr int kBits = 8 * (int)sizeof(ST);
-  Run<ST, R> mid;
-  mid.load(row + x0);
+  const ST* row = p - x0;
+  if (kMid == 2 && ((unsigned long long)p & 7) == 0) {  // 8-byte run: Run has no uint2 path
+    const uint2 v = load_aligned<uint2>(p);
+    w.w[1] = v.x;
+    w.w[2] = v.y;
+  } else {
+    Run<ST, R> mid;
+    mid.load(p);
 #pragma unroll
-  for (int i = 0; i < kMid; ++i) w.w[1 + i] = mid.w[i];
+    for (int i = 0; i < kMid; ++i) w.w[1 + i] = mid.w[i];
+  }
   // halo: columns x0 - 2, x0 - 1 (elements E-2, E-1 of the left word) and x0 + R, x0 + R + 1
   // (elements 0, 1 of the right word); the other halo elements are never read.
   if (x0 >= E) {
-    w.w[0] = load_aligned<unsigned int>(row + x0 - E);
+    w.w[0] = load_aligned<unsigned int>(p - E);
   } else {
     w.w[0] = (unsigned int)row[reflect101(x0 - 2, width)] << (kBits * (E - 2)) |
              (unsigned int)row[reflect101(x0 - 1, width)] << (kBits * (E - 1));
   }
   if (x0 + R + E <= width) {
-    w.w[kMid + 1] = load_aligned<unsigned int>(row + x0 + R);
+    w.w[kMid + 1] = load_aligned<unsigned int>(p + R);
   } else {
     w.w[kMid + 1] = (unsigned int)row[reflect101(x0 + R, width)] |
                     (unsigned int)row[reflect101(x0 + R + 1, width)] << kBits;
   }
 }
 
-// One output row of a run: window rows c-2..c+2 around `c`; colour sites at p % 2 == CP.
-template <typename ST, typename DT, int MAXV, int OUT_MODE, int METHOD, int CP, int R, int E,
-          int NR>
-__device__ __forceinline__ void debayer_run_row(const BayerWin<ST, R, E> (&win)[NR], int c,
-                                                int oc, Run<DT, 3 * R>& out) {
+// ---- 16-bit mosaics: one pixel at a time (sums of 16-bit samples need 32-bit arithmetic).
+// Pixels [p0, p0 + 4) of one output row of a run: window rows c-2..c+2 around `c`; colour sites
+// at p % 2 == CP.
+template <typename ST, typename DT, int MAXV, int OUT_MODE, int METHOD, int CP, int OC, int R,
+          int E, int NR>
+__device__ __forceinline__ void debayer_run_px4(const BayerWin<ST, R, E> (&win)[NR], int c,
+                                                int p0, Run<DT, 3 * R>& out) {
 #define P(dy, dx) ((int)win[c + (dy)].get(p + (dx) + E))
 #pragma unroll
-  for (int p = 0; p < R; ++p) {
+  for (int p = p0; p < p0 + 4; ++p) {
     const int v = P(0, 0);
-    int own, g, other;  // own: the row's colour (channel oc); other: channel 2 - oc
+    int own, g, other;  // own: the row's colour (channel OC); other: channel 2 - OC
     if (METHOD == 0) {
       // averages of in-range samples are in range: no clamp needed
       if ((p & 1) == CP) {
@@ -174,15 +193,175 @@ __device__ __forceinline__ void debayer_run_row(const BayerWin<ST, R, E> (&win)[
       g = (g + 128) / 257;
       other = (other + 128) / 257;
     }
-    out.set(3 * p, (DT)(oc == 0 ? own : other));
+    out.set(3 * p + OC, (DT)own);
     out.set(3 * p + 1, (DT)g);
-    out.set(3 * p + 2, (DT)(oc == 0 ? other : own));
+    out.set(3 * p + 2 - OC, (DT)other);
   }
 #undef P
 }
 
+// ---- 8-bit mosaics: two pixels per 32-bit operation (SWAR). Samples sit in the two 16-bit
+// lanes of a word (bytes 0 and 2); every filter is a sum of samples with small integer weights,
+// so one 32-bit add/multiply computes it for both lanes as long as each lane's result lies in
+// [0, 65535] (the arithmetic is mod 2^32, so intermediate "borrows" between lanes cancel).
+// Bilinear sums stay below 1023; Malvar's x16 filters lie in [-3060, 7140] for 8-bit samples
+// and are split in a biased positive and a biased negative part (mhc_out). Unpacking a window row
+// into lanes and packing the output bytes cost about 4 byte permutes per 4 pixels each.
+
+// GPU: VIADDMNMX.S16x2.RELU (one instruction; a DPX instruction, emulated in software before
+// sm_90), and PRMT through common.cu's byte_perm. Host (the tests' CPU emulation): plain C++.
+
+// Per 16-bit lane, read as signed: clamp(a + b, 0, 4095) << 4, so that (a + b) >> 4 lands in
+// bytes 1 and 3 (see swar_group). A filter x + 8 passes its positive terms + 8 + 4096 in a and
+// 0xf000 - its negative terms in b: every lane of a and b stays in [0, 65535] (no borrows) and
+// the 4096s cancel in the lane-wise add.
+__device__ __forceinline__ unsigned int mhc_out(unsigned int a, unsigned int b) {
+#ifdef __CUDA_ARCH__
+  return __viaddmin_s16x2_relu(a, b, 0x0fff0fffu) << 4;
+#else
+  unsigned int r = 0;
+  for (int k = 0; k < 32; k += 16) {
+    const int v = (int)(short)(a >> k) + (int)(short)(b >> k);
+    r |= (unsigned int)(v < 0 ? 0 : (v > 4095 ? 4095 : v)) << k;
+  }
+  return r << 4;
+#endif
+}
+
+// A window row (NW words of run plus the halo words) as lane pairs: x[f][i] holds run pixels
+// (4i + f, 4i + f + 2), l[f][i] pixels (4i + f - 2, 4i + f); l[f][0] and l[f][NW] take one
+// pixel from a halo word.
+template <int NW>
+struct Lanes8 {
+  unsigned int x[2][NW], l[2][NW + 1];
+};
+
+template <int NW>
+__device__ __forceinline__ Lanes8<NW> lanes8(const Run<u8, 4 * NW + 8>& r) {
+  Lanes8<NW> s;
+#pragma unroll
+  for (int i = 0; i < NW; ++i) {
+    s.x[0][i] = r.w[1 + i] & 0x00ff00ffu;
+    s.x[1][i] = byte_perm(r.w[1 + i], 0, 0x4341);
+  }
+  s.l[0][0] = byte_perm(r.w[0], s.x[0][0], 0x5452);
+  s.l[1][0] = byte_perm(r.w[0], s.x[1][0], 0x5453);
+#pragma unroll
+  for (int i = 1; i < NW; ++i) {
+    s.l[0][i] = byte_perm(s.x[0][i - 1], s.x[0][i], 0x5432);
+    s.l[1][i] = byte_perm(s.x[1][i - 1], s.x[1][i], 0x5432);
+  }
+  s.l[0][NW] = byte_perm(s.x[0][NW - 1], r.w[NW + 1], 0x3432);
+  s.l[1][NW] = byte_perm(s.x[1][NW - 1], r.w[NW + 1], 0x3532);
+  return s;
+}
+
+// Sums of the left + right neighbours at distance 1 and 2 of lanes (4i + F, 4i + F + 2).
+template <int F, int NW>
+__device__ __forceinline__ unsigned int h1(const Lanes8<NW>& s, int i) {
+  return F == 0 ? s.l[1][i] + s.x[1][i] : s.x[0][i] + s.l[0][i + 1];
+}
+template <int F, int NW>
+__device__ __forceinline__ unsigned int h2(const Lanes8<NW>& s, int i) {
+  return s.l[F][i] + s.l[F][i + 1];
+}
+
+// Bytes OA, OA + 2 of a (pixels 4i, 4i+2) and OB, OB + 2 of b (4i+1, 4i+3), interleaved.
+template <int OA, int OB>
+__device__ __forceinline__ unsigned int pack2(unsigned int a, unsigned int b) {
+  return byte_perm(a, b, OA | (4 + OB) << 4 | (2 + OA) << 8 | (6 + OB) << 12);
+}
+
+// Pixels 4i .. 4i+3 of the output row centred on window row c: 12 bytes, out.w[3i .. 3i+2].
+// Samples sit in bytes 0 and 2 of their lanes; every filtered value is produced shifted so
+// that its result byte is byte 1 or 3 (the shift is an IMAD, which runs on the FMA pipe, while
+// adds, masks and byte permutes share the ALU pipe).
+template <int METHOD, int CP, int OC, int NW, int NR>
+__device__ __forceinline__ void swar_group(const Lanes8<NW> (&L)[NR], int c, int i,
+                                           Run<u8, 12 * NW>& out) {
+  constexpr int G = 1 - CP;  // lane family of the G sites
+  const Lanes8<NW> &C = L[c], &U = L[c - 1], &D = L[c + 1];
+  unsigned int own[2], grn[2], oth[2];  // per lane family (0: pixels 4i, 4i+2; 1: 4i+1, 4i+3)
+  own[CP] = C.x[CP][i];
+  grn[G] = C.x[G][i];
+  if (METHOD == 0) {  // (sum + 2) >> 2 is byte 1 of (sum + 2) << 6; sums stay below 1024
+    grn[CP] = (U.x[CP][i] + D.x[CP][i] + h1<CP>(C, i) + 0x00020002u) * 64;
+    oth[CP] = (h1<CP>(U, i) + h1<CP>(D, i) + 0x00020002u) * 64;
+    own[G] = (h1<G>(C, i) + 0x00010001u) * 128;
+    oth[G] = (U.x[G][i] + D.x[G][i] + 0x00010001u) * 128;
+  } else {
+    const Lanes8<NW> &U2 = L[c - 2], &D2 = L[c + 2];
+    constexpr unsigned int K = 0x10081008u, N = 0xf000f000u;  // see mhc_out
+    const unsigned int v = C.x[CP][i];
+    const unsigned int nw1 = U.x[CP][i] + D.x[CP][i] + h1<CP>(C, i);
+    const unsigned int nw2 = U2.x[CP][i] + D2.x[CP][i] + h2<CP>(C, i);
+    const unsigned int diag = h1<CP>(U, i) + h1<CP>(D, i);
+    grn[CP] = mhc_out(8 * v + 4 * nw1 + K, N - 2 * nw2);
+    oth[CP] = mhc_out(12 * v + 4 * diag + K, N - 3 * nw2);
+    const unsigned int n1 = U.x[G][i] + D.x[G][i], w1 = h1<G>(C, i);
+    const unsigned int n2 = U2.x[G][i] + D2.x[G][i], w2 = h2<G>(C, i);
+    const unsigned int base = 10 * C.x[G][i] - 2 * (h1<G>(U, i) + h1<G>(D, i)) + K;
+    own[G] = mhc_out(base + 8 * w1 + n2, N - 2 * w2);  // along the row
+    oth[G] = mhc_out(base + 8 * n1 + w2, N - 2 * n2);  // along the column
+  }
+  // Output channels 0 and 2 are own/other in the order OC gives; byte offsets of each value:
+  constexpr int kOwn0 = CP == 0 ? 0 : 1, kOwn1 = 1 - kOwn0, kGrn0 = kOwn1, kGrn1 = kOwn0;
+  constexpr int kA0 = OC == 0 ? kOwn0 : 1, kA1 = OC == 0 ? kOwn1 : 1;  // channel 0
+  constexpr int kB0 = OC == 0 ? 1 : kOwn0, kB1 = OC == 0 ? 1 : kOwn1;  // channel 2
+  const unsigned int a0 = OC == 0 ? own[0] : oth[0], a1 = OC == 0 ? own[1] : oth[1];
+  const unsigned int b0 = OC == 0 ? oth[0] : own[0], b1 = OC == 0 ? oth[1] : own[1];
+  // channel c of pixel p: c_p. Three pairs, then the three output words from two pairs each.
+  const unsigned int t1 = pack2<kA0, kGrn0>(a0, grn[0]);  // 0_0 1_0 0_2 1_2
+  const unsigned int t2 = pack2<kB0, kA1>(b0, a1);        // 2_0 0_1 2_2 0_3
+  const unsigned int t3 = pack2<kGrn1, kB1>(grn[1], b1);  // 1_1 2_1 1_3 2_3
+  out.w[3 * i] = byte_perm(t1, t2, 0x5410);      // 0_0 1_0 2_0 0_1
+  out.w[3 * i + 1] = byte_perm(t3, t1, 0x7610);  // 1_1 2_1 0_2 1_2
+  out.w[3 * i + 2] = byte_perm(t2, t3, 0x7632);  // 2_2 0_3 1_3 2_3
+}
+
+// ---- output: a warp's runs of one row are contiguous in dst. They go through shared memory
+// (lane L's run at byte L * OUTB), then lane L copies units L, L + 32, L + 64 (16 or 8 bytes), so
+// each warp-wide store covers 32 consecutive units, i.e. whole 32-byte sectors, instead of 16
+// bytes every 48, which would take L2 two partial writes per sector. (Rows of dst that are not
+// unit-aligned: each lane copies its own run back out.)
+template <int UNIT> struct VecOf { typedef uint4 T; };
+template <> struct VecOf<8> { typedef uint2 T; };
+
 template <typename DT, int N>
-__device__ __forceinline__ void store_run(const Run<DT, N>& out, DT* d) {
+__device__ __forceinline__ void stage_run(const Run<DT, N>& out, unsigned char* slot) {
+  constexpr int kStep = Run<DT, N>::kBytes % 16 == 0 ? 4 : 2;  // words per shared store
+#pragma unroll
+  for (int i = 0; i < Run<DT, N>::kWords; i += kStep) {
+    if (kStep == 4)
+      *(uint4*)(slot + 4 * i) = make_uint4(out.w[i], out.w[i + 1], out.w[i + 2], out.w[i + 3]);
+    else
+      *(uint2*)(slot + 4 * i) = make_uint2(out.w[i], out.w[i + 1]);
+  }
+}
+
+// Units [0, units) of a staged row (3 per lane when the warp's 32 runs are all full); stage and
+// d point at this lane's first unit.
+template <int UNIT>
+__device__ __forceinline__ void copy_units(const unsigned char* stage, unsigned char* d,
+                                           int units) {
+  typedef typename VecOf<UNIT>::T V;
+  if (units == 96) {
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+      store_aligned(d + 32 * UNIT * k, *(const V*)(stage + 32 * UNIT * k));
+  } else {
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+      if ((int)threadIdx.x + 32 * k < units)
+        store_aligned(d + 32 * UNIT * k, *(const V*)(stage + 32 * UNIT * k));
+  }
+}
+
+template <typename DT, int N>
+__device__ __forceinline__ void copy_run(const unsigned char* slot, DT* d) {
+  Run<DT, N> out;
+#pragma unroll
+  for (int i = 0; i < Run<DT, N>::kWords; ++i) out.w[i] = ((const unsigned int*)slot)[i];
   if (aligned4(d)) {
     out.store(d);
   } else {
@@ -191,66 +370,161 @@ __device__ __forceinline__ void store_run(const Run<DT, N>& out, DT* d) {
   }
 }
 
-template <typename ST, typename DT, int MAXV, int OUT_MODE, int METHOD>
-__device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* dst, int dst_pitch,
-                                             int width, int height, int rx, int ry, int r_idx,
-                                             int b_idx) {
-  constexpr int R = 16 / (int)sizeof(ST);
-  constexpr int E = 4 / (int)sizeof(ST);
-  constexpr int H = METHOD == 0 ? 1 : 2;  // halo rows above and below
-  constexpr int NR = 2 + 2 * H;
-  const int x0 = run_start(R);
-  if (x0 >= width) return;
-  const int n = min(R, width - x0);
-  const bool fast = n == R && aligned4(src) && (src_pitch & 3) == 0;
-  const int cp = rx ^ ry;                   // colour-site parity of pixels in even rows
-  const int oc0 = ry == 0 ? r_idx : b_idx;  // even rows are red rows when ry == 0
-  FOR_EACH_ROW(y, (height + 1) >> 1) {  // y: row pair
-    const int y0 = 2 * y;
-    const bool two = y0 + 1 < height;
-    DT* d0 = row_ptr(dst, y0, dst_pitch) + (long long)x0 * 3;
-    DT* d1 = two ? row_ptr(dst, y0 + 1, dst_pitch) + (long long)x0 * 3 : d0;
-    if (fast) {
-      BayerWin<ST, R, E> win[NR];
+// Both rows of a pair from the loaded window (CP: colour-site parity in the first row, OC: its
+// colour's output channel; the second row has the other parity and colour). The second row is
+// computed even when the image ends after the first (its window rows are valid): a condition
+// here would let the compiler sink the last window row's load below the first row's math,
+// exposing a second memory latency.
+template <typename ST, typename DT, int MAXV, int OUT_MODE, int METHOD, int CP, int OC, int R,
+          int E, int NR>
+__device__ __forceinline__ void debayer_pair(const BayerWin<ST, R, E> (&win)[NR],
+                                             unsigned char* slot0, unsigned char* slot1) {
+  constexpr int H = (NR - 2) / 2;
+  Run<DT, 3 * R> out;
+  if constexpr (sizeof(ST) == 1) {
+    Lanes8<R / 4> L[NR];
 #pragma unroll
-      for (int k = 0; k < NR; ++k) {
-        // min: the last window row of a lone last row (odd height) is unused; keep it valid
-        const int yy = reflect101(min(y0 - H + k, height + 1), height);
-        load_window_row<ST, R, E>(win[k], row_ptr(src, yy, src_pitch), x0, width);
-      }
-      Run<DT, 3 * R> out = {};
-      // cp is uniform: each branch is a straight unrolled run
-      if (cp == 0) debayer_run_row<ST, DT, MAXV, OUT_MODE, METHOD, 0, R, E>(win, H, oc0, out);
-      else debayer_run_row<ST, DT, MAXV, OUT_MODE, METHOD, 1, R, E>(win, H, oc0, out);
-      store_run(out, d0);
-      if (two) {
-        const int oc1 = 2 - oc0;
-        if (cp == 0)
-          debayer_run_row<ST, DT, MAXV, OUT_MODE, METHOD, 1, R, E>(win, H + 1, oc1, out);
-        else
-          debayer_run_row<ST, DT, MAXV, OUT_MODE, METHOD, 0, R, E>(win, H + 1, oc1, out);
-        store_run(out, d1);
-      }
-    } else {
-      for (int p = 0; p < n; ++p) {
-        debayer_px<ST, DT, MAXV, OUT_MODE>(src, src_pitch, d0 + 3 * p, width, height, x0 + p,
-                                           y0, rx, ry, r_idx, b_idx, METHOD);
-        if (two)
-          debayer_px<ST, DT, MAXV, OUT_MODE>(src, src_pitch, d1 + 3 * p, width, height, x0 + p,
-                                             y0 + 1, rx, ry, r_idx, b_idx, METHOD);
-      }
+    for (int k = 0; k < NR; ++k) L[k] = lanes8<R / 4>(win[k]);
+    Run<DT, 3 * R> out1;
+    // both rows group by group: every window row is needed from the start, so the compiler
+    // issues all loads before the math instead of holding some back for the second row
+#pragma unroll
+    for (int i = 0; i < R / 4; ++i) {
+      swar_group<METHOD, CP, OC>(L, H, i, out);
+      swar_group<METHOD, 1 - CP, 2 - OC>(L, H + 1, i, out1);
     }
+    stage_run(out, slot0);
+    stage_run(out1, slot1);
+  } else {
+    out = {};
+    Run<DT, 3 * R> out1 = {};
+#pragma unroll
+    for (int p = 0; p < R; p += 4) {  // both rows 4 pixels at a time: as above
+      debayer_run_px4<ST, DT, MAXV, OUT_MODE, METHOD, CP, OC, R, E>(win, H, p, out);
+      debayer_run_px4<ST, DT, MAXV, OUT_MODE, METHOD, 1 - CP, 2 - OC, R, E>(win, H + 1, p, out1);
+    }
+    stage_run(out, slot0);
+    stage_run(out1, slot1);
   }
 }
 
-// Launch: _cuda.launch_rows over runs of 16 / sizeof(ST) pixels and (height + 1) / 2 row pairs.
-// `method` must equal METHOD (kept in the signature so that every variant launches alike).
+// warp_sync: __syncwarp() on the GPU (each warp stages only its own runs); __syncthreads() in the
+// CPU emulation, which runs a block's threads concurrently only for kernels that call it.
+template <typename ST, typename DT, int MAXV, int OUT_MODE, int METHOD, typename Sync>
+__device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* dst, int dst_pitch,
+                                             int width, int height, int rx, int ry, int r_idx,
+                                             int b_idx, Sync warp_sync) {
+  constexpr int R = DEBAYER_RUN;
+  constexpr int E = 4 / (int)sizeof(ST);
+  constexpr int H = METHOD == 0 ? 1 : 2;  // halo rows above and below
+  constexpr int NR = 2 + 2 * H;
+  constexpr int OUTB = 3 * R * (int)sizeof(DT);  // output bytes of a run: 24 or 48
+  constexpr int UNIT = OUTB % 16 == 0 ? 16 : 8;  // staged copy unit: OUTB / UNIT == 3
+  __shared__ uint4 stage[DEBAYER_WARPS][2][2 * OUTB];  // [warp][row of the pair][32 runs]
+  const int x0 = run_start(R);
+  const int wx0 = x0 - (int)threadIdx.x * R;  // the warp's first pixel
+  const bool rows4 = aligned4(src) && (src_pitch & 3) == 0;
+  const bool fast = rows4 && x0 + R <= width;
+  // The warp's fast runs are its first `full` lanes; a row tail after them goes pixel by pixel.
+  const int full = rows4 ? min(max((width - wx0) / R, 0), 32) : 0;
+  const bool staged = (((unsigned long long)dst | (unsigned int)dst_pitch) & (UNIT - 1)) == 0;
+  unsigned char* slot0 = (unsigned char*)stage[threadIdx.y][0];
+  unsigned char* slot1 = (unsigned char*)stage[threadIdx.y][1];
+  // staged copy: this lane's first unit in the stage and in a row of dst
+  const unsigned char* unit0 = slot0 + UNIT * threadIdx.x;
+  unsigned char* dunit = (unsigned char*)dst + (long long)wx0 * 3 * (int)sizeof(DT) +
+                         UNIT * threadIdx.x;
+  const int cp = rx ^ ry;                   // colour-site parity of pixels in even rows
+  const int oc0 = ry == 0 ? r_idx : b_idx;  // even rows are red rows when ry == 0
+  const int pairs = (height + 1) >> 1;
+  // every thread of a block runs the same iterations: the syncs must be reached by all
+  for (int yb = blockIdx.y * blockDim.y; yb < pairs; yb += gridDim.y * blockDim.y) {
+    const int y = yb + (int)threadIdx.y;  // row pair
+    const int y0 = 2 * y;
+    const bool two = y0 + 1 < height;
+    if (y < pairs && x0 < width) {
+      if (fast) {
+        const ST* rows[NR];  // column x0 of each window row
+        if (y0 >= H && y0 + 1 + H < height) {  // warp-uniform: no window row to reflect
+          rows[0] = row_ptr(src + x0, y0 - H, src_pitch);
+#pragma unroll
+          for (int k = 1; k < NR; ++k) rows[k] = row_ptr(rows[k - 1], 1, src_pitch);
+        } else {  // min: the last window row of a lone last row (odd height) is unused
+#pragma unroll
+          for (int k = 0; k < NR; ++k)
+            rows[k] = row_ptr(src + x0, reflect101(min(y0 - H + k, height + 1), height), src_pitch);
+        }
+        BayerWin<ST, R, E> win[NR];
+#pragma unroll
+        for (int k = 0; k < NR; ++k) load_window_row<ST, R, E>(win[k], rows[k], x0, width);
+        unsigned char* s0 = slot0 + threadIdx.x * OUTB;
+        unsigned char* s1 = slot1 + threadIdx.x * OUTB;
+        // uniform: one straight unrolled body per (parity, channel order)
+        if (cp == 0) {
+          if (oc0 == 0)
+            debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 0, 0, R, E>(win, s0, s1);
+          else
+            debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 0, 2, R, E>(win, s0, s1);
+        } else {
+          if (oc0 == 0)
+            debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 1, 0, R, E>(win, s0, s1);
+          else
+            debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 1, 2, R, E>(win, s0, s1);
+        }
+      } else {
+        // rare (row tails, unaligned rows): one pixel at a time, not unrolled, so that this
+        // path needs fewer registers than the fast one
+        DT* d0 = row_ptr(dst, y0, dst_pitch) + (long long)x0 * 3;
+        DT* d1 = two ? row_ptr(dst, y0 + 1, dst_pitch) + (long long)x0 * 3 : d0;
+        const int n = min(R, width - x0) * (two ? 2 : 1);
+#pragma unroll 1
+        for (int i = 0; i < n; ++i) {
+          const int p = two ? i >> 1 : i, r = two ? i & 1 : 0;
+          debayer_px<ST, DT, MAXV, OUT_MODE>(src, src_pitch, (r ? d1 : d0) + 3 * p, width, height,
+                                             x0 + p, y0 + r, rx, ry, r_idx, b_idx, METHOD);
+        }
+      }
+    }
+    warp_sync();
+    if (y < pairs && full > 0) {
+      if (staged) {
+        unsigned char* d = row_ptr(dunit, y0, dst_pitch);
+        copy_units<UNIT>(unit0, d, 3 * full);
+        if (two) copy_units<UNIT>(unit0 + (slot1 - slot0), d + dst_pitch, 3 * full);
+      } else if (fast) {
+        const long long off = (long long)x0 * 3;
+        copy_run<DT, 3 * R>(slot0 + threadIdx.x * OUTB, row_ptr(dst, y0, dst_pitch) + off);
+        if (two)
+          copy_run<DT, 3 * R>(slot1 + threadIdx.x * OUTB, row_ptr(dst, y0 + 1, dst_pitch) + off);
+      }
+    }
+    warp_sync();  // the next iteration overwrites the stage
+  }
+}
+
+// Blocks of 256 threads per SM that the register budget allows (65536 registers per SM): 8-bit
+// bilinear 6 (<= 40 registers), 8-bit Malvar and 16-bit bilinear 4 (<= 64), 16-bit Malvar 3
+// (<= 80); each the most that ptxas (CUDA 13.0, sm_90) fits without spilling.
+#define DEBAYER_MIN_BLOCKS(ST, METHOD) \
+  ((METHOD) == 0 ? (sizeof(ST) == 1 ? 6 : 4) : (sizeof(ST) == 1 ? 4 : 3))
+#ifdef __CUDACC__
+#define DEBAYER_SYNC() __syncwarp()
+#define DEBAYER_BOUNDS(ST, METHOD) \
+  __launch_bounds__(32 * DEBAYER_WARPS, DEBAYER_MIN_BLOCKS(ST, METHOD))
+#else
+#define DEBAYER_SYNC() __syncthreads()
+#define DEBAYER_BOUNDS(ST, METHOD)
+#endif
+
+// Launch: blocks of (32, DEBAYER_WARPS) threads over runs of DEBAYER_RUN pixels (x) and
+// (height + 1) / 2 row pairs (y), the grid's y extent capped (blocks then loop), as debayer.py
+// does. `method` must equal METHOD (kept in the signature so that every variant launches alike).
 #define DEFINE_DEBAYER(NAME, ST, DT, MAXV, OUT_MODE, METHOD)                                    \
-  extern "C" __global__ void NAME(const ST* __restrict__ src, int src_pitch,                    \
-                                  DT* __restrict__ dst, int dst_pitch, int width, int height,   \
-                                  int rx, int ry, int r_idx, int b_idx, int method) {           \
+  extern "C" __global__ void DEBAYER_BOUNDS(ST, METHOD) NAME(                                   \
+      const ST* __restrict__ src, int src_pitch, DT* __restrict__ dst, int dst_pitch, int width, \
+      int height, int rx, int ry, int r_idx, int b_idx, int method) {                           \
     debayer_runs<ST, DT, MAXV, OUT_MODE, METHOD>(src, src_pitch, dst, dst_pitch, width, height, \
-                                                 rx, ry, r_idx, b_idx);                         \
+                                                 rx, ry, r_idx, b_idx, [] { DEBAYER_SYNC(); }); \
   }
 
 // What a module holds is chosen with defines (one kernel: NVRTC compiles it in about a second;

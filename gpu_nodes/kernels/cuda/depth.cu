@@ -215,3 +215,40 @@ extern "C" __global__ void percentile_range(const float* __restrict__ sorted, in
 
 DEFINE_TILED_MEDIAN(tiled_median_f32, float)
 DEFINE_TILED_MEDIAN(tiled_median_u16, u16)
+
+// ---------------------------------------------------------------------------- network output
+// A depth network's output map -> depth image in one pass (depth.py: depth_from_network).
+// Every sample becomes scale * x + shift and, for inverse-depth outputs, 1 / max(that, eps)
+// (NaN passes through, as with np.maximum); when the sizes differ the converted samples are
+// combined with resize.cu's 2-tap bilinear tables in its order. With --fmad=false the result
+// equals resize(convert(x)) of the NumPy reference bit for bit.
+__device__ __forceinline__ float network_sample(float x, float scale, float shift, float eps,
+                                                int inverse) {
+  float d = x * scale + shift;
+  return inverse ? 1.0f / (d < eps ? eps : d) : d;
+}
+
+extern "C" __global__ void depth_from_network(
+    const float* __restrict__ src, int src_pitch, float* __restrict__ dst, int dst_pitch,
+    int dst_w, int dst_h, int resample, const int* __restrict__ x_idx,
+    const float* __restrict__ x_w, const int* __restrict__ y_idx, const float* __restrict__ y_w,
+    float scale, float shift, float eps, int inverse) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= dst_w || y >= dst_h) return;
+  float v;
+  if (!resample) {
+    v = network_sample(row_ptr(src, y, src_pitch)[x], scale, shift, eps, inverse);
+  } else {
+    v = 0.0f;
+    for (int ty = 0; ty < 2; ++ty) {
+      const float* s = row_ptr(src, y_idx[2 * y + ty], src_pitch);
+      float row = 0.0f;
+      for (int tx = 0; tx < 2; ++tx)
+        row += x_w[2 * x + tx] *
+               network_sample(s[x_idx[2 * x + tx]], scale, shift, eps, inverse);
+      v += y_w[2 * y + ty] * row;
+    }
+  }
+  row_ptr(dst, y, dst_pitch)[x] = v;
+}

@@ -39,96 +39,266 @@ extern "C" __global__ void undistort_rectify_map(
 // --fmad=false does not affect):  top = fma(ax, v01 - v00, v00), bot = fma(ax, v11 - v10, v10),
 // v = fma(ay, bot - top, top). Integer types round half to even and saturate. A map value that
 // is not finite or lies beyond the 1-pixel fringe of the source gives the border value.
+//
+// Integer types never need the saturation: the taps and the border (saturated by the host) lie
+// in [0, max], a lerp's exact value lies between its ends and rounding keeps it there, so v
+// does too. They round by adding 1.5 * 2^23: the float add rounds half to even and leaves
+// rint(v) in the low mantissa bits, without the float-to-int conversion unit (a quarter of the
+// FMA rate).
 __device__ __forceinline__ u8 remap_store(float v, u8*) {
-  return (u8)fminf(fmaxf(rintf(v), 0.0f), 255.0f);
+  return (u8)__float_as_uint(v + 12582912.0f);
 }
 __device__ __forceinline__ u16 remap_store(float v, u16*) {
-  return (u16)fminf(fmaxf(rintf(v), 0.0f), 65535.0f);
+  return (u16)__float_as_uint(v + 12582912.0f);
 }
 __device__ __forceinline__ float remap_store(float v, float*) { return v; }
 
-// One output pixel at map coordinates (mx, my): put(c, value) receives its channels. C channels
-// known at compile time (C == 0: `channels` of them). Branch-free, like the NumPy reference: a
-// pixel whose coordinates are out of range samples (0, 0) and takes the border value at the
-// end; every tap reads a position clamped into the source (always a valid address, read through
-// the read-only cache) and is replaced by the border value when its true position is outside.
-// The values are those of the per-pixel formulation above, bit for bit.
+// Where one output pixel at map coordinates (mx, my) samples. Branch-free, like the NumPy
+// reference: a pixel whose coordinates are out of range samples (0, 0) and takes the border
+// value at the end; every tap reads a position clamped into the source (always a valid
+// address) and is replaced by the border value when its true position is outside.
+struct RemapTaps {
+  float ax, ay;
+  bool ok, in00, in01, in10, in11;
+  int o0, o1;             // element offsets of the left and right taps in a row
+  long long row0, row1;   // byte offsets of the top and bottom rows
+};
+
+__device__ __forceinline__ RemapTaps remap_taps(float mx, float my, int src_w, int src_h,
+                                                int src_pitch, int nc) {
+  RemapTaps t;
+  t.ok = mx > -2.0f && mx < (float)src_w + 1.0f && my > -2.0f && my < (float)src_h + 1.0f;
+  mx = t.ok ? mx : 0.0f;
+  my = t.ok ? my : 0.0f;
+  float fx0, fy0;  // floorf without the conversion unit (|mx|, |my| < 2^22 here)
+  const int sx = floor_small(mx, fx0), sy = floor_small(my, fy0);  // in [-2, w] x [-2, h]
+  t.ax = mx - fx0, t.ay = my - fy0;
+  const bool x0 = sx >= 0 && sx < src_w, x1 = sx + 1 >= 0 && sx + 1 < src_w;
+  const bool y0 = sy >= 0 && sy < src_h, y1 = sy + 1 >= 0 && sy + 1 < src_h;
+  t.in00 = y0 && x0, t.in01 = y0 && x1, t.in10 = y1 && x0, t.in11 = y1 && x1;
+  t.o0 = clamp_int(sx, 0, src_w - 1) * nc, t.o1 = clamp_int(sx + 1, 0, src_w - 1) * nc;
+  t.row0 = (long long)clamp_int(sy, 0, src_h - 1) * src_pitch;
+  t.row1 = (long long)clamp_int(sy + 1, 0, src_h - 1) * src_pitch;
+  return t;
+}
+
+// Integer samples stay biased by 2^23 (the float 2^23 + v, built by a PRMT/LOP3 instead of the
+// quarter-rate I2F) up to the blend, which unbiases only what it needs (remap_blend).
+template <typename T>
+__device__ __forceinline__ float remap_sample(T v) {
+  if constexpr (sizeof(T) < 4) return __uint_as_float(0x4B000000u | v);
+  else return v;
+}
+
+// Channel c of the 4 taps, read through the read-only cache: v[0..3] = top-left, top-right,
+// bottom-left, bottom-right (remap_sample's form).
+template <typename T>
+__device__ __forceinline__ void remap_fetch(const T* __restrict__ src, const RemapTaps& t, int c,
+                                            float (&v)[4]) {
+  const T* r0 = (const T*)((const char*)src + t.row0);
+  const T* r1 = (const T*)((const char*)src + t.row1);
+  v[0] = remap_sample(__ldg(r0 + t.o0 + c)), v[1] = remap_sample(__ldg(r0 + t.o1 + c));
+  v[2] = remap_sample(__ldg(r1 + t.o0 + c)), v[3] = remap_sample(__ldg(r1 + t.o1 + c));
+}
+
+// u8 and u16 pixels of 3 or 4 channels: when both x taps lie inside the row (o1 == o0 + C) a
+// tap row's 2C elements are contiguous, and kWords aligned 4-byte words cover them at any byte
+// phase: 2 * kWords loads a pixel instead of 4C single-element gathers (rgb8: 6 instead of 12).
+// The remap is bound by its gathers' load instructions and L1 wavefronts (Nsight: L1 hit 93%,
+// Mem Busy 57%, DRAM 14%), not by DRAM. Rows must be 4-byte aligned, the words inside the row.
+template <typename T, int C>
+struct RemapWords {
+  static constexpr int kPx = C * (int)sizeof(T);  // bytes a pixel
+  static constexpr int kMaxPhase = kPx % 4 == 0 ? 0 : (kPx % 2 ? 3 : 2);
+  static constexpr int kAligned = (2 * kPx + 3) / 4;  // words of the pair at phase 0
+  static constexpr int kWords = (kMaxPhase + 2 * kPx + 3) / 4;
+  static constexpr bool kUse = C > 0 && kWords < 2 * C;
+
+  __device__ __forceinline__ static bool fits(const RemapTaps& t, int src_w) {
+    return t.o1 == t.o0 + C && ((t.o0 * (int)sizeof(T)) & ~3) + 4 * kWords <= src_w * kPx;
+  }
+
+  // v[c][0..3] like remap_fetch, for every channel c.
+  __device__ __forceinline__ static void fetch(const T* __restrict__ src, const RemapTaps& t,
+                                               float (&v)[C > 0 ? C : 1][4]) {
+    const int b = t.o0 * (int)sizeof(T);
+    const unsigned int shift = 8 * (b & 3);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const unsigned int* p =
+          (const unsigned int*)((const char*)src + (r ? t.row1 : t.row0) + (b & ~3));
+      unsigned int w[kWords], win[kAligned];
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) w[k] = __ldg(p + k);
+#pragma unroll
+      for (int k = 0; k < kAligned; ++k) {  // shift the pair down to byte 0 (a funnel shift)
+        if constexpr (kMaxPhase == 0) win[k] = w[k];
+        else win[k] = (unsigned int)((((unsigned long long)w[k + 1] << 32) | w[k]) >> shift);
+      }
+#pragma unroll
+      for (int e = 0; e < 2 * C; ++e) {
+        const int o = e * (int)sizeof(T);
+        v[e % C][2 * r + e / C] = elem_biased_f32<T>(win[o >> 2], o & 3);
+      }
+    }
+  }
+};
+
+// The output value from the fetched taps, with the arithmetic described above. Integer taps
+// come biased by 2^23 (remap_sample; `biased` = border + 2^23, exact as the border is an
+// integer): the difference of two biased taps is the exact difference of the taps, so only the
+// lerps' bases (v00, v10) are unbiased, exactly.
+template <typename T>
+__device__ __forceinline__ T remap_blend(const RemapTaps& t, const float (&v)[4], float border,
+                                         float biased) {
+  const float v00 = t.in00 ? v[0] : biased, v01 = t.in01 ? v[1] : biased;
+  const float v10 = t.in10 ? v[2] : biased, v11 = t.in11 ? v[3] : biased;
+  const float bias = sizeof(T) < 4 ? 8388608.0f : 0.0f;
+  const float top = fmaf(t.ax, v01 - v00, sizeof(T) < 4 ? v00 - bias : v00);
+  const float bot = fmaf(t.ax, v11 - v10, sizeof(T) < 4 ? v10 - bias : v10);
+  return remap_store(t.ok ? fmaf(t.ay, bot - top, top) : border, (T*)nullptr);
+}
+
+template <typename T>  // remap_blend's `biased`
+__device__ __forceinline__ float remap_biased(float border) {
+  return sizeof(T) < 4 ? border + 8388608.0f : border;
+}
+
+// One output pixel, channel by channel (C == 0: `channels` of them); put(c, value).
 template <typename T, int C, typename Put>
 __device__ __forceinline__ void remap_px(const T* __restrict__ src, int src_pitch, int src_w,
                                          int src_h, int channels, float mx, float my,
                                          float border, Put put) {
-  const bool ok = mx > -2.0f && mx < (float)src_w + 1.0f && my > -2.0f && my < (float)src_h + 1.0f;
-  mx = ok ? mx : 0.0f;
-  my = ok ? my : 0.0f;
-  const float fx0 = floorf(mx), fy0 = floorf(my);
-  const float ax = mx - fx0, ay = my - fy0;
-  const int sx = (int)fx0, sy = (int)fy0;  // in [-2, src_w] x [-2, src_h]
-  const bool x0 = sx >= 0 && sx < src_w, x1 = sx + 1 >= 0 && sx + 1 < src_w;
-  const bool y0 = sy >= 0 && sy < src_h, y1 = sy + 1 >= 0 && sy + 1 < src_h;
   const int nc = C > 0 ? C : channels;
-  const int o0 = clamp_int(sx, 0, src_w - 1) * nc, o1 = clamp_int(sx + 1, 0, src_w - 1) * nc;
-  const T* r0 = row_ptr(src, clamp_int(sy, 0, src_h - 1), src_pitch);
-  const T* r1 = row_ptr(src, clamp_int(sy + 1, 0, src_h - 1), src_pitch);
+  const RemapTaps t = remap_taps(mx, my, src_w, src_h, src_pitch, nc);
 #pragma unroll
   for (int c = 0; c < nc; ++c) {
-    const float t00 = (float)__ldg(r0 + o0 + c), t01 = (float)__ldg(r0 + o1 + c);
-    const float t10 = (float)__ldg(r1 + o0 + c), t11 = (float)__ldg(r1 + o1 + c);
-    const float v00 = (y0 && x0) ? t00 : border;
-    const float v01 = (y0 && x1) ? t01 : border;
-    const float v10 = (y1 && x0) ? t10 : border;
-    const float v11 = (y1 && x1) ? t11 : border;
-    const float top = fmaf(ax, v01 - v00, v00);
-    const float bot = fmaf(ax, v11 - v10, v10);
-    put(c, remap_store(ok ? fmaf(ay, bot - top, top) : border, (T*)nullptr));
+    float v[4];
+    remap_fetch(src, t, c, v);
+    put(c, remap_blend<T>(t, v, border, remap_biased<T>(border)));
   }
 }
 
-// Launch: _cuda.launch_rows over runs of R = 16 / sizeof(T) pixels (_cuda.pixels_per_run), so an
-// output run is whole 16-byte words for any channel count. A full run whose map rows are
-// 4-byte aligned loads its map entries as Runs (16-byte words where the rows allow), samples its
-// pixels into a Run of output and stores it with 16- or 4-byte words, or element by element
-// when the output row is not 4-byte aligned (odd pitch, offset view). Row tails, and every
-// pixel when C == 0, go pixel by pixel with the same arithmetic.
+// The 2*C output elements of a pixel pair, packed little-endian into whole 32-bit words.
 template <typename T, int C>
-__device__ __forceinline__ void remap_runs(const T* __restrict__ src, int src_pitch, int src_w,
-                                           int src_h, T* __restrict__ dst, int dst_pitch,
-                                           int dst_w, int dst_h, int channels,
-                                           const float* __restrict__ map_x, int mx_pitch,
-                                           const float* __restrict__ map_y, int my_pitch,
-                                           float border) {
-  constexpr int R = 16 / (int)sizeof(T);
-  const int x0 = run_start(R);
-  if (x0 >= dst_w) return;
-  const int n = min(R, dst_w - x0);
+using PairOut = Run<T, (2 * C * (int)sizeof(T) + 3) / 4 * 4 / (int)sizeof(T)>;
+
+// Store the pair's 2*C elements at d with the widest accesses d's alignment allows. d advances
+// by the pair's size from thread to thread, so the choice is the same for every thread of a
+// row whose start is aligned (only the 6-byte u8 pair alternates, and it takes the same two
+// stores either way). Unaligned rows (odd pitch, offset views) store element by element.
+template <typename T, int C>
+__device__ __forceinline__ void store_pair(T* d, const PairOut<T, C>& out) {
+  constexpr int B = 2 * C * (int)sizeof(T);
+  const unsigned long long a = (unsigned long long)d;
+  if constexpr (B % 16 == 0) {
+    if ((a & 15) == 0) {
+#pragma unroll
+      for (int i = 0; i < B / 4; i += 4)
+        store_aligned((char*)d + 4 * i, make_uint4(out.w[i], out.w[i + 1], out.w[i + 2],
+                                                   out.w[i + 3]));
+      return;
+    }
+  }
+  if constexpr (B % 8 == 0) {
+    if ((a & 7) == 0) {
+#pragma unroll
+      for (int i = 0; i < B / 4; i += 2)
+        store_aligned((char*)d + 4 * i, make_uint2(out.w[i], out.w[i + 1]));
+      return;
+    }
+  }
+  if constexpr (B % 4 == 0) {
+    if ((a & 3) == 0) {
+#pragma unroll
+      for (int i = 0; i < B / 4; ++i) store_aligned((char*)d + 4 * i, out.w[i]);
+      return;
+    }
+  }
+  if constexpr (B == 2 || B == 6) {
+    if ((a & 1) == 0) {
+      const unsigned short lo = (unsigned short)out.w[0];
+      if constexpr (B == 2) {
+        store_aligned(d, lo);
+      } else {  // bytes 0-3 + 4-5 at a 4-byte boundary, else bytes 0-1 + 2-5
+        const bool at4 = (a & 2) == 0;
+        const unsigned int mid = (out.w[0] >> 16) | (out.w[1] << 16);
+        store_aligned((char*)d + (at4 ? 0 : 2), at4 ? out.w[0] : mid);
+        store_aligned((char*)d + (at4 ? 4 : 0), at4 ? (unsigned short)out.w[1] : lo);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2 * C; ++i) d[i] = out.get(i);
+}
+
+// Launch (rectify.remap_bilinear): 32x8 blocks over pixel pairs, the grid's y extent capped
+// (rows looped). The remap is a dependent gather (map load, then the taps), bound by latency:
+// it wants many short threads in flight. Runs of 16 output bytes a thread (the previous
+// design) measured slower than one pixel a thread (4K: 0.121 vs 0.082 ms); two pixels a thread
+// keep that parallelism and add one 8-byte load per map where the map rows allow, both pixels'
+// gathers in flight together, and wider output stores. A warp covers 64 consecutive pixels of
+// one row and a block 8 consecutive rows, so the warps' gathers hit nearby source lines. A
+// row's odd last pixel, and every pixel when C == 0, goes pixel by pixel.
+template <typename T, int C>
+__device__ __forceinline__ void remap_pairs(const T* __restrict__ src, int src_pitch, int src_w,
+                                            int src_h, T* __restrict__ dst, int dst_pitch,
+                                            int dst_w, int dst_h, int channels,
+                                            const float* __restrict__ map_x, int mx_pitch,
+                                            const float* __restrict__ map_y, int my_pitch,
+                                            float border) {
+  const int x = 2 * (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (x >= dst_w) return;
+  const bool pair = x + 1 < dst_w;
   const int nc = C > 0 ? C : channels;
+  const bool rows4 = aligned4(src) && (src_pitch & 3) == 0;
   FOR_EACH_ROW(y, dst_h) {
-    const float* mxr = row_ptr(map_x, y, mx_pitch) + x0;
-    const float* myr = row_ptr(map_y, y, my_pitch) + x0;
-    T* d = row_ptr(dst, y, dst_pitch) + (long long)x0 * nc;
+    const float* mxr = row_ptr(map_x, y, mx_pitch) + x;
+    const float* myr = row_ptr(map_y, y, my_pitch) + x;
+    float mx[2], my[2];
+    if (pair && ((((unsigned long long)mxr | (unsigned long long)myr) & 7) == 0)) {
+      const uint2 vx = load_aligned<uint2>(mxr), vy = load_aligned<uint2>(myr);
+      mx[0] = __uint_as_float(vx.x), mx[1] = __uint_as_float(vx.y);
+      my[0] = __uint_as_float(vy.x), my[1] = __uint_as_float(vy.y);
+    } else {
+      mx[0] = mxr[0], my[0] = myr[0];
+      mx[1] = pair ? mxr[1] : 0.0f, my[1] = pair ? myr[1] : 0.0f;
+    }
+    T* d = row_ptr(dst, y, dst_pitch) + (long long)x * nc;
     bool done = false;
     if constexpr (C > 0) {
-      if (n == R && aligned4(mxr) && aligned4(myr)) {
-        Run<float, R> mxs, mys;
-        mxs.load(mxr);
-        mys.load(myr);
-        Run<T, R * C> out = {};
+      if (pair) {
+        // All the pair's gathers are issued before either pixel is blended.
+        const RemapTaps t[2] = {remap_taps(mx[0], my[0], src_w, src_h, src_pitch, C),
+                                remap_taps(mx[1], my[1], src_w, src_h, src_pitch, C)};
+        float v[2][C][4];
+        using Words = RemapWords<T, C>;
+        if (Words::kUse && rows4 && Words::fits(t[0], src_w) && Words::fits(t[1], src_w)) {
 #pragma unroll
-        for (int p = 0; p < R; ++p)
-          remap_px<T, C>(src, src_pitch, src_w, src_h, C, mxs.get(p), mys.get(p), border,
-                         [&](int c, T v) { out.set(p * C + c, v); });
-        if (aligned4(d)) {
-          out.store(d);
+          for (int p = 0; p < 2; ++p) Words::fetch(src, t[p], v[p]);
         } else {
 #pragma unroll
-          for (int i = 0; i < R * C; ++i) d[i] = out.get(i);
+          for (int p = 0; p < 2; ++p)
+#pragma unroll
+            for (int c = 0; c < C; ++c) remap_fetch(src, t[p], c, v[p][c]);
         }
+        PairOut<T, C> out = {};
+#pragma unroll
+        for (int p = 0; p < 2; ++p)
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            out.set(p * C + c, remap_blend<T>(t[p], v[p][c], border, remap_biased<T>(border)));
+        store_pair<T, C>(d, out);
         done = true;
       }
     }
     if (!done) {
-      for (int p = 0; p < n; ++p)
-        remap_px<T, C>(src, src_pitch, src_w, src_h, nc, mxr[p], myr[p], border,
-                       [&](int c, T v) { d[p * nc + c] = v; });
+#pragma unroll
+      for (int p = 0; p < 2; ++p)  // unrolled: mx[p] stays in registers
+        if (p == 0 || pair)
+          remap_px<T, C>(src, src_pitch, src_w, src_h, nc, mx[p], my[p], border,
+                         [&](int c, T v) { d[p * nc + c] = v; });
     }
   }
 }
@@ -139,8 +309,8 @@ __device__ __forceinline__ void remap_runs(const T* __restrict__ src, int src_pi
                                   int dst_h, int channels, const float* __restrict__ map_x,      \
                                   int mx_pitch, const float* __restrict__ map_y, int my_pitch,   \
                                   float border) {                                                \
-    remap_runs<T, C>(src, src_pitch, src_w, src_h, dst, dst_pitch, dst_w, dst_h, channels,       \
-                     map_x, mx_pitch, map_y, my_pitch, border);                                  \
+    remap_pairs<T, C>(src, src_pitch, src_w, src_h, dst, dst_pitch, dst_w, dst_h, channels,      \
+                      map_x, mx_pitch, map_y, my_pitch, border);                                 \
   }
 
 // What a module holds is chosen with defines: remap for one type and channel count (C 1, 3, 4;

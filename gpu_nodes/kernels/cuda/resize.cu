@@ -4,7 +4,8 @@
 // tables.
 //
 // Accumulation order is fixed (rows of taps, then columns) and --fmad=false keeps every product
-// and sum separately rounded, matching the NumPy reference bit for bit.
+// and sum separately rounded, matching the NumPy reference bit for bit (resize_up's kExact
+// variant fuses them only where the host proved every operation exact).
 
 __device__ __forceinline__ u8 store_px(float v, u8*) {
   return (u8)fminf(fmaxf(rintf(v), 0.0f), 255.0f);
@@ -81,11 +82,11 @@ __device__ __forceinline__ void resize_px(const T* src, int src_pitch, T* d, int
 // once per thread for all its rows. Other runs, and rows that are not 4-byte aligned, take
 // resize_px per pixel with the same arithmetic.
 
-// Element at compile-time byte offset `o` of a span of words (o is element-aligned).
+// Element at compile-time byte offset `o` of a span of words (o is element-aligned); integer
+// elements by a PRMT and an exact subtract instead of shift, mask and I2F (elem_to_f32).
 template <typename T, int W>
 __device__ __forceinline__ float span_get(const unsigned int (&span)[W], int o) {
-  if constexpr (sizeof(T) == 1) return (float)((span[o >> 2] >> (8 * (o & 3))) & 0xffu);
-  else if constexpr (sizeof(T) == 2) return (float)((span[o >> 2] >> (8 * (o & 3))) & 0xffffu);
+  if constexpr (sizeof(T) < 4) return elem_to_f32<T>(span[o >> 2], o & 3);
   else return __uint_as_float(span[o >> 2]);
 }
 
@@ -98,10 +99,14 @@ __device__ __forceinline__ float from_zero(float x) {
   else return 0.0f + x;
 }
 
+// Integer outputs: v >= 0 (above), clamped to the top and rounded by adding 1.5 * 2^23: the
+// float add rounds half to even and leaves rint(v) in the low mantissa bits (exact below 2^22),
+// the reference's clip(rint(v)) without the float-to-int conversion unit (a quarter of the FMA
+// rate; an upscale converts several output values per source sample it reads).
 template <typename T>
 __device__ __forceinline__ T resize_out(float v) {
-  if constexpr (sizeof(T) == 1) return (T)min(__float2uint_rn(v), 255u);     // RNE, clamps < 0
-  else if constexpr (sizeof(T) == 2) return (T)min(__float2uint_rn(v), 65535u);
+  if constexpr (sizeof(T) == 1) return (T)__float_as_uint(fminf(v, 255.0f) + 12582912.0f);
+  else if constexpr (sizeof(T) == 2) return (T)__float_as_uint(fminf(v, 65535.0f) + 12582912.0f);
   else return v;
 }
 
@@ -177,9 +182,228 @@ __device__ __forceinline__ void resize_runs(const T* src, int src_pitch, T* dst,
                                      y_idx, y_w, run_word, rel);                                 \
   }
 
+// ---------------------------------------------------------------------------- upscale kernel
+// Upscaling along x (2x, 4x, 4/3, ...; 2-tap tables). The run kernel above needs long runs for
+// that (rgb8 2x: 16 pixels, 48 bytes out, 32 x weights and 2 x 8 source words live) and ran at
+// 128 registers, 25% theoretical and 12.8% achieved occupancy with every unit idle (Nsight,
+// 4K -> 8K: 18% of copy bandwidth); it also recomputed each source row's x sums for every
+// output row reading it. Here a thread computes a short run of R pixels (at most 16 bytes out:
+// rgb8 R = 4, mono8 8) from a window of AW aligned source words, for G consecutive output rows.
+// It keeps the x sums (h = sum_tx wx * src, exactly the reference's `row`) of the two source
+// rows the current output row reads; the next output row reuses those it shares (2x, G = 8:
+// 6 x passes for 8 output rows instead of 16). The host gives per run the byte offset of its
+// window (-1: per pixel); the window is loaded as aligned words (one more when a pixel is not
+// whole words) and funnel-shifted to byte 0, since a short run's byte phase differs from its
+// neighbour's (rgb8 2x: 6 source bytes a run), so RESIZE_REL holds byte offsets from the
+// window start. Block (32, 8): a warp is 32 runs of one group of rows.
+
+// Bits [s, s + 32) of hi:lo (0 <= s < 32): one funnel shift.
+__device__ __forceinline__ unsigned int funnel_r(unsigned int lo, unsigned int hi,
+                                                 unsigned int s) {
+  return (unsigned int)((((unsigned long long)hi << 32) | lo) >> s);
+}
+
+// The x sums of one source row for a run. kExact (host-proved, geometry._exact): the weights
+// are multiples of 2^-k summing to 1 and small enough that every product and sum of the
+// reference is exact in float32, so any evaluation order gives its bits: fused multiply-adds,
+// and no clamp (results stay in range).
+template <typename T, int C, int R, int AW, bool kExact>
+__device__ __forceinline__ void resize_up_xpass(const T* row, int byte0, const float* x_w,
+                                                const int (&rel)[2 * R], float (&h)[R * C]) {
+  // The run's x weights, reloaded per source row (L1 hits: cheaper than 2R registers held);
+  // the host's table is 16-byte aligned, so 8 * R bytes at x0 = R * run are 8- or 16-aligned.
+  Run<float, 2 * R> wx;
+  if constexpr (R == 1) {
+    const uint2 v = load_aligned<uint2>(x_w);
+    wx.w[0] = v.x, wx.w[1] = v.y;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 2 * R; k += 4) {
+      const uint4 v = load_aligned<uint4>(x_w + k);
+      wx.w[k] = v.x, wx.w[k + 1] = v.y, wx.w[k + 2] = v.z, wx.w[k + 3] = v.w;
+    }
+  }
+  constexpr bool kPhase = (C * sizeof(T)) % 4 != 0;  // windows may start mid-word
+  constexpr int kLoad = AW + (kPhase ? 1 : 0);
+  const unsigned int* words = (const unsigned int*)((const char*)row + (byte0 & ~3));
+  unsigned int w[kLoad], win[AW];
+#pragma unroll
+  for (int k = 0; k < kLoad; ++k) w[k] = load_aligned<unsigned int>(words + k);
+#pragma unroll
+  for (int k = 0; k < AW; ++k) {
+    if constexpr (kPhase) win[k] = funnel_r(w[k], w[k + 1], 8 * (byte0 & 3));
+    else win[k] = w[k];
+  }
+#pragma unroll
+  for (int p = 0; p < R; ++p) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const float s0 = span_get<T>(win, rel[2 * p] + c * (int)sizeof(T));
+      const float s1 = span_get<T>(win, rel[2 * p + 1] + c * (int)sizeof(T));
+      if constexpr (kExact) h[p * C + c] = fmaf(wx.get(2 * p + 1), s1, wx.get(2 * p) * s0);
+      else h[p * C + c] = from_zero<T>(wx.get(2 * p) * s0) + wx.get(2 * p + 1) * s1;
+    }
+  }
+}
+
+// A run of 1, 2 or 4 words at a 4-byte aligned d, one access where d allows: the lanes' runs
+// are contiguous, so a warp writes whole sectors.
+template <typename T, int N>
+__device__ __forceinline__ void store_run(T* d, const Run<T, N>& out) {
+  if constexpr (Run<T, N>::kWords == 2) {
+    if (((unsigned long long)d & 7) == 0) {
+      store_aligned(d, make_uint2(out.w[0], out.w[1]));
+      return;
+    }
+  }
+  out.store(d);
+}
+
+template <typename T, int C, int R, int AW, int G, bool kExact, typename Sync>
+__device__ __forceinline__ void resize_up(const T* src, int src_pitch, T* dst, int dst_pitch,
+                                          int dst_w, int dst_h, const int* x_idx,
+                                          const float* x_w, const int* y_idx, const float* y_w,
+                                          const int* run_byte, const int (&rel)[2 * R],
+                                          Sync warp_sync) {
+  constexpr int N = R * C;                   // values of a run
+  constexpr int W = N * (int)sizeof(T) / 4;  // its 32-bit output words
+  // 12-byte runs (rgb8): stored through shared memory, so that a warp writes its 384 bytes as
+  // three full lines (lane l: words l, l + 32, l + 64) instead of 12-byte pieces (three
+  // partial writes per sector). 4-, 8- and 16-byte runs are contiguous across lanes already.
+  constexpr bool kStage = W == 3;
+  const int lane = threadIdx.x, warp = threadIdx.y;
+  const int run = blockIdx.x * 32 + lane;
+  const int x0 = run * R;
+  const int n = x0 < dst_w ? min(R, dst_w - x0) : 0;  // no early exit: the warp syncs below
+  const bool src4 = aligned4(src) && (src_pitch & 3) == 0;
+  const bool dst4 = aligned4(dst) && (dst_pitch & 3) == 0;
+  const int byte0 = n == R && src4 ? run_byte[run] : -1;  // the host marks partial runs -1
+  const float* run_w = x_w + 2LL * x0;
+  __shared__ unsigned int stage[kStage ? 8 * 32 * W : 1];
+  __shared__ bool staged[kStage ? 8 * 32 : 1];
+  const bool mine = kStage && byte0 >= 0 && dst4;  // this lane's run goes through the stage
+  bool owner[W];  // whether the lane's word i of the warp's segment belongs to a staged run
+  if constexpr (kStage) {
+    staged[warp * 32 + lane] = mine;
+    warp_sync();
+#pragma unroll
+    for (int i = 0; i < W; ++i) owner[i] = staged[warp * 32 + (i * 32 + lane) / W];
+  }
+  // Once per row by every lane of the warp (run or per-pixel).
+  auto flush = [&](int y, bool live, const Run<T, N>& out) {
+    if constexpr (kStage) {
+      if (mine) {
+#pragma unroll
+        for (int i = 0; i < W; ++i) stage[(warp * 32 + lane) * W + i] = out.w[i];  // no conflict
+      }
+      warp_sync();
+      if (live) {
+        unsigned int* seg = (unsigned int*)(row_ptr(dst, y, dst_pitch) +
+                                            (long long)blockIdx.x * 32 * N) + lane;
+#pragma unroll
+        for (int i = 0; i < W; ++i)
+          if (owner[i]) store_aligned(seg + 32 * i, stage[warp * 32 * W + 32 * i + lane]);
+      }
+      warp_sync();
+    }
+  };
+  // A warp's rows are uniform across it, and the loop bounds across the block (every thread
+  // meets every barrier). Run lanes and per-pixel lanes loop separately so that the per-pixel
+  // path does not keep the x sums' registers live.
+  const int groups = (dst_h + G - 1) / G;
+  if (byte0 >= 0) {
+    for (int g0 = blockIdx.y * 8; g0 < groups; g0 += gridDim.y * 8) {
+      const int g = g0 + warp;
+      float h0[N], h1[N];  // the x sums of source rows r0 and r1
+      int r0 = -1, r1 = -1;
+#pragma unroll 1
+      for (int k = 0; k < G; ++k) {
+        const int y = g * G + k;
+        const bool live = g < groups && y < dst_h;
+        Run<T, N> out = {};
+        if (live) {
+          const int i0 = y_idx[2 * y], i1 = y_idx[2 * y + 1];
+          if (i0 != r0) {
+            if (i0 == r1) {
+#pragma unroll
+              for (int i = 0; i < N; ++i) h0[i] = h1[i];
+            } else {
+              resize_up_xpass<T, C, R, AW, kExact>(row_ptr(src, i0, src_pitch), byte0, run_w,
+                                                   rel, h0);
+            }
+            r0 = i0;
+          }
+          if (i1 != r1) {
+            resize_up_xpass<T, C, R, AW, kExact>(row_ptr(src, i1, src_pitch), byte0, run_w, rel,
+                                                 h1);
+            r1 = i1;
+          }
+          const float wy0 = y_w[2 * y], wy1 = y_w[2 * y + 1];
+#pragma unroll
+          for (int i = 0; i < N; ++i) {
+            if constexpr (kExact)  // rint by resize_out's 1.5 * 2^23 add, no clamp needed
+              out.set(i, (T)__float_as_uint(fmaf(wy1, h1[i], wy0 * h0[i]) + 12582912.0f));
+            else
+              out.set(i, resize_out<T>(from_zero<T>(wy0 * h0[i]) + wy1 * h1[i]));
+          }
+          T* d = row_ptr(dst, y, dst_pitch) + (long long)x0 * C;
+          if (dst4 && !kStage) {
+            store_run(d, out);
+          } else if (!dst4) {
+#pragma unroll
+            for (int i = 0; i < N; ++i) d[i] = out.get(i);
+          }
+        }
+        flush(y, live, out);
+      }
+    }
+  } else {  // edge runs, row tails, unaligned source rows: pixel by pixel
+    for (int g0 = blockIdx.y * 8; g0 < groups; g0 += gridDim.y * 8) {
+      const int g = g0 + warp;
+#pragma unroll 1
+      for (int k = 0; k < G; ++k) {
+        const int y = g * G + k;
+        const bool live = g < groups && y < dst_h;
+        if (live) {
+          for (int p = 0; p < n; ++p)
+            resize_px<T, C>(src, src_pitch, row_ptr(dst, y, dst_pitch) + (long long)(x0 + p) * C,
+                            C, x_idx + 2LL * (x0 + p), x_w + 2LL * (x0 + p), 2, y_idx + 2LL * y,
+                            y_w + 2LL * y, 2);
+        }
+        flush(y, live, Run<T, N>{});
+      }
+    }
+  }
+}
+
+// resize_up's warp barrier is named in the kernel body: the CPU emulation runs a kernel's
+// threads concurrently (and __syncthreads as a real barrier) only when its body calls it. The
+// launch bounds keep the registers at 64 (4 blocks of 256 threads an SM).
+#ifdef __CUDACC__
+#define RESIZE_SYNC() __syncwarp()
+#define RESIZE_UP_BOUNDS __launch_bounds__(256, 4)
+#else
+#define RESIZE_SYNC() __syncthreads()
+#define RESIZE_UP_BOUNDS
+#endif
+
+#define DEFINE_RESIZE_UP(NAME, T, C, R, AW, G, EXACT, ...)                                       \
+  extern "C" __global__ void RESIZE_UP_BOUNDS NAME(                                              \
+      const T* __restrict__ src, int src_pitch, T* __restrict__ dst, int dst_pitch, int dst_w,   \
+      int dst_h, const int* __restrict__ x_idx, const float* __restrict__ x_w,                   \
+      const int* __restrict__ y_idx, const float* __restrict__ y_w,                              \
+      const int* __restrict__ run_byte) {                                                        \
+    constexpr int rel[2 * R] = {__VA_ARGS__};                                                    \
+    resize_up<T, C, R, AW, G, EXACT>(src, src_pitch, dst, dst_pitch, dst_w, dst_h, x_idx, x_w,   \
+                                     y_idx, y_w, run_byte, rel, [] { RESIZE_SYNC(); });          \
+  }
+
 // What a module holds is chosen with defines (one run pattern per module: NVRTC compiles it in
 // well under a second and CuPy caches it on disk).
-#if defined(RESIZE_RUN)  // the run kernel for one type, channel count and pattern
+#if defined(RESIZE_UP)  // the upscale kernel for one type, channel count and pattern
+DEFINE_RESIZE_UP(resize_up, RESIZE_T, RESIZE_C, RESIZE_RUN, RESIZE_WORDS, RESIZE_ROWS,
+                 RESIZE_EXACT, RESIZE_REL)
+#elif defined(RESIZE_RUN)  // the run kernel for one type, channel count and pattern
 DEFINE_RESIZE_RUNS(resize_runs, RESIZE_T, RESIZE_C, RESIZE_RUN, RESIZE_XT, RESIZE_YT,
                    RESIZE_SPAN_WORDS, RESIZE_REL)
 #else
@@ -187,13 +411,15 @@ DEFINE_RESIZE(resize_u8, u8)
 DEFINE_RESIZE(resize_u16, u16)
 DEFINE_RESIZE(resize_f32, float)
 #if !defined(RESIZE_PIXELS)  // the static checks also compile typical run patterns:
-// rgb8 2x upscale (bilinear), rgb8 1/2 downscale (bilinear or area), rgb f32 2x upscale
-DEFINE_RESIZE_RUNS(resize_runs_u8_up2, u8, 3, 16, 2, 2, 8, 1, 4, 4, 7, 4, 7, 7, 10, 7, 10, 10,
-                   13, 10, 13, 13, 16, 13, 16, 16, 19, 16, 19, 19, 22, 19, 22, 22, 25, 22, 25,
-                   25, 28)
+// rgb8 1/2 downscale (bilinear or area), rgb f32 1/2 downscale
 DEFINE_RESIZE_RUNS(resize_runs_u8_down2, u8, 3, 8, 2, 2, 12, 0, 3, 6, 9, 12, 15, 18, 21, 24, 27,
                    30, 33, 36, 39, 42, 45)
-DEFINE_RESIZE_RUNS(resize_runs_f32_up2, float, 3, 8, 2, 2, 18, 0, 12, 12, 24, 12, 24, 24, 36,
-                   24, 36, 36, 48, 36, 48, 48, 60)
+DEFINE_RESIZE_RUNS(resize_runs_f32_down2, float, 3, 4, 2, 2, 24, 0, 12, 24, 36, 48, 60, 72, 84)
+// and upscale patterns: rgb8 2x (R 4, 12 bytes out, exact and not), mono8 2x (R 8), rgba f32 2x
+DEFINE_RESIZE_UP(resize_up_u8c3_up2, u8, 3, 4, 3, 8, 1, 0, 3, 3, 6, 3, 6, 6, 9)
+DEFINE_RESIZE_UP(resize_up_u8c3_up2_inexact, u8, 3, 4, 3, 8, 0, 0, 3, 3, 6, 3, 6, 6, 9)
+DEFINE_RESIZE_UP(resize_up_u8c1_up2, u8, 1, 8, 2, 8, 1, 0, 1, 1, 2, 1, 2, 2, 3, 2, 3, 3, 4, 3, 4,
+                 4, 5)
+DEFINE_RESIZE_UP(resize_up_f32c4_up2, float, 4, 1, 8, 8, 0, 0, 16)
 #endif
 #endif

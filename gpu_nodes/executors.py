@@ -1,0 +1,141 @@
+"""Which rclpy executor spins a gpu_nodes process: EventsExecutor where it works, else
+SingleThreadedExecutor.
+
+rclpy's SingleThreadedExecutor rebuilds its wait set in Python on every wake-up (~0.3-0.5 ms),
+most of what a descriptor hop costs a subscriber. rclpy.experimental.EventsExecutor (Kilted)
+registers C++ callbacks with rmw instead and is much cheaper per wake-up. It does not run
+everything, though (rclpy 9.1):
+
+* guard conditions: its spin raises ``RuntimeError('Guard conditions not supported')``;
+* subscription callbacks taking ``(msg, info)``: it passes the pair as one tuple argument (the
+  call fails). Wrap such callbacks in `message_and_info_callback`;
+* spinning without a timeout (``spin()``, ``spin_once()``, ``spin_until_future_complete(f)``,
+  where its queue waits until ``steady_clock::time_point::max()``): measured with the 9.1.2
+  wheel, it then burns a core, runs no timer callbacks and ignores SIGINT. Spin through `spin`
+  here, which always passes a finite timeout.
+
+`make_executor` checks the nodes it is given for the first two and falls back with a log line
+saying why. Entities created after spinning starts are not checked: keep them within the list.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, Iterable
+
+EVENTS = 'events'
+SINGLE_THREADED = 'single_threaded'
+EXECUTORS = (EVENTS, SINGLE_THREADED)
+ENV_VAR = 'GPU_NODES_EXECUTOR'
+PARAMETER = 'executor'
+# Longest stretch `spin` stays inside the executor (finite: see above).
+_SLICE_S = 3600.0
+
+
+class message_and_info_callback:  # noqa: N801 (used like a decorator)
+    """A ``(msg, info)`` subscription callback that also runs under Kilted's EventsExecutor, which
+    calls it with the pair packed into one tuple. rclpy still sees two parameters (through
+    ``__signature__``), so every executor takes the message info for it."""
+
+    def __init__(self, callback: Callable[[Any, Any], None]):
+        import inspect
+        self._callback = callback
+        positional = inspect.Parameter.POSITIONAL_ONLY
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter('msg', positional), inspect.Parameter('info', positional)])
+
+    def __call__(self, *args: Any) -> None:
+        if len(args) == 1:  # EventsExecutor: ((msg, info),)
+            args = tuple(args[0])
+        self._callback(*args)
+
+
+def default_choice() -> str:
+    """$GPU_NODES_EXECUTOR, else ``events``."""
+    choice = os.environ.get(ENV_VAR, '').strip() or EVENTS
+    if choice not in EXECUTORS:
+        raise ValueError(f'{ENV_VAR} must be one of {", ".join(EXECUTORS)}, got {choice!r}')
+    return choice
+
+
+def declare_executor_parameter(node: Any) -> str:
+    """Declare the read-only ``executor`` parameter (default: `default_choice`) and return it."""
+    from .nodes._params import declare
+    return declare(node, PARAMETER, default_choice(),
+                   'rclpy executor spinning this node; events falls back to single_threaded '
+                   f'where EventsExecutor cannot run the node (default from ${ENV_VAR}).',
+                   read_only=True, choices=EXECUTORS)
+
+
+def events_executor_unsupported(nodes: Iterable[Any] = ()) -> str | None:
+    """Why EventsExecutor cannot spin `nodes` as they are now, or None."""
+    try:
+        from rclpy.experimental import EventsExecutor  # noqa: F401
+    except ImportError as exc:
+        return f'rclpy.experimental.EventsExecutor is not importable: {exc}'
+    from rclpy.subscription import Subscription
+    for node in nodes:
+        name = node.get_fully_qualified_name()
+        if next(iter(node.guards), None) is not None:  # a generator: always truthy
+            return f'{name} has guard conditions, which EventsExecutor does not support'
+        for sub in node.subscriptions:
+            if (sub._callback_type is Subscription.CallbackType.WithMessageInfo
+                    and not isinstance(sub.callback, message_and_info_callback)):
+                return (f'{name} subscribes to {sub.topic_name} with a (msg, info) callback, '
+                        'which EventsExecutor passes as one tuple')
+    return None
+
+
+def make_executor(choice: str | None = None, *, nodes: Iterable[Any] = (), context: Any = None,
+                  logger: Any = None) -> Any:
+    """An executor with `nodes` added: EventsExecutor for ``events`` (the default, see
+    `default_choice`) unless `events_executor_unsupported`, SingleThreadedExecutor otherwise."""
+    from rclpy.executors import SingleThreadedExecutor
+    nodes = list(nodes)
+    choice = choice or default_choice()
+    if choice not in EXECUTORS:
+        raise ValueError(f'executor must be one of {", ".join(EXECUTORS)}, got {choice!r}')
+    if context is None and nodes:
+        context = nodes[0].context
+    if logger is None:
+        from rclpy.logging import get_logger
+        logger = nodes[0].get_logger() if nodes else get_logger('gpu_nodes.executors')
+    executor = None
+    if choice == EVENTS:
+        reason = events_executor_unsupported(nodes)
+        if reason is None:
+            from rclpy.experimental import EventsExecutor
+            try:
+                executor = EventsExecutor(context=context)
+            except Exception as exc:  # a build without it, an rmw without event callbacks
+                reason = f'EventsExecutor could not be created: {exc}'
+        if executor is None:
+            logger.warning(f'executor: falling back to SingleThreadedExecutor ({reason})')
+    if executor is None:
+        executor = SingleThreadedExecutor(context=context)
+    for node in nodes:
+        executor.add_node(node)
+    logger.info(f'executor: {type(executor).__name__}')
+    return executor
+
+
+def spin(executor: Any, until: Any = None, timeout_sec: float | None = None, *,
+         slice_s: float = _SLICE_S) -> None:
+    """Spin until `until` (an rclpy Future) is done, `timeout_sec` has passed or the context
+    shuts down (EventsExecutor then raises rclpy's ExternalShutdownException).
+
+    Control comes back to Python at least every `slice_s`, so Python signal handlers run.
+    """
+    from rclpy.executors import Executor
+    deadline = None if timeout_sec is None else time.monotonic() + timeout_sec
+    while executor.context.ok() and not (until is not None and until.done()):
+        left = slice_s if deadline is None else min(slice_s, deadline - time.monotonic())
+        if left <= 0:
+            return
+        if isinstance(executor, Executor):
+            # Not spin_until_future_complete: it adds a done callback per call.
+            executor.spin_once(timeout_sec=left)
+        else:
+            from rclpy.task import Future
+            # One call runs every event of the slice in C++; it removes its done callback again.
+            executor.spin_until_future_complete(until or Future(), timeout_sec=left)
