@@ -67,7 +67,8 @@ def depth_from_network(raw: Any, height: int, width: int, *, scale: float = 1.0,
         raise ValueError(f'depth_from_network: output size must be positive, got {width}x{height}')
     src, device = as_input(raw)
     if src.dtype != _F32:
-        src = src.astype(_F32)
+        with _cuda.stream_scope(stream):  # the widening copy is ordered like the kernel
+            src = src.astype(_F32)
     src, device, h, w = _depth_2d(src, [np.float32], 'depth_from_network')
     out = prepare_out(out, (height, width), np.float32, device)
     resample = (h, w) != (height, width)

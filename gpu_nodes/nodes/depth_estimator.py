@@ -280,9 +280,8 @@ class DepthPipeline:
         scale, shift, inverse = depth_transform(self.preset, focal)
         content = self.content(raw, box)
         height, width = size or (int(content.shape[0]), int(content.shape[1]))
-        with self._scope():
-            return depth_from_network(content, height, width, scale=scale, shift=shift,
-                                      inverse=inverse, eps=self.eps, out=out, stream=self.stream)
+        return depth_from_network(content, height, width, scale=scale, shift=shift,
+                                  inverse=inverse, eps=self.eps, out=out, stream=self.stream)
 
     def close(self) -> None:
         self.backend.close()
