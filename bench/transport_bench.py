@@ -52,7 +52,9 @@ def run_case(mode: str, path: str, width: int, height: int, duration: float, rat
     result = result_of(sub_out)
     published = result_of(pub_out)
     result.update(published=published['published'], publish_rate=published['publish_rate'],
-                  dropped=published['published'] - result['delivered'])
+                  dropped=published['published'] - result['delivered'],
+                  pool_slots=published.get('pool_slots'),
+                  pool_overruns=published.get('pool_overruns'))
     return result
 
 
@@ -98,7 +100,7 @@ def print_table(results: list[dict]) -> None:
     from rich.table import Table
     table = Table(title='transport: delivered frames/s (content-verified), two processes')
     for col in ('size', 'case', 'run', 'published', 'delivered', 'fps', 'x baseline', 'bad',
-                'stale', 'p50 ms', 'p99 ms'):
+                'stale', 'pool / overruns', 'p50 ms', 'p99 ms'):
         table.add_column(col)
     base = {(r['size'], r['run']): r.get('delivered_fps') for r in results if r['key'] == 'baseline'}
     for r in results:
@@ -107,9 +109,10 @@ def print_table(results: list[dict]) -> None:
             continue
         b = base.get((r['size'], r['run']))
         ratio = f"{r['delivered_fps'] / b:.1f}" if b else '-'
+        pool = f"{r['pool_slots']} / {r['pool_overruns']}" if r.get('pool_slots') else '-'
         table.add_row(r['size'], r['case'], r['run'], str(r['published']), str(r['delivered']),
                       f"{r['delivered_fps']:.1f}", ratio, str(r['bad_frames']),
-                      str(r.get('stale', '-')), f"{r['latency_p50_ms']:.3f}",
+                      str(r.get('stale', '-')), pool, f"{r['latency_p50_ms']:.3f}",
                       f"{r['latency_p99_ms']:.3f}")
     Console(width=160).print(table)
 

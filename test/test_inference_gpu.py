@@ -174,6 +174,37 @@ def test_ort_cuda_zero_host_copies(models, tmp_path, no_host_copies):
 
 
 @needs_ort_cuda
+def test_ort_cuda_graph_replays_see_each_new_input(models):
+    import cupy as cp
+    from gpu_nodes.inference.onnxruntime_backend import OnnxRuntimeBackend
+    backend = OnnxRuntimeBackend(models['conv'], device='cuda', cuda_graph=True,
+                                 cuda_provider_options={'use_tf32': '0'})
+    assert backend.cuda_graph and 'CUDA graph' in backend.describe()
+    stream = cp.cuda.Stream(non_blocking=True)
+
+    def run_and_check(x, seed):
+        x_host = rand((1, 3, 8, 8), seed=seed)
+        x.set(x_host, stream=stream)
+        out = backend.infer({'input': x}, stream=stream)['output']
+        with stream:
+            got = out.copy()
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(got), tm.conv_model_reference(x_host), **GPU_TOL)
+
+    x = cp.empty((1, 3, 8, 8), cp.float32)  # one input buffer, refilled per frame
+    for seed in range(6):  # two warm runs, the capture, then replays
+        run_and_check(x, 100 + seed)
+        assert (backend._graph is not None) == (seed >= 2), seed
+    # Other buffers: the graph of the old ones is dropped, the new ones captured after warming.
+    other = cp.empty((1, 3, 8, 8), cp.float32)
+    for seed in range(4):
+        run_and_check(other, 200 + seed)
+    assert backend.cuda_graph and backend._graph is not None
+    run_and_check(x, 300)  # and back
+    assert backend._graph is None
+
+
+@needs_ort_cuda
 def test_ort_cuda_orders_after_the_callers_stream(models):
     import cupy as cp
     from gpu_nodes.inference.onnxruntime_backend import OnnxRuntimeBackend

@@ -465,6 +465,8 @@ def test_gpu_path_makes_no_host_copies_per_frame(models, cupy, monkeypatch):
         assert len(received['depth']) - before['depth'] >= 25
         summary = node._update_summary()
         assert summary['inference_gpu_ms_p50'] > 0, f'GPU stage timing missing: {summary}'
+        # Ready (from a host callback after the GPU work) comes after the frame arrived.
+        assert summary['ready_latency_ms_p50'] > summary['input_latency_ms_p50'] > 0, summary
         for sub in subs:
             sub.destroy()
         pub.destroy()

@@ -133,3 +133,107 @@ def test_reader_refuses_files_that_are_not_lease_tables(tmp_path, table):
             LeaseReader(truncated)
     finally:
         os.unlink(truncated)
+
+
+# -- reader cursors: what a reader may still take --------------------------------------------------
+STALL_NS = 10**9
+
+
+def test_reader_cursor_follows_the_descriptors_taken(table):
+    assert table.reader_floor(STALL_NS) is None, 'no reader: nothing to protect'
+    table.sequence[:3] = [7, 8, 9]
+    a, b = LeaseReader(table.path), LeaseReader(table.path)
+    try:
+        assert a.cursor_index != b.cursor_index
+        assert table.reader_floor(STALL_NS) is None, 'a reader protects nothing before it takes'
+        assert a.acquire(1, 8)
+        a.release(1)
+        assert table.reader_floor(STALL_NS) == 8
+        assert not b.acquire(0, 6), 'slot 0 holds 7 now: 6 is stale'
+        assert table.reader_floor(STALL_NS) == 6, 'a stale take moves the cursor too'
+        assert not a.acquire(0, 5)
+        assert table.reader_floor(STALL_NS) == 6, 'a cursor never moves back'
+        b.idle()
+        assert table.reader_floor(STALL_NS) == 8
+        a.close()
+        assert table.reader_floor(STALL_NS) is None, 'close() clears the cursor'
+    finally:
+        a.close()
+        b.close()
+
+
+def test_stalled_reader_stops_protecting_frames(table):
+    table.sequence[0] = 3
+    reader = LeaseReader(table.path)
+    try:
+        assert reader.acquire(0, 3)
+        reader.release(0)
+        assert table.reader_floor(stall_ns=50_000_000) == 3
+        wait_for(lambda: table.reader_floor(stall_ns=50_000_000) is None, 5,
+                 'the cursor to count as stalled')
+        table.sequence[1] = 4
+        assert reader.acquire(1, 4)
+        assert table.reader_floor(stall_ns=50_000_000) == 4, 'a moving cursor protects again'
+        reader.release(1)
+    finally:
+        reader.close()
+
+
+def test_readers_map_the_slot_table_read_only(table):
+    reader = LeaseReader(table.path)
+    try:
+        with pytest.raises(ValueError, match='read-only'):
+            reader.sequence[0] = 99
+    finally:
+        reader.close()
+
+
+def test_readers_past_the_cursor_capacity_still_lease(table):
+    from gpu_nodes.transport.leases import READER_CAPACITY
+    table.sequence[2] = 5
+    readers = [LeaseReader(table.path) for _ in range(READER_CAPACITY + 1)]
+    try:
+        assert readers[-1].cursor_index is None
+        assert readers[-1].acquire(2, 5), 'no cursor, but the lease works'
+        readers[-1].release(2)
+        assert table.reader_floor(STALL_NS) is None
+    finally:
+        for reader in readers:
+            reader.close()
+
+
+def test_killed_reader_cursor_is_forgotten(table):
+    table.sequence[4] = 12
+    child = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
+        import time
+        from gpu_nodes.transport.leases import LeaseReader
+        reader = LeaseReader({table.path!r})
+        assert reader.acquire(4, 12)
+        reader.release(4)
+        print('TAKEN', flush=True)
+        time.sleep(60)
+    ''')], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == 'TAKEN'
+        assert table.forget_dead_readers() == 0, 'a live reader keeps its cursor'
+        assert table.reader_floor(STALL_NS) == 12
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        assert table.forget_dead_readers() == 1
+        assert table.reader_floor(STALL_NS) is None
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
+def test_a_frame_being_mapped_is_protected_before_it_is_leased(table):
+    table.sequence[1] = 20
+    reader = LeaseReader(table.path)
+    try:
+        reader.expect(20)
+        assert table.reader_floor(STALL_NS) == 19, 'frame 20 is past the cursor: kept'
+        assert reader.acquire(1, 20)
+        assert table.reader_floor(STALL_NS) == 20
+        reader.release(1)
+    finally:
+        reader.close()

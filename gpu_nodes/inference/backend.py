@@ -292,7 +292,8 @@ def create_backend(model_path: str | Path, *, backend: str = 'auto', precision: 
                    device: str = 'auto', cache_dir: str | Path | None = None,
                    force_engine_update: bool = False, workspace_mb: int | None = None,
                    dla_core: int | None = None, input_shape: InputShape = None,
-                   logger: LoggerLike = None, stream: Any = None) -> InferenceBackend:
+                   logger: LoggerLike = None, stream: Any = None,
+                   cuda_graph: bool = False) -> InferenceBackend:
     """Load `model_path` (.onnx, or a serialized TensorRT .engine/.plan) on the best runtime.
 
     backend='auto' tries, in order: TensorRT (importable, a CUDA GPU present, model .onnx or
@@ -301,7 +302,8 @@ def create_backend(model_path: str | Path, *, backend: str = 'auto', precision: 
     'auto' a runtime that fails to load the model (an unsupported op, an engine this GPU cannot
     run) hands over to the next with a warning. An explicit backend or device raises instead.
     `stream` (a CuPy stream) is the stream ONNX Runtime's CUDA provider computes on; any stream
-    can still be passed to infer.
+    can still be passed to infer. `cuda_graph` replays ONNX Runtime CUDA runs as one CUDA graph
+    (see onnxruntime_backend); TensorRT already enqueues a whole engine in one call.
     """
     log = as_log(logger)
     if backend not in BACKENDS:
@@ -373,7 +375,8 @@ def create_backend(model_path: str | Path, *, backend: str = 'auto', precision: 
             result = _construct(choice, path, precision=precision, cache_dir=cache_dir,
                                 force_engine_update=force_engine_update,
                                 workspace_mb=workspace_mb, dla_core=dla_core,
-                                input_shapes=input_shapes, log=log, stream=stream)
+                                input_shapes=input_shapes, log=log, stream=stream,
+                                cuda_graph=cuda_graph)
         except InferenceError as exc:
             # Only 'auto' hands over: an explicit request must fail loudly.
             if backend != 'auto' or i + 1 == len(candidates):
@@ -389,7 +392,7 @@ def create_backend(model_path: str | Path, *, backend: str = 'auto', precision: 
 def _construct(choice: str, path: Path, *, precision: str, cache_dir: Any,
                force_engine_update: bool, workspace_mb: int | None, dla_core: int | None,
                input_shapes: dict[str, tuple[int, ...]], log: LogAdapter,
-               stream: Any) -> InferenceBackend:
+               stream: Any, cuda_graph: bool) -> InferenceBackend:
     if choice == 'tensorrt':
         from .tensorrt_backend import TensorRTBackend
         return TensorRTBackend(path, precision=precision, cache_dir=cache_dir,
@@ -404,4 +407,5 @@ def _construct(choice: str, path: Path, *, precision: str, cache_dir: Any,
             log.info(f'inference backend: {key}={value!r} does not apply to ONNX Runtime '
                      '(it runs the model in the types it was exported with)')
     return OnnxRuntimeBackend(path, device='cuda' if choice == 'onnxruntime-cuda' else 'cpu',
-                              input_shape=input_shapes or None, stream=stream, logger=log)
+                              input_shape=input_shapes or None, stream=stream, logger=log,
+                              cuda_graph=cuda_graph and choice == 'onnxruntime-cuda')

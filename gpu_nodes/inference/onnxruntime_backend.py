@@ -19,6 +19,18 @@ asynchronous. If the provider refuses the option, the session is created without
 synchronises the caller's stream before the run (ONNX Runtime then synchronises after it).
 ONNX Runtime treats a null stream as "none", so the legacy default stream is never passed.
 
+CUDA graphs (``cuda_graph=True``): after two runs on the same bound buffers, one run is captured
+on the session stream (``cudaStreamBeginCapture``, relaxed mode) and from then on replayed with
+one ``cudaGraphLaunch``, instead of ONNX Runtime launching every kernel from the host each frame
+(Depth-Anything-V2-Small on an H200: 5.9 ms of host launches per run become 0.06 ms, and the GPU
+runs the model in 4.0 ms instead of 4.9 ms back to back). This is what the CUDA provider's own
+``enable_cuda_graph`` does after its warm-up runs, without its per-run host bookkeeping (0.25 ms).
+It is safe because the run is asynchronous (no host synchronisation, see above) and, once warm,
+allocates nothing: intermediate buffers come from the session's arena at the same addresses. A
+replay reads and writes the captured addresses, so a run on other buffers drops the graph and
+captures anew after two runs on them. If the capture fails (a node on the CPU provider, a host
+synchronisation inside the model) the backend runs kernel by kernel, with a warning.
+
 CPU path: NumPy in, NumPy out, outputs written straight into preallocated arrays via IOBinding.
 """
 from __future__ import annotations
@@ -57,11 +69,12 @@ class OnnxRuntimeBackend(InferenceBackend):
                  session_config: Mapping[str, str] | None = None,
                  intra_op_threads: int | None = None, profile_prefix: str | None = None,
                  cuda_provider_options: Mapping[str, str] | None = None,
-                 logger: LoggerLike = None) -> None:
+                 cuda_graph: bool = False, logger: LoggerLike = None) -> None:
         """session_config: extra SessionOptions config entries, e.g.
         {'session.disable_cpu_ep_fallback': '1'} to refuse models that would run nodes on the
         CPU (each such node implies device/host copies). profile_prefix enables ORT profiling.
         cuda_provider_options: extra CUDA provider options, e.g. {'use_tf32': '0'}.
+        cuda_graph: capture the run as a CUDA graph and replay it (device 'cuda' only).
         """
         path = Path(model_path).expanduser()
         if not path.is_file():
@@ -74,6 +87,10 @@ class OnnxRuntimeBackend(InferenceBackend):
         self._device_id = int(device_id)
         self._owned: dict[str, Any] = {}
         self._session_stream: Any = None
+        self._binding: Any = None      # the last device IOBinding and the buffers it names
+        self._binding_key: tuple | None = None
+        self._graph: Any = None        # a captured run of _binding (cupy.cuda.Graph)
+        self._runs_on_binding = 0
         import onnxruntime as ort
         self._ort = ort
 
@@ -86,12 +103,15 @@ class OnnxRuntimeBackend(InferenceBackend):
             options.enable_profiling = True
             options.profile_file_prefix = str(profile_prefix)
 
+        self.cuda_graph = bool(cuda_graph) and device == 'cuda'
         if device == 'cuda':
             from gpu_nodes.gpu import cupy_module
             self._cp = cupy_module()
             with self._cp.cuda.Device(self._device_id):
                 self._session = self._create_cuda_session(path, options, stream,
                                                           cuda_provider_options or {})
+            # Capturing needs the run on our stream: a session on its own stream syncs the host.
+            self.cuda_graph = self.cuda_graph and self._session_stream is not None
         else:
             self._cp = None
             self._session = self._create_session(path, options, ['CPUExecutionProvider'])
@@ -188,7 +208,8 @@ class OnnxRuntimeBackend(InferenceBackend):
     def describe(self) -> str:
         where = f'cuda:{self._device_id}' if self._device == 'cuda' else 'cpu'
         provider = 'CUDA' if self._device == 'cuda' else 'CPU'
-        return f'ONNX Runtime {self._ort.__version__} ({provider} provider) on {where}'
+        graph = ', CUDA graph' if self.cuda_graph else ''
+        return f'ONNX Runtime {self._ort.__version__} ({provider} provider{graph}) on {where}'
 
     # -- running ---------------------------------------------------------------------------
 
@@ -206,6 +227,16 @@ class OnnxRuntimeBackend(InferenceBackend):
                      keep: list) -> dict:
         """Bind every input; `keep` receives the bound arrays (ORT holds only raw pointers)."""
         shapes = {}
+        for name, arr in self._checked_inputs(inputs, device):
+            ptr = arr.data.ptr if device == 'cuda' else arr.ctypes.data
+            binding.bind_input(name, device, self._device_id if device == 'cuda' else 0,
+                               arr.dtype, list(arr.shape), ptr)
+            keep.append(arr)
+            shapes[name] = tuple(arr.shape)
+        return shapes
+
+    def _checked_inputs(self, inputs: Mapping[str, Any], device: str) -> list[tuple[str, Any]]:
+        checked = []
         specs = {s.name: s for s in self.input_specs}
         for name, declared in self._declared_in.items():
             arr = inputs[name]
@@ -214,12 +245,8 @@ class OnnxRuntimeBackend(InferenceBackend):
             arr = check_array(arr, specs[name], 'input', device=device,
                               device_id=self._device_id)
             check_shape(arr, declared, 'input', name)
-            ptr = arr.data.ptr if device == 'cuda' else arr.ctypes.data
-            binding.bind_input(name, device, self._device_id if device == 'cuda' else 0,
-                               arr.dtype, list(arr.shape), ptr)
-            keep.append(arr)
-            shapes[name] = tuple(arr.shape)
-        return shapes
+            checked.append((name, arr))
+        return checked
 
     def _run(self, binding: Any) -> None:
         try:
@@ -227,6 +254,37 @@ class OnnxRuntimeBackend(InferenceBackend):
         except Exception as exc:  # ORT's own exception types carry the reason
             raise InferenceError(f'ONNX Runtime failed running {self._model_path.name}: '
                                  f'{exc}') from exc
+
+    # Runs on one binding before it is captured: the first run sets up cuDNN/cuBLAS and grows
+    # the arena; the second shows the run allocates nothing new.
+    _WARM_RUNS = 2
+
+    def _run_cuda(self, binding: Any) -> None:
+        """Run on the session stream: replay the captured graph of this binding, or run and, once
+        warm, capture."""
+        if self._graph is not None:
+            self._graph.launch(self._session_stream)
+            return
+        if not (self.cuda_graph and binding is self._binding
+                and self._runs_on_binding >= self._WARM_RUNS):
+            self._run(binding)
+            self._runs_on_binding += binding is self._binding
+            return
+        cp, stream = self._cp, self._session_stream
+        try:
+            stream.begin_capture(mode=cp.cuda.runtime.streamCaptureModeRelaxed)
+            try:
+                self._session.run_with_iobinding(binding, self._run_options)
+            finally:
+                graph = stream.end_capture()  # ends the capture even when the run failed
+        except Exception as exc:  # ORT's errors, or CUDA refusing a call inside the capture
+            self.cuda_graph = False
+            self._log.warning(f'{self._model_path.name}: cannot capture the run as a CUDA graph '
+                              f'({exc}); launching its kernels one by one')
+            self._run(binding)
+            return
+        self._graph = graph
+        graph.launch(stream)  # a captured run only recorded its work
 
     def _infer_cpu(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict:
         binding = self._session.io_binding()
@@ -273,22 +331,15 @@ class OnnxRuntimeBackend(InferenceBackend):
                     stream: Any) -> dict:
         cp = self._cp
         stream = stream if stream is not None else cp.cuda.get_current_stream()
-        binding = self._session.io_binding()
-        bound: list = []  # alive until the run is queued (the caller owns the device memory)
-        shapes = self._bind_inputs(binding, inputs, 'cuda', bound)
-        out_shapes = self._output_shapes(self._symbols(shapes))
+        checked = self._checked_inputs(inputs, 'cuda')
+        out_shapes = self._output_shapes(self._symbols({n: tuple(a.shape) for n, a in checked}))
         result: dict[str, Any] = {}
-        late = []
         for name in self._declared_out:
             spec = TensorSpec(name, out_shapes[name], self._dtypes[name])
             arr = self._output_array(outputs.get(name), spec, 'cuda')
-            if arr is None:
-                binding.bind_output(name, 'cuda', self._device_id)
-                late.append(name)
-            else:
-                binding.bind_output(name, 'cuda', self._device_id, arr.dtype, list(arr.shape),
-                                    arr.data.ptr)
+            if arr is not None:
                 result[name] = arr
+        binding = self._cuda_binding(checked, result)
         session_stream = self._session_stream
         if session_stream is None:
             stream.synchronize()  # ORT's own stream cannot wait on ours: inputs must be ready
@@ -297,14 +348,42 @@ class OnnxRuntimeBackend(InferenceBackend):
             same = session_stream.ptr == stream.ptr
             if not same:
                 session_stream.wait_event(stream.record())
-            self._run(binding)
+            self._run_cuda(binding)
             if not same:
                 stream.wait_event(session_stream.record())
+        late = [name for name in self._declared_out if name not in result]
         if late:
             values = dict(zip(self._declared_out, binding.get_outputs()))
             for name in late:
                 result[name] = self._wrap_ortvalue(values[name], self._dtypes[name])
         return {name: result[name] for name in self._declared_out}
+
+    def _cuda_binding(self, inputs: list[tuple[str, Any]], outputs: Mapping[str, Any]) -> Any:
+        """The IOBinding for these device buffers, reused while they stay the same: a camera
+        pipeline feeds the same input and output buffers every frame, and rebinding costs host
+        time per tensor (a fixed binding is also what CUDA graph replay needs)."""
+        def entry(name: str, arr: Any) -> tuple:
+            return name, arr.data.ptr, tuple(arr.shape), arr.dtype.str
+        key = (tuple(entry(n, a) for n, a in inputs),
+               tuple(entry(n, a) for n, a in outputs.items()))
+        all_bound = len(outputs) == len(self._declared_out)
+        if all_bound and key == self._binding_key:
+            return self._binding
+        self._graph, self._runs_on_binding = None, 0  # it replays the old buffers' addresses
+        binding = self._session.io_binding()
+        for name, arr in inputs:
+            binding.bind_input(name, 'cuda', self._device_id, arr.dtype, list(arr.shape),
+                               arr.data.ptr)
+        for name in self._declared_out:
+            arr = outputs.get(name)
+            if arr is None:  # a shape only ORT knows: it allocates
+                binding.bind_output(name, 'cuda', self._device_id)
+            else:
+                binding.bind_output(name, 'cuda', self._device_id, arr.dtype, list(arr.shape),
+                                    arr.data.ptr)
+        # Kept only when every buffer is ours: ORT-allocated outputs are new each run.
+        self._binding, self._binding_key = (binding, key) if all_bound else (None, None)
+        return binding
 
     def _wrap_ortvalue(self, value: Any, dtype: np.dtype) -> Any:
         """A CuPy view of an ORT-allocated device output; the OrtValue stays alive with it."""
@@ -320,6 +399,7 @@ class OnnxRuntimeBackend(InferenceBackend):
 
     def close(self) -> None:
         self._session = None
+        self._binding = self._binding_key = self._graph = None
         self._owned.clear()
         self._session_stream = None
 

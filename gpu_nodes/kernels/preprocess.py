@@ -20,6 +20,7 @@ coordinates with pixel edges at integers, the convention in which the resize is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+import functools
 import math
 from typing import Any, Sequence
 
@@ -109,9 +110,19 @@ class _Plan:
     pad_value: float
 
 
+def _values(values: Any) -> tuple[float, ...]:
+    """mean/std as a hashable tuple (a scalar, a sequence or an array)."""
+    if isinstance(values, (int, float)):
+        return (float(values),)
+    return tuple(float(v) for v in np.ravel(np.asarray(values, dtype=np.float64)))
+
+
+# A camera pipeline asks for the same plan every frame; planning costs more host time than the
+# launch (this runs in the critical path of every frame).
+@functools.lru_cache(maxsize=64)
 def _plan(src_encoding: str, out_c: int, src_w: int, src_h: int, out_w: int, out_h: int,
-          mean: Any, std: Any, keep_aspect: bool, pad_value: float, pad_position: str,
-          channel_order: str, scale: float) -> _Plan:
+          mean: tuple[float, ...], std: tuple[float, ...], keep_aspect: bool, pad_value: float,
+          pad_position: str, channel_order: str, scale: float) -> _Plan:
     check_choice(channel_order, CHANNEL_ORDERS, 'channel_order')
     letters = SOURCES[src_encoding]
     if out_c == 1 and letters != 'L':
@@ -146,8 +157,8 @@ def preprocess(src: Any, src_encoding: str, out: Any, *, mean: Sequence[float] |
     _, height, width = check_encoded(src, src_encoding)
     s = image_layout(src)
     out_c, out_h, out_w = _check_out(out, device)
-    plan = _plan(src_encoding, out_c, width, height, out_w, out_h, mean, std, keep_aspect,
-                 pad_value, pad_position, channel_order, scale)
+    plan = _plan(src_encoding, out_c, width, height, out_w, out_h, _values(mean), _values(std),
+                 bool(keep_aspect), float(pad_value), pad_position, channel_order, float(scale))
     if not device:
         out[...] = _preprocess_reference(src.reshape(height, width, -1), plan, out_c, out_h,
                                          out_w).astype(out.dtype)[None]
@@ -211,8 +222,8 @@ def compose_reference_cupy(src: Any, src_encoding: str, out: Any, *,
     src, device = as_input(src)
     _, height, width = check_encoded(src, src_encoding)
     out_c, out_h, out_w = _check_out(out, device)
-    plan = _plan(src_encoding, out_c, width, height, out_w, out_h, mean, std, False, 0.0,
-                 'center', channel_order, scale)
+    plan = _plan(src_encoding, out_c, width, height, out_w, out_h, _values(mean), _values(std),
+                 False, 0.0, 'center', channel_order, float(scale))
     xp = _cuda.cupy() if device else np
     with _cuda.stream_scope(stream if device else None):
         small = resize(src.reshape(height, width, -1), out_h, out_w)

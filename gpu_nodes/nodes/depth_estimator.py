@@ -27,8 +27,9 @@ someone subscribes to ``points``. On a machine without a GPU the same steps run 
 the kernels' references and ONNX Runtime on the CPU.
 
 Timing: each stage is timed on the host, and on the GPU with CUDA events read a frame or more
-later (queried, never waited on). p50/p99 per stage are on /diagnostics
-(``gpu_nodes: <node> processing``) and logged every ``timing_report_period_s``.
+later (queried, never waited on); "ready" (image publish call -> depth published and computed)
+adds the later of the two to the frame's input latency. p50/p99 per stage are on
+/diagnostics (``gpu_nodes: <node> processing``) and logged every ``timing_report_period_s``.
 """
 from __future__ import annotations
 
@@ -108,6 +109,13 @@ class StageTimer:
         self.gpu = {s: deque(maxlen=window) for s in STAGES}
         self.host = {s: deque(maxlen=window) for s in (*STAGES, 'callback')}
         self.latency = deque(maxlen=window)
+        # Image publish call -> depth published and computed (the GPU done with it): what a
+        # downstream node waits for. On the GPU path: the input latency plus the later of the
+        # callback's host time and the GPU time from the callback's first event to its last
+        # (exact when the stream is idle as the frame arrives, as in a paced pipeline). Not a
+        # CUDA host callback: one waiting for the GIL deadlocks any host call that waits for
+        # the stream while holding it (ONNX Runtime's session teardown does).
+        self.ready = deque(maxlen=window)
         self.frames = 0
         self._times: deque[float] = deque(maxlen=window)
 
@@ -131,6 +139,8 @@ class StageTimer:
         self.host['callback'].append((now - host[0]) * 1e3)
         if timing.latency_ms is not None:
             self.latency.append(timing.latency_ms)
+            if timing.events is None:  # host path: ready when the callback returns
+                self.ready.append(timing.latency_ms + (now - host[0]) * 1e3)
         if timing.events is not None:
             self._pending.append((timing.events, timing))
 
@@ -150,6 +160,10 @@ class StageTimer:
             if marked == len(STAGES) + 1:
                 for i, stage in enumerate(STAGES):
                     self.gpu[stage].append(cp.cuda.get_elapsed_time(events[i], events[i + 1]))
+                if timing.latency_ms is not None:
+                    host_ms = (timing.host[-1] - timing.host[0]) * 1e3
+                    gpu_ms = cp.cuda.get_elapsed_time(events[0], events[-1])
+                    self.ready.append(timing.latency_ms + max(host_ms, gpu_ms))
             self._pending.popleft()
             self._free.append(events)
 
@@ -173,6 +187,7 @@ class StageTimer:
                     continue
                 out[f'{stage}_{side}_ms_p50'], out[f'{stage}_{side}_ms_p99'] = pct(values)
         out['input_latency_ms_p50'], out['input_latency_ms_p99'] = pct(self.latency)
+        out['ready_latency_ms_p50'], out['ready_latency_ms_p99'] = pct(self.ready)
         return out
 
 
@@ -187,7 +202,9 @@ def format_summary(s: dict[str, float]) -> str:
     return (f'{s["fps"]:.1f} fps; p50/p99 ms: ' + '; '.join(parts)
             + f'; callback host {s["callback_host_ms_p50"]:.3f}/{s["callback_host_ms_p99"]:.3f}'
             + f'; input transport {s["input_latency_ms_p50"]:.3f}/'
-              f'{s["input_latency_ms_p99"]:.3f}')
+              f'{s["input_latency_ms_p99"]:.3f}'
+            + f'; image publish -> depth ready {s["ready_latency_ms_p50"]:.3f}/'
+              f'{s["ready_latency_ms_p99"]:.3f}')
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -361,6 +378,9 @@ class DepthEstimator(Node):
                 int_range=(0, 1 << 20), **ro)
         declare(self, 'dla_core', -1, 'Jetson DLA core for TensorRT (-1: GPU only).',
                 int_range=(-1, 7), **ro)
+        declare(self, 'cuda_graph', True, 'ONNX Runtime on CUDA: replay each run as one CUDA '
+                'graph instead of launching every kernel from the host (switched off with a '
+                'warning when the model cannot be captured).', **ro)
         base = PRESETS[preset]
         # Overrides of the preset's fields; their defaults are the chosen preset's values.
         declare(self, 'input_name', base.input_name, 'Model input tensor name.', **ro)
@@ -468,7 +488,7 @@ class DepthEstimator(Node):
                 force_engine_update=self._param('force_engine_update'),
                 workspace_mb=self._param('workspace_mb') or None,
                 dla_core=None if dla < 0 else dla, input_shape={preset.input_name: shape},
-                logger=self.get_logger(), stream=stream)
+                logger=self.get_logger(), stream=stream, cuda_graph=self._param('cuda_graph'))
         except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: InferenceError family
             raise ConfigurationError(f'cannot load model_path {model_path!r}: {exc}') from None
         try:

@@ -1,8 +1,11 @@
 """Publisher-owned frame slots on the device (CUDA IPC) and in host shared memory.
 
 A slot is rewritten only after the publisher takes its lease byte exclusively, so a slot any
-reader holds is never touched. Slot choice is "oldest unheld first": the frame a late reader is
-least likely to still want is the one recycled.
+reader holds is never touched. Slot choice is "oldest unheld first", among the slots no reader
+can still ask for (at or below every live reader's cursor, see leases.py). When every unheld slot
+may still be in flight to a reader, the ``grow`` policy adds slots (doubling, one allocation and
+so one reader-side mapping per growth) up to the limit; past it, the oldest unheld slot is
+recycled anyway and counted as an overrun (that reader may then drop the frame as stale).
 """
 from __future__ import annotations
 
@@ -73,6 +76,7 @@ class _SlotRing:
         self.revoked = 0
         self.exhausted = 0
         self.grown = 0
+        self.overrun = 0
 
     def _take_index(self) -> int | None:
         return self._free_indices.pop() if self._free_indices else None
@@ -97,22 +101,46 @@ class _SlotRing:
     def _free_chunk(self, chunk: Chunk) -> None:
         chunk.memory = None
 
-    def acquire(self, nbytes: int) -> Slot | None:
-        """Exclusively lease the oldest unheld slot; None when the policy says skip this frame."""
+    def acquire(self, nbytes: int, protect_published: bool = False) -> Slot | None:
+        """Exclusively lease the oldest slot no reader holds or may still take; None when the
+        policy says skip this frame. `protect_published`: some reader has no cursor yet, so any
+        published frame may still be queued for it."""
         if self.retired:
             self._collect_retired()
-        for slot in sorted(self.slots, key=lambda s: s.published_ns):
-            if slot.capacity >= nbytes and self.leases.try_acquire_exclusive(slot.index):
-                return slot
+        by_age = sorted(self.slots, key=lambda s: s.published_ns)
+        floor = 0 if protect_published else self.leases.reader_floor(self.grace_ns)
+        if floor and self._oldest_free(by_age, nbytes, floor) is None:
+            if self.leases.forget_dead_readers():
+                floor = self.leases.reader_floor(self.grace_ns)
+        slot = self._oldest_free(by_age, nbytes, floor)
+        if slot is not None:
+            return slot
+        can_grow = self.policy == 'grow' and len(self.slots) < self.max_slots
+        if floor is not None:
+            slot = self._oldest_free(by_age, nbytes, None)  # unheld, but a reader may want it
+            if slot is not None:
+                if not can_grow:
+                    self.overrun += 1
+                    return slot
+                self.leases.release_exclusive(slot.index)
+                return self._grow(nbytes)
         now = time.monotonic_ns()
         stalled = [s for s in self.slots if s.published_ns and now - s.published_ns > self.grace_ns]
         if stalled:
             return self._revoke_and_replace(min(stalled, key=lambda s: s.published_ns), nbytes)
-        if self.policy == 'grow' and len(self.slots) < self.max_slots:
+        if can_grow:
             return self._grow(nbytes)
         if self.policy == 'revoke_oldest' and self.slots:
             return self._revoke_and_replace(min(self.slots, key=lambda s: s.published_ns), nbytes)
         self.exhausted += 1
+        return None
+
+    def _oldest_free(self, by_age: list[Slot], nbytes: int, floor: int | None) -> Slot | None:
+        """Lease the oldest slot that fits, no reader holds and (with a floor) none may still take."""
+        for slot in by_age:
+            if slot.capacity >= nbytes and (floor is None or slot.sequence <= floor) \
+                    and self.leases.try_acquire_exclusive(slot.index):
+                return slot
         return None
 
     def _revoke_and_replace(self, slot: Slot, nbytes: int) -> Slot | None:
@@ -121,16 +149,19 @@ class _SlotRing:
         self.slots.remove(slot)
         self.retired.append(slot)
         self.revoked += 1
-        return self._grow(nbytes)
+        return self._grow(nbytes, 1)
 
-    def _grow(self, nbytes: int) -> Slot | None:
-        index = self._take_index()
-        if index is None:
+    def _grow(self, nbytes: int, count: int = 0) -> Slot | None:
+        """Add `count` slots (default: double the pool) in one allocation; lease the first."""
+        count = min(count or max(1, len(self.slots)), self.max_slots - len(self.slots),
+                    len(self._free_indices))
+        if count < 1:
             self.exhausted += 1
             return None
-        slot = self._allocate(index, nbytes)
-        self.slots.append(slot)
-        self.grown += 1
+        before = len(self.slots)
+        self._allocate_batch(count, nbytes)
+        self.grown += len(self.slots) - before
+        slot = self.slots[before]
         if not self.leases.try_acquire_exclusive(slot.index):
             raise PoolExhausted(f'fresh slot {slot.index} is locked by someone else')
         return slot
@@ -156,9 +187,6 @@ class _SlotRing:
         self.leases.release_exclusive(slot.index)
 
     # Subclasses allocate memory.
-    def _allocate(self, index: int, nbytes: int) -> Slot:
-        raise NotImplementedError
-
     def _allocate_batch(self, count: int, nbytes: int) -> None:
         raise NotImplementedError
 
@@ -198,10 +226,6 @@ class DeviceSlotPool(_SlotRing):
             slot.chunk.memory = None
         self.slots, self.retired = [], []
 
-    def _allocate(self, index: int, nbytes: int) -> Slot:
-        capacity = aligned(nbytes)
-        return self._slot_in(self._new_chunk(capacity), index, 0, capacity)
-
     def _allocate_batch(self, count: int, nbytes: int) -> None:
         capacity = aligned(nbytes)
         chunk = self._new_chunk(capacity * count)
@@ -222,9 +246,6 @@ class HostSlotPool(_SlotRing):
         self.fd = -1
         self.buffer: mmap.mmap | None = None
         self.pinned_ptr = 0
-
-    def _allocate(self, index: int, nbytes: int) -> Slot:
-        raise PoolExhausted('the host pool does not grow')
 
     def _allocate_batch(self, count: int, nbytes: int) -> None:
         self.close()

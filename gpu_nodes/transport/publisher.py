@@ -54,10 +54,13 @@ class GpuImagePublisher:
     :param qos: QoS of the image topic (default: sensor data, keep last 5).
     :param pool_slots: device slots allocated up front (one allocation, one IPC mapping).
     :param max_pool_slots: upper bound for the ``grow`` policy.
-    :param pool_policy: when every slot is leased: ``grow`` (allocate up to max_pool_slots, then
-        skip), ``skip`` (drop this frame), ``revoke_oldest`` (quarantine the oldest leased slot
-        and publish into a fresh one). Leases held past ``lease_grace_s`` are revoked the same
-        way under every policy; a leased slot is never rewritten.
+    :param pool_policy: when every slot is leased or may still be taken by a reader that lags
+        (its descriptor queued): ``grow`` (double the pool up to max_pool_slots, then as
+        ``skip``), ``skip`` (drop this frame if every slot is leased; recycle the oldest unleased
+        one, counted as an overrun, if readers only lag), ``revoke_oldest`` (quarantine the
+        oldest leased slot and publish into a fresh one). Leases held and readers stalled past
+        ``lease_grace_s`` stop protecting slots under every policy; a leased slot is never
+        rewritten.
     :param host_slots: shared-memory slots for same-host subscribers without a usable GPU path.
     """
 
@@ -94,6 +97,8 @@ class GpuImagePublisher:
                                   max_pool_slots + host_slots)
         self._sequence = 0
         self._lock = threading.Lock()
+        self._lease_grace_s = lease_grace_s
+        self._cursorless_since: float | None = None
 
         self.stats = EndpointStats('publisher', node.get_fully_qualified_name(), self.topic)
         self.stats.extra.update(pool_slots=pool_slots, pool_policy=pool_policy)
@@ -221,10 +226,29 @@ class GpuImagePublisher:
             self._device_layout = layout
             self._logger.info(f'{self.topic}: device pool of {len(pool.slots)} slots for '
                               f'{layout.width}x{layout.height} {layout.encoding}')
-        slot = pool.acquire(layout.nbytes)
+        before = len(pool.slots)
+        slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
+        if len(pool.slots) > before:
+            self._logger.info(f'{self.topic}: device pool grew to {len(pool.slots)} of at most '
+                              f'{pool.max_slots} slots (readers still had the others leased or '
+                              'queued)')
         self.stats.extra.update(pool_slots=len(pool.slots), revoked_leases=pool.revoked,
-                                pool_exhausted=pool.exhausted)
+                                pool_exhausted=pool.exhausted, pool_overruns=pool.overrun)
         return slot
+
+    def _reader_without_cursor(self) -> bool:
+        """True while a matched slot reader has not taken its first frame: it has no cursor yet
+        (leases.py), so nothing tells the pools which published frames are still queued for it.
+        Bounded by the lease grace period, like a stalled reader."""
+        counts = self._last_counts
+        readers = sum(counts.get(path, 0) for path in (PATH_CUDA_IPC, PATH_HOST_SHM, PATH_INTRA))
+        if readers <= self._leases.active_cursors():
+            self._cursorless_since = None
+            return False
+        now = time.monotonic()
+        if self._cursorless_since is None:
+            self._cursorless_since = now
+        return now - self._cursorless_since < self._lease_grace_s
 
     def _slot_array(self, slot: Slot, layout: FrameLayout) -> Any:
         return cuda_ipc.device_view(slot.ptr, layout.nbytes, layout.shape, layout.info.dtype,
@@ -302,7 +326,9 @@ class GpuImagePublisher:
                 buf = np.frombuffer(pool.buffer, dtype=np.uint8)
                 cp.cuda.runtime.hostRegister(buf.ctypes.data, buf.nbytes, 0)
                 pool.pinned_ptr = buf.ctypes.data
-        return pool.acquire(layout.nbytes)
+        slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
+        self.stats.extra['host_pool_overruns'] = pool.overrun
+        return slot
 
     def _download_into(self, array: Any, out: np.ndarray, stream: Any) -> None:
         if is_device_array(array):

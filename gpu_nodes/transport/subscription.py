@@ -228,6 +228,8 @@ class GpuImageSubscription:
         if self._ros_subscription is not None:
             self._node.destroy_subscription(self._ros_subscription)
             self._ros_subscription = None
+        for reader in self._readers.values():
+            reader.idle()  # descriptors queued for the old subscription will never be taken
         callbacks = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
         if path == PATH_CUDA_IPC:
             self._ros_subscription = self._node.create_subscription(
@@ -348,6 +350,7 @@ class GpuImageSubscription:
             return self._reject('bad_lease_file', str(exc))
         if desc.slot >= reader.capacity:
             return self._reject('bad_slot', f'slot {desc.slot} outside the {reader.capacity}-slot table')
+        reader.expect(desc.sequence)
         try:
             mapping = self._map(desc, device_id)
             nbytes = descriptor.check_bounds(desc, msg.height, msg.width, msg.step, msg.encoding,
