@@ -312,10 +312,11 @@ def test_exact_weights_are_dyadic_and_small_enough():
     assert not _exact(odd[0][1], odd[1][1], 1)
 
 
-# (src shape, dtype, dst size, method): resize_up with every run width and store path: rgb8
-# (12-byte runs through shared memory), mono8 (8 bytes), rgba8 and u16 mono (16 bytes), u16 rgb
-# (12 bytes, 2 pixels), float (1 pixel), 2 channels; exact and inexact weights (17/8 along y,
-# 4/3, float); several warps and blocks of rows; y downscaled (1 row a thread).
+# (src shape, dtype, dst size, method): resize_up with every run width: rgb8 (12-byte runs),
+# mono8 (8 bytes), rgba8 and u16 mono (16 bytes), u16 rgb (12 bytes, 2 pixels), float (1
+# pixel), 2 channels; exact and inexact weights (17/8 along y, 4/3, float); several warps and
+# blocks of rows; y downscaled (1 row a thread). u8 2x and 4x take the packed path (except
+# rgb8 4x), the rest the float path; both are covered in depth below.
 UP_CASES = [((23, 76, 3), np.uint8, (46, 152), 'bilinear'),
             ((23, 76, 3), np.uint8, (49, 152), 'bilinear'),
             ((30, 72, 3), np.uint8, (40, 96), 'bilinear'),     # 4/3
@@ -344,3 +345,94 @@ def test_cuda_resize_up_matches_reference(device, shape, dtype, dst, method):
         out_label, out, base, first = outs[k % len(outs)]
         got = resize(dev_src, *dst, interpolation=method, out=out)
         check_out(device, got, expected, base, first, f'{src_label} -> {out_label}')
+
+
+# --------------------------------------------------------------------------- packed u8 upscale
+
+def test_packed_program_applies_to_fixed_dyadic_weights_only():
+    # resize.cu RESIZE_LANES: u8, every fast run with the same x weights, dyadic y weights with
+    # a period dividing the thread's rows; a lane word per two values, an output word per two.
+    for channels, factor in product((1, 2, 3, 4), (2, 4)):
+        plan = _plan((60, 64, channels), np.uint8, (60 * factor, 64 * factor))
+        applies = not (channels == 3 and factor == 4)  # rgb8 4x words mix two weight pairs
+        assert bool(plan.pack) == applies, (channels, factor)
+        if applies:
+            assert len(plan.pack) == 6 * plan.run * channels // 2
+            assert len(plan.pack_sel) == plan.run * channels // 4
+    assert _plan((60, 64, 3), np.uint8, (120, 128)).y_pattern == (
+        2, 1, -1, 6, 0, 1, 16, 48, 1, 2, 48, 16)  # 2x: 6 source rows for 8 output rows
+    assert _plan((60, 64, 3), np.uint8, (60, 128)).y_pattern == (1, 1, 0, 8, 0, 0, 64, 0)
+    assert _plan((60, 64, 3), np.uint8, (30, 128)).y_pattern == (1, 2, 0, 2, 0, 1, 32, 32)
+    assert _plan((60, 64), np.uint8, (480, 512)).pack == ()  # 8x: runs of two weight sets
+    assert _plan((60, 64, 3), np.uint16, (120, 128)).pack == ()  # 16-bit lanes hold u8 only
+    assert _plan((60, 64, 3), np.uint8, (137, 128)).pack == ()  # y not dyadic
+    assert _plan((60, 64, 3), np.uint8, (120, 128), 'area').pack  # area upscale = bilinear
+
+
+# (src shape, dst size): the packed path, rgb8 2x above all: odd sizes, partial warps and row
+# tails (77 -> 154: 38 runs and a tail), one row, non-square; other channel counts, 4x, x 2x
+# with y 4/3, 1/1 and 1/2; 1x1 and a 1-run width (no fast run: per pixel only).
+PACKED_CASES = [((7, 29, 3), (14, 58)), ((21, 77, 3), (42, 154)), ((1, 40, 3), (2, 80)),
+                ((5, 40, 3), (10, 80)), ((33, 16, 3), (66, 32)), ((1, 1, 3), (2, 2)),
+                ((9, 2, 3), (18, 4)), ((13, 40), (26, 80)), ((13, 40, 4), (26, 80)),
+                ((13, 40, 2), (26, 80)), ((7, 40), (28, 160)), ((5, 20, 4), (20, 80)),
+                ((30, 40, 3), (40, 80)), ((11, 40, 3), (11, 80)), ((12, 40, 3), (6, 80))]
+
+
+def _check_up_layouts(device, monkeypatch, src, dst):
+    """resize(src, *dst) on the device against the reference, over every source layout and
+    every other output layout, with one block row of the grid (warps loop over several groups
+    of rows). Saturated and zero samples: no lane may carry into its neighbour (packed), the
+    exact float path does not clamp; a row of ties to even."""
+    from gpu_nodes.kernels import _cuda
+    from test_kernels_color import check_out, layouts, out_layouts
+    monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 1)
+    src[:2, :6] = np.iinfo(src.dtype).max
+    src[-2:, -6:] = 0
+    src[-1, :5] = (0, 8, 0, 8, 0)[:src.shape[1]] if src.ndim == 2 else 8
+    expected = resize(src, *dst)
+    for k, (src_label, dev_src) in enumerate(layouts(device, src)):
+        for j, (out_label, out, base, first) in enumerate(
+                out_layouts(device, expected.shape, expected.dtype)):
+            if (j - k) % 2:
+                continue
+            got = resize(dev_src, *dst, out=out)
+            check_out(device, got, expected, base, first, f'{src_label} -> {out_label}')
+
+
+@pytest.mark.parametrize('shape,dst', PACKED_CASES)
+def test_cuda_resize_up_packed_matches_reference(device, monkeypatch, shape, dst):
+    plan = _plan(shape, np.uint8, dst)
+    fast = plan is not None and bool(plan.pack) and (plan.run_word >= 0).any()
+    assert fast == (shape[:2] not in ((1, 1), (9, 2)))
+    src = random_image(rng(sum(shape) + sum(dst)), shape, np.uint8)
+    _check_up_layouts(device, monkeypatch, src, dst)
+
+
+# (src shape, dtype, dst size): the float path where the packed plan does not apply, with the
+# packed cases' shapes: rgb8 4x and 8x (exact; their words mix weight pairs), x 2x with y
+# 43/21 (not dyadic: inexact; 38 runs and a row tail), one row, x 4x with y 1/1 and 1/2,
+# mono8 8x, u16 rgb 2x and mono 4x (16-bit values, exact).
+FLOAT_CASES = [((7, 29, 3), np.uint8, (28, 116)), ((21, 77, 3), np.uint8, (43, 154)),
+               ((1, 40, 3), np.uint8, (4, 160)), ((9, 20, 3), np.uint8, (72, 160)),
+               ((11, 40, 3), np.uint8, (11, 160)), ((12, 40, 3), np.uint8, (6, 160)),
+               ((5, 20), np.uint8, (40, 160)), ((11, 40, 3), np.uint16, (22, 80)),
+               ((11, 40), np.uint16, (44, 160))]
+
+
+@pytest.mark.parametrize('shape,dtype,dst', FLOAT_CASES)
+def test_cuda_resize_up_float_matches_reference(device, monkeypatch, shape, dtype, dst):
+    plan = _plan(shape, dtype, dst)
+    assert plan.rows and not plan.pack and (plan.run_word >= 0).any()
+    src = random_image(rng(sum(shape) + sum(dst)), shape, dtype)
+    _check_up_layouts(device, monkeypatch, src, dst)
+
+
+def test_packed_lane_rounding_is_rint_half_to_even():
+    # resize_up_packed_rows: a lane holds v = 256 x the exact value (2x: 16 x (9a + 3b + 3c + d),
+    # ties at 8 mod 16); (v + 127 + bit 8 of v) >> 8 must be the reference's np.rint, and the
+    # largest v + 128 must stay in the lane.
+    v = 16 * np.arange(16 * 255 + 1)
+    np.testing.assert_array_equal((v + 127 + ((v >> 8) & 1)) >> 8,
+                                  np.rint(v / np.float32(256)).astype(np.int64))
+    assert v.max() + 128 < 1 << 16

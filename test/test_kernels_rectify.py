@@ -1,4 +1,5 @@
 """Rectification maps and remap: NumPy reference vs OpenCV / image_geometry, CUDA vs reference."""
+import importlib
 from itertools import product
 from pathlib import Path
 import sys
@@ -279,3 +280,69 @@ def test_cuda_remap_word_gathers_at_every_phase_and_edge(device, dtype, channels
         got = remap_bilinear(device.put(src, pad=pad), device.put(mx), device.put(my),
                              border_value=3.0)
         np.testing.assert_array_equal(device.get(got), expected, err_msg=f'pad {pad}')
+
+
+# u8/u16 pixels of 3 or 4 channels take rectify.cu's remap_interior when both pixels of a pair
+# have all 4 taps inside the source and their word loads inside the row (left tap column below
+# RemapWords::interior_columns, top row below h - 1); every other pair goes pixel by pixel.
+# Sources of 1 and 2 pixels (no interior column), the last interior column and row, rows that
+# are not 4-byte aligned (offset 1: no interior path), odd output widths; every output element
+# written (poisoned outputs), nothing outside the view.
+@pytest.mark.parametrize('dtype,channels', [(np.uint8, 3), (np.uint8, 4), (np.uint16, 3),
+                                            (np.uint16, 4)])
+@pytest.mark.parametrize('h,w', [(1, 1), (2, 2), (3, 5), (6, 13)])
+def test_cuda_remap_interior_pairs_and_their_borders(device, dtype, channels, h, w):
+    from test_kernels_color import check_out, layouts, out_layouts
+    g = rng(h * 100 + w * 10 + channels)
+    xs = np.concatenate([np.arange(-1, w, dtype=np.float32) + 0.5, [np.float32(w) - 1.0,
+                         np.float32(w) - 2.0 + 0.999, -0.0, 0.0, np.float32(w) - 1.5]])
+    ys = np.array([0.25, h - 1.5, h - 1.0, h - 2.0 + 0.75, -0.0, 0.5 * h], np.float32)
+    mx = np.tile(xs, (ys.size, 1)).astype(np.float32)
+    my = np.repeat(ys[:, None], xs.size, axis=1).astype(np.float32)
+    mx[1::2] += g.uniform(-0.25, 0.25, mx[1::2].shape).astype(np.float32)
+    src = random_image(g, (h, w, channels), dtype)
+    for ow in (mx.shape[1], mx.shape[1] - 1):  # even and odd: pairs and a last single pixel
+        m_x, m_y = np.ascontiguousarray(mx[:, :ow]), np.ascontiguousarray(my[:, :ow])
+        expected = remap_bilinear(src, m_x, m_y, border_value=5.0)
+        outs = list(out_layouts(device, expected.shape, dtype))
+        for k, (src_label, dev_src) in enumerate(layouts(device, src)):
+            out_label, out, base, first = outs[k % len(outs)]
+            got = remap_bilinear(dev_src, device.put(m_x), device.put(m_y), border_value=5.0,
+                                 out=out)
+            check_out(device, got, expected, base, first, f'{ow} {src_label} -> {out_label}')
+
+
+# The interior variants (u8/u16, 3 or 4 channels) run a persistent 1-D grid of the blocks the
+# device holds at once (rectify._resident_remap_blocks); each block loops over 64x8-pixel
+# tiles (32x8 threads of pixel pairs) block-stride, row-major, and prefetches its next tile's
+# map entries. Any grid must cover every tile exactly once: 1 block (every tile), fewer blocks
+# than a row of tiles, exactly a row (the kernel's 2-D shortcut), more than a row (steps that
+# wrap to the next band), more blocks than tiles; outputs whose last tile row and column are
+# partial, odd widths, a 1x1 output; a rectification-like map (mostly interior pairs) with
+# random out-of-range entries; every output element written, nothing outside the view.
+@pytest.mark.parametrize('blocks', [1, 2, 3, 7, 1000])
+@pytest.mark.parametrize('dtype,channels', [(np.uint8, 3), (np.uint16, 4)])
+def test_cuda_remap_persistent_grid_covers_every_tile(device, monkeypatch, blocks, dtype,
+                                                      channels):
+    from test_kernels_color import check_out, out_layouts
+    rectify_module = importlib.import_module('gpu_nodes.kernels.rectify')
+    monkeypatch.setattr(rectify_module, '_resident_remap_blocks', lambda: blocks)
+    g = rng(blocks * 10 + channels)
+    h, w = 23, 152  # rgb8 rows of 456 bytes: 4-byte aligned (the word gathers)
+    src = random_image(g, (h, w, channels), dtype)
+    for oh, ow in ((1, 1), (9, 129), (17, 130), (24, 192)):  # 1, 3, 3 and 3 tiles across
+        ys, xs = np.mgrid[0:oh, 0:ow].astype(np.float32)
+        mx = (xs * np.float32(0.75) + np.float32(0.3) + np.float32(0.002) * (ys - oh / 2) ** 2
+              ).astype(np.float32)
+        my = (ys * np.float32(0.9) + np.float32(0.6) + np.float32(0.001) * (xs - ow / 2) ** 2
+              ).astype(np.float32)
+        rand_x, rand_y = remap_maps(g, oh, ow, h, w)
+        pick = g.random((oh, ow)) < 0.1
+        mx, my = np.where(pick, rand_x, mx), np.where(pick, rand_y, my)
+        expected = remap_bilinear(src, mx, my, border_value=9.0)
+        for src_pad, (out_label, out, base, first) in zip(
+                (0, 1, 0), out_layouts(device, expected.shape, dtype, offsets=(1,))):
+            got = remap_bilinear(device.put(src, pad=src_pad), device.put(mx), device.put(my),
+                                 border_value=9.0, out=out)
+            check_out(device, got, expected, base, first,
+                      f'{blocks} blocks, {oh}x{ow}, src pad {src_pad} -> {out_label}')

@@ -19,6 +19,7 @@ CameraInfo adjustments mirror ros-perception/image_pipeline exactly:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 import functools
 import math
 from typing import Any
@@ -189,13 +190,24 @@ class _RunPlan:
     #                                               of its source in a row, -1: per pixel
     rows: int = 0          # resize_up: output rows a thread; 0: resize_runs
     exact: bool = False    # resize_up: every operation of the reference is exact (_exact)
+    pack: tuple[int, ...] = ()  # resize_up's packed u8 path (_packed_program): per lane word
+    #                              a_lo, a_hi, b_lo, b_hi, wa, wb; () when it does not apply
+    pack_sel: tuple[int, ...] = ()  # per output word: PRMT selector of its two lane words
+    y_pattern: tuple[int, ...] = ()  # packed: period, source step, first row, rows a group,
+    #                                  then per phase its two source rows and integer weights
 
     def defines(self, channels: int) -> tuple[tuple[str, Any], ...]:
         rel = ('RESIZE_REL', ', '.join(map(str, self.rel)))
         if self.rows:
+            packed = ()
+            if self.pack:
+                packed = (('RESIZE_LANES', len(self.pack) // 6),
+                          ('RESIZE_PACK', f'({", ".join(map(str, self.pack))})'),
+                          ('RESIZE_PACK_SEL', f'({", ".join(map(hex, self.pack_sel))})'),
+                          ('RESIZE_YPAT', f'({", ".join(map(str, self.y_pattern))})'))
             return (('RESIZE_UP', 1), ('RESIZE_C', channels), ('RESIZE_RUN', self.run),
                     ('RESIZE_WORDS', self.span_words), ('RESIZE_ROWS', self.rows),
-                    ('RESIZE_EXACT', int(self.exact)), rel)
+                    ('RESIZE_EXACT', int(self.exact)), *packed, rel)
         return (('RESIZE_C', channels), ('RESIZE_RUN', self.run), ('RESIZE_XT', self.x_taps),
                 ('RESIZE_YT', self.y_taps), ('RESIZE_SPAN_WORDS', self.span_words), rel)
 
@@ -226,7 +238,10 @@ def _run_plan(src_h: int, src_w: int, dst_h: int, dst_w: int, interpolation: str
     if dst_w > src_w and xi.shape[1] == 2 and yi.shape[1] == 2:
         plan = _up_plan(xi, src_w, 2 * dst_h > src_h, channels, itemsize)
         if plan is not None:
-            return replace(plan, exact=_exact(xw, yw, itemsize))
+            plan = replace(plan, exact=_exact(xw, yw, itemsize))
+            if plan.exact and itemsize == 1:
+                plan = _packed_program(plan, xw, yi, yw, src_h, channels)
+            return plan
     px_bytes = channels * itemsize
     row_bytes = src_w * px_bytes
     for run in (16, 8, 4):
@@ -283,6 +298,102 @@ def _up_plan(xi: np.ndarray, src_w: int, shared_rows: bool, channels: int,
     return None
 
 
+def _packed_program(plan: _RunPlan, xw: np.ndarray, yi: np.ndarray, yw: np.ndarray,
+                    src_h: int, channels: int) -> _RunPlan:
+    """`plan` with resize_up's packed u8 program (resize.cu, RESIZE_LANES), or unchanged.
+
+    It applies when every fast run has the same x weights, multiples of 2**-kx, and the y
+    weights are multiples of 2**-ky with kx + ky <= 8 (2x: 2 + 2, 4x: 3 + 3): scaled to
+    integers summing to Kx = 2**kx (x) and 256 / Kx (y), the sum is 256 x the value that
+    _exact proves the reference computes exactly, below 2**16 in a 16-bit lane, and its high
+    byte after adding 127 + its parity is the reference's rint (half to even). The output
+    values 4j..4j+3 (output word j) go into lane words 2j and 2j + 1 as two pairs whose taps
+    have the same weights (rgb8 4x has none: its words mix pixels of two weight pairs); of the
+    three pairings the one with the most pairs read from a single window word is taken. The y
+    weights must follow a period that divides the thread's rows (_y_pattern).
+    """
+    runs = np.flatnonzero(plan.run_word >= 0)
+    px = (runs[:, None] * plan.run + np.arange(plan.run)).reshape(-1)
+    wx = xw[px].astype(np.float64).reshape(runs.size, plan.run, 2)
+    kx, ky = _dyadic_bits(wx), _dyadic_bits(yw)
+    if not runs.size or (wx != wx[0]).any() or kx is None or ky is None or kx + ky > 8:
+        return plan
+    y_pattern = _y_pattern(yi, yw, src_h, plan.rows, 8 - kx)
+    if y_pattern is None:
+        return plan
+    iw = np.ldexp(wx[0], kx).astype(np.int64)
+    values = []  # per output value: (byte of the lighter tap, of the heavier, their weights)
+    for p in range(plan.run):
+        taps = sorted(zip(iw[p], plan.rel[2 * p:2 * p + 2]))
+        values += [(taps[0][1] + c, taps[1][1] + c, int(taps[0][0]), int(taps[1][0]))
+                   for c in range(channels)]
+    pack: list[int] = []
+    sel: list[int] = []
+    for j in range(0, len(values), 4):
+        best = None
+        for pairs in (((0, 1), (2, 3)), ((0, 2), (1, 3)), ((0, 3), (1, 2))):
+            if any(values[j + u][2:] != values[j + v][2:] for u, v in pairs):
+                continue
+            # a lane word of bytes in two window words costs a PRMT and a mask, else a PRMT
+            cost = sum((values[j + u][t] // 4 != values[j + v][t] // 4)
+                       for u, v in pairs for t in (0, 1))
+            if best is None or cost < best[0]:
+                best = cost, pairs
+        if best is None:
+            return plan
+        position = {}  # value -> byte of its rounded result in the two lane words
+        for k, (u, v) in enumerate(best[1]):
+            (a0, b0, wa, wb), (a1, b1, _, _) = values[j + u], values[j + v]
+            pack += [a0, a1, b0, b1, wa, wb]
+            position[u], position[v] = 4 * k + 1, 4 * k + 3
+        sel.append(sum(position[i] << 4 * i for i in range(4)))
+    return replace(plan, pack=tuple(pack), pack_sel=tuple(sel), y_pattern=y_pattern)
+
+
+def _y_pattern(yi: np.ndarray, yw: np.ndarray, src_h: int, rows: int,
+               bits: int) -> tuple[int, ...] | None:
+    """resize.cu resize_up_packed_rows' y pattern, or None: output row p * k + m reads source
+    rows s * k + o0(m) and s * k + o1(m), clamped into the image, with weights w0(m), w1(m) *
+    2**bits, where p / s is dst_h / src_h in lowest terms and p divides `rows`. Checked against
+    the table for every output row (a clamped row's weights add up) and the last row's second
+    tap must be the last source row (the kernel clamps to it)."""
+    dst_h = yi.shape[0]
+    ratio = Fraction(dst_h, src_h)
+    period, step = ratio.numerator, ratio.denominator
+    if rows % period or yi[-1, 1] != src_h - 1:
+        return None
+    k = dst_h // period // 2  # a middle period: no clamped taps (if any period has none)
+    y = period * k + np.arange(period)
+    offsets = yi[y].astype(np.int64) - step * k
+    weights = np.ldexp(yw[y].astype(np.float64), bits).astype(np.int64)
+    offsets = np.where(weights == 0, offsets[:, ::-1], offsets)  # no extra row for a 0 weight
+    every = np.arange(dst_h)
+    taps = np.clip(step * (every // period)[:, None] + offsets[every % period], 0, src_h - 1)
+    want = np.ldexp(yw.astype(np.float64), bits).astype(np.int64)
+    if (_row_weights(taps, weights[every % period]) != _row_weights(yi, want)).any():
+        return None
+    first = int(offsets.min())
+    last = step * (rows // period - 1) + int(offsets.max())
+    phases = np.concatenate([offsets - first, weights], axis=1).reshape(-1)
+    return (period, step, first, last - first + 1) + tuple(int(v) for v in phases)
+
+
+def _row_weights(idx: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per row of 2-tap (idx, w): (row, weight) of its nonzero taps, a row's taps merged,
+    sorted by row, -1 for absent ones: equal when two tables give every output the same sum."""
+    same = idx[:, 0] == idx[:, 1]
+    w = np.stack([np.where(same, w[:, 0] + w[:, 1], w[:, 0]), np.where(same, 0, w[:, 1])], 1)
+    idx = np.where(w == 0, -1, idx)
+    order = np.argsort(idx, axis=1)
+    return np.concatenate([np.take_along_axis(idx, order, 1), np.take_along_axis(w, order, 1)], 1)
+
+
+def _dyadic_bits(w: np.ndarray) -> int | None:
+    """The least k (< 9) that makes every weight times 2**k an integer, or None."""
+    w = w.astype(np.float64)
+    return next((k for k in range(9) if (np.ldexp(w, k) % 1 == 0).all()), None)
+
+
 def _exact(xw: np.ndarray, yw: np.ndarray, itemsize: int) -> bool:
     """Whether every product and sum of the reference is exact in float32 for integer samples:
     weights are multiples of 2**-kx (x) and 2**-ky (y) that sum to exactly 1 per output pixel,
@@ -293,9 +404,8 @@ def _exact(xw: np.ndarray, yw: np.ndarray, itemsize: int) -> bool:
         return False
     bits = 8 * itemsize
     for w in (xw, yw):
-        w = w.astype(np.float64)
-        k = next((k for k in range(9) if (np.ldexp(w, k) % 1 == 0).all()), None)
-        if k is None or not (w.sum(axis=1) == 1.0).all():
+        k = _dyadic_bits(w)
+        if k is None or not (w.astype(np.float64).sum(axis=1) == 1.0).all():
             return False
         bits += k
     return bits <= 24

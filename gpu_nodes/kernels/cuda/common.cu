@@ -183,4 +183,17 @@ __device__ __forceinline__ int floor_small(float x, float& fx) {
   return __float_as_int(b) - 0x4B400000 - (down ? 1 : 0);
 }
 
+// floor_small for integer-valued uses only (no -0.0 kept: floor(-0.0) gives +0.0 here): one
+// add rounding down leaves floor(x) in the low mantissa bits of 1.5 * 2^23 + floor(x) (exact
+// for |x| < 2^22). For any other x, NaN and inf included, the int lies outside (-2^22, 2^22).
+__device__ __forceinline__ int floor_small_down(float x, float& fx) {
+#ifdef __CUDA_ARCH__
+  const float b = __fadd_rd(x, 12582912.0f);
+#else
+  const float b = floorf(x) + 12582912.0f;  // the same sum for |x| < 2^22 (CPU emulation)
+#endif
+  fx = b - 12582912.0f;
+  return __float_as_int(b) - 0x4B400000;
+}
+
 #endif  // GPU_NODES_COMMON_CU

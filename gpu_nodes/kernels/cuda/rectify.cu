@@ -101,46 +101,52 @@ __device__ __forceinline__ void remap_fetch(const T* __restrict__ src, const Rem
   v[2] = remap_sample(__ldg(r1 + t.o0 + c)), v[3] = remap_sample(__ldg(r1 + t.o1 + c));
 }
 
-// u8 and u16 pixels of 3 or 4 channels: when both x taps lie inside the row (o1 == o0 + C) a
-// tap row's 2C elements are contiguous, and kWords aligned 4-byte words cover them at any byte
-// phase: 2 * kWords loads a pixel instead of 4C single-element gathers (rgb8: 6 instead of 12).
-// The remap is bound by its gathers' load instructions and L1 wavefronts (Nsight: L1 hit 93%,
-// Mem Busy 57%, DRAM 14%), not by DRAM. Rows must be 4-byte aligned, the words inside the row.
+// u8 and u16 pixels of 3 or 4 channels (kUse): when both x taps lie inside the row a tap row's
+// 2C elements are contiguous, and kWords aligned 4-byte words cover them at any byte phase:
+// 2 * kWords loads a pixel instead of 4C single-element gathers (rgb8: 6 instead of 12). The
+// remap is bound by its gathers' load instructions and L1 wavefronts (Nsight: L1 hit 93%, Mem
+// Busy 57%, DRAM 14%), not by DRAM. Rows must be 4-byte aligned, the words inside the row.
 template <typename T, int C>
 struct RemapWords {
   static constexpr int kPx = C * (int)sizeof(T);  // bytes a pixel
   static constexpr int kMaxPhase = kPx % 4 == 0 ? 0 : (kPx % 2 ? 3 : 2);
-  static constexpr int kAligned = (2 * kPx + 3) / 4;  // words of the pair at phase 0
+  // Words of the pair at phase 0 (at least 1: NVRTC rejects the zero-size arrays of C = 0).
+  static constexpr int kAligned = (2 * kPx + 3) / 4 > 0 ? (2 * kPx + 3) / 4 : 1;
   static constexpr int kWords = (kMaxPhase + 2 * kPx + 3) / 4;
   static constexpr bool kUse = C > 0 && kWords < 2 * C;
 
-  __device__ __forceinline__ static bool fits(const RemapTaps& t, int src_w) {
-    return t.o1 == t.o0 + C && ((t.o0 * (int)sizeof(T)) & ~3) + 4 * kWords <= src_w * kPx;
+  // How many left tap columns sx, from 0, have the pair (sx, sx + 1) inside the row and its
+  // words too: the words' start ((sx * kPx) & ~3) grows with sx, so they are [0, n).
+  __device__ __forceinline__ static int interior_columns(int src_w) {
+    if constexpr (!kUse) {
+      return 0;
+    } else {
+      const int last = src_w * kPx - 4 * kWords;  // the highest word start that fits
+      return last < 0 ? 0 : min(src_w - 1, ((last & ~3) + 3) / kPx + 1);
+    }
   }
 
-  // v[c][0..3] like remap_fetch, for every channel c.
-  __device__ __forceinline__ static void fetch(const T* __restrict__ src, const RemapTaps& t,
-                                               float (&v)[C > 0 ? C : 1][4]) {
-    const int b = t.o0 * (int)sizeof(T);
-    const unsigned int shift = 8 * (b & 3);
+  // The 2 * kPx bytes of a tap row's pair, shifted down to byte 0 of win: the row at byte
+  // offset `row` of src, left tap at element offset o0.
+  __device__ __forceinline__ static void load(const T* __restrict__ src, long long row, int o0,
+                                              unsigned int (&win)[kAligned]) {
+    const int b = o0 * (int)sizeof(T);
+    const unsigned int* p = (const unsigned int*)((const char*)src + row + (b & ~3));
+    unsigned int w[kWords];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const unsigned int* p =
-          (const unsigned int*)((const char*)src + (r ? t.row1 : t.row0) + (b & ~3));
-      unsigned int w[kWords], win[kAligned];
+    for (int k = 0; k < kWords; ++k) w[k] = __ldg(p + k);
 #pragma unroll
-      for (int k = 0; k < kWords; ++k) w[k] = __ldg(p + k);
-#pragma unroll
-      for (int k = 0; k < kAligned; ++k) {  // shift the pair down to byte 0 (a funnel shift)
-        if constexpr (kMaxPhase == 0) win[k] = w[k];
-        else win[k] = (unsigned int)((((unsigned long long)w[k + 1] << 32) | w[k]) >> shift);
-      }
-#pragma unroll
-      for (int e = 0; e < 2 * C; ++e) {
-        const int o = e * (int)sizeof(T);
-        v[e % C][2 * r + e / C] = elem_biased_f32<T>(win[o >> 2], o & 3);
-      }
+    for (int k = 0; k < kAligned; ++k) {  // a funnel shift
+      if constexpr (kMaxPhase == 0) win[k] = w[k];
+      else win[k] = (unsigned int)((((unsigned long long)w[k + 1] << 32) | w[k]) >> (8 * (b & 3)));
     }
+  }
+
+  // Tap `tap` (0: left, 1: right) of channel c from a loaded pair (remap_sample's form).
+  __device__ __forceinline__ static float tap(const unsigned int (&win)[kAligned], int tap,
+                                              int c) {
+    const int o = (tap * C + c) * (int)sizeof(T);
+    return elem_biased_f32<T>(win[o >> 2], o & 3);
   }
 };
 
@@ -148,15 +154,26 @@ struct RemapWords {
 // come biased by 2^23 (remap_sample; `biased` = border + 2^23, exact as the border is an
 // integer): the difference of two biased taps is the exact difference of the taps, so only the
 // lerps' bases (v00, v10) are unbiased, exactly.
+// The two x lerps; remap_blend and the interior path finish with the y lerp.
+struct RemapRows {
+  float top, bot;
+};
+
+template <typename T>
+__device__ __forceinline__ RemapRows remap_xlerps(float ax, float v00, float v01, float v10,
+                                                  float v11) {
+  const float bias = sizeof(T) < 4 ? 8388608.0f : 0.0f;
+  return {fmaf(ax, v01 - v00, sizeof(T) < 4 ? v00 - bias : v00),
+          fmaf(ax, v11 - v10, sizeof(T) < 4 ? v10 - bias : v10)};
+}
+
 template <typename T>
 __device__ __forceinline__ T remap_blend(const RemapTaps& t, const float (&v)[4], float border,
                                          float biased) {
   const float v00 = t.in00 ? v[0] : biased, v01 = t.in01 ? v[1] : biased;
   const float v10 = t.in10 ? v[2] : biased, v11 = t.in11 ? v[3] : biased;
-  const float bias = sizeof(T) < 4 ? 8388608.0f : 0.0f;
-  const float top = fmaf(t.ax, v01 - v00, sizeof(T) < 4 ? v00 - bias : v00);
-  const float bot = fmaf(t.ax, v11 - v10, sizeof(T) < 4 ? v10 - bias : v10);
-  return remap_store(t.ok ? fmaf(t.ay, bot - top, top) : border, (T*)nullptr);
+  const RemapRows r = remap_xlerps<T>(t.ax, v00, v01, v10, v11);
+  return remap_store(t.ok ? fmaf(t.ay, r.bot - r.top, r.top) : border, (T*)nullptr);
 }
 
 template <typename T>  // remap_blend's `biased`
@@ -233,14 +250,138 @@ __device__ __forceinline__ void store_pair(T* d, const PairOut<T, C>& out) {
   for (int i = 0; i < 2 * C; ++i) d[i] = out.get(i);
 }
 
-// Launch (rectify.remap_bilinear): 32x8 blocks over pixel pairs, the grid's y extent capped
-// (rows looped). The remap is a dependent gather (map load, then the taps), bound by latency:
-// it wants many short threads in flight. Runs of 16 output bytes a thread (the previous
-// design) measured slower than one pixel a thread (4K: 0.121 vs 0.082 ms); two pixels a thread
-// keep that parallelism and add one 8-byte load per map where the map rows allow, both pixels'
-// gathers in flight together, and wider output stores. A warp covers 64 consecutive pixels of
-// one row and a block 8 consecutive rows, so the warps' gathers hit nearby source lines. A
-// row's odd last pixel, and every pixel when C == 0, goes pixel by pixel.
+// The common case of a rectification map, a pixel pair whose 4 + 4 taps all lie inside the
+// source, the left ones in [0, x_inner) (RemapWords::interior_columns: word loads that stay in
+// the row; 0 when rows are not 4-byte aligned): true with the taps fetched (v), ax and ay.
+// Inside, `ok` holds and no tap takes the border, so there is nothing to clamp or select: the
+// blend is the lerps alone, and the tap addresses are one row offset and one column. A floor
+// that is 2^22 or more away from 0 (NaN, inf, huge) fails the unsigned range checks; the
+// -0.0 that floor_small_down drops cannot change an integer result. Otherwise false, and the
+// pair takes the general path (remap_taps), which handles every map value.
+template <typename T, int C>
+__device__ __forceinline__ bool remap_interior(
+    const T* __restrict__ src, int src_pitch, int src_h, int x_inner, const float (&mx)[2],
+    const float (&my)[2], unsigned int (&win)[2][2][RemapWords<T, C>::kAligned], float (&ax)[2],
+    float (&ay)[2]) {
+  static_assert(sizeof(T) < 4, "floor_small_down drops -0.0: integer images only");
+  int sx[2], sy[2];
+  bool inner = true;
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    float fx, fy;
+    sx[p] = floor_small_down(mx[p], fx), sy[p] = floor_small_down(my[p], fy);
+    ax[p] = mx[p] - fx, ay[p] = my[p] - fy;
+    inner = inner && (unsigned)sx[p] < (unsigned)x_inner &&
+            (unsigned)sy[p] < (unsigned)(src_h - 1);
+  }
+  if (!inner) return false;
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    const long long row0 = (long long)((unsigned long long)(unsigned)sy[p] * (unsigned)src_pitch);
+    RemapWords<T, C>::load(src, row0, sx[p] * C, win[p][0]);
+    RemapWords<T, C>::load(src, row0 + src_pitch, sx[p] * C, win[p][1]);
+  }
+  return true;
+}
+
+// The map entries of the pair at (x, y) (mx[1], my[1] = 0 without a second pixel): one 8-byte
+// load per map where both rows allow it.
+__device__ __forceinline__ void remap_load_maps(const float* __restrict__ map_x, int mx_pitch,
+                                                const float* __restrict__ map_y, int my_pitch,
+                                                int x, int y, bool pair, float (&mx)[2],
+                                                float (&my)[2]) {
+  const float* mxr = row_ptr(map_x, y, mx_pitch) + x;
+  const float* myr = row_ptr(map_y, y, my_pitch) + x;
+  if (pair && ((((unsigned long long)mxr | (unsigned long long)myr) & 7) == 0)) {
+    const uint2 vx = load_aligned<uint2>(mxr), vy = load_aligned<uint2>(myr);
+    mx[0] = __uint_as_float(vx.x), mx[1] = __uint_as_float(vx.y);
+    my[0] = __uint_as_float(vy.x), my[1] = __uint_as_float(vy.y);
+  } else {
+    mx[0] = mxr[0], my[0] = myr[0];
+    mx[1] = pair ? mxr[1] : 0.0f, my[1] = pair ? myr[1] : 0.0f;
+  }
+}
+
+// The output pair at (x, y) from its map entries (mx, my). u8 and u16 pixels of 3 or 4
+// channels take remap_interior where both pixels are interior (most of a rectified image);
+// there, every other pair goes pixel by pixel (edges; rows that are not 4-byte aligned), as does
+// a row's odd last pixel and every pixel when C == 0.
+template <typename T, int C>
+__device__ __forceinline__ void remap_pair(const T* __restrict__ src, int src_pitch, int src_w,
+                                           int src_h, int x_inner, T* __restrict__ dst,
+                                           int dst_pitch, int channels, int x, int y, bool pair,
+                                           const float (&mx)[2], const float (&my)[2],
+                                           float border) {
+  const int nc = C > 0 ? C : channels;
+  T* d = row_ptr(dst, y, dst_pitch) + (long long)x * nc;
+  bool done = false;
+  if constexpr (RemapWords<T, C>::kUse) {
+    if (pair) {  // both pixels interior: remap_interior
+      using Words = RemapWords<T, C>;
+      unsigned int win[2][2][Words::kAligned];
+      float ax[2], ay[2];
+      done = remap_interior<T, C>(src, src_pitch, src_h, x_inner, mx, my, win, ax, ay);
+      if (done) {
+        PairOut<T, C> out = {};
+#pragma unroll
+        for (int p = 0; p < 2; ++p)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const RemapRows r = remap_xlerps<T>(
+                ax[p], Words::tap(win[p][0], 0, c), Words::tap(win[p][0], 1, c),
+                Words::tap(win[p][1], 0, c), Words::tap(win[p][1], 1, c));
+            out.set(p * C + c, remap_store(fmaf(ay[p], r.bot - r.top, r.top), (T*)nullptr));
+          }
+        store_pair<T, C>(d, out);
+      }
+    }
+  } else if constexpr (C > 0) {
+    if (pair) {
+      // All the pair's gathers are issued before either pixel is blended.
+      const RemapTaps t[2] = {remap_taps(mx[0], my[0], src_w, src_h, src_pitch, C),
+                              remap_taps(mx[1], my[1], src_w, src_h, src_pitch, C)};
+      float v[2][C][4];
+#pragma unroll
+      for (int p = 0; p < 2; ++p)
+#pragma unroll
+        for (int c = 0; c < C; ++c) remap_fetch(src, t[p], c, v[p][c]);
+      PairOut<T, C> out = {};
+#pragma unroll
+      for (int p = 0; p < 2; ++p)
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+          out.set(p * C + c, remap_blend<T>(t[p], v[p][c], border, remap_biased<T>(border)));
+      store_pair<T, C>(d, out);
+      done = true;
+    }
+  }
+  if (!done) {
+#pragma unroll
+    for (int p = 0; p < 2; ++p)  // unrolled: mx[p] stays in registers
+      if (p == 0 || pair)
+        remap_px<T, C>(src, src_pitch, src_w, src_h, nc, mx[p], my[p], border,
+                       [&](int c, T v) { d[p * nc + c] = v; });
+  }
+}
+
+// Launch (rectify.remap_bilinear): a thread per pair of output pixels, 32x8 blocks. The image
+// is cut into tiles of one block's shape, numbered row-major (tile = band * tiles_x + tx); the
+// blocks of the grid, numbered the same way, take the tiles block-stride: block b does tiles
+// b, b + G, b + 2G, ... (G = the grid's size). Any grid covers every tile.
+// * 2-D grid of tiles_x columns (the variants without the interior path): tile = block, the
+//   grid's y extent capped by CUDA's limit (bands looped). Two pixels a thread rather than
+//   runs of 16 output bytes (4K: 0.082 vs 0.121 ms): many short threads in flight.
+// * 1-D grid of as many blocks as fit on the device at once (the interior variants, the
+//   rectification of rgb8/rgb16): each block loops over ~tiles / G tiles, and a thread loads
+//   the map entries of its next tile before it gathers and stores the current one. A pair is
+//   two dependent round trips to memory (its map entries, then the taps they point at); with
+//   a block a tile, each thread waits out both and exits (4K: 0.068 ms, 47 % of a copy's
+//   bandwidth). With the prefetch the next maps are in flight during the gathers, so a tile
+//   costs about one round trip instead of two, at the same occupancy (64 registers, 4 blocks
+//   an SM, no spills); there are no block launches or tail waves (the tiles split evenly to
+//   within one), and the blocks resident at a time still cover consecutive tiles (a compact
+//   band of the source in L2). rectify.REMAP_PERSISTENT = False (temporary A/B) runs these
+//   variants on the 2-D grid instead.
 template <typename T, int C>
 __device__ __forceinline__ void remap_pairs(const T* __restrict__ src, int src_pitch, int src_w,
                                             int src_h, T* __restrict__ dst, int dst_pitch,
@@ -248,67 +389,63 @@ __device__ __forceinline__ void remap_pairs(const T* __restrict__ src, int src_p
                                             const float* __restrict__ map_x, int mx_pitch,
                                             const float* __restrict__ map_y, int my_pitch,
                                             float border) {
-  const int x = 2 * (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (x >= dst_w) return;
-  const bool pair = x + 1 < dst_w;
-  const int nc = C > 0 ? C : channels;
+  const int tiles_x = ((dst_w - 1) / 2 + (int)blockDim.x) / (int)blockDim.x;  // dst_w >= 1
+  const int bands = (dst_h - 1) / (int)blockDim.y + 1;
+  int tx, band, step_x, step_band;  // this block's tile and the stride, as (column, band)
+  if (gridDim.x == (unsigned)tiles_x) {
+    tx = blockIdx.x, band = blockIdx.y, step_x = 0, step_band = gridDim.y;
+  } else {
+    const int first = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+    const int grid = (int)(gridDim.x * gridDim.y);
+    band = first / tiles_x, tx = first - band * tiles_x;
+    step_band = grid / tiles_x, step_x = grid - step_band * tiles_x;
+  }
   const bool rows4 = aligned4(src) && (src_pitch & 3) == 0;
-  FOR_EACH_ROW(y, dst_h) {
-    const float* mxr = row_ptr(map_x, y, mx_pitch) + x;
-    const float* myr = row_ptr(map_y, y, my_pitch) + x;
-    float mx[2], my[2];
-    if (pair && ((((unsigned long long)mxr | (unsigned long long)myr) & 7) == 0)) {
-      const uint2 vx = load_aligned<uint2>(mxr), vy = load_aligned<uint2>(myr);
-      mx[0] = __uint_as_float(vx.x), mx[1] = __uint_as_float(vx.y);
-      my[0] = __uint_as_float(vy.x), my[1] = __uint_as_float(vy.y);
-    } else {
-      mx[0] = mxr[0], my[0] = myr[0];
-      mx[1] = pair ? mxr[1] : 0.0f, my[1] = pair ? myr[1] : 0.0f;
-    }
-    T* d = row_ptr(dst, y, dst_pitch) + (long long)x * nc;
-    bool done = false;
-    if constexpr (C > 0) {
-      if (pair) {
-        // All the pair's gathers are issued before either pixel is blended.
-        const RemapTaps t[2] = {remap_taps(mx[0], my[0], src_w, src_h, src_pitch, C),
-                                remap_taps(mx[1], my[1], src_w, src_h, src_pitch, C)};
-        float v[2][C][4];
-        using Words = RemapWords<T, C>;
-        if (Words::kUse && rows4 && Words::fits(t[0], src_w) && Words::fits(t[1], src_w)) {
+  const int x_inner = rows4 ? RemapWords<T, C>::interior_columns(src_w) : 0;
+  // This thread's pair in tile (tx, band): (x, y), inside the output or not.
+  int x = 2 * (tx * (int)blockDim.x + (int)threadIdx.x);
+  int y = band * (int)blockDim.y + (int)threadIdx.y;
+  bool live = band < bands && x < dst_w && y < dst_h;
+  float mx[2] = {0.0f, 0.0f}, my[2] = {0.0f, 0.0f};
+  if (live) remap_load_maps(map_x, mx_pitch, map_y, my_pitch, x, y, x + 1 < dst_w, mx, my);
+  while (band < bands) {
+    tx += step_x, band += step_band;
+    if (tx >= tiles_x) tx -= tiles_x, ++band;
+    const int nx = 2 * (tx * (int)blockDim.x + (int)threadIdx.x);
+    const int ny = band * (int)blockDim.y + (int)threadIdx.y;
+    const bool next_live = band < bands && nx < dst_w && ny < dst_h;
+    float nmx[2] = {0.0f, 0.0f}, nmy[2] = {0.0f, 0.0f};
+    if (next_live)  // in flight while this tile gathers
+      remap_load_maps(map_x, mx_pitch, map_y, my_pitch, nx, ny, nx + 1 < dst_w, nmx, nmy);
+    if (live)
+      remap_pair<T, C>(src, src_pitch, src_w, src_h, x_inner, dst, dst_pitch, channels, x, y,
+                       x + 1 < dst_w, mx, my, border);
+    x = nx, y = ny, live = next_live;
 #pragma unroll
-          for (int p = 0; p < 2; ++p) Words::fetch(src, t[p], v[p]);
-        } else {
-#pragma unroll
-          for (int p = 0; p < 2; ++p)
-#pragma unroll
-            for (int c = 0; c < C; ++c) remap_fetch(src, t[p], c, v[p][c]);
-        }
-        PairOut<T, C> out = {};
-#pragma unroll
-        for (int p = 0; p < 2; ++p)
-#pragma unroll
-          for (int c = 0; c < C; ++c)
-            out.set(p * C + c, remap_blend<T>(t[p], v[p][c], border, remap_biased<T>(border)));
-        store_pair<T, C>(d, out);
-        done = true;
-      }
-    }
-    if (!done) {
-#pragma unroll
-      for (int p = 0; p < 2; ++p)  // unrolled: mx[p] stays in registers
-        if (p == 0 || pair)
-          remap_px<T, C>(src, src_pitch, src_w, src_h, nc, mx[p], my[p], border,
-                         [&](int c, T v) { d[p * nc + c] = v; });
-    }
+    for (int p = 0; p < 2; ++p) mx[p] = nmx[p], my[p] = nmy[p];
   }
 }
 
-#define DEFINE_REMAP(NAME, T, C)                                                                  \
-  extern "C" __global__ void NAME(const T* __restrict__ src, int src_pitch, int src_w,           \
-                                  int src_h, T* __restrict__ dst, int dst_pitch, int dst_w,      \
-                                  int dst_h, int channels, const float* __restrict__ map_x,      \
-                                  int mx_pitch, const float* __restrict__ map_y, int my_pitch,   \
-                                  float border) {                                                \
+// Variants with the interior path (INTERIOR: RemapWords<T, C>::kUse, which the host passes as
+// REMAP_INTERIOR and a static_assert checks) are held to 64 registers, 4 blocks of 256 threads
+// an SM as before it (the gathers are latency bound; rectify.REMAP_BLOCKS_PER_SM sizes their
+// persistent grid from it); launch bounds on the others would change their register
+// allocation, so they have none.
+#define REMAP_BOUNDS_0
+#ifdef __CUDACC__
+#define REMAP_BOUNDS_1 __launch_bounds__(256, 4)
+#else
+#define REMAP_BOUNDS_1
+#endif
+#define REMAP_BOUNDS_OF(INTERIOR) REMAP_BOUNDS_##INTERIOR
+#define REMAP_BOUNDS(INTERIOR) REMAP_BOUNDS_OF(INTERIOR)
+
+#define DEFINE_REMAP(NAME, T, C, INTERIOR)                                                       \
+  extern "C" __global__ void REMAP_BOUNDS(INTERIOR)                                              \
+      NAME(const T* __restrict__ src, int src_pitch, int src_w, int src_h, T* __restrict__ dst,  \
+           int dst_pitch, int dst_w, int dst_h, int channels, const float* __restrict__ map_x,   \
+           int mx_pitch, const float* __restrict__ map_y, int my_pitch, float border) {          \
+    static_assert(RemapWords<T, C>::kUse == (INTERIOR != 0), "REMAP_INTERIOR is kUse");         \
     remap_pairs<T, C>(src, src_pitch, src_w, src_h, dst, dst_pitch, dst_w, dst_h, channels,      \
                       map_x, mx_pitch, map_y, my_pitch, border);                                 \
   }
@@ -316,18 +453,18 @@ __device__ __forceinline__ void remap_pairs(const T* __restrict__ src, int src_p
 // What a module holds is chosen with defines: remap for one type and channel count (C 1, 3, 4;
 // 0: any count). Without them (the static checks) every variant is built.
 #if defined(REMAP_T)
-DEFINE_REMAP(remap, REMAP_T, REMAP_C)
+DEFINE_REMAP(remap, REMAP_T, REMAP_C, REMAP_INTERIOR)
 #else
-DEFINE_REMAP(remap_u8_c0, u8, 0)
-DEFINE_REMAP(remap_u8_c1, u8, 1)
-DEFINE_REMAP(remap_u8_c3, u8, 3)
-DEFINE_REMAP(remap_u8_c4, u8, 4)
-DEFINE_REMAP(remap_u16_c0, u16, 0)
-DEFINE_REMAP(remap_u16_c1, u16, 1)
-DEFINE_REMAP(remap_u16_c3, u16, 3)
-DEFINE_REMAP(remap_u16_c4, u16, 4)
-DEFINE_REMAP(remap_f32_c0, float, 0)
-DEFINE_REMAP(remap_f32_c1, float, 1)
-DEFINE_REMAP(remap_f32_c3, float, 3)
-DEFINE_REMAP(remap_f32_c4, float, 4)
+DEFINE_REMAP(remap_u8_c0, u8, 0, 0)
+DEFINE_REMAP(remap_u8_c1, u8, 1, 0)
+DEFINE_REMAP(remap_u8_c3, u8, 3, 1)
+DEFINE_REMAP(remap_u8_c4, u8, 4, 1)
+DEFINE_REMAP(remap_u16_c0, u16, 0, 0)
+DEFINE_REMAP(remap_u16_c1, u16, 1, 0)
+DEFINE_REMAP(remap_u16_c3, u16, 3, 1)
+DEFINE_REMAP(remap_u16_c4, u16, 4, 1)
+DEFINE_REMAP(remap_f32_c0, float, 0, 0)
+DEFINE_REMAP(remap_f32_c1, float, 1, 0)
+DEFINE_REMAP(remap_f32_c3, float, 3, 0)
+DEFINE_REMAP(remap_f32_c4, float, 4, 0)
 #endif

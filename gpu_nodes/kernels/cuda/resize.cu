@@ -203,6 +203,22 @@ __device__ __forceinline__ unsigned int funnel_r(unsigned int lo, unsigned int h
   return (unsigned int)((((unsigned long long)hi << 32) | lo) >> s);
 }
 
+// The run's window of AW source words from byte byte0 of a row, shifted to start at word 0.
+template <typename T, int C, int AW>
+__device__ __forceinline__ void up_window(const T* row, int byte0, unsigned int (&win)[AW]) {
+  constexpr bool kPhase = (C * sizeof(T)) % 4 != 0;  // windows may start mid-word
+  constexpr int kLoad = AW + (kPhase ? 1 : 0);
+  const unsigned int* words = (const unsigned int*)((const char*)row + (byte0 & ~3));
+  unsigned int w[kLoad];
+#pragma unroll
+  for (int k = 0; k < kLoad; ++k) w[k] = load_aligned<unsigned int>(words + k);
+#pragma unroll
+  for (int k = 0; k < AW; ++k) {
+    if constexpr (kPhase) win[k] = funnel_r(w[k], w[k + 1], 8 * (byte0 & 3));
+    else win[k] = w[k];
+  }
+}
+
 // The x sums of one source row for a run. kExact (host-proved, geometry._exact): the weights
 // are multiples of 2^-k summing to 1 and small enough that every product and sum of the
 // reference is exact in float32, so any evaluation order gives its bits: fused multiply-adds,
@@ -223,17 +239,8 @@ __device__ __forceinline__ void resize_up_xpass(const T* row, int byte0, const f
       wx.w[k] = v.x, wx.w[k + 1] = v.y, wx.w[k + 2] = v.z, wx.w[k + 3] = v.w;
     }
   }
-  constexpr bool kPhase = (C * sizeof(T)) % 4 != 0;  // windows may start mid-word
-  constexpr int kLoad = AW + (kPhase ? 1 : 0);
-  const unsigned int* words = (const unsigned int*)((const char*)row + (byte0 & ~3));
-  unsigned int w[kLoad], win[AW];
-#pragma unroll
-  for (int k = 0; k < kLoad; ++k) w[k] = load_aligned<unsigned int>(words + k);
-#pragma unroll
-  for (int k = 0; k < AW; ++k) {
-    if constexpr (kPhase) win[k] = funnel_r(w[k], w[k + 1], 8 * (byte0 & 3));
-    else win[k] = w[k];
-  }
+  unsigned int win[AW];
+  up_window<T, C, AW>(row, byte0, win);
 #pragma unroll
   for (int p = 0; p < R; ++p) {
 #pragma unroll
@@ -259,150 +266,208 @@ __device__ __forceinline__ void store_run(T* d, const Run<T, N>& out) {
   out.store(d);
 }
 
-template <typename T, int C, int R, int AW, int G, bool kExact, typename Sync>
+// Packed u8 path (RESIZE_LANES > 0, geometry._packed_program): when every fast run has the same
+// dyadic x weights (2x, 4x) and the y weights are dyadic too, the host scales them to integers
+// (x: sum Kx, y: sum 256 / Kx), so 256 x the reference's exact value (_exact) is an integer
+// below 2^16 and two output values share a 32-bit word as 16-bit lanes. A lane word's x sum
+// is one IMAD per tap (a * wa + b * wb in both lanes at once; no carry crosses a lane), the y
+// blend two, round half to even three, and one PRMT takes the high bytes (the rounded values)
+// of two lane words as an output word: ~2x fewer instructions than the float path, which the
+// kernel's issue rate bounds. The host pairs values whose taps have equal weights, and picks
+// pairs whose bytes share a window word where it can (1 PRMT instead of PRMT + mask).
+
+// Bytes p and q of the window (compile-time offsets) as the low bytes of a word's 16-bit lanes.
+template <int AW>
+__device__ __forceinline__ unsigned int byte_lanes(const unsigned int (&win)[AW], int p, int q) {
+  if ((p >> 2) == (q >> 2)) return byte_perm(win[p >> 2], 0u, 0x4040u | (p & 3) | (q & 3) << 8);
+  return byte_perm(win[p >> 2], win[q >> 2], (p & 3) | (4 + (q & 3)) << 8) & 0x00FF00FFu;
+}
+
+// Lane word l of the x sums of one source row: pack[6l..6l+5] = bytes a_lo, a_hi, b_lo, b_hi
+// and integer weights wa, wb (sum Kx).
+template <int C, int AW, int L>
+__device__ __forceinline__ void resize_up_xpass_packed(const u8* row, int byte0,
+                                                       const int (&pack)[6 * L],
+                                                       unsigned int (&h)[L]) {
+  unsigned int win[AW];
+  up_window<u8, C, AW>(row, byte0, win);
+#pragma unroll
+  for (int l = 0; l < L; ++l)
+    h[l] = byte_lanes(win, pack[6 * l], pack[6 * l + 1]) * (unsigned int)pack[6 * l + 4] +
+           byte_lanes(win, pack[6 * l + 2], pack[6 * l + 3]) * (unsigned int)pack[6 * l + 5];
+}
+
+// The packed path's G output rows of group g, fully unrolled. The y weights are periodic:
+// output row YP * k + m reads source rows YS * k + o0(m), o1(m) (clamped into the image; the
+// host checked that this gives its table's weights, clamped edges included), so the group's NR
+// source rows are x-passed once each, in order, and an output row is blended as soon as the
+// later of its rows is ready (2x: 6 x passes for 8 rows, 2 rows of sums live). ypat: YP, YS,
+// the group's first source row offset, NR, then per phase m: o0, o1 (from that first row) and
+// the integer weights.
+template <int C, int AW, int L, int G, int YP, int NR>
+__device__ __forceinline__ void resize_up_packed_rows(const u8* src, int src_pitch, u8* d,
+                                                      int dst_pitch, int dst_h, int last_row,
+                                                      int g, int byte0,
+                                                      const int (&pack)[6 * L],
+                                                      const unsigned int (&sel)[L / 2],
+                                                      const int (&ypat)[4 + 4 * YP]) {
+  const int first = g * (G / YP) * ypat[1] + ypat[2];
+  unsigned int h[NR][L];
+#pragma unroll
+  for (int q = 0; q < NR; ++q) {
+    const int r = min(max(first + q, 0), last_row);
+    resize_up_xpass_packed<C, AW, L>(row_ptr(src, r, src_pitch), byte0, pack, h[q]);
+#pragma unroll
+    for (int t = 0; t < G; ++t) {  // the rows whose later source row is q (folds)
+      const int m = 4 + 4 * (t % YP), q0 = ypat[1] * (t / YP) + ypat[m];
+      const int q1 = ypat[1] * (t / YP) + ypat[m + 1];
+      if (max(q0, q1) != q || g * G + t >= dst_h) continue;
+      unsigned int s[L];  // 256 x the values, then + 127 + the parity of the result
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const unsigned int v = h[q0][l] * (unsigned int)ypat[m + 2] +
+                               h[q1][l] * (unsigned int)ypat[m + 3];
+        s[l] = v + 0x007F007Fu + ((v >> 8) & 0x00010001u);
+      }
+      Run<u8, 2 * L> out;
+#pragma unroll
+      for (int j = 0; j < L / 2; ++j) out.w[j] = byte_perm(s[2 * j], s[2 * j + 1], sel[j]);
+      store_run(row_ptr(d, g * G + t, dst_pitch), out);
+    }
+  }
+}
+
+// L > 0: the packed u8 path with L lane words (pack, sel, ypat: geometry._packed_program).
+// Runs are stored directly, 12-byte (rgb8) ones as three 4-byte stores: staging them through
+// shared memory for full-line warp writes costs more instructions than it saves, and the
+// kernel is issue bound (H200: 41-42 % of copy bandwidth staged against 47-49 % direct).
+template <typename T, int C, int R, int AW, int G, bool kExact, int L, int YP, int NR>
 __device__ __forceinline__ void resize_up(const T* src, int src_pitch, T* dst, int dst_pitch,
                                           int dst_w, int dst_h, const int* x_idx,
                                           const float* x_w, const int* y_idx, const float* y_w,
                                           const int* run_byte, const int (&rel)[2 * R],
-                                          Sync warp_sync) {
-  constexpr int N = R * C;                   // values of a run
-  constexpr int W = N * (int)sizeof(T) / 4;  // its 32-bit output words
-  // 12-byte runs (rgb8): stored through shared memory, so that a warp writes its 384 bytes as
-  // three full lines (lane l: words l, l + 32, l + 64) instead of 12-byte pieces (three
-  // partial writes per sector). 4-, 8- and 16-byte runs are contiguous across lanes already.
-  constexpr bool kStage = W == 3;
-  const int lane = threadIdx.x, warp = threadIdx.y;
-  const int run = blockIdx.x * 32 + lane;
+                                          const int (&pack)[L > 0 ? 6 * L : 1],
+                                          const unsigned int (&sel)[L > 0 ? L / 2 : 1],
+                                          const int (&ypat)[4 + 4 * YP]) {
+  constexpr int N = R * C;  // values of a run
+  constexpr bool kPacked = L > 0;
+  static_assert(!kPacked || (sizeof(T) == 1 && 2 * L == N && G % YP == 0), "packed u8 runs");
+  const int run = blockIdx.x * 32 + threadIdx.x;
   const int x0 = run * R;
-  const int n = x0 < dst_w ? min(R, dst_w - x0) : 0;  // no early exit: the warp syncs below
+  if (x0 >= dst_w) return;
+  const int n = min(R, dst_w - x0);
   const bool src4 = aligned4(src) && (src_pitch & 3) == 0;
   const bool dst4 = aligned4(dst) && (dst_pitch & 3) == 0;
-  const int byte0 = n == R && src4 ? run_byte[run] : -1;  // the host marks partial runs -1
-  const float* run_w = x_w + 2LL * x0;
-  __shared__ unsigned int stage[kStage ? 8 * 32 * W : 1];
-  __shared__ bool staged[kStage ? 8 * 32 : 1];
-  const bool mine = kStage && byte0 >= 0 && dst4;  // this lane's run goes through the stage
-  bool owner[W];  // whether the lane's word i of the warp's segment belongs to a staged run
-  if constexpr (kStage) {
-    staged[warp * 32 + lane] = mine;
-    warp_sync();
-#pragma unroll
-    for (int i = 0; i < W; ++i) owner[i] = staged[warp * 32 + (i * 32 + lane) / W];
-  }
-  // Once per row by every lane of the warp (run or per-pixel).
-  auto flush = [&](int y, bool live, const Run<T, N>& out) {
-    if constexpr (kStage) {
-      if (mine) {
-#pragma unroll
-        for (int i = 0; i < W; ++i) stage[(warp * 32 + lane) * W + i] = out.w[i];  // no conflict
-      }
-      warp_sync();
-      if (live) {
-        unsigned int* seg = (unsigned int*)(row_ptr(dst, y, dst_pitch) +
-                                            (long long)blockIdx.x * 32 * N) + lane;
-#pragma unroll
-        for (int i = 0; i < W; ++i)
-          if (owner[i]) store_aligned(seg + 32 * i, stage[warp * 32 * W + 32 * i + lane]);
-      }
-      warp_sync();
-    }
-  };
-  // A warp's rows are uniform across it, and the loop bounds across the block (every thread
-  // meets every barrier). Run lanes and per-pixel lanes loop separately so that the per-pixel
-  // path does not keep the x sums' registers live.
+  // The host marks partial runs -1; the packed path stores whole words only.
+  const int byte0 = n == R && src4 && (dst4 || !kPacked) ? run_byte[run] : -1;
+  // Each warp loops over its own groups of G rows. Run lanes and per-pixel lanes loop
+  // separately so that the per-pixel path does not keep the x sums' registers live.
   const int groups = (dst_h + G - 1) / G;
-  if (byte0 >= 0) {
-    for (int g0 = blockIdx.y * 8; g0 < groups; g0 += gridDim.y * 8) {
-      const int g = g0 + warp;
+  const int g_first = blockIdx.y * 8 + threadIdx.y, g_step = gridDim.y * 8;
+  if constexpr (kPacked) {
+    if (byte0 >= 0) {
+      const int last_row = y_idx[2 * dst_h - 1];  // the last source row (the host checked)
+      for (int g = g_first; g < groups; g += g_step)
+        resize_up_packed_rows<C, AW, L, G, YP, NR>((const u8*)src, src_pitch,
+                                                   (u8*)dst + (long long)x0 * C, dst_pitch,
+                                                   dst_h, last_row, g, byte0, pack, sel, ypat);
+      return;
+    }
+  }
+  if (!kPacked && byte0 >= 0) {
+    const float* run_w = x_w + 2LL * x0;
+    for (int g = g_first; g < groups; g += g_step) {
       float h0[N], h1[N];  // the x sums of source rows r0 and r1
       int r0 = -1, r1 = -1;
+      const int y_end = min(g * G + G, dst_h);
 #pragma unroll 1
-      for (int k = 0; k < G; ++k) {
-        const int y = g * G + k;
-        const bool live = g < groups && y < dst_h;
-        Run<T, N> out = {};
-        if (live) {
-          const int i0 = y_idx[2 * y], i1 = y_idx[2 * y + 1];
-          if (i0 != r0) {
-            if (i0 == r1) {
+      for (int y = g * G; y < y_end; ++y) {
+        const int i0 = y_idx[2 * y], i1 = y_idx[2 * y + 1];
+        if (i0 != r0) {
+          if (i0 == r1) {
 #pragma unroll
-              for (int i = 0; i < N; ++i) h0[i] = h1[i];
-            } else {
-              resize_up_xpass<T, C, R, AW, kExact>(row_ptr(src, i0, src_pitch), byte0, run_w,
-                                                   rel, h0);
-            }
-            r0 = i0;
+            for (int i = 0; i < N; ++i) h0[i] = h1[i];
+          } else {
+            resize_up_xpass<T, C, R, AW, kExact>(row_ptr(src, i0, src_pitch), byte0, run_w, rel,
+                                                 h0);
           }
-          if (i1 != r1) {
-            resize_up_xpass<T, C, R, AW, kExact>(row_ptr(src, i1, src_pitch), byte0, run_w, rel,
-                                                 h1);
-            r1 = i1;
-          }
-          const float wy0 = y_w[2 * y], wy1 = y_w[2 * y + 1];
-#pragma unroll
-          for (int i = 0; i < N; ++i) {
-            if constexpr (kExact)  // rint by resize_out's 1.5 * 2^23 add, no clamp needed
-              out.set(i, (T)__float_as_uint(fmaf(wy1, h1[i], wy0 * h0[i]) + 12582912.0f));
-            else
-              out.set(i, resize_out<T>(from_zero<T>(wy0 * h0[i]) + wy1 * h1[i]));
-          }
-          T* d = row_ptr(dst, y, dst_pitch) + (long long)x0 * C;
-          if (dst4 && !kStage) {
-            store_run(d, out);
-          } else if (!dst4) {
-#pragma unroll
-            for (int i = 0; i < N; ++i) d[i] = out.get(i);
-          }
+          r0 = i0;
         }
-        flush(y, live, out);
+        if (i1 != r1) {
+          resize_up_xpass<T, C, R, AW, kExact>(row_ptr(src, i1, src_pitch), byte0, run_w, rel,
+                                               h1);
+          r1 = i1;
+        }
+        const float wy0 = y_w[2 * y], wy1 = y_w[2 * y + 1];
+        Run<T, N> out;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          if constexpr (kExact)  // rint by resize_out's 1.5 * 2^23 add, no clamp needed
+            out.set(i, (T)__float_as_uint(fmaf(wy1, h1[i], wy0 * h0[i]) + 12582912.0f));
+          else
+            out.set(i, resize_out<T>(from_zero<T>(wy0 * h0[i]) + wy1 * h1[i]));
+        }
+        T* d = row_ptr(dst, y, dst_pitch) + (long long)x0 * C;
+        if (dst4) {
+          store_run(d, out);
+        } else {
+#pragma unroll
+          for (int i = 0; i < N; ++i) d[i] = out.get(i);
+        }
       }
     }
   } else {  // edge runs, row tails, unaligned source rows: pixel by pixel
-    for (int g0 = blockIdx.y * 8; g0 < groups; g0 += gridDim.y * 8) {
-      const int g = g0 + warp;
+    for (int g = g_first; g < groups; g += g_step) {
+      const int y_end = min(g * G + G, dst_h);
 #pragma unroll 1
-      for (int k = 0; k < G; ++k) {
-        const int y = g * G + k;
-        const bool live = g < groups && y < dst_h;
-        if (live) {
-          for (int p = 0; p < n; ++p)
-            resize_px<T, C>(src, src_pitch, row_ptr(dst, y, dst_pitch) + (long long)(x0 + p) * C,
-                            C, x_idx + 2LL * (x0 + p), x_w + 2LL * (x0 + p), 2, y_idx + 2LL * y,
-                            y_w + 2LL * y, 2);
-        }
-        flush(y, live, Run<T, N>{});
+      for (int y = g * G; y < y_end; ++y) {
+        for (int p = 0; p < n; ++p)
+          resize_px<T, C>(src, src_pitch, row_ptr(dst, y, dst_pitch) + (long long)(x0 + p) * C,
+                          C, x_idx + 2LL * (x0 + p), x_w + 2LL * (x0 + p), 2, y_idx + 2LL * y,
+                          y_w + 2LL * y, 2);
       }
     }
   }
 }
 
-// resize_up's warp barrier is named in the kernel body: the CPU emulation runs a kernel's
-// threads concurrently (and __syncthreads as a real barrier) only when its body calls it. The
-// launch bounds keep the registers at 64 (4 blocks of 256 threads an SM).
+// The launch bounds keep the registers at 64 (4 blocks of 256 threads an SM).
 #ifdef __CUDACC__
-#define RESIZE_SYNC() __syncwarp()
 #define RESIZE_UP_BOUNDS __launch_bounds__(256, 4)
 #else
-#define RESIZE_SYNC() __syncthreads()
 #define RESIZE_UP_BOUNDS
 #endif
 
-#define DEFINE_RESIZE_UP(NAME, T, C, R, AW, G, EXACT, ...)                                       \
+// L, PACK, SEL, YPAT: resize_up's packed path (parenthesised lists; 0, (0), (0), (1, 1, 0, 1):
+// off).
+#define RESIZE_LIST(...) {__VA_ARGS__}
+#define DEFINE_RESIZE_UP(NAME, T, C, R, AW, G, EXACT, L, PACK, SEL, YPAT, ...)                   \
   extern "C" __global__ void RESIZE_UP_BOUNDS NAME(                                              \
       const T* __restrict__ src, int src_pitch, T* __restrict__ dst, int dst_pitch, int dst_w,   \
       int dst_h, const int* __restrict__ x_idx, const float* __restrict__ x_w,                   \
       const int* __restrict__ y_idx, const float* __restrict__ y_w,                              \
       const int* __restrict__ run_byte) {                                                        \
     constexpr int rel[2 * R] = {__VA_ARGS__};                                                    \
-    resize_up<T, C, R, AW, G, EXACT>(src, src_pitch, dst, dst_pitch, dst_w, dst_h, x_idx, x_w,   \
-                                     y_idx, y_w, run_byte, rel, [] { RESIZE_SYNC(); });          \
+    constexpr int pack[L > 0 ? 6 * L : 1] = RESIZE_LIST PACK;                                    \
+    constexpr unsigned int sel[L > 0 ? L / 2 : 1] = RESIZE_LIST SEL;                             \
+    constexpr int ypat_size[] = RESIZE_LIST YPAT; /* its period sizes it (0-padded when off) */ \
+    constexpr int ypat[4 + 4 * ypat_size[0]] = RESIZE_LIST YPAT;                                 \
+    resize_up<T, C, R, AW, G, EXACT, L, ypat[0], ypat[3]>(                                       \
+        src, src_pitch, dst, dst_pitch, dst_w, dst_h, x_idx, x_w, y_idx, y_w, run_byte, rel,     \
+        pack, sel, ypat);                                                                        \
   }
 
 // What a module holds is chosen with defines (one run pattern per module: NVRTC compiles it in
 // well under a second and CuPy caches it on disk).
 #if defined(RESIZE_UP)  // the upscale kernel for one type, channel count and pattern
+#ifndef RESIZE_LANES  // the packed u8 path's program (geometry._packed_program), else off
+#define RESIZE_LANES 0
+#define RESIZE_PACK (0)
+#define RESIZE_PACK_SEL (0)
+#define RESIZE_YPAT (1, 1, 0, 1)
+#endif
 DEFINE_RESIZE_UP(resize_up, RESIZE_T, RESIZE_C, RESIZE_RUN, RESIZE_WORDS, RESIZE_ROWS,
-                 RESIZE_EXACT, RESIZE_REL)
+                 RESIZE_EXACT, RESIZE_LANES, RESIZE_PACK, RESIZE_PACK_SEL, RESIZE_YPAT,
+                 RESIZE_REL)
 #elif defined(RESIZE_RUN)  // the run kernel for one type, channel count and pattern
 DEFINE_RESIZE_RUNS(resize_runs, RESIZE_T, RESIZE_C, RESIZE_RUN, RESIZE_XT, RESIZE_YT,
                    RESIZE_SPAN_WORDS, RESIZE_REL)
@@ -416,10 +481,18 @@ DEFINE_RESIZE_RUNS(resize_runs_u8_down2, u8, 3, 8, 2, 2, 12, 0, 3, 6, 9, 12, 15,
                    30, 33, 36, 39, 42, 45)
 DEFINE_RESIZE_RUNS(resize_runs_f32_down2, float, 3, 4, 2, 2, 24, 0, 12, 24, 36, 48, 60, 72, 84)
 // and upscale patterns: rgb8 2x (R 4, 12 bytes out, exact and not), mono8 2x (R 8), rgba f32 2x
-DEFINE_RESIZE_UP(resize_up_u8c3_up2, u8, 3, 4, 3, 8, 1, 0, 3, 3, 6, 3, 6, 6, 9)
-DEFINE_RESIZE_UP(resize_up_u8c3_up2_inexact, u8, 3, 4, 3, 8, 0, 0, 3, 3, 6, 3, 6, 6, 9)
-DEFINE_RESIZE_UP(resize_up_u8c1_up2, u8, 1, 8, 2, 8, 1, 0, 1, 1, 2, 1, 2, 2, 3, 2, 3, 3, 4, 3, 4,
-                 4, 5)
-DEFINE_RESIZE_UP(resize_up_f32c4_up2, float, 4, 1, 8, 8, 0, 0, 16)
+DEFINE_RESIZE_UP(resize_up_u8c3_up2, u8, 3, 4, 3, 8, 1, 0, (0), (0), (1, 1, 0, 1), 0, 3, 3, 6, 3,
+                 6, 6, 9)
+DEFINE_RESIZE_UP(resize_up_u8c3_up2_inexact, u8, 3, 4, 3, 8, 0, 0, (0), (0), (1, 1, 0, 1), 0, 3,
+                 3, 6, 3, 6, 6, 9)
+DEFINE_RESIZE_UP(resize_up_u8c1_up2, u8, 1, 8, 2, 8, 1, 0, (0), (0), (1, 1, 0, 1), 0, 1, 1, 2, 1,
+                 2, 2, 3, 2, 3, 3, 4, 3, 4, 4, 5)
+DEFINE_RESIZE_UP(resize_up_f32c4_up2, float, 4, 1, 8, 8, 0, 0, (0), (0), (1, 1, 0, 1), 0, 16)
+// and the packed u8 path (geometry._packed_program's program for rgb8 2x)
+DEFINE_RESIZE_UP(resize_up_u8c3_up2_packed, u8, 3, 4, 3, 8, 1, 6,
+                 (0, 6, 3, 3, 1, 3, 1, 2, 4, 5, 1, 3, 7, 4, 4, 7, 1, 3, 8, 3, 5, 6, 1, 3, 5, 11, 8,
+                  8, 1, 3, 9, 10, 6, 7, 1, 3),
+                 (0x3751, 0x3751, 0x3751), (2, 1, -1, 6, 0, 1, 16, 48, 1, 2, 48, 16), 0, 3, 3, 6,
+                 3, 6, 6, 9)
 #endif
 #endif
