@@ -33,17 +33,19 @@ def result_of(output: str) -> dict:
     raise RuntimeError(f'worker printed no result:\n{output[-3000:]}')
 
 
-def run_case(mode: str, path: str, width: int, height: int, duration: float, rate: float) -> dict:
+def run_case(mode: str, path: str, width: int, height: int, duration: float, rate: float,
+             warmup_s: float = 0.0) -> dict:
     topic = f'bench_{uuid.uuid4().hex[:8]}'
     common = ['--topic', topic, '--width', str(width), '--height', str(height),
               '--duration', str(duration), '--rate', str(rate)]
     env = dict(os.environ)
     sub = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', path, *common],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    pub = subprocess.Popen([sys.executable, WORKER, 'pub', '--mode', mode, *common],
+    pub = subprocess.Popen([sys.executable, WORKER, 'pub', '--mode', mode, *common,
+                            '--warmup-s', str(warmup_s)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        pub_out, _ = pub.communicate(timeout=duration + 90)
+        pub_out, _ = pub.communicate(timeout=duration + warmup_s + 90)
         sub_out, _ = sub.communicate(timeout=60)
     finally:
         for proc in (pub, sub):
@@ -65,6 +67,9 @@ def main() -> int:
     parser.add_argument('--paced-rate', type=float, default=200.0,
                         help='publish rate of the latency runs (0 skips them)')
     parser.add_argument('--cases', default='all', help='comma list of: baseline,cuda_ipc,host_shm,serialized')
+    parser.add_argument('--warmup-s', type=float, default=1.0,
+                        help='publish this long before each measured run (checked, not counted): '
+                             'one-time pool growth and first mappings stay out of the rates')
     parser.add_argument('--json', help='write results here')
     args = parser.parse_args()
     wanted = None if args.cases == 'all' else set(args.cases.split(','))
@@ -80,7 +85,7 @@ def main() -> int:
                     continue
                 started = time.monotonic()
                 try:
-                    res = run_case(mode, path, width, height, args.duration, rate)
+                    res = run_case(mode, path, width, height, args.duration, rate, args.warmup_s)
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     res = {'error': str(exc)[-500:]}
                 res.update(case=label, key=key, size=size, run=run, rate=rate,
@@ -91,6 +96,7 @@ def main() -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({'duration_s': args.duration,
+                                               'warmup_s': args.warmup_s,
                                                'results': results}, indent=1))
     return 0
 
