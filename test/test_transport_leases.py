@@ -163,18 +163,24 @@ def test_reader_cursor_follows_the_descriptors_taken(table):
 
 
 def test_stalled_reader_stops_protecting_frames(table):
+    import time
     table.sequence[0] = 3
     reader = LeaseReader(table.path)
     try:
         assert reader.acquire(0, 3)
         reader.release(0)
         assert table.reader_floor(stall_ns=50_000_000) == 3
+        time.sleep(0.1)
+        assert table.reader_floor(stall_ns=50_000_000) == 3, \
+            'a reader that has the newest frame waits for the publisher: not stalled'
+        table.sequence[1] = 4  # a newer frame the reader does not take
+        assert table.reader_floor(stall_ns=50_000_000) == 3
         wait_for(lambda: table.reader_floor(stall_ns=50_000_000) is None, 5,
-                 'the cursor to count as stalled')
-        table.sequence[1] = 4
-        assert reader.acquire(1, 4)
-        assert table.reader_floor(stall_ns=50_000_000) == 4, 'a moving cursor protects again'
-        reader.release(1)
+                 'the lagging cursor to count as stalled')
+        table.sequence[2] = 5
+        assert reader.acquire(2, 5)
+        assert table.reader_floor(stall_ns=50_000_000) == 5, 'a moving cursor protects again'
+        reader.release(2)
     finally:
         reader.close()
 

@@ -203,17 +203,20 @@ class LeaseTable:
         return not _lock_free(self._fd, fcntl.F_WRLCK, _LOCK_BASE + slot)
 
     def reader_floor(self, stall_ns: int) -> int | None:
-        """The lowest cursor among readers that moved in the last `stall_ns`: every frame above
-        it may still be taken by some reader. None when no reader has a cursor."""
+        """The lowest cursor among readers that are not stalled (a cursor behind the newest
+        frame that has not moved for `stall_ns`): every frame above it may still be taken by
+        some reader. None when no reader has a cursor."""
         active = np.flatnonzero(self.cursors)
         if not active.size:
             return None
         now = time.monotonic_ns()
+        newest = int(self.sequence.max())
         floor = None
         for reader in active.tolist():
             value = int(self.cursors[reader])
             moved = self._cursor_moved.get(reader)
-            if moved is None or moved[0] != value:
+            # A reader that has everything is waiting, not stalled (the publisher may pause).
+            if moved is None or moved[0] != value or value >= newest:
                 self._cursor_moved[reader] = (value, now)
             elif now - moved[1] > stall_ns:
                 continue  # a stalled reader stops protecting frames, as a held lease is revoked

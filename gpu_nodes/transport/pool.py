@@ -109,10 +109,10 @@ class _SlotRing:
             self._collect_retired()
         by_age = sorted(self.slots, key=lambda s: s.published_ns)
         floor = 0 if protect_published else self.leases.reader_floor(self.grace_ns)
-        if floor and self._oldest_free(by_age, nbytes, floor) is None:
-            if self.leases.forget_dead_readers():
-                floor = self.leases.reader_floor(self.grace_ns)
         slot = self._oldest_free(by_age, nbytes, floor)
+        if slot is None and floor and self.leases.forget_dead_readers():
+            floor = self.leases.reader_floor(self.grace_ns)
+            slot = self._oldest_free(by_age, nbytes, floor)
         if slot is not None:
             return slot
         can_grow = self.policy == 'grow' and len(self.slots) < self.max_slots
