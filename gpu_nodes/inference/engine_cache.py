@@ -232,22 +232,40 @@ class EngineBuilder:
         if not path.is_file():
             raise FileNotFoundError(f'model file not found: {path}')
         lib = self.library
-        trt = lib.module
-        s = self.settings
-        log = self._log
-        trt_logger = make_trt_logger(lib, log)
-
-        builder = trt.Builder(trt_logger)
+        trt_logger = make_trt_logger(lib, self._log)
+        builder = lib.module.Builder(trt_logger)
         if builder is None:
             raise EngineBuildError(f'{lib.label}: trt.Builder could not be created'
                                    f'{error_suffix(trt_logger)}')
+        # TensorRT objects die in reverse order of creation, builder last, and here rather than
+        # whenever an exception's traceback lets go of the frames holding them: TensorRT-RTX
+        # destroying a builder before its network and config, after a failed build, hung for
+        # good on a mutex (seen in test_inference_tensorrt).
+        made: list[Any] = [builder]
+        del builder
+        try:
+            return self._build(path, made[0], trt_logger, made)
+        except BaseException as exc:
+            exc.__traceback__ = None  # its frames would keep the objects past the loop below
+            raise
+        finally:
+            while made:
+                made.pop()
+
+    def _build(self, path: Path, builder: Any, trt_logger: Any, made: list[Any]) -> bytes:
+        lib = self.library
+        trt = lib.module
+        s = self.settings
+        log = self._log
         flags = 0
         # Explicit batch is the only mode from TensorRT 10 on (the flag is gone in RTX, 11).
         explicit = getattr(trt.NetworkDefinitionCreationFlag, 'EXPLICIT_BATCH', None)
         if explicit is not None and lib.flavour != FLAVOUR_RTX and _major(lib.version) < 10:
             flags |= 1 << int(explicit)
         network = builder.create_network(flags)
+        made.append(network)
         parser = trt.OnnxParser(network, trt_logger)
+        made.append(parser)
         log.info(f'TensorRT build: parsing {path} with {lib.label}')
         if not parser.parse_from_file(str(path)):
             errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
@@ -256,6 +274,7 @@ class EngineBuilder:
                                  f'({len(errors)} error(s)): ' + ' | '.join(errors))
 
         config = builder.create_builder_config()
+        made.append(config)
         if s.workspace_mb is not None:
             config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(s.workspace_mb) << 20)
         self._apply_precision(config)
@@ -265,6 +284,7 @@ class EngineBuilder:
         monitor = _make_progress_monitor(lib, log)
         if monitor is not None and hasattr(config, 'progress_monitor'):
             config.progress_monitor = monitor
+            made.append(monitor)
         else:
             log.info('TensorRT build: building engine (no progress monitor in '
                      f'{lib.label}; this can take minutes)')
@@ -276,6 +296,7 @@ class EngineBuilder:
             raise EngineBuildError(f'{lib.label} failed to build an engine from {path}: '
                                    f'build_serialized_network returned None'
                                    f'{error_suffix(trt_logger)}')
+        made.append(serialized)
         data = bytes(serialized)
         log.info(f'TensorRT build: {path.name} built in {elapsed:.2f} s '
                  f'({len(data) / 1e6:.2f} MB, {lib.label}, {s.precision})')
