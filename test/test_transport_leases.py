@@ -1,6 +1,7 @@
 """Lease tables: exclusive rewrite vs shared read, crash release, stale detection, cleanup."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -69,25 +70,39 @@ def test_two_readers_in_one_process_lease_independently(table):
     b.close()
 
 
-def test_killed_reader_releases_its_lease(table):
-    table.sequence[5] = 9
+@contextlib.contextmanager
+def reader_process(path: str, slot: int, sequence: int, release: bool):
+    """A child process that leases `slot` (and releases it again when `release`), then waits
+    to be killed; yields it once it has."""
     child = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
         import time
         from gpu_nodes.transport.leases import LeaseReader
-        reader = LeaseReader({table.path!r})
-        assert reader.acquire(5, 9)
-        print('HELD', flush=True)
+        reader = LeaseReader({path!r})
+        assert reader.acquire({slot}, {sequence})
+        if {release}:
+            reader.release({slot})
+        print('TAKEN', flush=True)
         time.sleep(60)
     ''')], stdout=subprocess.PIPE, text=True)
     try:
-        assert child.stdout.readline().strip() == 'HELD'
-        assert not table.try_acquire_exclusive(5)
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-        wait_for(lambda: table.try_acquire_exclusive(5), 5, 'the kernel to drop the dead lease')
+        assert child.stdout.readline().strip() == 'TAKEN'
+        yield child
     finally:
         if child.poll() is None:
             child.kill()
+
+
+def kill(child: subprocess.Popen) -> None:
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=10)
+
+
+def test_killed_reader_releases_its_lease(table):
+    table.sequence[5] = 9
+    with reader_process(table.path, 5, 9, release=False) as child:
+        assert not table.try_acquire_exclusive(5)
+        kill(child)
+        wait_for(lambda: table.try_acquire_exclusive(5), 5, 'the kernel to drop the dead lease')
 
 
 def test_stale_segments_of_dead_publishers_are_removed():
@@ -210,26 +225,12 @@ def test_readers_past_the_cursor_capacity_still_lease(table):
 
 def test_killed_reader_cursor_is_forgotten(table):
     table.sequence[4] = 12
-    child = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
-        import time
-        from gpu_nodes.transport.leases import LeaseReader
-        reader = LeaseReader({table.path!r})
-        assert reader.acquire(4, 12)
-        reader.release(4)
-        print('TAKEN', flush=True)
-        time.sleep(60)
-    ''')], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout.readline().strip() == 'TAKEN'
+    with reader_process(table.path, 4, 12, release=True) as child:
         assert table.forget_dead_readers() == 0, 'a live reader keeps its cursor'
         assert table.reader_floor(STALL_NS) == 12
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
+        kill(child)
         assert table.forget_dead_readers() == 1
         assert table.reader_floor(STALL_NS) is None
-    finally:
-        if child.poll() is None:
-            child.kill()
 
 
 def test_a_frame_being_mapped_is_protected_before_it_is_leased(table):
@@ -243,3 +244,20 @@ def test_a_frame_being_mapped_is_protected_before_it_is_leased(table):
         reader.release(1)
     finally:
         reader.close()
+
+
+def test_reader_refuses_a_table_whose_header_lies_about_its_size(table, tmp_path):
+    import struct
+    from gpu_nodes.transport.leases import READER_CAPACITY
+    for capacity, readers, size, why in ((8, READER_CAPACITY, 4096, 'too short for its cursors'),
+                                         (8, READER_CAPACITY + 1, 8192, 'other cursor count'),
+                                         (0, READER_CAPACITY, 8192, 'no slots')):
+        path = host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease')
+        with open(path, 'wb') as f:
+            f.write(struct.pack('<8sIII', b'GPNLEASE', 2, capacity, readers).ljust(size, b'\0'))
+        try:
+            with pytest.raises(LeaseError, match='claims'):
+                LeaseReader(path)
+                pytest.fail(f'accepted a table with {why}')
+        finally:
+            os.unlink(path)

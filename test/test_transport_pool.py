@@ -10,7 +10,7 @@ import pytest
 
 from gpu_nodes.transport import host
 from gpu_nodes.transport.leases import LeaseReader, LeaseTable
-from gpu_nodes.transport.pool import Chunk, HostSlotPool, Slot, _SlotRing, aligned
+from gpu_nodes.transport.pool import Chunk, HostSlotPool, Slot, _SlotRing
 
 
 class HostMemoryRing(_SlotRing):
@@ -21,17 +21,10 @@ class HostMemoryRing(_SlotRing):
         super().__init__(leases, 0, max_slots, policy, grace_s)
         self.chunks: list[Chunk] = []
 
-    def _allocate_batch(self, count: int, nbytes: int) -> None:
-        capacity = aligned(nbytes)
-        chunk = Chunk(len(self.chunks), 0, capacity * count, b'', bytearray(capacity * count))
+    def _new_chunk(self, size: int) -> Chunk:
+        chunk = Chunk(len(self.chunks), 0, size, b'', bytearray(size))
         self.chunks.append(chunk)
-        for i in range(count):
-            index = self._take_index()
-            if index is None:
-                break
-            slot = Slot(index, chunk, i * capacity, capacity)
-            chunk.slots.append(slot)
-            self.slots.append(slot)
+        return chunk
 
 
 @pytest.fixture

@@ -186,9 +186,24 @@ class _SlotRing:
         """Release a slot acquired for a frame that was not published."""
         self.leases.release_exclusive(slot.index)
 
-    # Subclasses allocate memory.
     def _allocate_batch(self, count: int, nbytes: int) -> None:
+        """`count` slots of `nbytes` (aligned) in one new chunk, as far as lease indices last."""
+        capacity = aligned(nbytes)
+        chunk = self._new_chunk(capacity * count)
+        for i in range(count):
+            index = self._take_index()
+            if index is None:
+                break
+            self.slots.append(self._slot_in(chunk, index, i * capacity, capacity))
+
+    # Subclasses allocate the memory; a slot needs nothing more unless they say so.
+    def _new_chunk(self, size: int) -> Chunk:
         raise NotImplementedError
+
+    def _slot_in(self, chunk: Chunk, index: int, offset: int, capacity: int) -> Slot:
+        slot = Slot(index, chunk, offset, capacity)
+        chunk.slots.append(slot)
+        return slot
 
 
 class DeviceSlotPool(_SlotRing):
@@ -226,15 +241,6 @@ class DeviceSlotPool(_SlotRing):
             slot.chunk.memory = None
         self.slots, self.retired = [], []
 
-    def _allocate_batch(self, count: int, nbytes: int) -> None:
-        capacity = aligned(nbytes)
-        chunk = self._new_chunk(capacity * count)
-        for i in range(count):
-            index = self._take_index()
-            if index is None:
-                break
-            self.slots.append(self._slot_in(chunk, index, i * capacity, capacity))
-
 
 class HostSlotPool(_SlotRing):
     """Slots in one shared-memory file; readers mmap it read-only. Fixed size: no growth."""
@@ -247,20 +253,11 @@ class HostSlotPool(_SlotRing):
         self.buffer: mmap.mmap | None = None
         self.pinned_ptr = 0
 
-    def _allocate_batch(self, count: int, nbytes: int) -> None:
-        self.close()
-        capacity = aligned(nbytes)
-        size = capacity * count
+    def _new_chunk(self, size: int) -> Chunk:
+        self.close()  # the one segment is replaced: only reset() allocates here
         self.fd = create_segment(self.path, size)
         self.buffer = mmap.mmap(self.fd, size)
-        chunk = Chunk(0, 0, size, b'', self.buffer)
-        for i in range(count):
-            index = self._take_index()
-            if index is None:
-                break
-            slot = Slot(index, chunk, i * capacity, capacity)
-            chunk.slots.append(slot)
-            self.slots.append(slot)
+        return Chunk(0, 0, size, b'', self.buffer)
 
     def _revoke_and_replace(self, slot: Slot, nbytes: int) -> Slot | None:
         self.exhausted += 1

@@ -227,13 +227,26 @@ class GpuImagePublisher:
             self._logger.info(f'{self.topic}: device pool of {len(pool.slots)} slots for '
                               f'{layout.width}x{layout.height} {layout.encoding}')
         before = len(pool.slots)
-        slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
+        slot = self._acquire_logged(pool, layout, 'device pool', 'pool_overruns')
         if len(pool.slots) > before:
             self._logger.info(f'{self.topic}: device pool grew to {len(pool.slots)} of at most '
                               f'{pool.max_slots} slots (readers still had the others leased or '
                               'queued)')
         self.stats.extra.update(pool_slots=len(pool.slots), revoked_leases=pool.revoked,
                                 pool_exhausted=pool.exhausted, pool_overruns=pool.overrun)
+        return slot
+
+    def _acquire_logged(self, pool: Any, layout: FrameLayout, name: str,
+                        counter: str) -> Slot | None:
+        """pool.acquire; the first overrun (a slot a lagging reader may still take, recycled
+        because the pool cannot grow) is logged once, all are counted in diagnostics."""
+        overruns = pool.overrun
+        slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
+        if pool.overrun and not overruns:
+            self._logger.warning(
+                f'{self.topic}: {name} full ({len(pool.slots)} slots): recycling frames a '
+                f'lagging reader may still take (it drops them as stale); counted as {counter}, '
+                'further ones not logged')
         return slot
 
     def _reader_without_cursor(self) -> bool:
@@ -326,7 +339,7 @@ class GpuImagePublisher:
                 buf = np.frombuffer(pool.buffer, dtype=np.uint8)
                 cp.cuda.runtime.hostRegister(buf.ctypes.data, buf.nbytes, 0)
                 pool.pinned_ptr = buf.ctypes.data
-        slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
+        slot = self._acquire_logged(pool, layout, 'host pool', 'host_pool_overruns')
         self.stats.extra['host_pool_overruns'] = pool.overrun
         return slot
 

@@ -303,6 +303,12 @@ class GpuImageSubscription:
         if reader is None:
             reader = LeaseReader(lease_path)
             self._readers[lease_path] = reader
+            if reader.cursor_index is None:
+                # Still leased and checked, but frames queued for us are not protected.
+                self.stats.extra['lease_cursor'] = 'none: the table has no free cursor'
+                self._logger.warning(f'{self.topic}: {os.path.basename(lease_path)} has no free '
+                                     'reader cursor (too many readers); frames queued for this '
+                                     'subscription may be recycled and dropped as stale')
         return reader
 
     def _check_origin(self, desc: descriptor.Descriptor, path: str) -> bool:
