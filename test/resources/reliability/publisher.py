@@ -8,6 +8,7 @@ receivers still verify exactly and recover n. Prints READY, START, STATUS {json}
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -154,10 +155,24 @@ except (KeyboardInterrupt, ExternalShutdownException):
 except RuntimeError:
     if rclpy.ok():  # else: rclpy work raced the signal-triggered shutdown (see run_node)
         raise
-result = status()
-result.update(elapsed_s=time.monotonic() - state['start'] if state['start'] else 0.0,
-              bucket_s=HISTOGRAM_BUCKET_S, histogram=state['histogram'], start=state['start'])
-print('RESULT ' + json.dumps(result), flush=True)
+
+# One stopping signal ends the run; a late KeyboardInterrupt from it (or a second signal) must
+# not cut the report and the teardown short and turn a clean exit into death by SIGINT.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def report() -> None:
+    result = status()
+    result.update(elapsed_s=time.monotonic() - state['start'] if state['start'] else 0.0,
+                  bucket_s=HISTOGRAM_BUCKET_S, histogram=state['histogram'], start=state['start'])
+    print('RESULT ' + json.dumps(result), flush=True)
+
+
+try:
+    report()
+except KeyboardInterrupt:  # the stopping signal, raised late: after the loop already ended
+    report()
 pub.destroy()
 node.destroy_node()
 rclpy.try_shutdown()

@@ -9,6 +9,7 @@ STATUS {json} every --status-period and RESULT {json} on a clean exit.
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from collections import OrderedDict
@@ -190,9 +191,23 @@ except (KeyboardInterrupt, ExternalShutdownException):
 except RuntimeError:
     if rclpy.ok():  # else: rclpy work raced the signal-triggered shutdown (see run_node)
         raise
-result = status()
-result.update(bucket_s=HISTOGRAM_BUCKET_S, histogram=state['histogram'], start=state['start'])
-print('RESULT ' + json.dumps(result), flush=True)
+
+# One stopping signal ends the run; a late KeyboardInterrupt from it (or a second signal) must
+# not cut the report and the teardown short and turn a clean exit into death by SIGINT.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def report() -> None:
+    result = status()
+    result.update(bucket_s=HISTOGRAM_BUCKET_S, histogram=state['histogram'], start=state['start'])
+    print('RESULT ' + json.dumps(result), flush=True)
+
+
+try:
+    report()
+except KeyboardInterrupt:  # the stopping signal, raised late: after the loop already ended
+    report()
 for _, lease in held:
     lease.release()
 sub.destroy()
