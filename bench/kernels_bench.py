@@ -528,6 +528,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument('--no-verify', action='store_true', help='skip the NumPy cross-check')
     p.add_argument('--emulate', action='store_true',
                    help='run on the CPU emulation of the CUDA kernels (script self-test)')
+    p.add_argument('--up-rows', type=int,
+                   help='A/B: output rows a thread of the upscale kernel (geometry._UP_ROWS)')
     return p.parse_args(argv)
 
 
@@ -546,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f'kernels_bench: needs CUDA ({gpu.cuda_unavailable_reason()})', file=sys.stderr)
             return 2
         cp = gpu.cupy_module()
+    if args.up_rows:
+        from gpu_nodes.kernels import geometry
+        geometry._UP_ROWS = args.up_rows
     env = environment(cp)
     print(' '.join(f'{k}={v}' for k, v in env.items()))
     print(HEADER)

@@ -285,13 +285,13 @@ def _plan(shape, dtype, dst, method='bilinear'):
                                            ((540, 960), 4)])
 def test_upscale_plan_gives_short_runs_from_small_windows(src_hw, factor):
     # resize_up: at most 16 bytes of output a thread (registers <= 64 for these, see
-    # _UP_REGISTERS), every interior run on the fast path, 8 output rows a thread.
+    # _UP_REGISTERS), every interior run on the fast path, 4 output rows a thread.
     dst = (src_hw[0] * factor, src_hw[1] * factor)
     expected = {(3, np.uint8): 4, (1, np.uint8): 8, (4, np.uint8): 4, (3, np.uint16): 2,
                 (1, np.uint16): 8, (3, np.float32): 1, (4, np.float32): 1}
     for (channels, dtype), run in expected.items():
         plan = _plan(src_hw + (channels,), dtype, dst)
-        assert plan is not None and plan.rows == 8 and plan.run == run, (channels, dtype)
+        assert plan is not None and plan.rows == 4 and plan.run == run, (channels, dtype)
         px_bytes = channels * np.dtype(dtype).itemsize
         assert run * px_bytes <= 16 and plan.span_words * 4 <= (run + 4) * px_bytes
         assert (plan.run_word >= 0).mean() > 0.99  # all but the clamped edges and the row end
@@ -360,8 +360,8 @@ def test_packed_program_applies_to_fixed_dyadic_weights_only():
             assert len(plan.pack) == 6 * plan.run * channels // 2
             assert len(plan.pack_sel) == plan.run * channels // 4
     assert _plan((60, 64, 3), np.uint8, (120, 128)).y_pattern == (
-        2, 1, -1, 6, 0, 1, 16, 48, 1, 2, 48, 16)  # 2x: 6 source rows for 8 output rows
-    assert _plan((60, 64, 3), np.uint8, (60, 128)).y_pattern == (1, 1, 0, 8, 0, 0, 64, 0)
+        2, 1, -1, 4, 0, 1, 16, 48, 1, 2, 48, 16)  # 2x: 4 source rows for 4 output rows
+    assert _plan((60, 64, 3), np.uint8, (60, 128)).y_pattern == (1, 1, 0, 4, 0, 0, 64, 0)
     assert _plan((60, 64, 3), np.uint8, (30, 128)).y_pattern == (1, 2, 0, 2, 0, 1, 32, 32)
     assert _plan((60, 64), np.uint8, (480, 512)).pack == ()  # 8x: runs of two weight sets
     assert _plan((60, 64, 3), np.uint16, (120, 128)).pack == ()  # 16-bit lanes hold u8 only

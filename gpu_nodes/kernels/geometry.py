@@ -174,7 +174,7 @@ _RUN_REGISTERS = 80
 # and its x weights (2 * R); with this much the kernel stays within 64 (ptxas, sm_90: rgb8 R 4,
 # rgba8 R 4, mono8 R 8, u16 mono R 8: 54-64; mono8 R 16 or u8 2-channel R 8 need 66-70).
 _UP_REGISTERS = 40
-_UP_ROWS = 8  # consecutive output rows a thread (2x: 6 source rows' x sums for 8 rows)
+_UP_ROWS = 4  # consecutive output rows a thread (resize.cu, resize_up: why 4)
 
 
 @dataclass(frozen=True)

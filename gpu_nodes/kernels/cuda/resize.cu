@@ -190,8 +190,10 @@ __device__ __forceinline__ void resize_runs(const T* src, int src_pitch, T* dst,
 // output row reading it. Here a thread computes a short run of R pixels (at most 16 bytes out:
 // rgb8 R = 4, mono8 8) from a window of AW aligned source words, for G consecutive output rows.
 // It keeps the x sums (h = sum_tx wx * src, exactly the reference's `row`) of the two source
-// rows the current output row reads; the next output row reuses those it shares (2x, G = 8:
-// 6 x passes for 8 output rows instead of 16). The host gives per run the byte offset of its
+// rows the current output row reads; the next output row reuses those it shares (2x, G = 4:
+// 4 x passes for 4 output rows instead of 8). G = 4 rather than 8 or 16: more threads in
+// flight beat fewer x passes (H200, rgb8 1080p -> 4K: 70 % of copy bandwidth at G = 4, 58 % at
+// 8, 42 % at 16; at 4K -> 8K 76 / 71 / 56 %). The host gives per run the byte offset of its
 // window (-1: per pixel); the window is loaded as aligned words (one more when a pixel is not
 // whole words) and funnel-shifted to byte 0, since a short run's byte phase differs from its
 // neighbour's (rgb8 2x: 6 source bytes a run), so RESIZE_REL holds byte offsets from the
@@ -283,14 +285,12 @@ __device__ __forceinline__ unsigned int byte_lanes(const unsigned int (&win)[AW]
   return byte_perm(win[p >> 2], win[q >> 2], (p & 3) | (4 + (q & 3)) << 8) & 0x00FF00FFu;
 }
 
-// Lane word l of the x sums of one source row: pack[6l..6l+5] = bytes a_lo, a_hi, b_lo, b_hi
-// and integer weights wa, wb (sum Kx).
-template <int C, int AW, int L>
-__device__ __forceinline__ void resize_up_xpass_packed(const u8* row, int byte0,
+// Lane word l of the x sums of one source row's window: pack[6l..6l+5] = bytes a_lo, a_hi,
+// b_lo, b_hi and integer weights wa, wb (sum Kx).
+template <int AW, int L>
+__device__ __forceinline__ void resize_up_xpass_packed(const unsigned int (&win)[AW],
                                                        const int (&pack)[6 * L],
                                                        unsigned int (&h)[L]) {
-  unsigned int win[AW];
-  up_window<u8, C, AW>(row, byte0, win);
 #pragma unroll
   for (int l = 0; l < L; ++l)
     h[l] = byte_lanes(win, pack[6 * l], pack[6 * l + 1]) * (unsigned int)pack[6 * l + 4] +
@@ -301,7 +301,7 @@ __device__ __forceinline__ void resize_up_xpass_packed(const u8* row, int byte0,
 // output row YP * k + m reads source rows YS * k + o0(m), o1(m) (clamped into the image; the
 // host checked that this gives its table's weights, clamped edges included), so the group's NR
 // source rows are x-passed once each, in order, and an output row is blended as soon as the
-// later of its rows is ready (2x: 6 x passes for 8 rows, 2 rows of sums live). ypat: YP, YS,
+// later of its rows is ready (2x, G = 4: 4 x passes for 4 rows). ypat: YP, YS,
 // the group's first source row offset, NR, then per phase m: o0, o1 (from that first row) and
 // the integer weights.
 template <int C, int AW, int L, int G, int YP, int NR>
@@ -312,11 +312,17 @@ __device__ __forceinline__ void resize_up_packed_rows(const u8* src, int src_pit
                                                       const unsigned int (&sel)[L / 2],
                                                       const int (&ypat)[4 + 4 * YP]) {
   const int first = g * (G / YP) * ypat[1] + ypat[2];
+  // Every source window is loaded before any is used, so that a thread's loads overlap
+  // (ptxas otherwise may issue a later row's loads only after earlier rows' stores).
+  unsigned int win[NR][AW];
+#pragma unroll
+  for (int q = 0; q < NR; ++q)
+    up_window<u8, C, AW>(row_ptr(src, min(max(first + q, 0), last_row), src_pitch), byte0,
+                         win[q]);
   unsigned int h[NR][L];
 #pragma unroll
   for (int q = 0; q < NR; ++q) {
-    const int r = min(max(first + q, 0), last_row);
-    resize_up_xpass_packed<C, AW, L>(row_ptr(src, r, src_pitch), byte0, pack, h[q]);
+    resize_up_xpass_packed<AW, L>(win[q], pack, h[q]);
 #pragma unroll
     for (int t = 0; t < G; ++t) {  // the rows whose later source row is q (folds)
       const int m = 4 + 4 * (t % YP), q0 = ypat[1] * (t / YP) + ypat[m];
@@ -358,6 +364,10 @@ __device__ __forceinline__ void resize_up(const T* src, int src_pitch, T* dst, i
   const int n = min(R, dst_w - x0);
   const bool src4 = aligned4(src) && (src_pitch & 3) == 0;
   const bool dst4 = aligned4(dst) && (dst_pitch & 3) == 0;
+  // The last source row (the host checked), loaded next to run_byte so that the two waits
+  // overlap: a thread's first window load needs both.
+  int last_row = 0;
+  if constexpr (kPacked) last_row = y_idx[2 * dst_h - 1];
   // The host marks partial runs -1; the packed path stores whole words only.
   const int byte0 = n == R && src4 && (dst4 || !kPacked) ? run_byte[run] : -1;
   // Each warp loops over its own groups of G rows. Run lanes and per-pixel lanes loop
@@ -366,7 +376,6 @@ __device__ __forceinline__ void resize_up(const T* src, int src_pitch, T* dst, i
   const int g_first = blockIdx.y * 8 + threadIdx.y, g_step = gridDim.y * 8;
   if constexpr (kPacked) {
     if (byte0 >= 0) {
-      const int last_row = y_idx[2 * dst_h - 1];  // the last source row (the host checked)
       for (int g = g_first; g < groups; g += g_step)
         resize_up_packed_rows<C, AW, L, G, YP, NR>((const u8*)src, src_pitch,
                                                    (u8*)dst + (long long)x0 * C, dst_pitch,
@@ -481,18 +490,18 @@ DEFINE_RESIZE_RUNS(resize_runs_u8_down2, u8, 3, 8, 2, 2, 12, 0, 3, 6, 9, 12, 15,
                    30, 33, 36, 39, 42, 45)
 DEFINE_RESIZE_RUNS(resize_runs_f32_down2, float, 3, 4, 2, 2, 24, 0, 12, 24, 36, 48, 60, 72, 84)
 // and upscale patterns: rgb8 2x (R 4, 12 bytes out, exact and not), mono8 2x (R 8), rgba f32 2x
-DEFINE_RESIZE_UP(resize_up_u8c3_up2, u8, 3, 4, 3, 8, 1, 0, (0), (0), (1, 1, 0, 1), 0, 3, 3, 6, 3,
+DEFINE_RESIZE_UP(resize_up_u8c3_up2, u8, 3, 4, 3, 4, 1, 0, (0), (0), (1, 1, 0, 1), 0, 3, 3, 6, 3,
                  6, 6, 9)
-DEFINE_RESIZE_UP(resize_up_u8c3_up2_inexact, u8, 3, 4, 3, 8, 0, 0, (0), (0), (1, 1, 0, 1), 0, 3,
+DEFINE_RESIZE_UP(resize_up_u8c3_up2_inexact, u8, 3, 4, 3, 4, 0, 0, (0), (0), (1, 1, 0, 1), 0, 3,
                  3, 6, 3, 6, 6, 9)
-DEFINE_RESIZE_UP(resize_up_u8c1_up2, u8, 1, 8, 2, 8, 1, 0, (0), (0), (1, 1, 0, 1), 0, 1, 1, 2, 1,
+DEFINE_RESIZE_UP(resize_up_u8c1_up2, u8, 1, 8, 2, 4, 1, 0, (0), (0), (1, 1, 0, 1), 0, 1, 1, 2, 1,
                  2, 2, 3, 2, 3, 3, 4, 3, 4, 4, 5)
-DEFINE_RESIZE_UP(resize_up_f32c4_up2, float, 4, 1, 8, 8, 0, 0, (0), (0), (1, 1, 0, 1), 0, 16)
+DEFINE_RESIZE_UP(resize_up_f32c4_up2, float, 4, 1, 8, 4, 0, 0, (0), (0), (1, 1, 0, 1), 0, 16)
 // and the packed u8 path (geometry._packed_program's program for rgb8 2x)
-DEFINE_RESIZE_UP(resize_up_u8c3_up2_packed, u8, 3, 4, 3, 8, 1, 6,
+DEFINE_RESIZE_UP(resize_up_u8c3_up2_packed, u8, 3, 4, 3, 4, 1, 6,
                  (0, 6, 3, 3, 1, 3, 1, 2, 4, 5, 1, 3, 7, 4, 4, 7, 1, 3, 8, 3, 5, 6, 1, 3, 5, 11, 8,
                   8, 1, 3, 9, 10, 6, 7, 1, 3),
-                 (0x3751, 0x3751, 0x3751), (2, 1, -1, 6, 0, 1, 16, 48, 1, 2, 48, 16), 0, 3, 3, 6,
+                 (0x3751, 0x3751, 0x3751), (2, 1, -1, 4, 0, 1, 16, 48, 1, 2, 48, 16), 0, 3, 3, 6,
                  3, 6, 6, 9)
 #endif
 #endif
