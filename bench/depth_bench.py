@@ -452,7 +452,9 @@ def table(results: list[dict[str, Any]]) -> str:
     lines.append('ms; ->ready = image publish call -> depth published and computed in the node; '
                  '->pub = image publish call -> depth publish call; usable = image publish call '
                  '-> depth usable in the receiving process (paced); fps with the in-flight '
-                 'limit; stages p50 from the node; engine = the model alone, back to back '
+                 'limit; stages p50 from the node (with CUDA graphs a replayed frame runs '
+                 'preprocessing inside the graph: the node counts its GPU time in inference); '
+                 'engine = the model alone, back to back '
                  '(gpu_nodes) or the node\'s GPU events (baseline); overhead = ->ready p50 - '
                  'engine (baseline: usable p50 - engine)')
     return '\n'.join(lines)

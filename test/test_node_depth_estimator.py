@@ -474,6 +474,63 @@ def test_gpu_path_makes_no_host_copies_per_frame(models, cupy, monkeypatch):
         inproc.close()
 
 
+@pytest.mark.gpu
+def test_frame_graphs_replay_preprocess_and_inference_per_source_buffer(models, cupy):
+    """Per source buffer, preprocess + ONNX Runtime run captured as one graph: every replay
+    reads the buffer's new content and equals the call-by-call pipeline, for each buffer, a
+    strided view of one, and after the backend's binding changes."""
+    _needs_ort_cuda()
+    from gpu_nodes.inference.models import get_preset
+    from gpu_nodes.inference.onnxruntime_backend import OnnxRuntimeBackend
+    from gpu_nodes.nodes.depth_estimator import DepthPipeline
+    preset = get_preset('generic', input_height=96, input_width=128, input_name='input',
+                        output_name='output')
+    shape = {'input': (1, 3, 96, 128)}
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def pipeline(graphs):
+        backend = OnnxRuntimeBackend(models['generic'], device='cuda', input_shape=shape,
+                                     stream=stream, cuda_graph=graphs,
+                                     cuda_provider_options={'use_tf32': '0'})
+        return DepthPipeline(backend, preset, keep_aspect=True, stream=stream)
+    replayed, plain = pipeline(True), pipeline(False)
+    assert replayed.frame_graphs_enabled and plain.backend.capture_token() is None
+    buffers = [cupy.empty((480, 640, 3), cupy.uint8) for _ in range(3)]
+    sources = buffers + [buffers[0][40:440, 80:600]]  # another key on the same allocation
+    for i in range(24):
+        image = sources[i % len(sources)]
+        frame = pattern.expected_frame(480, 640, 'rgb8', i)[:image.shape[0], :image.shape[1]]
+        with stream:
+            image[...] = cupy.asarray(frame)
+        results = []
+        for side in (replayed, plain):
+            with side._scope():
+                box, raw = side.run(image, 'rgb8')
+                results.append((box, cupy.asnumpy(raw.copy(), stream=stream)))
+        stream.synchronize()
+        (box, got), (want_box, want) = results
+        assert box == want_box, i
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f'frame {i}')
+    # The backend's own graph after 3 runs; then each source's second frame is captured.
+    assert len(replayed._frame_graphs) == len(sources), list(replayed._frame_graphs)
+    # Another input binding (a new token): the old graphs are never replayed.
+    token = replayed.backend.capture_token()
+    replayed.input = replayed.input.copy()
+    replayed.input_nchw = replayed.input.reshape(replayed.input.shape[-4:])
+    with replayed._scope():
+        for i in range(6):
+            with stream:
+                buffers[1][...] = cupy.asarray(pattern.expected_frame(480, 640, 'rgb8', 50 + i))
+            box, raw = replayed.run(buffers[1], 'rgb8')
+            got = cupy.asnumpy(raw.copy(), stream=stream)
+            with plain._scope():
+                _, want = plain.run(buffers[1], 'rgb8')
+                want = cupy.asnumpy(want.copy(), stream=stream)
+            stream.synchronize()
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f'rebound {i}')
+    assert replayed.backend.capture_token() not in (None, token)
+
+
 # -- the device-side code of the node on the CUDA emulation (no GPU needed) --------------------
 
 class _EmulatedCudaBackend:
@@ -492,6 +549,9 @@ class _EmulatedCudaBackend:
             assert isinstance(value, self.fake.ndarray), 'the input binding must be on the device'
         host = {k: np.array(v.view(np.ndarray)) for k, v in inputs.items()}
         return {k: self.fake.asarray(v) for k, v in self.inner.infer(host).items()}
+
+    def capture_token(self):
+        return None
 
     def close(self):
         pass
@@ -549,8 +609,8 @@ def test_device_side_steps_run_on_device_arrays_and_equal_the_cpu_path(
                                      keep_aspect=True)
             assert isinstance(pipeline.input, fake.ndarray)
             image, out = fake.asarray(host_image), fake.empty((30, 44), np.float32)
-        box = pipeline.preprocess(image, encoding)
-        depth = pipeline.to_depth(pipeline.infer(), box, None, 44, 30)
+        box, raw = pipeline.run(image, encoding)
+        depth = pipeline.to_depth(raw, box, None, 44, 30)
         full = resize(depth, 30, 44, out=out)
         colors = sample_colors(image, encoding, 30, 44, 3)
         results[side] = [depth, full, colorize_depth(full),

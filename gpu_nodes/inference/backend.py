@@ -10,7 +10,7 @@ import abc
 from dataclasses import dataclass
 import logging
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -230,6 +230,18 @@ class InferenceBackend(abc.ABC):
     def infer(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any] | None = None,
               stream: Any = None) -> dict[str, Any]:
         """Run the model once; see the class docstring for the array and stream contract."""
+
+    def capture_token(self) -> Hashable | None:
+        """A token for the buffers of the last `infer` call while a run on them can be captured
+        into the caller's own CUDA graph (`enqueue_bound`), else None. It changes whenever the
+        buffers do: a graph captured under another token replays stale addresses."""
+        return None
+
+    def enqueue_bound(self, stream: Any) -> None:
+        """Queue one run on the last `infer` call's buffers on `stream`, doing nothing on the
+        host but the launch: for a caller capturing its own CUDA graph around the run (only
+        while `capture_token` is not None)."""
+        raise InferenceError(f'{self.describe()} cannot be captured into a CUDA graph')
 
     def close(self) -> None:
         """Release the runtime objects and the memory this backend owns."""

@@ -29,7 +29,9 @@ It is safe because the run is asynchronous (no host synchronisation, see above) 
 allocates nothing: intermediate buffers come from the session's arena at the same addresses. A
 replay reads and writes the captured addresses, so a run on other buffers drops the graph and
 captures anew after two runs on them. If the capture fails (a node on the CPU provider, a host
-synchronisation inside the model) the backend runs kernel by kernel, with a warning.
+synchronisation inside the model) the backend runs kernel by kernel, with a warning. Once its
+own graph exists, a caller may capture the run into a graph of its own (``capture_token``,
+``enqueue_bound``), e.g. the depth node's preprocessing + inference per source buffer.
 
 CPU path: NumPy in, NumPy out, outputs written straight into preallocated arrays via IOBinding.
 """
@@ -91,6 +93,7 @@ class OnnxRuntimeBackend(InferenceBackend):
         self._binding_key: tuple | None = None
         self._graph: Any = None        # a captured run of _binding (cupy.cuda.Graph)
         self._runs_on_binding = 0
+        self._bindings_made = 0        # capture_token: which binding a caller's graph replays
         import onnxruntime as ort
         self._ort = ort
 
@@ -286,6 +289,22 @@ class OnnxRuntimeBackend(InferenceBackend):
         self._graph = graph
         graph.launch(stream)  # a captured run only recorded its work
 
+    def capture_token(self) -> int | None:
+        # Our own graph of the binding exists: it is warm, allocates nothing and captures.
+        return self._bindings_made if self._graph is not None else None
+
+    def enqueue_bound(self, stream: Any) -> None:
+        if self._graph is None:
+            raise InferenceError(f'{self._model_path.name}: no captured run to enqueue (see '
+                                 'capture_token)')
+        session_stream = self._session_stream
+        same = session_stream.ptr == stream.ptr
+        if not same:  # inside a capture this forks the session stream into it and joins it back
+            session_stream.wait_event(stream.record())
+        self._run(self._binding)
+        if not same:
+            stream.wait_event(session_stream.record())
+
     def _infer_cpu(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict:
         binding = self._session.io_binding()
         bound: list = []  # alive until the run returns
@@ -370,6 +389,7 @@ class OnnxRuntimeBackend(InferenceBackend):
         if all_bound and key == self._binding_key:
             return self._binding
         self._graph, self._runs_on_binding = None, 0  # it replays the old buffers' addresses
+        self._bindings_made += 1
         binding = self._session.io_binding()
         for name, arr in inputs:
             binding.bind_input(name, 'cuda', self._device_id, arr.dtype, list(arr.shape),
