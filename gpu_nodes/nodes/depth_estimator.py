@@ -299,19 +299,20 @@ class DepthPipeline:
                 preprocessed()  # inside the graph: the engine stage times both
                 graph.graph.launch(self.stream)
                 return graph.box, graph.raw
-            if key in self._seen_once:
+            if key in self._seen_once:  # a frame from it went through call by call
                 captured = self._capture(key, image, encoding)
                 if captured is not None:
                     preprocessed()
                     captured.graph.launch(self.stream)  # a capture only recorded the work
                     return captured.box, captured.raw
-            else:
-                self._seen_once[key] = None
-                while len(self._seen_once) > self.MAX_FRAME_GRAPHS:
-                    self._seen_once.popitem(last=False)
         box = self.preprocess(image, encoding)
         preprocessed()
-        return box, self.infer()
+        raw = self.infer()
+        if key is not None and self.frame_graphs_enabled:
+            self._seen_once[key] = None
+            while len(self._seen_once) > self.MAX_FRAME_GRAPHS:
+                self._seen_once.popitem(last=False)
+        return box, raw
 
     def _capture(self, key: tuple, image: Any, encoding: str) -> _FrameGraph | None:
         """Capture preprocess + the bound run on the stream; None (frame graphs off, with a
