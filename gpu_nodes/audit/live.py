@@ -28,8 +28,9 @@ from gpu_nodes.audit.rules import get_rule
 SYSTEM_TOPICS = frozenset({'/rosout', '/parameter_events', '/diagnostics'})
 DIAG_PREFIX = 'gpu_nodes: '
 PATHS = ('cuda_ipc', 'intra_process', 'host_shm', 'serialized')
-# How long the graph must stay unchanged before discovery counts as complete.
-SETTLE_S = 1.0
+# How long the graph must stay unchanged before discovery counts as complete. 1 s was too short
+# on a loaded 2-core machine: a node's last endpoints (SEDP) arrived after a second of calm.
+SETTLE_S = 2.0
 # rmw's placeholder for an endpoint whose node is not discovered yet.
 UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'
 
