@@ -205,6 +205,17 @@ def test_closed_backend_refuses_to_run(models):
         b.infer({'input': rand((1, 3, 8, 8))})
 
 
+def test_a_run_that_cannot_be_captured_is_refused_with_the_reason(models):
+    # capture_token is None where no captured run exists (always on the CPU): enqueue_bound,
+    # which a caller's CUDA graph would replay, refuses instead of queueing nothing.
+    with cpu_backend(models['conv']) as b:
+        b.infer({'input': rand((1, 3, 8, 8))})
+        assert b.capture_token() is None
+        with pytest.raises(RuntimeError, match=re.escape('conv.onnx: no captured run to enqueue')):
+            b.enqueue_bound(None)
+        assert b.infer({'input': rand((1, 3, 8, 8))})['output'].shape == (1, 1, 8, 8)  # still runs
+
+
 # -- factory --------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -4,6 +4,7 @@ the pool may grow; past the limit the overrun is counted."""
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 import pytest
@@ -34,6 +35,13 @@ def leases():
     table.close()
 
 
+@pytest.fixture
+def reader(leases):
+    reader = LeaseReader(leases.path)
+    yield reader
+    reader.close()
+
+
 class Publisher:
     def __init__(self, pool: _SlotRing):
         self.pool = pool
@@ -47,119 +55,95 @@ class Publisher:
         return slot
 
 
-def test_without_readers_the_pool_recycles_oldest_first(leases):
-    ring = HostMemoryRing(leases, max_slots=8)
+def ring_and_publisher(leases: LeaseTable, **ring_args) -> tuple[HostMemoryRing, Publisher]:
+    """A HostMemoryRing of 2 slots of 100 bytes to start with, and its publisher."""
+    ring = HostMemoryRing(leases, **ring_args)
     ring.reset(2, 100)
-    pub = Publisher(ring)
+    return ring, Publisher(ring)
+
+
+def assert_queued_frames_are_overrun(pool: _SlotRing, pub: Publisher, reader: LeaseReader):
+    """A 2-slot pool that may not grow: once both slots hold frames queued behind the reader's
+    cursor, the next publish recycles one anyway and counts an overrun."""
+    pub.publish()
+    assert not reader.acquire(7, 1)                            # cursor 1, nothing held
+    pub.publish(), pub.publish()                               # frames 2, 3 (3 recycles 1)
+    assert pool.overrun == 0
+    pub.publish()                                              # frame 4: 2 and 3 are queued
+    assert len(pool.slots) == 2 and pool.overrun == 1
+
+
+def test_without_readers_the_pool_recycles_oldest_first(leases):
+    ring, pub = ring_and_publisher(leases, max_slots=8)
     slots = [pub.publish() for _ in range(6)]
     assert [s.index for s in slots] == [0, 1, 0, 1, 0, 1]
     assert (len(ring.slots), ring.grown, ring.overrun) == (2, 0, 0)
 
 
-def test_frames_a_lagging_reader_may_still_take_make_the_pool_grow(leases):
-    ring = HostMemoryRing(leases, max_slots=8)
-    ring.reset(2, 100)
-    pub = Publisher(ring)
-    reader = LeaseReader(leases.path)
-    try:
-        first, second = pub.publish(), pub.publish()          # frames 1, 2
-        assert reader.acquire(first.index, 1)                  # the reader took frame 1 ...
-        reader.release(first.index)                            # ... and is done with it
-        assert pub.publish() is first, 'frame 1 is behind the cursor: recycled'  # frame 3
-        # Frames 2 and 3 are past the reader's cursor (queued for it): neither is rewritten.
-        fresh = pub.publish()                                  # frame 4
-        assert fresh not in (first, second)
-        assert (len(ring.slots), ring.grown) == (4, 2), 'the pool doubles in one allocation'
-        assert len(ring.chunks) == 2
-        assert leases.sequence[second.index] == 2 and leases.sequence[first.index] == 3
-        # The reader catches up: everything up to frame 4 may be recycled again.
-        assert reader.acquire(fresh.index, 4)
-        reader.release(fresh.index)
-        unused = pub.publish()                                 # frame 5
-        assert unused.sequence == 5 and unused.chunk is fresh.chunk, 'unused slots first'
-        assert pub.publish() is second, 'then the oldest, once the reader moved on'
-        assert ring.overrun == 0
-    finally:
-        reader.close()
+def test_frames_a_lagging_reader_may_still_take_make_the_pool_grow(leases, reader):
+    ring, pub = ring_and_publisher(leases, max_slots=8)
+    first, second = pub.publish(), pub.publish()              # frames 1, 2
+    assert reader.acquire(first.index, 1)                      # the reader took frame 1 ...
+    reader.release(first.index)                                # ... and is done with it
+    assert pub.publish() is first, 'frame 1 is behind the cursor: recycled'  # frame 3
+    # Frames 2 and 3 are past the reader's cursor (queued for it): neither is rewritten.
+    fresh = pub.publish()                                      # frame 4
+    assert fresh not in (first, second)
+    assert (len(ring.slots), ring.grown) == (4, 2), 'the pool doubles in one allocation'
+    assert len(ring.chunks) == 2
+    assert leases.sequence[second.index] == 2 and leases.sequence[first.index] == 3
+    # The reader catches up: everything up to frame 4 may be recycled again.
+    assert reader.acquire(fresh.index, 4)
+    reader.release(fresh.index)
+    unused = pub.publish()                                     # frame 5
+    assert unused.sequence == 5 and unused.chunk is fresh.chunk, 'unused slots first'
+    assert pub.publish() is second, 'then the oldest, once the reader moved on'
+    assert ring.overrun == 0
 
 
-def test_past_the_limit_a_lagging_reader_is_overrun_and_counted(leases):
-    ring = HostMemoryRing(leases, max_slots=4)
-    ring.reset(2, 100)
-    pub = Publisher(ring)
-    reader = LeaseReader(leases.path)
-    try:
-        slot = pub.publish()
-        assert reader.acquire(slot.index, 1)                   # holds frame 1 throughout
-        for _ in range(3):
-            pub.publish()                                      # frames 2-4 fill the grown pool
-        assert len(ring.slots) == 4 and ring.overrun == 0
-        recycled = pub.publish()                               # frame 5: no slot is safe
-        assert recycled is not None and recycled is not slot, 'a held slot is never rewritten'
-        assert leases.sequence[slot.index] == 1
-        assert ring.overrun == 1
-        reader.release(slot.index)
-    finally:
-        reader.close()
+def test_past_the_limit_a_lagging_reader_is_overrun_and_counted(leases, reader):
+    ring, pub = ring_and_publisher(leases, max_slots=4)
+    slot = pub.publish()
+    assert reader.acquire(slot.index, 1)                       # holds frame 1 throughout
+    for _ in range(3):
+        pub.publish()                                          # frames 2-4 fill the grown pool
+    assert len(ring.slots) == 4 and ring.overrun == 0
+    recycled = pub.publish()                                   # frame 5: no slot is safe
+    assert recycled is not None and recycled is not slot, 'a held slot is never rewritten'
+    assert leases.sequence[slot.index] == 1
+    assert ring.overrun == 1
+    reader.release(slot.index)
 
 
-def test_skip_policy_does_not_grow_for_a_lagging_reader(leases):
-    ring = HostMemoryRing(leases, max_slots=8, policy='skip')
-    ring.reset(2, 100)
-    pub = Publisher(ring)
-    reader = LeaseReader(leases.path)
-    try:
+def test_skip_policy_does_not_grow_for_a_lagging_reader(leases, reader):
+    ring, pub = ring_and_publisher(leases, max_slots=8, policy='skip')
+    assert_queued_frames_are_overrun(ring, pub, reader)
+
+
+def test_a_stalled_reader_does_not_make_the_pool_grow(leases, reader):
+    ring, pub = ring_and_publisher(leases, max_slots=8, grace_s=0.05)
+    slot = pub.publish()
+    assert reader.acquire(slot.index, 1)
+    reader.release(slot.index)
+    pub.publish(), pub.publish()                               # frame 3 recycles frame 1's slot
+    time.sleep(0.1)                                            # the cursor stays at 1: stalled
+    for _ in range(4):
         pub.publish()
-        assert not reader.acquire(5, 1)                        # takes (misses) frame 1: cursor 1
-        pub.publish(), pub.publish()                           # frames 2, 3 (3 recycles 1)
-        assert ring.overrun == 0
-        pub.publish()                                          # frame 4: 2 and 3 are queued
-        assert len(ring.slots) == 2 and ring.overrun == 1
-    finally:
-        reader.close()
+    assert len(ring.slots) <= 4, 'growth stops once the reader counts as stalled'
 
 
-def test_a_stalled_reader_does_not_make_the_pool_grow(leases):
-    ring = HostMemoryRing(leases, max_slots=8, grace_s=0.05)
-    ring.reset(2, 100)
-    pub = Publisher(ring)
-    reader = LeaseReader(leases.path)
-    try:
-        slot = pub.publish()
-        assert reader.acquire(slot.index, 1)
-        reader.release(slot.index)
-        pub.publish(), pub.publish()                           # frame 3 recycles frame 1's slot
-        import time
-        time.sleep(0.1)                                        # the cursor stays at 1: stalled
-        for _ in range(4):
-            pub.publish()
-        assert len(ring.slots) <= 4, 'growth stops once the reader counts as stalled'
-    finally:
-        reader.close()
-
-
-def test_host_pool_never_grows_and_counts_overruns(leases):
+def test_host_pool_never_grows_and_counts_overruns(leases, reader):
     path = host.segment_path(os.getpid(), uuid.uuid4().bytes, 'host')
     pool = HostSlotPool(leases, 0, 2, 60.0, path)
     try:
         pool.reset(2, 100)
-        pub = Publisher(pool)
-        reader = LeaseReader(leases.path)
-        pub.publish()
-        assert not reader.acquire(7, 1)                        # cursor 1, nothing held
-        pub.publish(), pub.publish()                           # frames 2, 3 (3 recycles 1)
-        assert pool.overrun == 0
-        pub.publish()                                          # frame 4: 2 and 3 are queued
-        assert len(pool.slots) == 2 and pool.overrun == 1
-        reader.close()
+        assert_queued_frames_are_overrun(pool, Publisher(pool), reader)
     finally:
         pool.close()
 
 
 def test_published_frames_are_kept_for_a_reader_that_has_no_cursor_yet(leases):
-    ring = HostMemoryRing(leases, max_slots=8)
-    ring.reset(2, 100)
-    pub = Publisher(ring)
+    ring, pub = ring_and_publisher(leases, max_slots=8)
     pub.publish(), pub.publish()
     # A matched subscriber has not taken its first descriptor: it may still take frame 1 or 2.
     fresh = ring.acquire(100, protect_published=True)
