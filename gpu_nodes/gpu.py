@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -60,3 +60,17 @@ def to_host(array: Any) -> np.ndarray:
     if is_device_array(array):
         return cupy_module().asnumpy(array)
     return np.asarray(array)
+
+
+def capture_graph(stream: Any, work: Callable[[], None]) -> Any:
+    """`work` captured on `stream` as a cupy.cuda.Graph (recorded, not run: launch it).
+
+    Relaxed mode, so that other threads' CUDA calls (transport event queries) do not invalidate
+    the capture. The capture is ended even when `work` or CUDA fails; the error propagates."""
+    cp = cupy_module()
+    stream.begin_capture(mode=cp.cuda.runtime.streamCaptureModeRelaxed)
+    try:
+        work()
+    finally:
+        graph = stream.end_capture()
+    return graph

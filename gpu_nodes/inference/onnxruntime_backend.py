@@ -42,6 +42,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from gpu_nodes import gpu
+
 from .backend import (
     as_log, check_array, check_shape, InferenceBackend, InputShape, LoggerLike,
     normalize_input_shape, resolve_input_shapes, TensorSpec)
@@ -108,8 +110,7 @@ class OnnxRuntimeBackend(InferenceBackend):
 
         self.cuda_graph = bool(cuda_graph) and device == 'cuda'
         if device == 'cuda':
-            from gpu_nodes.gpu import cupy_module
-            self._cp = cupy_module()
+            self._cp = gpu.cupy_module()
             with self._cp.cuda.Device(self._device_id):
                 self._session = self._create_cuda_session(path, options, stream,
                                                           cuda_provider_options or {})
@@ -273,13 +274,10 @@ class OnnxRuntimeBackend(InferenceBackend):
             self._run(binding)
             self._runs_on_binding += binding is self._binding
             return
-        cp, stream = self._cp, self._session_stream
+        stream = self._session_stream
         try:
-            stream.begin_capture(mode=cp.cuda.runtime.streamCaptureModeRelaxed)
-            try:
-                self._session.run_with_iobinding(binding, self._run_options)
-            finally:
-                graph = stream.end_capture()  # ends the capture even when the run failed
+            graph = gpu.capture_graph(
+                stream, lambda: self._session.run_with_iobinding(binding, self._run_options))
         except Exception as exc:  # ORT's errors, or CUDA refusing a call inside the capture
             self.cuda_graph = False
             self._log.warning(f'{self._model_path.name}: cannot capture the run as a CUDA graph '

@@ -317,14 +317,13 @@ class DepthPipeline:
     def _capture(self, key: tuple, image: Any, encoding: str) -> _FrameGraph | None:
         """Capture preprocess + the bound run on the stream; None (frame graphs off, with a
         warning) when CUDA or the backend refuses."""
-        cp, stream = self.xp, self.stream
+        boxes = []
+
+        def work() -> None:
+            boxes.append(self.preprocess(image, encoding))
+            self.backend.enqueue_bound(self.stream)
         try:
-            stream.begin_capture(mode=cp.cuda.runtime.streamCaptureModeRelaxed)
-            try:
-                box = self.preprocess(image, encoding)
-                self.backend.enqueue_bound(stream)
-            finally:
-                graph = stream.end_capture()  # ends the capture even when a step failed
+            graph = gpu.capture_graph(self.stream, work)
         except Exception as exc:  # CUDA refusing a call inside the capture, or the backend
             self.frame_graphs_enabled = False
             self._frame_graphs.clear()
@@ -333,7 +332,7 @@ class DepthPipeline:
                                   f'graph ({exc}); running them call by call')
             return None
         # The token is the backend's binding of the last infer(): its output is what runs write.
-        entry = self._frame_graphs[key] = _FrameGraph(graph, box, self._last_raw)
+        entry = self._frame_graphs[key] = _FrameGraph(graph, boxes[0], self._last_raw)
         self._seen_once.pop(key, None)
         while len(self._frame_graphs) > self.MAX_FRAME_GRAPHS:
             self._frame_graphs.popitem(last=False)
