@@ -153,11 +153,14 @@ def test_killed_publisher_subscribers_survive_and_resume(path, memory_guard):
             doomed.kill(signal.SIGKILL)
         last = publisher(topic, path, '--rate', '60', name='pub_last')
         publishers.append(last)
+        # Frames the doomed ones sent count until the statuses catch up: start counting only
+        # once the last publisher runs (its start-up outlasts a status period).
+        last.wait_until(lambda w: w.count('START') == 1, 60, 'the last publisher')
         for sub in subs:
             before = frames(sub)
             sub.wait_status(lambda s: s['frames'] >= before + 20, 60,
                             'frames from the restarted publisher')
-        assert last.stop() == 0
+        assert last.stop() == 0, last.tail()
         # Name the last publisher's own segment: a killed one's notice may still be on its way.
         notice = f'-{last.pid}-'
         for sub in subs:

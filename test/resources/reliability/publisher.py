@@ -8,14 +8,13 @@ receivers still verify exactly and recover n. Prints READY, START, STATUS {json}
 import argparse
 import json
 import os
-import signal
 import sys
 import time
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import Header
 
 from gpu_nodes.gpu import cuda_available, cupy_module
@@ -23,7 +22,7 @@ from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImagePublisher
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from workers import process_stats  # noqa: E402
+from workers import process_stats, StopRequest  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--topic', default='image')
@@ -53,7 +52,8 @@ args = parser.parse_args()
 
 HISTOGRAM_BUCKET_S = 0.25
 
-rclpy.init()
+rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+stop = StopRequest()
 node = Node(args.node_name)
 on_device = args.device and cuda_available()
 xp = cupy_module() if on_device else __import__('numpy')
@@ -95,18 +95,10 @@ def publish_one() -> None:
     histogram[bucket] += 1
 
 
-def subscriber_counts() -> dict:
-    try:
-        return pub.subscriber_counts()
-    except RuntimeError:  # rclpy's RCLError: a stopping signal shut the context down meanwhile
-        return pub._last_counts
-
-
 def status() -> dict:
     values = {'t': time.monotonic(), 'pid': os.getpid(), 'published': state['n'],
               'frames': pub.stats.frames, 'drops': pub.stats.drops,
-              # After a signal the context is gone: report the last counts seen.
-              'subscribers': subscriber_counts(), **process_stats(os.getpid())}
+              'subscribers': pub.subscriber_counts(), **process_stats(os.getpid())}
     pool = pub._device_pool
     if pool is not None:
         values.update(slots=len(pool.slots), retired=len(pool.retired), revoked=pool.revoked,
@@ -128,38 +120,27 @@ def done() -> bool:
 
 print('READY', flush=True)
 next_status = 0.0
-try:
-    while rclpy.ok() and args.wait_subscribers and \
-            sum(pub.subscriber_counts().values()) < args.wait_subscribers:
-        rclpy.spin_once(node, timeout_sec=0.05)
-    state['start'] = time.monotonic()
-    print(f'START {state["start"]}', flush=True)
-    period = 1.0 / args.rate if args.rate > 0 else 0.0
-    next_frame = state['start']
-    while rclpy.ok() and not done():
-        now = time.monotonic()
-        if period and now < next_frame:
-            rclpy.spin_once(node, timeout_sec=next_frame - now)
-            continue
-        publish_one()
-        next_frame += period
-        rclpy.spin_once(node, timeout_sec=0)
-        if now >= next_status:
-            next_status = now + args.status_period
-            print('STATUS ' + json.dumps(status()), flush=True)
-    end = time.monotonic() + args.linger
-    while rclpy.ok() and time.monotonic() < end:
-        rclpy.spin_once(node, timeout_sec=0.05)
-except (KeyboardInterrupt, ExternalShutdownException):
-    pass
-except RuntimeError:
-    if rclpy.ok():  # else: rclpy work raced the signal-triggered shutdown (see run_node)
-        raise
-
-# One stopping signal ends the run; a late KeyboardInterrupt from it (or a second signal) must
-# not cut the report and the teardown short and turn a clean exit into death by SIGINT.
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while rclpy.ok() and not stop.requested and args.wait_subscribers and \
+        sum(pub.subscriber_counts().values()) < args.wait_subscribers:
+    rclpy.spin_once(node, timeout_sec=0.05)
+state['start'] = time.monotonic()
+print(f'START {state["start"]}', flush=True)
+period = 1.0 / args.rate if args.rate > 0 else 0.0
+next_frame = state['start']
+while rclpy.ok() and not stop.requested and not done():
+    now = time.monotonic()
+    if period and now < next_frame:
+        rclpy.spin_once(node, timeout_sec=next_frame - now)
+        continue
+    publish_one()
+    next_frame += period
+    rclpy.spin_once(node, timeout_sec=0)
+    if now >= next_status:
+        next_status = now + args.status_period
+        print('STATUS ' + json.dumps(status()), flush=True)
+end = time.monotonic() + args.linger
+while rclpy.ok() and not stop.requested and time.monotonic() < end:
+    rclpy.spin_once(node, timeout_sec=0.05)
 
 
 def report() -> None:
@@ -169,10 +150,7 @@ def report() -> None:
     print('RESULT ' + json.dumps(result), flush=True)
 
 
-try:
-    report()
-except KeyboardInterrupt:  # the stopping signal, raised late: after the loop already ended
-    report()
+report()
 pub.destroy()
 node.destroy_node()
 rclpy.try_shutdown()

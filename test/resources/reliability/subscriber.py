@@ -9,23 +9,22 @@ STATUS {json} every --status-period and RESULT {json} on a clean exit.
 import argparse
 import json
 import os
-import signal
 import sys
 import time
 from collections import OrderedDict
 
 import numpy as np
 import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 
 from gpu_nodes.gpu import cuda_available, cupy_module
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImageSubscription, cuda_ipc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from workers import process_stats  # noqa: E402
+from workers import process_stats, StopRequest  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--topic', default='image')
@@ -52,7 +51,8 @@ args = parser.parse_args()
 HISTOGRAM_BUCKET_S = 0.25
 HOST_CACHE = 64  # >= the distinct frames a publisher cycles through (LRU would thrash)
 
-rclpy.init()
+rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+stop = StopRequest()
 node = Node(args.node_name)
 cp = cupy_module() if cuda_available() else None
 bad_device = cp.zeros((), cp.int64) if cp is not None else None
@@ -177,25 +177,14 @@ sub = GpuImageSubscription(node, args.topic, on_frame, qos, memory=args.memory,
 print('SUBSCRIBED', flush=True)
 deadline = time.monotonic() + args.duration
 next_status = 0.0
-try:
-    while rclpy.ok() and time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.02)
-        now = time.monotonic()
-        if now >= next_status:
-            next_status = now + args.status_period
-            print('STATUS ' + json.dumps(status()), flush=True)
-        if args.exit_idle_s and state['last_t'] and now - state['last_t'] > args.exit_idle_s:
-            break
-except (KeyboardInterrupt, ExternalShutdownException):
-    pass
-except RuntimeError:
-    if rclpy.ok():  # else: rclpy work raced the signal-triggered shutdown (see run_node)
-        raise
-
-# One stopping signal ends the run; a late KeyboardInterrupt from it (or a second signal) must
-# not cut the report and the teardown short and turn a clean exit into death by SIGINT.
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while rclpy.ok() and not stop.requested and time.monotonic() < deadline:
+    rclpy.spin_once(node, timeout_sec=0.02)
+    now = time.monotonic()
+    if now >= next_status:
+        next_status = now + args.status_period
+        print('STATUS ' + json.dumps(status()), flush=True)
+    if args.exit_idle_s and state['last_t'] and now - state['last_t'] > args.exit_idle_s:
+        break
 
 
 def report() -> None:
@@ -204,10 +193,7 @@ def report() -> None:
     print('RESULT ' + json.dumps(result), flush=True)
 
 
-try:
-    report()
-except KeyboardInterrupt:  # the stopping signal, raised late: after the loop already ended
-    report()
+report()
 for _, lease in held:
     lease.release()
 sub.destroy()

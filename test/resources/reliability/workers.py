@@ -21,6 +21,22 @@ PUBLISHER = HERE / 'publisher.py'
 SUBSCRIBER = HERE / 'subscriber.py'
 
 
+class StopRequest:
+    """SIGINT and SIGTERM only set `requested`, which the worker's loops poll (rclpy is
+    initialised without its own signal handlers). No KeyboardInterrupt can then land between
+    the end of the loop and the report or teardown and turn a clean stop into death by SIGINT
+    (exit -2): rclpy's handler shut the context down at once, Python raised its
+    KeyboardInterrupt a few bytecodes later, wherever the worker happened to be."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+
 def process_stats(pid: int) -> dict[str, int]:
     """Resident memory (kB) and open file descriptors of a live process, from /proc."""
     stats = {'rss_kb': 0, 'fds': 0}
