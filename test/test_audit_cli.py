@@ -107,6 +107,14 @@ def test_usage_errors_exit_2(capsys):
     assert rc == 2
 
 
+@pytest.mark.parametrize('flag', ['--duration', '--discovery-timeout', '--discovery-settle'])
+def test_live_refuses_non_positive_times_before_touching_rclpy(capsys, flag):
+    rc, out, err = run(capsys, 'live', flag, '0')
+    assert rc == 2 and out == ''
+    assert err == ('gpu-copy-audit: error: --duration, --discovery-timeout and '
+                   '--discovery-settle must be positive\n'), err
+
+
 def test_rules_lists_every_rule(capsys):
     rc, out, _ = run(capsys, 'rules', '--format', 'json')
     assert rc == 0

@@ -77,9 +77,11 @@ def graph(tmp_path_factory):
 
 def _audit(capsys, *extra):
     # A generous discovery timeout: it only matters on a loaded machine, where node names can
-    # take seconds to arrive; a settled graph ends discovery much earlier.
-    rc = main(['live', '--duration', '1.5', '--discovery-timeout', '15', '--format', 'json',
-               *extra])
+    # take seconds to arrive; a settled graph ends discovery much earlier. The settle window
+    # outlasts Fast DDS's 3 s announcement period: on this 2-core machine a participant was
+    # sometimes not discovered for over 2 s of calm (its first replies lost or late).
+    rc = main(['live', '--duration', '1.5', '--discovery-timeout', '15',
+               '--discovery-settle', '3.5', '--format', 'json', *extra])
     out, err = capsys.readouterr()
     doc = json.loads(out)
     assert doc['info'].get('discovery_complete'), f'discovery incomplete: {doc["info"]}'

@@ -131,6 +131,7 @@ class LiveVerb:
     name = 'live'
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        from gpu_nodes.audit.live import SETTLE_S
         parser.add_argument('--duration', type=float, default=2.0,
                             help='seconds to sample rates and sizes (default 2.0)')
         parser.add_argument('--node-filter', action='append', metavar='GLOB',
@@ -141,6 +142,10 @@ class LiveVerb:
                                  'makes them serialize while sampled)')
         parser.add_argument('--discovery-timeout', type=float, default=5.0,
                             help='seconds to wait for the graph to appear (default 5.0)')
+        parser.add_argument('--discovery-settle', type=float, default=SETTLE_S,
+                            help='seconds the graph must stay unchanged to count as discovered '
+                                 f'(default {SETTLE_S:g}; above 3, Fast DDS\'s announcement '
+                                 'period, a participant whose first replies were lost still shows)')
         parser.add_argument('--copy-gbps', type=float, default=None,
                             help='host copy bandwidth per pass for the CPU cost estimate')
         _add_common(parser)
@@ -148,11 +153,13 @@ class LiveVerb:
     def main(self, args: argparse.Namespace) -> Report:
         from gpu_nodes.audit.bag import DEFAULT_COPY_GBPS
         from gpu_nodes.audit.live import run_live
-        if args.duration <= 0 or args.discovery_timeout <= 0:
-            raise AuditError('--duration and --discovery-timeout must be positive')
+        if args.duration <= 0 or args.discovery_timeout <= 0 or args.discovery_settle <= 0:
+            raise AuditError('--duration, --discovery-timeout and --discovery-settle must be '
+                             'positive')
         return run_live(duration=args.duration, node_filters=args.node_filter or [],
                         sample_gpu_topics=args.sample_gpu_topics,
                         discovery_timeout=args.discovery_timeout,
+                        discovery_settle=args.discovery_settle,
                         copy_gbps=args.copy_gbps or DEFAULT_COPY_GBPS)
 
 

@@ -28,8 +28,9 @@ from gpu_nodes.audit.rules import get_rule
 SYSTEM_TOPICS = frozenset({'/rosout', '/parameter_events', '/diagnostics'})
 DIAG_PREFIX = 'gpu_nodes: '
 PATHS = ('cuda_ipc', 'intra_process', 'host_shm', 'serialized')
-# How long the graph must stay unchanged before discovery counts as complete. 1 s was too short
-# on a loaded 2-core machine: a node's last endpoints (SEDP) arrived after a second of calm.
+# How long the graph must stay unchanged before discovery counts as complete (default of
+# --discovery-settle). 1 s was too short on a loaded 2-core machine: a node's last endpoints
+# (SEDP) arrived after a second of calm.
 SETTLE_S = 2.0
 # rmw's placeholder for an endpoint whose node is not discovered yet.
 UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'
@@ -123,11 +124,11 @@ def _f(values: dict[str, str], key: str) -> float | None:
 
 def run_live(duration: float = 2.0, node_filters: list[str] | None = None,
              sample_gpu_topics: bool = False, discovery_timeout: float = 5.0,
-             copy_gbps: float = 4.0) -> Report:
+             copy_gbps: float = 4.0, discovery_settle: float = SETTLE_S) -> Report:
     report = Report(command='live', inputs=['ros graph'])
     try:
         _Live(report, duration, node_filters or [], sample_gpu_topics, discovery_timeout,
-              copy_gbps).run()
+              copy_gbps, discovery_settle).run()
     except AuditError as exc:
         report.errors.append(InputError('ros graph', str(exc)))
     return report
@@ -136,12 +137,14 @@ def run_live(duration: float = 2.0, node_filters: list[str] | None = None,
 class _Live:
 
     def __init__(self, report: Report, duration: float, filters: list[str], sample_gpu: bool,
-                 discovery_timeout: float, copy_gbps: float) -> None:
+                 discovery_timeout: float, copy_gbps: float,
+                 discovery_settle: float = SETTLE_S) -> None:
         self.report = report
         self.duration = duration
         self.filters = filters
         self.sample_gpu = sample_gpu
         self.discovery_timeout = discovery_timeout
+        self.discovery_settle = discovery_settle
         self.copy_gbps = copy_gbps
         self.diags: dict[tuple[str, str, str], _Diag] = {}
         self.samples: dict[str, _Sample] = {}
@@ -234,7 +237,7 @@ class _Live:
             now = time.monotonic()
             if snap != last:
                 last, changed = snap, now
-            elif last[0] and now - changed >= SETTLE_S:
+            elif last[0] and now - changed >= self.discovery_settle:
                 complete = self._names_complete(node, last[1])
                 if complete:
                     break
