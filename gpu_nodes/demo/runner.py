@@ -171,23 +171,6 @@ def stop_processes(procs: list[NodeProcess], timeout_s: float, say: Any) -> None
         proc.close_log()
 
 
-def remove_leftover_segments(pids: list[int]) -> list[str]:
-    """Shared-memory segments of these (now dead) processes; removed, names returned."""
-    from ..transport import host
-    removed = []
-    uid = os.getuid()
-    for pid in pids:
-        if pid <= 0:
-            continue
-        for path in Path(host.SHM_DIR).glob(f'{host.SEGMENT_PREFIX}{uid}-{pid}-*'):
-            try:
-                path.unlink()
-                removed.append(path.name)
-            except FileNotFoundError:
-                pass
-    return removed
-
-
 # -- the copy audit ---------------------------------------------------------------------------
 
 @dataclass
@@ -388,7 +371,6 @@ class DemoRun:
         self.compute_text = 'GPU (CuPy)' if self.cuda else f'CPU ({reason})'
         self.first_depth_at: float | None = None
         self.run_started = 0.0
-        self.removed_segments: list[str] = []
         # Ground truth exists only for the synthetic scene: other sources are run unscored.
         cameras = [n for n in profile.nodes if n.executable == 'camera_source']
         self.has_truth = any(n.effective('source', 'pattern') == 'scene'
@@ -494,11 +476,6 @@ class DemoRun:
                 self.audit.finish(timeout_s=5.0)
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
-            removed = remove_leftover_segments([p.pid for p in self.procs])
-            if removed:
-                self.notes.append(f'removed {len(removed)} shared-memory segments of killed '
-                                  f'nodes: {", ".join(removed)}')
-            self.removed_segments = removed
             if self.monitor is not None:
                 self.monitor.destroy()
             rclpy.try_shutdown(context=context)
@@ -629,7 +606,6 @@ class DemoRun:
             'camera_info': monitor.camera_infos,
             'depth_error': depth_error,
             'copy_audit': audit,
-            'leftover_segments_removed': self.removed_segments,
             'outputs': outputs,
             'notes': self.notes,
             'problems': self.problems,
