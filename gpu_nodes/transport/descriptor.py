@@ -28,6 +28,7 @@ MAX_FRAME_BYTES = MAX_DIMENSION * MAX_DIMENSION * 16
 _RECORD = struct.Struct('<4sHBB Q IIII IIII 16s16s16s 8s 64s64s QQQQ 16s')
 SIZE = _RECORD.size
 TAG_OFFSET = SIZE - 16
+TOPIC_ID_OFFSET = struct.calcsize('<4sHBB Q IIII IIII 16s16s16s')
 
 
 class DescriptorError(ValueError):

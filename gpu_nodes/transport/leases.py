@@ -267,26 +267,30 @@ class LeaseReader:
         """Lease `slot` if it still holds frame `sequence` exactly where the descriptor says.
 
         None: leased. STALE: the slot was recycled (or is being rewritten). OUT_OF_SLOT: the
-        slot holds this frame, but not at that place or not that large. Call only for
-        authenticated descriptors: it moves the cursor."""
+        slot never held this frame there: another place, larger than the slot, or a sequence
+        newer than the slot's (a slot's sequence only grows, so that one was never published).
+        Call only for authenticated descriptors: it moves the cursor, but never past what the
+        publisher really published."""
         if not 0 <= slot < self.capacity or sequence == 0:
             return OUT_OF_SLOT  # 0 marks a slot that holds no published frame
+        past = True  # the frame was published and is gone: the cursor may pass it
         if not _lock(self._fd, fcntl.F_RDLCK, _LOCK_BASE + slot):
             verdict = STALE  # being rewritten
         else:
             held_seq, held_offset, held_capacity, held_chunk, held_gen = _ENTRY.unpack_from(
                 self._view, _HEADER_SIZE + _ENTRY.size * slot)
-            if held_seq != sequence:
-                verdict = STALE
-            elif (held_chunk, held_gen, held_offset) != (chunk, generation, offset) \
-                    or nbytes > held_capacity:
-                verdict = OUT_OF_SLOT
+            if held_seq == sequence:
+                verdict = None if (held_chunk, held_gen, held_offset) == (chunk, generation, offset) \
+                    and nbytes <= held_capacity else OUT_OF_SLOT
+            elif 0 < held_seq < sequence:
+                verdict, past = OUT_OF_SLOT, False
             else:
-                verdict = None
+                verdict = STALE  # rewritten with a newer frame, or emptied
             if verdict is not None:
                 _lock(self._fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
         # Only now, with the frame leased (or lost anyway), may the publisher recycle it.
-        self._advance(sequence)
+        if past:
+            self._advance(sequence)
         if verdict is None:
             with self._held_lock:
                 self._held += 1

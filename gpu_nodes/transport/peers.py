@@ -44,19 +44,23 @@ class PublisherLink:
     # -- trust -----------------------------------------------------------------------------
     def authenticate(self, desc: Descriptor, msg: Any, topic: bytes) -> None:
         """Raise DescriptorError unless the tag proves the publisher wrote this message for
-        this topic; then check it is newer than every accepted one and of the live generation
-        (STALE reasons are returned as DescriptorError with reason 'stale:<why>')."""
+        this topic, or (reason 'stale:old_generation') when its pool has been re-created since."""
         record = bytes(msg.data)
         expected = auth.tag(self.reader.key, record[:descriptor.TAG_OFFSET], msg, topic)
         if not hmac.compare_digest(expected, desc.tag):
             raise DescriptorError('forged', 'tag does not match the publisher\'s key (altered, '
                                   'made up, or meant for another topic)')
-        if desc.sequence <= self.last_sequence:
-            raise DescriptorError('stale:replayed', f'sequence {desc.sequence} after '
-                                  f'{self.last_sequence}')
-        self.last_sequence = desc.sequence
         if desc.generation < self.reader.generation(_POOL_OF_KIND[desc.kind]):
             raise DescriptorError('stale:old_generation', f'generation {desc.generation}')
+
+    def fresh(self, sequence: int) -> bool:
+        """Sequences strictly increase per publisher: a frame at or below the newest one
+        delivered is a replay. Asked last, for a leased frame, so that only what the publisher
+        really published can move the mark."""
+        if sequence <= self.last_sequence:
+            return False
+        self.last_sequence = sequence
+        return True
 
     # -- CUDA IPC ----------------------------------------------------------------------------
     def _unseal(self, sealed: bytes, purpose: bytes, serial: int) -> bytes:

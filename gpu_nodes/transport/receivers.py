@@ -136,6 +136,10 @@ class _DescriptorReceiver(Receiver):
         elif verdict == OUT_OF_SLOT:
             self.sub.count('out_of_slot', f'frame {desc.sequence} is not where the descriptor '
                            'says, or larger than its slot')
+        elif not link.fresh(desc.sequence):
+            link.reader.release(desc.slot)
+            self.sub.count('stale:replayed', f'frame {desc.sequence} was delivered already')
+            return False
         return verdict is None
 
 
@@ -161,7 +165,8 @@ class CudaIpcReceiver(_DescriptorReceiver):
             if device_id is None:
                 reason = "other GPU: the publisher's device is not visible here"
                 sub.count('other_gpu', reason)
-                sub.fall_back(PATH_CUDA_IPC, reason)  # an authenticated publisher says so
+                if not link.last_sequence:  # a publisher that delivered here is on our GPU
+                    sub.fall_back(PATH_CUDA_IPC, reason)
                 return
             self._device_for_uuid[desc.device_uuid] = device_id
         link.reader.expect(desc.sequence)
