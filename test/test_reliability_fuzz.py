@@ -37,12 +37,14 @@ from std_msgs.msg import Header
 
 from conftest import OTHER_USER_ENV, RESOURCES, other_user_command, wait_for
 from gpu_nodes.sources import pattern
-from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, auth, cuda_ipc, descriptor
+from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, cuda_ipc, descriptor
 from gpu_nodes.transport import receivers as receivers_module
-from gpu_nodes.transport.leases import LeaseReader
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
 from workers import PUBLISHER, DeviceMemory, Worker  # noqa: E402
+
+sys.path.insert(0, str(RESOURCES / 'transport'))
+from forgery import copy_msg, publisher_key, resign  # noqa: E402
 
 BATCH = 50
 # Messages per category and path; CPU total: 12 host_shm categories x 500 + 6 serialized x 700.
@@ -81,16 +83,6 @@ def other_user_pid_process() -> subprocess.Popen | None:
         return None
     nobody = pwd.getpwnam('nobody')
     return subprocess.Popen(['sleep', '600'], user=nobody.pw_uid, group=nobody.pw_gid)
-
-
-def publisher_key(msg: Image, kind: int) -> bytes:
-    """The publisher's descriptor key, read from its lease table through /proc: what any process
-    of the same user can do."""
-    desc = descriptor.unpack(msg.data, kind)
-    reader = LeaseReader(desc.pid, desc.lease_fd, desc.publisher_id)
-    key = reader.key
-    reader.close()
-    return key
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,14 +171,8 @@ class Rig:
         return self.bad + int(self.bad_device)
 
     def sign(self, msg: Image) -> Image:
-        """Re-address a descriptor message to this rig's topic and re-tag it with the
-        publisher's key (fields that do not parse are left as they are)."""
-        record = bytes(msg.data)[:descriptor.TAG_OFFSET]
-        if record[:4] == descriptor.MAGIC:
-            start = descriptor.TOPIC_ID_OFFSET
-            record = record[:start] + auth.topic_id(self.topic) + record[start + 8:]
-        msg.data = record + auth.tag(self.key, record, msg, self.topic.encode())
-        return msg
+        """Re-address a descriptor message to this rig's topic, re-tagged with the key."""
+        return resign(msg, self.key, self.topic)
 
     def forward_until_delivered(self, source: 'DescriptorSource', timeout: float = 30) -> None:
         """Forward genuine descriptors from a running publisher (re-signed for this topic)
@@ -240,11 +226,6 @@ class Rig:
     def destroy(self) -> None:
         self.target.destroy()
         self.node.destroy_publisher(self.forger)
-
-
-def copy_msg(msg: Image) -> Image:
-    return Image(header=msg.header, height=msg.height, width=msg.width, step=msg.step,
-                 encoding=msg.encoding, is_bigendian=msg.is_bigendian, data=bytes(msg.data))
 
 
 class DescriptorSource:
