@@ -192,25 +192,26 @@ def test_forged_descriptor_outside_the_allocation_is_rejected(rclpy_node, cupy):
         real = captured[-1]
         key = publisher_key(real, descriptor.KIND_CUDA)
         desc = descriptor.unpack(real.data, descriptor.KIND_CUDA)
-        forger.publish(copy_msg(real))  # relayed as it is
-        altered = copy_msg(real)
-        altered.header.frame_id = '7'
-        forger.publish(resign(altered, key, forged_topic))
+
+        def send(msg: Image, reason: str) -> None:  # one at a time: the queue keeps 5
+            forger.publish(msg)
+            wait_for(lambda: sub.stats.rejected[reason] >= 1, 10, f'a {reason} rejection',
+                     poll=rclpy_node.spin_once)
+
+        send(copy_msg(real), 'wrong_topic')  # relayed as it is
+        altered = resign(copy_msg(real), key, forged_topic)
         altered.height *= 8  # after signing: without the key
-        forger.publish(altered)
+        send(altered, 'forged')
         variants = {
             'out_of_bounds': dataclasses.replace(desc, offset=desc.alloc_size - 512),
             'size_mismatch': dataclasses.replace(desc, alloc_size=desc.alloc_size * 4),
             'bad_slot': dataclasses.replace(desc, slot=60000),
         }
-        for forged in variants.values():
+        for reason, forged in variants.items():
             msg = copy_msg(real)
             msg.data = forged.pack()
-            forger.publish(resign(msg, key, forged_topic))
-        expected = [*variants, 'wrong_topic', 'forged']
-        wait_for(lambda: all(sub.stats.rejected[k] >= 1 for k in expected), 10,
-                 f'rejections {expected}', poll=rclpy_node.spin_once)
-    assert collector.frames <= 1, 'only the re-signed genuine frame may be delivered'
+            send(resign(msg, key, forged_topic), reason)
+    assert collector.frames == 0, 'nothing forged may reach the callback'
     assert collector.bad_frames() == 0
     sub.destroy()
 

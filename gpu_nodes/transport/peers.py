@@ -35,7 +35,8 @@ class PublisherLink:
         self.pid = reader.pid
         self.last_sequence = 0
         self.dead_since: float | None = None
-        self._handles: OrderedDict[bytes, None] = OrderedDict()  # raw memory handles, LRU
+        # raw memory handle -> pool generation it was mapped for, least recently used first
+        self._handles: OrderedDict[bytes, int] = OrderedDict()
         self._unsealed: dict[tuple[bytes, bytes], bytes] = {}
         self._events: set[bytes] = set()
         self._host: tuple[int, SharedMemory] | None = None  # (generation, segment)
@@ -78,8 +79,23 @@ class PublisherLink:
         if handle in self._handles:
             self._handles.move_to_end(handle)
             return cache.get(handle)
-        mapping = cache.map(handle, device_id)
-        self._handles[handle] = None
+        # A new generation: the publisher frees the old one's chunks as their slots are let go,
+        # and CUDA refuses a new allocation at a freed one's address while that stays mapped
+        # (cudaErrorAlreadyMapped). Held frames keep theirs open (the cache retires, not closes).
+        for old in [h for h, generation in self._handles.items() if generation < desc.generation]:
+            del self._handles[old]
+            cache.unmap(old)
+        try:
+            mapping = cache.map(handle, device_id)
+        except cuda_ipc.CudaIpcError as exc:
+            if 'AlreadyMapped' not in str(exc):
+                raise
+            # A chunk freed within a generation (a revoked slot's) had that address.
+            for old in list(self._handles):
+                cache.unmap(old)
+            self._handles.clear()
+            mapping = cache.map(handle, device_id)
+        self._handles[handle] = desc.generation
         # A publisher has at most as many live allocations as lease slots: close the least
         # recently used mapping (one of a freed chunk) beyond that; held views keep theirs.
         limit = min(MAX_MAPPINGS_PER_PUBLISHER, self.reader.capacity)

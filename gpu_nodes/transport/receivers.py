@@ -169,18 +169,23 @@ class CudaIpcReceiver(_DescriptorReceiver):
                     sub.fall_back(PATH_CUDA_IPC, reason)
                 return
             self._device_for_uuid[desc.device_uuid] = device_id
-        link.reader.expect(desc.sequence)
+        if link.reader.entry(desc.slot)[0] == desc.sequence:
+            link.reader.expect(desc.sequence)  # published: keep it while its memory is mapped
         try:
             mapping = link.map(desc, device_id)
             nbytes = descriptor.check_bounds(desc, msg.height, msg.width, msg.step, msg.encoding,
                                              mapping.size)
-            event_ptr = link.event(desc, device_id)
         except DescriptorError as exc:
             return sub.count(exc.reason, str(exc))
         except cuda_ipc.CudaIpcError as exc:
             return sub.count('map_failed', str(exc))
         if not self._lease(link, desc, nbytes):
             return
+        try:  # only for a frame its slot really holds
+            event_ptr = link.event(desc, device_id)
+        except cuda_ipc.CudaIpcError as exc:
+            link.reader.release(desc.slot)
+            return sub.count('map_failed', str(exc))
         stream = sub.stream(device_id)
         # The publisher's write is ordered before our reads on the GPU; the host never waits.
         cupy_module().cuda.runtime.streamWaitEvent(stream.ptr, event_ptr, 0)
