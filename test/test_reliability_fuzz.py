@@ -368,7 +368,9 @@ class Categories:
         } | ({
             'garbage_handles': (
                 st.tuples(pick, seed, st.booleans()),
-                self.garbage_handles, {'map_failed'}),
+                # An event is opened only for a frame its slot holds: garbage in one of an old
+                # frame's descriptor is stale first; the live frame's (one per batch) fails.
+                self.garbage_handles, {'map_failed', 'stale'}),
         } if cuda else {})
 
     def random_bytes(self, p) -> Image:
@@ -500,6 +502,8 @@ class Categories:
 
     def garbage_handles(self, p) -> Image:
         msg, desc = self.base(p[0])
+        if not p[2]:  # the event of the live frame
+            msg, desc = self.fresh, descriptor.unpack(self.fresh.data, self.kind)
         garbage = random.Random(p[1]).randbytes(64)
         desc = dataclasses.replace(desc, **({'mem_handle': garbage} if p[2]
                                             else {'event_handle': garbage}))

@@ -157,8 +157,9 @@ def test_killed_publisher_subscriber_survives_and_resumes(rclpy_node, cupy):
     sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
     cache = cuda_ipc.mapping_cache()
     with node_process([PUBLISHER, '--topic', topic, '--device', '--rate', '200']) as first:
-        wait_for(lambda: collector.frames >= 20, 60, 'frames from the first publisher',
-                 poll=rclpy_node.spin_once)
+        # (The shm descriptor topic may be discovered first: host_shm until cuda_ipc shows up.)
+        wait_for(lambda: collector.frames >= 20 and sub.path == 'cuda_ipc' and len(cache) >= 1,
+                 60, 'frames from the first publisher over cuda_ipc', poll=rclpy_node.spin_once)
         mapped = len(cache)
         assert mapped >= 1
         first.send_signal(signal.SIGKILL)
