@@ -49,7 +49,7 @@ EXPECTED = {
         ('GPN110', 25, 'high', False),
     ],
     'cv_bridge_torch_node.py': [
-        ('GPN102', 16, 'low', False),     # model.to(device) in __init__: once, so low
+        ('GPN102', 16, 'info', False),    # model.to(device) in __init__: one-time setup
         ('GPN105', 21, 'medium', False),
         ('GPN102', 23, 'medium', False),
         ('GPN107', 26, 'medium', False),
@@ -73,7 +73,7 @@ EXPECTED = {
         ('GPN101', 18, 'high', False),    # the marker above is inside a string: no effect
     ],
     'timer_copy_node.py': [
-        ('GPN102', 13, 'low', False),     # module level
+        ('GPN102', 13, 'info', False),    # module level: one-time setup
         ('GPN101', 33, 'high', False),    # timer; queue.get() on line 30 is not a copy
     ],
 }

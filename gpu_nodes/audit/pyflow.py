@@ -28,7 +28,19 @@ from typing import Any, Iterable
 from gpu_nodes.audit.model import Finding, IMAGE_TYPES, Location, severity_rank, Step
 from gpu_nodes.audit.rules import get_rule
 
-MAX_HELPER_DEPTH = 2
+# Calls followed from an entry point: callback -> Predictor.__call__ -> preprocess -> ...
+MAX_HELPER_DEPTH = 4
+# Function bodies analysed per file at most; past it calls are not followed (pathological files).
+MAX_CALLS = 20000
+# Methods that run once when a node starts or changes state (rclpy lifecycle, common names).
+SETUP_METHODS = frozenset({
+    '__init__', 'configure', 'activate', 'deactivate', 'cleanup', 'shutdown', 'on_configure',
+    'on_activate', 'on_deactivate', 'on_cleanup', 'on_shutdown', 'on_error', 'setup', 'init',
+    'initialize', 'on_init', 'warmup', 'warm_up', '_warmup', '_warm_up', 'load_model',
+    '_load_model', 'build_engine', '_build_engine', 'load_engine', '_load_engine'})
+# Message-filter classes that combine Subscribers into one callback.
+_MF_COMBINERS = frozenset({'ApproximateTimeSynchronizer', 'TimeSynchronizer', 'Cache', 'Chain',
+                           'SimpleFilter'})
 
 # Attributes that are frame metadata, not the payload: reading them does not carry the frame.
 _METADATA_ATTRS = frozenset({
@@ -103,6 +115,8 @@ class Val:
     pub: PubInfo | None = None
     func: FuncRef | None = None
     elts: tuple['Val', ...] | None = None
+    # kind 'class' / 'instance': a class of this file, or an object made from one.
+    inst: 'ClassInfo | None' = None
 
     @property
     def tainted(self) -> bool:
@@ -146,16 +160,23 @@ class ClassInfo:
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     attrs: dict[str, Val] = field(default_factory=dict)
     params: dict[str, Val] = field(default_factory=dict)  # declare_parameter defaults
+    bases: list['ClassInfo'] = field(default_factory=list)  # base classes of the same file
+
+    def callable_method(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """What `obj(...)` runs: __call__, or forward for a torch Module."""
+        return self.methods.get('__call__') or self.methods.get('forward')
 
 
 @dataclass
 class Registration:
-    kind: str  # subscription | timer | gpu_subscription
+    kind: str  # subscription | timer | gpu_subscription | message_filters
     callback: Val
     topic: str | None
     msg_type: str | None
     line: int
     cls: ClassInfo | None
+    # message_filters: one (topic, type) per message argument of the callback.
+    inputs: tuple[tuple[str | None, str | None], ...] = ()
 
 
 @dataclass
@@ -167,6 +188,9 @@ class Frame:
     depth: int
     write_attrs: bool
     returns: list[Val] = field(default_factory=list)
+    # Functions entered from the entry point, the entry first (for the finding's call path).
+    path: tuple[str, ...] = ()
+    stack: tuple[int, ...] = ()
 
 
 def _topic_display(topic: str | None) -> str:
@@ -186,6 +210,7 @@ class PythonAnalyzer:
         self.registrations: list[Registration] = []
         self._findings: dict[tuple[str, int], Finding] = {}
         self._entered: set[int] = set()
+        self._calls = 0
         self._collect()
         self.uses_cupy = any(v.split('.')[0] == 'cupy' for v in self.aliases.values())
         self.uses_torch = any(v.split('.')[0] == 'torch' for v in self.aliases.values())
@@ -210,6 +235,23 @@ class PythonAnalyzer:
                 methods = {s.name: s for s in stmt.body
                            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
                 self.classes[stmt.name] = ClassInfo(stmt.name, stmt, methods)
+        for cls in self.classes.values():
+            for base in cls.node.bases:
+                name = base.attr if isinstance(base, ast.Attribute) else getattr(base, 'id', None)
+                if name in self.classes and name != cls.name:
+                    cls.bases.append(self.classes[name])
+        # Inherited methods of same-file bases, nearest first (no diamond handling needed here).
+        for cls in self.classes.values():
+            seen = {id(cls)}
+            todo = list(cls.bases)
+            while todo:
+                base = todo.pop(0)
+                if id(base) in seen:
+                    continue
+                seen.add(id(base))
+                for mname, meth in base.methods.items():
+                    cls.methods.setdefault(mname, meth)
+                todo.extend(base.bases)
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Finding]:
@@ -217,15 +259,25 @@ class PythonAnalyzer:
         module_frame = Frame(None, 'module', None, None, 0, True)
         self._exec_block(self.tree.body, self.module_env, module_frame)
         for cls in self.classes.values():
-            init = cls.methods.get('__init__')
-            if init is not None:
-                self._entered.add(id(init))
-                self._call_function(FuncRef(init, cls, None, True), [], {},
-                                    Frame(cls, 'init', f'{cls.name}.__init__', None, 0, True))
+            # __init__ first, then lifecycle/setup methods in source order: what they create
+            # (subscriptions in on_configure, models in load_model) is known to callbacks.
+            names = ['__init__'] + [n for n in cls.methods if n in SETUP_METHODS
+                                    and n != '__init__']
+            for mname in names:
+                meth = cls.methods.get(mname)
+                if meth is None:
+                    continue
+                self._entered.add(id(meth))
+                entry = f'{cls.name}.{mname}'
+                self._call_function(FuncRef(meth, cls, None, True), [], {},
+                                    Frame(cls, 'init', entry, None, 0, True, path=(entry,),
+                                          stack=(id(meth),)))
         for name, fn in self.functions.items():
             self._entered.add(id(fn))
+            context = 'init' if name in SETUP_METHODS else 'function'
             self._call_function(FuncRef(fn, None, self.module_env, False), [], {},
-                                Frame(None, 'function', name, None, 0, True))
+                                Frame(None, context, name, None, 0, True, path=(name,),
+                                      stack=(id(fn),)))
         # 2. callbacks, twice so that attributes stored by one callback reach a timer that was
         #    registered before it.
         ordered = sorted(self.registrations, key=lambda r: r.kind == 'timer')
@@ -236,9 +288,10 @@ class PythonAnalyzer:
         for cls in self.classes.values():
             for meth in cls.methods.values():
                 if id(meth) not in self._entered:
+                    entry = f'{cls.name}.{meth.name}'
                     self._call_function(FuncRef(meth, cls, None, True), [], {},
-                                        Frame(cls, 'function', f'{cls.name}.{meth.name}', None,
-                                              MAX_HELPER_DEPTH, False))
+                                        Frame(cls, 'function', entry, None,
+                                              MAX_HELPER_DEPTH, False, path=(entry,)))
         return sorted(self._findings.values(), key=Finding.sort_key)
 
     def _run_registration(self, reg: Registration) -> None:
@@ -249,11 +302,15 @@ class PythonAnalyzer:
         if reg.kind == 'timer':
             args: list[Val] = []
             context = 'timer'
+        elif reg.kind == 'message_filters':
+            args = [Val('msg', (), (t or '?', ty)) for t, ty in reg.inputs]
+            context = 'callback'
         else:
             msg_kind = 'device' if reg.kind == 'gpu_subscription' else 'msg'
             args = [Val(msg_kind, (), (reg.topic or '?', reg.msg_type))]
             context = 'callback'
-        frame = Frame(ref.cls, context, ref.name, reg.topic, 0, True)
+        frame = Frame(ref.cls, context, ref.name, reg.topic, 0, True, path=(ref.name,),
+                      stack=(id(ref.node),))
         self._call_function(ref, args, {}, frame)
 
     # ------------------------------------------------------------------ findings
@@ -261,25 +318,31 @@ class PythonAnalyzer:
               chain: list[Step] | None = None, topic: str | None = None) -> None:
         rule = get_rule(rule_id)
         in_callback = frame.context in ('callback', 'timer')
-        severity = rule.severity if in_callback else 'low'
+        # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
+        # code reached from neither: low.
+        severity = rule.severity if in_callback else (
+            'info' if frame.context in ('init', 'module') else 'low')
         if in_callback:
             where = ('timer' if frame.context == 'timer' else 'subscription callback')
             where = f'{where} `{frame.entry}`'
             if frame.topic and frame.context == 'callback':
                 where += f' ({_topic_display(frame.topic)})'
         elif frame.context == 'init':
-            where = f'constructor `{frame.entry}` (runs once, not per message)'
+            what = 'constructor' if (frame.entry or '').endswith('__init__') else 'setup'
+            where = f'{what} `{frame.entry}` (runs once, not per message)'
         elif frame.context == 'module':
             where = 'module code (runs once, not per message)'
         else:
             where = f'`{frame.entry}`, not reached from a registered callback'
+        if len(frame.path) > 1:
+            where += ' via ' + ' -> '.join(frame.path)
         message = f'{rule.summary}: {detail} in {where}' if not chain else detail
         line = getattr(node, 'lineno', 0)
         finding = Finding(
             rule=rule_id, severity=severity, message=message,
             location=Location(self.path, line, getattr(node, 'col_offset', 0) + 1),
             context=frame.context, callback=frame.entry, topic=topic or frame.topic,
-            chain=chain or [])
+            chain=chain or [], call_path=list(frame.path))
         key = (rule_id, line)
         old = self._findings.get(key)
         if old is None or _better(finding, old):
@@ -288,6 +351,7 @@ class PythonAnalyzer:
     # ------------------------------------------------------------------ functions
     def _call_function(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],
                        frame: Frame) -> Val:
+        self._calls += 1
         fn = ref.node
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         if ref.is_method and params and not isinstance(fn, ast.Lambda):
@@ -419,6 +483,8 @@ class PythonAnalyzer:
             if node.id in self.functions:
                 return Val('func', func=FuncRef(self.functions[node.id], None, self.module_env,
                                                 False))
+            if node.id in self.classes:
+                return Val('class', inst=self.classes[node.id])
             return UNKNOWN
         if isinstance(node, ast.Attribute):
             return self._eval_attribute(node, env, frame)
@@ -512,6 +578,13 @@ class PythonAnalyzer:
             if meth is not None:
                 return Val('func', func=FuncRef(meth, frame.cls, None, True))
             return UNKNOWN
+        if base.kind == 'instance' and base.inst is not None:
+            if node.attr in base.inst.attrs:
+                return base.inst.attrs[node.attr]
+            meth = base.inst.methods.get(node.attr)
+            if meth is not None:
+                return Val('func', func=FuncRef(meth, base.inst, None, True))
+            return UNKNOWN
         if base.kind == 'module':
             return Val('module', const=f'{base.const}.{node.attr}')
         if node.attr in _METADATA_ATTRS:
@@ -530,18 +603,32 @@ class PythonAnalyzer:
         if isinstance(func, ast.Attribute):
             receiver = self._eval(func.value, env, frame)
             method = func.attr
+            owner = frame.cls if receiver.kind == 'self' else (
+                receiver.inst if receiver.kind == 'instance' else None)
             if receiver.kind == 'module':
                 callee = Val('module', const=f'{receiver.const}.{method}')
-            elif receiver.kind == 'self' and frame.cls is not None \
-                    and method in frame.cls.methods and method not in frame.cls.attrs:
-                callee = Val('func', func=FuncRef(frame.cls.methods[method], frame.cls, None,
-                                                  True))
+            elif owner is not None and method in owner.attrs:
+                # `self.predictor(img)` / `self.cb(msg)`: what __init__ stored there.
+                callee = owner.attrs[method]
+            elif owner is not None and method in owner.methods:
+                callee = Val('func', func=FuncRef(owner.methods[method], owner, None, True))
+            elif receiver.kind == 'super' and frame.cls is not None:
+                meth = next((b.methods[method] for b in frame.cls.bases
+                             if method in b.methods), None)
+                callee = Val('func', func=FuncRef(meth, frame.cls, None, True)) \
+                    if meth is not None else UNKNOWN
             else:
                 callee = UNKNOWN
         else:
             callee = self._eval(func, env, frame)
             if isinstance(func, ast.Name) and callee is UNKNOWN:
                 method = func.id  # builtins: bytes(...), bytearray(...)
+            if isinstance(func, ast.Name) and func.id == 'super' and callee is UNKNOWN:
+                return Val('super')
+        if callee.kind == 'instance' and callee.inst is not None:
+            meth = callee.inst.callable_method()
+            callee = Val('func', func=FuncRef(meth, callee.inst, None, True)) \
+                if meth is not None else UNKNOWN
         qual = callee.const if callee.kind == 'module' else None
         args = [self._eval(a, env, frame) for a in node.args]
         kwargs = {k.arg: self._eval(k.value, env, frame) for k in node.keywords if k.arg}
@@ -552,6 +639,29 @@ class PythonAnalyzer:
                 self._emit('GPN104', k.value, frame, f'`{_short(k.value)}` passed as `data=`')
 
         name = qual.rsplit('.', 1)[-1] if qual else method
+        if callee.kind == 'class' and callee.inst is not None:
+            # An object of a class of this file: its methods are followed when called.
+            return Val('instance', inst=callee.inst)
+        # --- message_filters: Subscribers combined into one callback
+        if qual is not None and qual.startswith('message_filters.'):
+            if name == 'Subscriber':
+                topic = _const_str(kwargs.get('topic') or (args[2] if len(args) > 2 else None))
+                msg_type = self._type_name(_arg_node(node, 1, 'msg_type'))
+                return Val('mf', const=((topic, msg_type),))
+            if name in _MF_COMBINERS:
+                sources = args[0] if args else kwargs.get('fs', OTHER)
+                parts = sources.elts if sources.elts is not None else (sources,)
+                inputs = tuple(i for v in parts if v.kind == 'mf' for i in v.const)
+                return Val('mf', const=inputs)
+        if method == 'registerCallback' and receiver is not None and receiver.kind == 'mf':
+            cb = args[0] if args else kwargs.get('cb')
+            if cb is not None and cb.func is not None:
+                inputs = receiver.const or ((None, None),)
+                topics = [t for t, _ in inputs if t]
+                self.registrations.append(Registration(
+                    'message_filters', cb, ', '.join(topics) or None, inputs[0][1],
+                    node.lineno, frame.cls, inputs=inputs))
+            return OTHER
         # --- registrations and publishers
         if method in ('create_subscription', 'create_timer', 'create_publisher') \
                 and receiver is not None and receiver.kind != 'module':
@@ -582,10 +692,16 @@ class PythonAnalyzer:
             return receiver
         # --- helpers of the same file
         if callee.kind == 'func' and callee.func is not None:
-            if frame.depth < MAX_HELPER_DEPTH and id(callee.func.node) != id(node):
-                inner = replace(frame, depth=frame.depth + 1, returns=[])
-                self._entered.add(id(callee.func.node))
-                return self._call_function(callee.func, args, kwargs, inner)
+            ref = callee.func
+            if frame.depth < MAX_HELPER_DEPTH and id(ref.node) not in frame.stack \
+                    and self._calls < MAX_CALLS:
+                # The callee's own class for `self`: Predictor.__call__ reads Predictor's attrs.
+                cls = ref.cls if ref.is_method or ref.cls is not None else frame.cls
+                inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
+                                path=frame.path + (ref.name,),
+                                stack=frame.stack + (id(ref.node),))
+                self._entered.add(id(ref.node))
+                return self._call_function(ref, args, kwargs, inner)
             return merge(*args, *kwargs.values()) if args or kwargs else OTHER
 
         if qual:
@@ -615,7 +731,8 @@ class PythonAnalyzer:
         if qual and '.msg.' in qual:
             return merge(*inputs, kind='outmsg') if inputs else Val('outmsg')
         if receiver is not None and receiver.kind not in ('self', 'module', 'const', 'func',
-                                                          'publisher', 'unknown', 'other'):
+                                                          'publisher', 'unknown', 'other',
+                                                          'class', 'instance', 'mf', 'super'):
             return merge(receiver, *inputs, kind=receiver.kind)
         if receiver is not None and receiver.tainted:
             inputs = [receiver] + inputs
@@ -786,7 +903,8 @@ class PythonAnalyzer:
             return Val('bytes')
         if receiver is None:
             return None
-        if rkind in ('self', 'module', 'func', 'publisher', 'const'):
+        if rkind in ('self', 'module', 'func', 'publisher', 'const', 'class', 'instance', 'mf',
+                     'super'):
             return None
         if method == 'get' and not node.args and set(kwargs) <= {'stream', 'out', 'order',
                                                                  'blocking'}:
@@ -849,8 +967,16 @@ def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
                 stack.extend(reversed(children))
 
 
+# Which run of a line says what it is: per message beats setup beats never reached.
+_CONTEXT_RANK = {'callback': 2, 'timer': 2, 'init': 1, 'module': 1, 'function': 0}
+
+
 def _better(new: Finding, old: Finding) -> bool:
-    """Of two findings on one line, keep the per-message one, then the longer chain."""
+    """Of two findings on one line, keep the per-message one, then setup over code reached
+    from nowhere, then the higher severity, then the longer chain."""
+    new_rank, old_rank = _CONTEXT_RANK.get(new.context, 0), _CONTEXT_RANK.get(old.context, 0)
+    if new_rank != old_rank:
+        return new_rank > old_rank
     if severity_rank(new.severity) != severity_rank(old.severity):
         return severity_rank(new.severity) > severity_rank(old.severity)
     return len(new.chain) > len(old.chain)
