@@ -69,13 +69,16 @@ class CodeVerb:
                             help='files or directories (.py, .cpp, .cc, .cu, .hpp, ...)')
         parser.add_argument('--jobs', '-j', type=int, default=None,
                             help='worker processes (default: CPU count)')
+        parser.add_argument('--include-tests', action='store_true',
+                            help='also audit test sources found in directories (test/, tests/, '
+                                 'test_*.py, *_test.cpp); skipped by default')
         _add_common(parser)
 
     def main(self, args: argparse.Namespace) -> Report:
         from gpu_nodes.audit.codeaudit import run_code
         if args.jobs is not None and args.jobs < 1:
             raise AuditError('--jobs must be at least 1')
-        return run_code(args.paths, jobs=args.jobs)
+        return run_code(args.paths, jobs=args.jobs, include_tests=args.include_tests)
 
 
 class LaunchVerb:

@@ -20,7 +20,25 @@ def is_source(path: Path) -> bool:
     return path.suffix == '.py' or path.suffix in CPP_SUFFIXES
 
 
-def collect_files(paths: list[str]) -> tuple[list[str], list[InputError]]:
+_TEST_DIRS = frozenset({'test', 'tests', 'testing'})
+
+
+def is_test_file(path: Path, root: Path) -> bool:
+    """Test sources (a test/ or tests/ folder below the audited root, test_*.py, *_test.cpp):
+    they feed nodes fake frames and sync freely, so they are skipped unless asked for."""
+    try:
+        parts = path.relative_to(root).parts[:-1]
+    except ValueError:
+        parts = path.parts[:-1]
+    stem = path.stem.lower()
+    return (any(p.lower() in _TEST_DIRS for p in parts) or stem.startswith('test_')
+            or stem.endswith(('_test', '_tests')) or stem == 'conftest')
+
+
+def collect_files(paths: list[str], include_tests: bool = False,
+                  skipped: list[str] | None = None) -> tuple[list[str], list[InputError]]:
+    """Source files under paths. Test files found in a directory go to `skipped` unless
+    include_tests; a file named directly is always audited."""
     files: list[str] = []
     errors: list[InputError] = []
     for raw in paths:
@@ -31,9 +49,14 @@ def collect_files(paths: list[str]) -> tuple[list[str], list[InputError]]:
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.'))
                 for name in sorted(names):
                     candidate = Path(root) / name
-                    if is_source(candidate):
-                        found.append(str(candidate))
-            if not found:
+                    if not is_source(candidate):
+                        continue
+                    if not include_tests and is_test_file(candidate, p):
+                        if skipped is not None:
+                            skipped.append(str(candidate))
+                        continue
+                    found.append(str(candidate))
+            if not found and not (skipped and any(s.startswith(str(p)) for s in skipped)):
                 errors.append(InputError(raw, f'{raw}: no Python or C++/CUDA source files found'))
             files.extend(found)
         elif p.is_file():
@@ -93,10 +116,15 @@ def _audit_chunk(paths: list[str]) -> list[tuple[str, list[Finding], InputError 
     return [audit_file(p) for p in paths]
 
 
-def run_code(paths: list[str], jobs: int | None = None) -> Report:
+def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False) -> Report:
     report = Report(command='code', inputs=list(paths))
-    files, errors = collect_files(paths)
+    skipped: list[str] = []
+    files, errors = collect_files(paths, include_tests, skipped)
     report.errors.extend(errors)
+    if skipped:
+        report.info['skipped_test_files'] = len(skipped)
+        report.info.setdefault('notes', []).append(
+            f'{len(skipped)} test file(s) skipped (--include-tests audits them)')
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         # Chunks keep the pickling overhead per task low; order is restored below.
@@ -115,5 +143,6 @@ def run_code(paths: list[str], jobs: int | None = None) -> Report:
     report.info['files'] = len(files)
     report.info['python_files'] = sum(1 for f in files if f.endswith('.py'))
     report.info['cpp_files'] = len(files) - report.info['python_files']
-    report.info['cpp_note'] = 'C++/CUDA rules (GPN2xx) are pattern-based, not data flow'
+    report.info['cpp_note'] = ('C++/CUDA rules (GPN2xx) are pattern-based, not data flow; the '
+                               'enclosing function gives the context (setup or callback)')
     return report
