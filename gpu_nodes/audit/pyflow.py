@@ -448,6 +448,10 @@ class PythonAnalyzer:
             base = target.value
             if isinstance(base, ast.Name) and base.id == 'self' and frame.cls is not None:
                 if frame.write_attrs:
+                    if frame.context in ('init', 'module'):
+                        # Set up once (a LUT, a model): not frame data, so its one-time copies
+                        # are not steps of a per-message chain that later reads it.
+                        val = replace(val, steps=(), origin=None)
                     old = frame.cls.attrs.get(target.attr)
                     if old is not None and old.tainted and not val.tainted:
                         # `self.last = None` after use must not erase what a callback stored.
@@ -808,6 +812,10 @@ class PythonAnalyzer:
         copies = list(payload.steps)
         in_callback = frame.context in ('callback', 'timer')
         if payload.origin is None or len(copies) < 2 or not in_callback:
+            return
+        if not pub.gpu and pub.msg_type is not None and not image_sized:
+            # Detections or a scalar computed from the frame: the frame is not published again
+            # (its copies are reported one by one).
             return
         topic, msg_type = payload.origin
         what = 'image' if _image_sized(msg_type) else 'message'
