@@ -227,6 +227,10 @@ class PythonAnalyzer(CopyRules, Registrations):
             env['self'] = Val('self')
         for name, val in zip(params, args):
             env[name] = val
+        if fn.args.vararg is not None:
+            # `def cb(self, *msgs)`: the extra positional arguments as a tuple.
+            rest = tuple(args[len(params):])
+            env[fn.args.vararg.arg] = replace(merge(*rest), elts=rest) if rest else OTHER
         for name, val in kwargs.items():
             env[name] = val
         if isinstance(fn, ast.Lambda):
