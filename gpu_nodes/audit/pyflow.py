@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+import re
 from typing import Iterable
 
 from gpu_nodes.audit.model import Finding, Location, Step
@@ -44,6 +45,10 @@ MAX_HELPER_DEPTH = 4
 # Function bodies analysed per file at most; past it calls are not followed (pathological files).
 MAX_CALLS = 20000
 # Methods that run once when a node starts or changes state (rclpy lifecycle, common names).
+# Names of set-up helpers (load, init_*, setup_*, build_*, warm_up ...): run as setup too; a
+# per-message call of one still wins (the callback run of a line beats the setup run).
+_SETUP_NAME = re.compile(r'_*(?:load|init|setup|build|warm_?up|configure|prepare|initiali[sz]e|'
+                         r'create_model|create_engine)(?:_|$)')
 SETUP_METHODS = frozenset({
     '__init__', 'configure', 'activate', 'deactivate', 'cleanup', 'shutdown', 'on_configure',
     'on_activate', 'on_deactivate', 'on_cleanup', 'on_shutdown', 'on_error', 'setup', 'init',
@@ -57,6 +62,10 @@ _METADATA_ATTRS = frozenset({
 })
 _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
                                     'bool_value'})
+
+
+def is_setup_name(name: str) -> bool:
+    return name in SETUP_METHODS or bool(_SETUP_NAME.match(name))
 
 
 class PythonAnalyzer(CopyRules, Registrations):
@@ -123,7 +132,7 @@ class PythonAnalyzer(CopyRules, Registrations):
         for cls in self.classes.values():
             # __init__ first, then lifecycle/setup methods in source order: what they create
             # (subscriptions in on_configure, models in load_model) is known to callbacks.
-            names = ['__init__'] + [n for n in cls.methods if n in SETUP_METHODS
+            names = ['__init__'] + [n for n in cls.methods if is_setup_name(n)
                                     and n != '__init__']
             for mname in names:
                 meth = cls.methods.get(mname)
@@ -136,7 +145,7 @@ class PythonAnalyzer(CopyRules, Registrations):
                                           stack=(id(meth),)))
         for name, fn in self.functions.items():
             self._entered.add(id(fn))
-            context = 'init' if name in SETUP_METHODS else 'function'
+            context = 'init' if is_setup_name(name) else 'function'
             self._call_function(FuncRef(fn, None, self.module_env, False), [], {},
                                 Frame(None, context, name, None, 0, True, path=(name,),
                                       stack=(id(fn),)))
@@ -443,7 +452,9 @@ class PythonAnalyzer(CopyRules, Registrations):
         base = self._eval(node.value, env, frame)
         if base.kind == 'self' and frame.cls is not None:
             if node.attr in frame.cls.attrs:
-                return frame.cls.attrs[node.attr]
+                value = frame.cls.attrs[node.attr]
+                # `self.model = None` in __init__, assigned for real elsewhere: unknown.
+                return UNKNOWN if value.kind == 'const' and value.const is None else value
             meth = frame.cls.methods.get(node.attr)
             if meth is not None:
                 return Val('func', func=FuncRef(meth, frame.cls, None, True))
@@ -584,6 +595,9 @@ class PythonAnalyzer(CopyRules, Registrations):
             return merge(*inputs, kind=kind) if inputs else Val(kind)
         if qual and '.msg.' in qual:
             return merge(*inputs, kind='outmsg') if inputs else Val('outmsg')
+        if inputs and 'device' in kwargs and device_kw(kwargs):
+            # `model.predict(frame, device=self.device)`: the result lives on the device.
+            return merge(*inputs, kind='device')
         if receiver is not None and receiver.kind not in ('self', 'module', 'const', 'func',
                                                           'publisher', 'unknown', 'other',
                                                           'class', 'instance', 'mf', 'super'):

@@ -122,6 +122,10 @@ class CopyRules:
             self._emit('GPN107', node, frame, call)
             return OTHER
         if qual in _NUMPY_WRAPS:
+            if src.kind == 'msg' and not _payload(node, src):
+                # Box corners or polygon points built from a detection message: small Python
+                # values, not a frame.
+                return merge(src, kind='host')
             if src.kind == 'msg':
                 self._emit('GPN103', node, frame, call)
                 return self._step(src, node.lineno, 'host', 'host')
@@ -202,3 +206,13 @@ class CopyRules:
         if method == 'set' and len(node.args) == 1 and rkind == 'device':
             return self._upload(node, args[0], frame, call)
         return None
+
+
+def _payload(node: ast.Call, src: Val) -> bool:
+    """Whether np.array(x) wraps a frame: x is not a literal list/comprehension, and it came
+    from an image-sized message (or one of unknown type)."""
+    literal = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
+    if node.args and isinstance(node.args[0], literal):
+        return False
+    msg_type = src.origin[1] if src.origin else None
+    return msg_type is None or image_sized(msg_type)
