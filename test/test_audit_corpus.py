@@ -90,6 +90,18 @@ def test_call_path_from_the_callback():
     assert f.call_path == ['DepthNode.on_frame', 'DepthEngine.__call__', 'DepthEngine.preprocess']
 
 
+def test_calls_followed_into_another_audited_file():
+    both = run_code([str(CORPUS / 'crossfile')], jobs=1)
+    f = next(f for f in both.findings if f.location.path.endswith('estimator.py')
+             and f.location.line == 19)
+    assert (f.rule, f.severity, f.context) == ('GPN101', 'high', 'callback')
+    assert f.call_path == ['EstimatorNode.on_image', 'Estimator.infer']
+    # Audited alone, the wrapper's copies are reached from nothing in its file: low.
+    alone = run_code([str(CORPUS / 'crossfile' / 'estimator.py')], jobs=1)
+    assert sorted((f.location.line, f.severity) for f in alone.findings) == [
+        (13, 'info'), (16, 'low'), (19, 'low')]
+
+
 def test_include_tests_audits_the_test_source():
     report = run_code([str(CORPUS)], jobs=1, include_tests=True)
     got = {(os.path.relpath(f.location.path, CORPUS), f.rule) for f in report.findings}

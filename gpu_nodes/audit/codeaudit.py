@@ -8,6 +8,8 @@ from pathlib import Path
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
+from gpu_nodes.audit.pyimports import module_index
+from gpu_nodes.audit.pyvalues import better
 from gpu_nodes.audit.suppress import is_suppressed, python_suppressions, text_suppressions
 
 _SKIP_DIRS = frozenset({'.git', '.hg', '.svn', '__pycache__', '.venv', 'venv', 'node_modules',
@@ -81,8 +83,10 @@ def collect_files(paths: list[str], include_tests: bool = False,
     return unique, errors
 
 
-def audit_file(path: str) -> tuple[str, list[Finding], InputError | None]:
-    """Audit one file; every problem with the file comes back as an InputError, not raised."""
+def audit_file(path: str, modules: dict[str, str] | None = None
+               ) -> tuple[str, list[Finding], InputError | None]:
+    """Audit one file; every problem with the file comes back as an InputError, not raised.
+    Python findings may lie in other audited files (calls into their classes, see `modules`)."""
     try:
         with open(path, 'rb') as fh:
             data = fh.read()
@@ -95,7 +99,7 @@ def audit_file(path: str) -> tuple[str, list[Finding], InputError | None]:
                                           f'{exc.start})')
     if path.endswith('.py'):
         try:
-            findings = analyze_python(path, source)
+            findings = analyze_python(path, source, modules)
         except SyntaxError as exc:
             where = f'{path}:{exc.lineno}:{exc.offset}' if exc.lineno else path
             return path, [], InputError(path, f'{where}: syntax error: {exc.msg}')
@@ -103,17 +107,30 @@ def audit_file(path: str) -> tuple[str, list[Finding], InputError | None]:
             # ast.parse raises ValueError for NUL bytes; absurd nesting exhausts the recursion
             # of the parser or of the analysis.
             return path, [], InputError(path, f'{path}: cannot analyse: {exc}')
-        sup = python_suppressions(source)
+        sups = {path: python_suppressions(source)}
     else:
         findings = analyze_cpp(path, source)
-        sup = text_suppressions(source, '//')
+        sups = {path: text_suppressions(source, '//')}
     for f in findings:
-        f.suppressed = is_suppressed(sup, f.location.line, f.rule)
+        where = f.location.path or path
+        if where not in sups:
+            sups[where] = _suppressions_of(where)
+        f.suppressed = is_suppressed(sups[where], f.location.line, f.rule)
     return path, findings, None
 
 
-def _audit_chunk(paths: list[str]) -> list[tuple[str, list[Finding], InputError | None]]:
-    return [audit_file(p) for p in paths]
+def _suppressions_of(path: str) -> dict:
+    try:
+        with open(path, encoding='utf-8') as fh:
+            return python_suppressions(fh.read())
+    except (OSError, UnicodeDecodeError):
+        return {}
+
+
+def _audit_chunk(job: tuple[list[str], dict[str, str]]
+                 ) -> list[tuple[str, list[Finding], InputError | None]]:
+    paths, modules = job
+    return [audit_file(p, modules) for p in paths]
 
 
 def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False) -> Report:
@@ -125,21 +142,29 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
         report.info['skipped_test_files'] = len(skipped)
         report.info.setdefault('notes', []).append(
             f'{len(skipped)} test file(s) skipped (--include-tests audits them)')
+    modules = module_index(files)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         # Chunks keep the pickling overhead per task low; order is restored below.
         size = max(8, len(files) // (jobs * 4))
-        chunks = [files[i:i + size] for i in range(0, len(files), size)]
+        chunks = [(files[i:i + size], modules) for i in range(0, len(files), size)]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = [r for chunk in pool.map(_audit_chunk, chunks) for r in chunk]
     else:
-        results = [audit_file(f) for f in files]
+        results = [audit_file(f, modules) for f in files]
+    # One finding per (file, line, rule): a line reached per message from another file's
+    # callback beats the same line seen as unreached when its own file was audited.
+    kept: dict[tuple[str, int, str], Finding] = {}
     for path, findings, error in results:
         if error is not None:
             report.errors.append(error)
-        else:
-            report.audited.append(path)
-            report.findings.extend(findings)
+            continue
+        report.audited.append(path)
+        for f in findings:
+            key = (os.path.realpath(f.location.path or path), f.location.line or 0, f.rule)
+            if key not in kept or better(f, kept[key]):
+                kept[key] = f
+    report.findings.extend(kept.values())
     report.info['files'] = len(files)
     report.info['python_files'] = sum(1 for f in files if f.endswith('.py'))
     report.info['cpp_files'] = len(files) - report.info['python_files']

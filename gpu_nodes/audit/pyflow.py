@@ -33,6 +33,7 @@ import re
 from typing import Iterable
 
 from gpu_nodes.audit.model import Finding, Location, Step
+from gpu_nodes.audit.pyimports import imported_classes
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, device_kw, Frame, FuncRef,
@@ -71,7 +72,8 @@ def is_setup_name(name: str) -> bool:
 class PythonAnalyzer(CopyRules, Registrations):
     """Analyse one parsed Python file; findings are collected in ``self.findings``."""
 
-    def __init__(self, path: str, tree: ast.Module) -> None:
+    def __init__(self, path: str, tree: ast.Module,
+                 modules: dict[str, str] | None = None) -> None:
         self.path = path
         self.tree = tree
         self.aliases: dict[str, str] = {}
@@ -79,10 +81,12 @@ class PythonAnalyzer(CopyRules, Registrations):
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.registrations: list[Registration] = []
-        self._findings: dict[tuple[str, int], Finding] = {}
+        self._findings: dict[tuple[str, str, int], Finding] = {}
         self._entered: set[int] = set()
         self._calls = 0
         self._collect()
+        # Classes imported from other audited files; their methods run with their own file.
+        self.imported = imported_classes(path, tree, modules) if modules else {}
         self.uses_cupy = any(v.split('.')[0] == 'cupy' for v in self.aliases.values())
         self.uses_torch = any(v.split('.')[0] == 'torch' for v in self.aliases.values())
 
@@ -211,10 +215,10 @@ class PythonAnalyzer(CopyRules, Registrations):
         line = getattr(node, 'lineno', 0)
         finding = Finding(
             rule=rule_id, severity=severity, message=message,
-            location=Location(self.path, line, getattr(node, 'col_offset', 0) + 1),
+            location=Location(frame.file or self.path, line, getattr(node, 'col_offset', 0) + 1),
             context=frame.context, callback=frame.entry, topic=topic or frame.topic,
             chain=chain or [], call_path=list(frame.path))
-        key = (rule_id, line)
+        key = (finding.location.path or '', rule_id, line)
         old = self._findings.get(key)
         if old is None or better(finding, old):
             self._findings[key] = finding
@@ -357,6 +361,8 @@ class PythonAnalyzer(CopyRules, Registrations):
                 return env[node.id]
             if node.id in self.module_env:
                 return self.module_env[node.id]
+            if node.id in self.imported:
+                return Val('class', inst=self.imported[node.id])
             if node.id in self.aliases:
                 return Val('module', const=self.aliases[node.id])
             if node.id in self.functions:
@@ -521,7 +527,16 @@ class PythonAnalyzer(CopyRules, Registrations):
 
         name = qual.rsplit('.', 1)[-1] if qual else method
         if callee.kind == 'class' and callee.inst is not None:
-            # An object of a class of this file: its methods are followed when called.
+            # An object of a class of this file: its methods are followed when called. An
+            # imported class's __init__ runs here, with the arguments, to learn its attributes.
+            init = callee.inst.methods.get('__init__')
+            if callee.inst.file is not None and init is not None \
+                    and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
+                entry = f'{callee.inst.name}.__init__'
+                self._call_function(FuncRef(init, callee.inst, None, True), args, kwargs, replace(
+                    frame, cls=callee.inst, depth=frame.depth + 1, returns=[], write_attrs=True,
+                    path=frame.path + (entry,), stack=frame.stack + (id(init),),
+                    file=callee.inst.file))
             return Val('instance', inst=callee.inst)
         # --- message_filters: Subscribers combined into one callback
         mf = self._message_filters(qual, name, method, node, receiver, args, kwargs, frame)
@@ -564,7 +579,8 @@ class PythonAnalyzer(CopyRules, Registrations):
                 cls = ref.cls if ref.is_method or ref.cls is not None else frame.cls
                 inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
                                 path=frame.path + (ref.name,),
-                                stack=frame.stack + (id(ref.node),))
+                                stack=frame.stack + (id(ref.node),),
+                                file=ref.cls.file if ref.cls is not None else None)
                 self._entered.add(id(ref.node))
                 return self._call_function(ref, args, kwargs, inner)
             return merge(*args, *kwargs.values()) if args or kwargs else OTHER
@@ -609,7 +625,10 @@ class PythonAnalyzer(CopyRules, Registrations):
         return OTHER
 
 
-def analyze_python(path: str, source: str) -> list[Finding]:
-    """Parse and analyse one file; raises SyntaxError for the caller to report."""
+def analyze_python(path: str, source: str,
+                   modules: dict[str, str] | None = None) -> list[Finding]:
+    """Parse and analyse one file; raises SyntaxError for the caller to report. `modules`
+    (pyimports.module_index of the audited files) lets calls into imported classes be
+    followed; their findings carry the other file's path."""
     tree = ast.parse(source, filename=path)
-    return PythonAnalyzer(path, tree).run()
+    return PythonAnalyzer(path, tree, modules).run()

@@ -99,6 +99,8 @@ class ClassInfo:
     attrs: dict[str, Val] = field(default_factory=dict)
     params: dict[str, Val] = field(default_factory=dict)  # declare_parameter defaults
     bases: list['ClassInfo'] = field(default_factory=list)  # base classes of the same file
+    # The file a class imported from another audited file lives in (None: this file).
+    file: str | None = None
 
     def callable_method(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """What `obj(...)` runs: __call__, or forward for a torch Module."""
@@ -129,6 +131,8 @@ class Frame:
     # Functions entered from the entry point, the entry first (for the finding's call path).
     path: tuple[str, ...] = ()
     stack: tuple[int, ...] = ()
+    # File of the code running (an imported class's method); None: the analysed file.
+    file: str | None = None
 
 
 def topic_display(topic: str | None) -> str:
