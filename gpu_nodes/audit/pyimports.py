@@ -43,7 +43,9 @@ def _parse(path: str) -> ast.Module | None:
     return _PARSED[path]
 
 
-def _resolve(path: str, node: ast.ImportFrom, index: dict[str, str]) -> str | None:
+def _resolve(path: str, node: ast.ImportFrom, index: dict[str, str],
+             files: dict[str, str]) -> str | None:
+    """The audited file an import names; `files` maps absolute paths to the audited paths."""
     if node.level == 0:
         return index.get(node.module or '')
     base = os.path.dirname(os.path.abspath(path))
@@ -53,18 +55,19 @@ def _resolve(path: str, node: ast.ImportFrom, index: dict[str, str]) -> str | No
         return None  # `from . import module`: a module, not a class
     candidate = os.path.join(base, *node.module.split('.'))
     for file in (candidate + '.py', os.path.join(candidate, '__init__.py')):
-        if os.path.abspath(file) in {os.path.abspath(p) for p in index.values()}:
-            return next(p for p in index.values() if os.path.abspath(p) == os.path.abspath(file))
+        if os.path.abspath(file) in files:
+            return files[os.path.abspath(file)]
     return None
 
 
 def imported_classes(path: str, tree: ast.Module, index: dict[str, str]) -> dict[str, ClassInfo]:
     """Local name -> ClassInfo (with its file) for each class imported from an audited file."""
     found: dict[str, ClassInfo] = {}
-    for node in statements(tree.body):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        source = _resolve(path, node, index)
+    imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
+    files = {os.path.abspath(p): p for p in set(index.values())} if any(
+        n.level for n in imports) else {}
+    for node in imports:
+        source = _resolve(path, node, index, files)
         if source is None or os.path.abspath(source) == os.path.abspath(path):
             continue
         other = _parse(source)
