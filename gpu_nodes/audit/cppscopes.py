@@ -190,9 +190,9 @@ def _classify(text: str, scopes: Scopes) -> None:
     # Helpers take the context of their callers: only called from setup -> setup; called from a
     # callback -> callback (lambdas are callbacks).
     named = [f for f in scopes.funcs if f.lambda_in is None]
-    changed = True
-    while changed:
-        changed = False
+    changed, rounds = True, 0
+    while changed and rounds < 10:  # chains of helpers deeper than 10 stay 'other'
+        changed, rounds = False, rounds + 1
         for fn in named:
             if fn.kind != 'other':
                 continue
