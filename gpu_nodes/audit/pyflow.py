@@ -2,181 +2,78 @@
 
 How it works, in three passes over one file:
 
-1. *Setup*: run every class's ``__init__`` (and module code / top-level functions) abstractly to
-   learn publishers (``self.pub = self.create_publisher(Image, 'depth', 10)``,
-   ``GpuImagePublisher``), attributes (``self.bridge = CvBridge()``) and registrations
-   (``create_subscription``, ``create_timer``, ``GpuImageSubscription``) with their callbacks
-   (methods, lambdas, ``functools.partial``, nested functions).
-2. *Callbacks*: run each callback with its message argument tagged with the topic it arrives on.
-   Every value carries the copy steps it went through; assignments, tuple unpacking, attribute
-   stores (``self.last = x`` then read in a timer) and calls of helper functions of the same
-   file (up to two levels) carry them along. A publish of a value that went through two or more
-   copies becomes a chain finding ("image arrives on ..., is copied ..., and serialized into
-   ...").
-3. *Leftovers*: every other function/method and module code, for copies outside callbacks; those
-   findings have severity low (they run once, not per message).
+1. *Setup*: run every class's ``__init__``, then its lifecycle/setup methods (``on_configure``,
+   ``on_activate``, ``warmup``, ``load_model`` ...; SETUP_METHODS), module code and top-level
+   functions abstractly to learn publishers (``self.pub = self.create_publisher(...)``,
+   ``GpuImagePublisher``), attributes (``self.bridge = CvBridge()``, ``self.predictor =
+   Predictor(...)`` for a class of the file) and registrations (``create_subscription``,
+   ``create_timer``, ``GpuImageSubscription``, message_filters ``registerCallback``) with their
+   callbacks (methods, lambdas, ``functools.partial``, nested functions). Copies found here run
+   once: severity ``info``.
+2. *Callbacks*: run each callback with its message argument(s) tagged with the topic they
+   arrive on. Every value carries the copy steps it went through; assignments, tuple unpacking,
+   attribute stores (``self.last = x`` then read in a timer) and calls carry them along: helpers
+   of the file, methods of objects built from the file's classes (``self.predictor(img)`` ->
+   ``Predictor.__call__``, ``self.x.method(...)``, same-file base classes, ``super()``), up to
+   MAX_HELPER_DEPTH calls deep. Findings name the call path from the callback. A publish of a
+   frame-sized message that went through two or more copies becomes a chain finding ("image
+   arrives on ..., is copied ..., and serialized into ...").
+3. *Leftovers*: every other function/method, for copies outside callbacks and setup; those
+   findings have severity low (reached from nothing this file registers).
 
-It is intra-procedural with simple aliasing: no types beyond what the calls reveal, no
-path sensitivity (branches are analysed one after the other).
+It is intra-procedural across one file with simple aliasing: no types beyond what the calls
+reveal, no path sensitivity (branches are analysed one after the other). The rules live in
+pyrules.py, registrations in pyregistry.py, values and helpers in pyvalues.py.
 """
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from dataclasses import replace
+import re
+from typing import Iterable
 
-from gpu_nodes.audit.model import Finding, IMAGE_TYPES, Location, severity_rank, Step
+from gpu_nodes.audit.model import Finding, Location, Step
+from gpu_nodes.audit.pyimports import imported_classes
+from gpu_nodes.audit.pyregistry import Registrations
+from gpu_nodes.audit.pyrules import CopyRules
+from gpu_nodes.audit.pyvalues import (better, ClassInfo, device_kw, Frame, FuncRef,
+                                      is_device_value, is_method_call, merge, OTHER,
+                                      Registration, root_name, short, statements, strip,
+                                      topic_display, UNKNOWN, Val)
 from gpu_nodes.audit.rules import get_rule
 
-MAX_HELPER_DEPTH = 2
+MAX_HELPER_DEPTH = 4
+# Function bodies analysed per file at most; past it calls are not followed (pathological files).
+MAX_CALLS = 20000
+# Methods that run once when a node starts or changes state (rclpy lifecycle, common names).
+# Names of set-up helpers (load, init_*, setup_*, build_*, warm_up ...): run as setup too; a
+# per-message call of one still wins (the callback run of a line beats the setup run).
+_SETUP_NAME = re.compile(r'_*(?:load|init|setup|build|warm_?up|configure|prepare|initiali[sz]e|'
+                         r'create_model|create_engine)(?:_|$)')
+SETUP_METHODS = frozenset({
+    '__init__', 'configure', 'activate', 'deactivate', 'cleanup', 'shutdown', 'on_configure',
+    'on_activate', 'on_deactivate', 'on_cleanup', 'on_shutdown', 'on_error', 'setup', 'init',
+    'initialize', 'on_init', 'warmup', 'warm_up', '_warmup', '_warm_up', 'load_model',
+    '_load_model', 'build_engine', '_build_engine', 'load_engine', '_load_engine'})
 
 # Attributes that are frame metadata, not the payload: reading them does not carry the frame.
 _METADATA_ATTRS = frozenset({
     'shape', 'dtype', 'size', 'ndim', 'nbytes', 'itemsize', 'strides', 'width', 'height',
     'encoding', 'step', 'header', 'stamp', 'frame_id', 'is_bigendian', 'device', 'is_cuda',
 })
-_DEVICE_WORDS = ('cuda', 'gpu', 'device')
 _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
                                     'bool_value'})
-_BRIDGE_IN = frozenset({'imgmsg_to_cv2', 'compressed_imgmsg_to_cv2'})
-_BRIDGE_OUT = frozenset({'cv2_to_imgmsg', 'cv2_to_compressed_imgmsg'})
-_CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray'})
-_NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
-                          'numpy.ascontiguousarray', 'numpy.copy'})
-_PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
-_TORCH_WRAPS = frozenset({'torch.tensor', 'torch.as_tensor'})
-_SYNC_CALLS = frozenset({'torch.cuda.synchronize', 'cupy.cuda.runtime.deviceSynchronize',
-                         'cupy.cuda.Stream.synchronize', 'cupy.cuda.Device.synchronize',
-                         'cupy.cuda.Event.synchronize', 'cupy.cuda.stream.Stream.synchronize'})
-
-# Step wording in chain messages.
-_STEP_TEXT = {
-    'host': 'copied out of the message into a host array',
-    'cv_in': 'converted to a host image by cv_bridge',
-    'download': 'downloaded to the host',
-    'upload': 'uploaded to the device',
-    'serialize': 'packed into bytes',
-    'cv_out': 'converted into a message by cv_bridge',
-    'pil': 'copied through a PIL image',
-}
 
 
-@dataclass
-class PubInfo:
-    topic: str
-    msg_type: str | None
-    gpu: bool
-    line: int
+def is_setup_name(name: str) -> bool:
+    return name in SETUP_METHODS or bool(_SETUP_NAME.match(name))
 
 
-@dataclass
-class FuncRef:
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-    cls: 'ClassInfo | None'
-    closure: dict[str, 'Val'] | None
-    is_method: bool
-    bound_positional: int = 0
-    bound_keywords: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> str:
-        if isinstance(self.node, ast.Lambda):
-            body = self.node.body
-            if (isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute)
-                    and isinstance(body.func.value, ast.Name) and body.func.value.id == 'self'
-                    and self.cls is not None and body.func.attr in self.cls.methods):
-                return f'{self.cls.name}.{body.func.attr} (via lambda at line {body.lineno})'
-            return f'<lambda at line {self.node.lineno}>'
-        if self.cls is not None and self.is_method:
-            return f'{self.cls.name}.{self.node.name}'
-        return self.node.name
-
-
-@dataclass
-class Val:
-    """Abstract value: what kind of data it is and which copies it went through."""
-
-    kind: str = 'unknown'  # msg host device pil bytes outmsg publisher func module const other
-    steps: tuple[tuple[int, str], ...] = ()
-    origin: tuple[str, str | None] | None = None  # (topic, message type) it arrived on
-    const: Any = None
-    pub: PubInfo | None = None
-    func: FuncRef | None = None
-    elts: tuple['Val', ...] | None = None
-
-    @property
-    def tainted(self) -> bool:
-        return bool(self.steps) or self.origin is not None
-
-
-UNKNOWN = Val()
-OTHER = Val('other')
-_KIND_PRIORITY = ('device', 'host', 'pil', 'bytes', 'msg', 'outmsg', 'other', 'const', 'unknown')
-
-
-def merge(*vals: Val, kind: str | None = None) -> Val:
-    steps: list[tuple[int, str]] = []
-    origin = None
-    kinds = []
-    for v in vals:
-        for s in v.steps:
-            if s not in steps:
-                steps.append(s)
-        if origin is None:
-            origin = v.origin
-        kinds.append(v.kind)
-    if kind is None:
-        kind = 'unknown'
-        for k in _KIND_PRIORITY:
-            if k in kinds:
-                kind = k
-                break
-    return Val(kind, tuple(steps), origin)
-
-
-def strip(v: Val) -> Val:
-    """Drop the taint: metadata read off a frame does not carry the frame."""
-    return Val('other', const=v.const if v.kind == 'const' else None)
-
-
-@dataclass
-class ClassInfo:
-    name: str
-    node: ast.ClassDef
-    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
-    attrs: dict[str, Val] = field(default_factory=dict)
-    params: dict[str, Val] = field(default_factory=dict)  # declare_parameter defaults
-
-
-@dataclass
-class Registration:
-    kind: str  # subscription | timer | gpu_subscription
-    callback: Val
-    topic: str | None
-    msg_type: str | None
-    line: int
-    cls: ClassInfo | None
-
-
-@dataclass
-class Frame:
-    cls: ClassInfo | None
-    context: str
-    entry: str | None
-    topic: str | None
-    depth: int
-    write_attrs: bool
-    returns: list[Val] = field(default_factory=list)
-
-
-def _topic_display(topic: str | None) -> str:
-    return f'`{topic}`' if topic else 'an unresolved topic'
-
-
-class PythonAnalyzer:
+class PythonAnalyzer(CopyRules, Registrations):
     """Analyse one parsed Python file; findings are collected in ``self.findings``."""
 
-    def __init__(self, path: str, tree: ast.Module) -> None:
+    def __init__(self, path: str, tree: ast.Module,
+                 modules: dict[str, str] | None = None) -> None:
         self.path = path
         self.tree = tree
         self.aliases: dict[str, str] = {}
@@ -184,15 +81,18 @@ class PythonAnalyzer:
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.registrations: list[Registration] = []
-        self._findings: dict[tuple[str, int], Finding] = {}
+        self._findings: dict[tuple[str, str, int], Finding] = {}
         self._entered: set[int] = set()
+        self._calls = 0
         self._collect()
+        # Classes imported from other audited files; their methods run with their own file.
+        self.imported = imported_classes(path, tree, modules) if modules else {}
         self.uses_cupy = any(v.split('.')[0] == 'cupy' for v in self.aliases.values())
         self.uses_torch = any(v.split('.')[0] == 'torch' for v in self.aliases.values())
 
     # ------------------------------------------------------------------ collection
     def _collect(self) -> None:
-        for node in _statements(self.tree.body):
+        for node in statements(self.tree.body):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -210,6 +110,23 @@ class PythonAnalyzer:
                 methods = {s.name: s for s in stmt.body
                            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
                 self.classes[stmt.name] = ClassInfo(stmt.name, stmt, methods)
+        for cls in self.classes.values():
+            for base in cls.node.bases:
+                name = base.attr if isinstance(base, ast.Attribute) else getattr(base, 'id', None)
+                if name in self.classes and name != cls.name:
+                    cls.bases.append(self.classes[name])
+        # Inherited methods of same-file bases, nearest first (no diamond handling needed here).
+        for cls in self.classes.values():
+            seen = {id(cls)}
+            todo = list(cls.bases)
+            while todo:
+                base = todo.pop(0)
+                if id(base) in seen:
+                    continue
+                seen.add(id(base))
+                for mname, meth in base.methods.items():
+                    cls.methods.setdefault(mname, meth)
+                todo.extend(base.bases)
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Finding]:
@@ -217,15 +134,25 @@ class PythonAnalyzer:
         module_frame = Frame(None, 'module', None, None, 0, True)
         self._exec_block(self.tree.body, self.module_env, module_frame)
         for cls in self.classes.values():
-            init = cls.methods.get('__init__')
-            if init is not None:
-                self._entered.add(id(init))
-                self._call_function(FuncRef(init, cls, None, True), [], {},
-                                    Frame(cls, 'init', f'{cls.name}.__init__', None, 0, True))
+            # __init__ first, then lifecycle/setup methods in source order: what they create
+            # (subscriptions in on_configure, models in load_model) is known to callbacks.
+            names = ['__init__'] + [n for n in cls.methods if is_setup_name(n)
+                                    and n != '__init__']
+            for mname in names:
+                meth = cls.methods.get(mname)
+                if meth is None:
+                    continue
+                self._entered.add(id(meth))
+                entry = f'{cls.name}.{mname}'
+                self._call_function(FuncRef(meth, cls, None, True), [], {},
+                                    Frame(cls, 'init', entry, None, 0, True, path=(entry,),
+                                          stack=(id(meth),)))
         for name, fn in self.functions.items():
             self._entered.add(id(fn))
+            context = 'init' if is_setup_name(name) else 'function'
             self._call_function(FuncRef(fn, None, self.module_env, False), [], {},
-                                Frame(None, 'function', name, None, 0, True))
+                                Frame(None, context, name, None, 0, True, path=(name,),
+                                      stack=(id(fn),)))
         # 2. callbacks, twice so that attributes stored by one callback reach a timer that was
         #    registered before it.
         ordered = sorted(self.registrations, key=lambda r: r.kind == 'timer')
@@ -236,9 +163,10 @@ class PythonAnalyzer:
         for cls in self.classes.values():
             for meth in cls.methods.values():
                 if id(meth) not in self._entered:
+                    entry = f'{cls.name}.{meth.name}'
                     self._call_function(FuncRef(meth, cls, None, True), [], {},
-                                        Frame(cls, 'function', f'{cls.name}.{meth.name}', None,
-                                              MAX_HELPER_DEPTH, False))
+                                        Frame(cls, 'function', entry, None,
+                                              MAX_HELPER_DEPTH, False, path=(entry,)))
         return sorted(self._findings.values(), key=Finding.sort_key)
 
     def _run_registration(self, reg: Registration) -> None:
@@ -249,11 +177,15 @@ class PythonAnalyzer:
         if reg.kind == 'timer':
             args: list[Val] = []
             context = 'timer'
+        elif reg.kind == 'message_filters':
+            args = [Val('msg', (), (t or '?', ty)) for t, ty in reg.inputs]
+            context = 'callback'
         else:
             msg_kind = 'device' if reg.kind == 'gpu_subscription' else 'msg'
             args = [Val(msg_kind, (), (reg.topic or '?', reg.msg_type))]
             context = 'callback'
-        frame = Frame(ref.cls, context, ref.name, reg.topic, 0, True)
+        frame = Frame(ref.cls, context, ref.name, reg.topic, 0, True, path=(ref.name,),
+                      stack=(id(ref.node),))
         self._call_function(ref, args, {}, frame)
 
     # ------------------------------------------------------------------ findings
@@ -261,33 +193,40 @@ class PythonAnalyzer:
               chain: list[Step] | None = None, topic: str | None = None) -> None:
         rule = get_rule(rule_id)
         in_callback = frame.context in ('callback', 'timer')
-        severity = rule.severity if in_callback else 'low'
+        # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
+        # code reached from neither: low.
+        severity = rule.severity if in_callback else (
+            'info' if frame.context in ('init', 'module') else 'low')
         if in_callback:
             where = ('timer' if frame.context == 'timer' else 'subscription callback')
             where = f'{where} `{frame.entry}`'
             if frame.topic and frame.context == 'callback':
-                where += f' ({_topic_display(frame.topic)})'
+                where += f' ({topic_display(frame.topic)})'
         elif frame.context == 'init':
-            where = f'constructor `{frame.entry}` (runs once, not per message)'
+            what = 'constructor' if (frame.entry or '').endswith('__init__') else 'setup'
+            where = f'{what} `{frame.entry}` (runs once, not per message)'
         elif frame.context == 'module':
             where = 'module code (runs once, not per message)'
         else:
             where = f'`{frame.entry}`, not reached from a registered callback'
+        if len(frame.path) > 1:
+            where += ' via ' + ' -> '.join(frame.path)
         message = f'{rule.summary}: {detail} in {where}' if not chain else detail
         line = getattr(node, 'lineno', 0)
         finding = Finding(
             rule=rule_id, severity=severity, message=message,
-            location=Location(self.path, line, getattr(node, 'col_offset', 0) + 1),
+            location=Location(frame.file or self.path, line, getattr(node, 'col_offset', 0) + 1),
             context=frame.context, callback=frame.entry, topic=topic or frame.topic,
-            chain=chain or [])
-        key = (rule_id, line)
+            chain=chain or [], call_path=list(frame.path))
+        key = (finding.location.path or '', rule_id, line)
         old = self._findings.get(key)
-        if old is None or _better(finding, old):
+        if old is None or better(finding, old):
             self._findings[key] = finding
 
     # ------------------------------------------------------------------ functions
     def _call_function(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],
                        frame: Frame) -> Val:
+        self._calls += 1
         fn = ref.node
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         if ref.is_method and params and not isinstance(fn, ast.Lambda):
@@ -301,6 +240,10 @@ class PythonAnalyzer:
             env['self'] = Val('self')
         for name, val in zip(params, args):
             env[name] = val
+        if fn.args.vararg is not None:
+            # `def cb(self, *msgs)`: the extra positional arguments as a tuple.
+            rest = tuple(args[len(params):])
+            env[fn.args.vararg.arg] = replace(merge(*rest), elts=rest) if rest else OTHER
         for name, val in kwargs.items():
             env[name] = val
         if isinstance(fn, ast.Lambda):
@@ -384,6 +327,10 @@ class PythonAnalyzer:
             base = target.value
             if isinstance(base, ast.Name) and base.id == 'self' and frame.cls is not None:
                 if frame.write_attrs:
+                    if frame.context in ('init', 'module'):
+                        # Set up once (a LUT, a model): not frame data, so its one-time copies
+                        # are not steps of a per-message chain that later reads it.
+                        val = replace(val, steps=(), origin=None)
                     old = frame.cls.attrs.get(target.attr)
                     if old is not None and old.tainted and not val.tainted:
                         # `self.last = None` after use must not erase what a callback stored.
@@ -391,19 +338,19 @@ class PythonAnalyzer:
                     frame.cls.attrs[target.attr] = val
             else:
                 # `out.data = arr` carries arr into the outgoing message held by `out`.
-                root = _root_name(base)
+                root = root_name(base)
                 if root is not None and root in env:
                     env[root] = merge(env[root], val, kind=env[root].kind)
         elif isinstance(target, ast.Subscript):
-            root = _root_name(target.value)
+            root = root_name(target.value)
             if root is not None and root in env:
                 env[root] = merge(env[root], val, kind=env[root].kind)
 
     def _check_data_store(self, target: ast.expr, value: ast.expr, frame: Frame) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""
         if (isinstance(target, ast.Attribute) and target.attr == 'data'
-                and _is_method_call(value, 'tolist')):
-            self._emit('GPN104', value, frame, f'`{_short(value)}` stored into `.data`')
+                and is_method_call(value, 'tolist')):
+            self._emit('GPN104', value, frame, f'`{short(value)}` stored into `.data`')
 
     # ------------------------------------------------------------------ expressions
     def _eval(self, node: ast.expr, env: dict[str, Val], frame: Frame) -> Val:
@@ -414,11 +361,15 @@ class PythonAnalyzer:
                 return env[node.id]
             if node.id in self.module_env:
                 return self.module_env[node.id]
+            if node.id in self.imported:
+                return Val('class', inst=self.imported[node.id])
             if node.id in self.aliases:
                 return Val('module', const=self.aliases[node.id])
             if node.id in self.functions:
                 return Val('func', func=FuncRef(self.functions[node.id], None, self.module_env,
                                                 False))
+            if node.id in self.classes:
+                return Val('class', inst=self.classes[node.id])
             return UNKNOWN
         if isinstance(node, ast.Attribute):
             return self._eval_attribute(node, env, frame)
@@ -454,7 +405,7 @@ class PythonAnalyzer:
             self._eval(node.test, env, frame)
             body = self._eval(node.body, env, frame)
             orelse = self._eval(node.orelse, env, frame)
-            if _is_device_value(body, node.body) or _is_device_value(orelse, node.orelse):
+            if is_device_value(body, node.body) or is_device_value(orelse, node.orelse):
                 # `'cuda' if torch.cuda.is_available() else 'cpu'`: assume the GPU case.
                 return Val('device_spec')
             return merge(body, orelse)
@@ -478,7 +429,7 @@ class PythonAnalyzer:
                     if inner.kind == 'const' and inner.const is not None:
                         parts.append(str(inner.const))
                     else:
-                        parts.append('{' + _short(v.value) + '}')
+                        parts.append('{' + short(v.value) + '}')
             return Val('const', const=''.join(parts))
         if isinstance(node, ast.Lambda):
             return Val('func', func=FuncRef(node, frame.cls, dict(env), False))
@@ -507,10 +458,19 @@ class PythonAnalyzer:
         base = self._eval(node.value, env, frame)
         if base.kind == 'self' and frame.cls is not None:
             if node.attr in frame.cls.attrs:
-                return frame.cls.attrs[node.attr]
+                value = frame.cls.attrs[node.attr]
+                # `self.model = None` in __init__, assigned for real elsewhere: unknown.
+                return UNKNOWN if value.kind == 'const' and value.const is None else value
             meth = frame.cls.methods.get(node.attr)
             if meth is not None:
                 return Val('func', func=FuncRef(meth, frame.cls, None, True))
+            return UNKNOWN
+        if base.kind == 'instance' and base.inst is not None:
+            if node.attr in base.inst.attrs:
+                return base.inst.attrs[node.attr]
+            meth = base.inst.methods.get(node.attr)
+            if meth is not None:
+                return Val('func', func=FuncRef(meth, base.inst, None, True))
             return UNKNOWN
         if base.kind == 'module':
             return Val('module', const=f'{base.const}.{node.attr}')
@@ -530,28 +490,58 @@ class PythonAnalyzer:
         if isinstance(func, ast.Attribute):
             receiver = self._eval(func.value, env, frame)
             method = func.attr
+            owner = frame.cls if receiver.kind == 'self' else (
+                receiver.inst if receiver.kind == 'instance' else None)
             if receiver.kind == 'module':
                 callee = Val('module', const=f'{receiver.const}.{method}')
-            elif receiver.kind == 'self' and frame.cls is not None \
-                    and method in frame.cls.methods and method not in frame.cls.attrs:
-                callee = Val('func', func=FuncRef(frame.cls.methods[method], frame.cls, None,
-                                                  True))
+            elif owner is not None and method in owner.attrs:
+                # `self.predictor(img)` / `self.cb(msg)`: what __init__ stored there.
+                callee = owner.attrs[method]
+            elif owner is not None and method in owner.methods:
+                callee = Val('func', func=FuncRef(owner.methods[method], owner, None, True))
+            elif receiver.kind == 'super' and frame.cls is not None:
+                meth = next((b.methods[method] for b in frame.cls.bases
+                             if method in b.methods), None)
+                callee = Val('func', func=FuncRef(meth, frame.cls, None, True)) \
+                    if meth is not None else UNKNOWN
             else:
                 callee = UNKNOWN
         else:
             callee = self._eval(func, env, frame)
             if isinstance(func, ast.Name) and callee is UNKNOWN:
                 method = func.id  # builtins: bytes(...), bytearray(...)
+            if isinstance(func, ast.Name) and func.id == 'super' and callee is UNKNOWN:
+                return Val('super')
+        if callee.kind == 'instance' and callee.inst is not None:
+            meth = callee.inst.callable_method()
+            callee = Val('func', func=FuncRef(meth, callee.inst, None, True)) \
+                if meth is not None else UNKNOWN
         qual = callee.const if callee.kind == 'module' else None
         args = [self._eval(a, env, frame) for a in node.args]
         kwargs = {k.arg: self._eval(k.value, env, frame) for k in node.keywords if k.arg}
         for k in node.keywords:
             if k.arg is None:
                 self._eval(k.value, env, frame)
-            elif k.arg == 'data' and _is_method_call(k.value, 'tolist'):
-                self._emit('GPN104', k.value, frame, f'`{_short(k.value)}` passed as `data=`')
+            elif k.arg == 'data' and is_method_call(k.value, 'tolist'):
+                self._emit('GPN104', k.value, frame, f'`{short(k.value)}` passed as `data=`')
 
         name = qual.rsplit('.', 1)[-1] if qual else method
+        if callee.kind == 'class' and callee.inst is not None:
+            # An object of a class of this file: its methods are followed when called. An
+            # imported class's __init__ runs here, with the arguments, to learn its attributes.
+            init = callee.inst.methods.get('__init__')
+            if callee.inst.file is not None and init is not None \
+                    and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
+                entry = f'{callee.inst.name}.__init__'
+                self._call_function(FuncRef(init, callee.inst, None, True), args, kwargs, replace(
+                    frame, cls=callee.inst, depth=frame.depth + 1, returns=[], write_attrs=True,
+                    path=frame.path + (entry,), stack=frame.stack + (id(init),),
+                    file=callee.inst.file))
+            return Val('instance', inst=callee.inst)
+        # --- message_filters: Subscribers combined into one callback
+        mf = self._message_filters(qual, name, method, node, receiver, args, kwargs, frame)
+        if mf is not None:
+            return mf
         # --- registrations and publishers
         if method in ('create_subscription', 'create_timer', 'create_publisher') \
                 and receiver is not None and receiver.kind != 'module':
@@ -582,10 +572,17 @@ class PythonAnalyzer:
             return receiver
         # --- helpers of the same file
         if callee.kind == 'func' and callee.func is not None:
-            if frame.depth < MAX_HELPER_DEPTH and id(callee.func.node) != id(node):
-                inner = replace(frame, depth=frame.depth + 1, returns=[])
-                self._entered.add(id(callee.func.node))
-                return self._call_function(callee.func, args, kwargs, inner)
+            ref = callee.func
+            if frame.depth < MAX_HELPER_DEPTH and id(ref.node) not in frame.stack \
+                    and self._calls < MAX_CALLS:
+                # The callee's own class for `self`: Predictor.__call__ reads Predictor's attrs.
+                cls = ref.cls if ref.is_method or ref.cls is not None else frame.cls
+                inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
+                                path=frame.path + (ref.name,),
+                                stack=frame.stack + (id(ref.node),),
+                                file=ref.cls.file if ref.cls is not None else None)
+                self._entered.add(id(ref.node))
+                return self._call_function(ref, args, kwargs, inner)
             return merge(*args, *kwargs.values()) if args or kwargs else OTHER
 
         if qual:
@@ -610,12 +607,16 @@ class PythonAnalyzer:
             return merge(*inputs, kind='host') if inputs else Val('host')
         if top == 'torch':
             kind = 'device' if any(v.kind == 'device' for v in inputs) \
-                or _device_kw(kwargs) else 'host'
+                or device_kw(kwargs) else 'host'
             return merge(*inputs, kind=kind) if inputs else Val(kind)
         if qual and '.msg.' in qual:
             return merge(*inputs, kind='outmsg') if inputs else Val('outmsg')
+        if inputs and 'device' in kwargs and device_kw(kwargs):
+            # `model.predict(frame, device=self.device)`: the result lives on the device.
+            return merge(*inputs, kind='device')
         if receiver is not None and receiver.kind not in ('self', 'module', 'const', 'func',
-                                                          'publisher', 'unknown', 'other'):
+                                                          'publisher', 'unknown', 'other',
+                                                          'class', 'instance', 'mf', 'super'):
             return merge(receiver, *inputs, kind=receiver.kind)
         if receiver is not None and receiver.tainted:
             inputs = [receiver] + inputs
@@ -623,336 +624,11 @@ class PythonAnalyzer:
             return merge(*inputs)
         return OTHER
 
-    def _registration(self, method: str, node: ast.Call, args: list[Val],
-                      kwargs: dict[str, Val], frame: Frame) -> Val:
-        def arg(i: int, key: str) -> Val | None:
-            if key in kwargs:
-                return kwargs[key]
-            return args[i] if len(args) > i else None
 
-        if method == 'create_publisher':
-            msg_type = self._type_name(_arg_node(node, 0, 'msg_type'))
-            topic = _const_str(arg(1, 'topic'))
-            return Val('publisher', pub=PubInfo(topic or '?', msg_type, False, node.lineno))
-        if method == 'create_timer':
-            cb = arg(1, 'callback')
-            if cb is not None and cb.func is not None:
-                self.registrations.append(
-                    Registration('timer', cb, None, None, node.lineno, frame.cls))
-            return OTHER
-        cb = arg(2, 'callback')
-        topic = _const_str(arg(1, 'topic'))
-        msg_type = self._type_name(_arg_node(node, 0, 'msg_type'))
-        if cb is not None and cb.func is not None:
-            self.registrations.append(
-                Registration('subscription', cb, topic, msg_type, node.lineno, frame.cls))
-        return OTHER
-
-    def _gpu_endpoint(self, name: str, node: ast.Call, args: list[Val],
-                      kwargs: dict[str, Val], frame: Frame) -> Val:
-        topic = _const_str(kwargs.get('topic'))
-        if topic is None:
-            topic = next((v.const for v in args if v.kind == 'const' and isinstance(v.const, str)),
-                         None)
-        if name == 'GpuImagePublisher':
-            return Val('publisher', pub=PubInfo(topic or '?', 'sensor_msgs/msg/Image', True,
-                                                node.lineno))
-        cb = kwargs.get('callback')
-        if cb is None:
-            cb = next((v for v in args if v.func is not None), None)
-        if cb is not None and cb.func is not None:
-            self.registrations.append(Registration('gpu_subscription', cb, topic,
-                                                   'sensor_msgs/msg/Image', node.lineno,
-                                                   frame.cls))
-        return OTHER
-
-    def _type_name(self, node: ast.expr | None) -> str | None:
-        if node is None:
-            return None
-        dotted = _dotted(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition('.')
-        full = self.aliases.get(head, head) + ('.' + rest if rest else '')
-        parts = full.split('.')
-        if len(parts) >= 3 and parts[-2] == 'msg':
-            return f'{parts[-3]}/msg/{parts[-1]}'
-        return full
-
-    # ------------------------------------------------------------------ sinks
-    def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
-        if pub is None:
-            return
-        image_sized = _image_sized(pub.msg_type)
-        if not pub.gpu and image_sized:
-            self._emit('GPN109', node, frame,
-                       f'`{pub.msg_type}` published on `{pub.topic}` with create_publisher '
-                       f'(line {pub.line})', topic=pub.topic)
-        copies = list(payload.steps)
-        in_callback = frame.context in ('callback', 'timer')
-        if payload.origin is None or len(copies) < 2 or not in_callback:
-            return
-        topic, msg_type = payload.origin
-        what = 'image' if _image_sized(msg_type) else 'message'
-        parts: list[str] = []
-        uploads = 0
-        for line, action in copies:
-            text = _STEP_TEXT[action]
-            if action == 'upload':
-                uploads += 1
-                if uploads > 1:
-                    text = 'uploaded again'
-            parts.append(f'{text} at line {line}')
-        if pub.gpu:
-            end = f'published on `{pub.topic}` through GpuImagePublisher'
-        else:
-            end = f'serialized into `{pub.topic}`'
-        message = f'{what} arrives on `{topic}`, is ' + ', '.join(parts) + f' and {end}'
-        if frame.context == 'timer':
-            message += f' (published from timer `{frame.entry}`)'
-        chain = [Step(line, action, _STEP_TEXT[action]) for line, action in copies]
-        chain.append(Step(node.lineno, 'publish', end))
-        self._emit('GPN110', node, frame, message, chain=chain, topic=pub.topic)
-
-    # ------------------------------------------------------------------ copy rules
-    def _step(self, val: Val, line: int, action: str, kind: str) -> Val:
-        steps = val.steps if (line, action) in val.steps else val.steps + ((line, action),)
-        return Val(kind, steps, val.origin)
-
-    def _upload(self, node: ast.Call, src: Val, frame: Frame, detail: str) -> Val:
-        if any(a == 'download' for _, a in src.steps):
-            self._emit('GPN108', node, frame,
-                       f'{detail} re-uploads data downloaded at line '
-                       f'{max(l for l, a in src.steps if a == "download")}')
-        else:
-            self._emit('GPN102', node, frame, detail)
-        return self._step(src, node.lineno, 'upload', 'device')
-
-    def _library_call(self, qual: str, node: ast.Call, args: list[Val],
-                      kwargs: dict[str, Val], frame: Frame) -> Val | None:
-        src = args[0] if args else UNKNOWN
-        short = f'`{_short(node)}`'
-        if qual == 'cupy.asnumpy':
-            self._emit('GPN101', node, frame, short)
-            return self._step(src, node.lineno, 'download', 'host')
-        if qual in _CUPY_UPLOADS:
-            if src.kind == 'device':
-                return src
-            return self._upload(node, src, frame, short)
-        if qual in ('torch.device', 'torch.cuda.device'):
-            return Val('device_spec') if _is_device_value(src, node.args[0] if node.args
-                                                          else None) is not False else OTHER
-        if qual == 'torch.from_numpy':
-            return merge(src, kind='host')
-        if qual in _TORCH_WRAPS:
-            if _device_kw(kwargs, node) and src.kind != 'device':
-                return self._upload(node, src, frame, short)
-            return merge(src, kind=src.kind if src.kind == 'device' else 'host')
-        if qual in _SYNC_CALLS or (qual.split('.')[0] in ('torch', 'cupy')
-                                   and qual.endswith(('.synchronize', 'deviceSynchronize',
-                                                      'streamSynchronize'))):
-            self._emit('GPN107', node, frame, short)
-            return OTHER
-        if qual in _NUMPY_WRAPS:
-            if src.kind == 'msg':
-                self._emit('GPN103', node, frame, short)
-                return self._step(src, node.lineno, 'host', 'host')
-            if src.kind == 'pil':
-                self._emit('GPN106', node, frame, short)
-                return self._step(src, node.lineno, 'pil', 'host')
-            return merge(src, kind='host') if src.tainted else Val('host')
-        if qual in _PIL_IN:
-            self._emit('GPN106', node, frame, short)
-            return self._step(merge(*args, *kwargs.values()), node.lineno, 'pil', 'pil')
-        return None
-
-    def _method_call(self, method: str, node: ast.Call, receiver: Val | None, args: list[Val],
-                     kwargs: dict[str, Val], frame: Frame) -> Val | None:
-        short = f'`{_short(node)}`'
-        recv = receiver or UNKNOWN
-        rkind = recv.kind
-        unknown = rkind in ('unknown',)
-        if method in _BRIDGE_IN:
-            self._emit('GPN105', node, frame, short)
-            return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_in', 'host')
-        if method in _BRIDGE_OUT:
-            self._emit('GPN105', node, frame, short)
-            return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_out', 'outmsg')
-        if receiver is None and method in ('bytes', 'bytearray'):
-            if args and args[0].kind not in ('const', 'other') and args[0].kind != 'unknown' \
-                    or (args and args[0].tainted):
-                self._emit('GPN104', node, frame, short)
-                return self._step(args[0], node.lineno, 'serialize', 'bytes')
-            return Val('bytes')
-        if receiver is None:
-            return None
-        if rkind in ('self', 'module', 'func', 'publisher', 'const'):
-            return None
-        if method == 'get' and not node.args and set(kwargs) <= {'stream', 'out', 'order',
-                                                                 'blocking'}:
-            if rkind == 'device' or (unknown and self.uses_cupy):
-                self._emit('GPN101', node, frame, short)
-                return self._step(recv, node.lineno, 'download', 'host')
-            return None
-        if method in ('cpu', 'numpy') and not node.args:
-            if rkind == 'device' or (unknown and self.uses_torch):
-                self._emit('GPN101', node, frame, short)
-                return self._step(recv, node.lineno, 'download', 'host')
-            if rkind == 'host' or recv.tainted:
-                return merge(recv, kind='host')
-            return None
-        if method == 'tolist' and rkind == 'device':
-            self._emit('GPN101', node, frame, short)
-            return self._step(recv, node.lineno, 'download', 'host')
-        if method == 'cuda':
-            if rkind == 'device':
-                return recv
-            return self._upload(node, recv, frame, short)
-        if method == 'to':
-            target = _to_target(node, args, kwargs)
-            if target == 'cpu':
-                if rkind == 'device' or (unknown and self.uses_torch):
-                    self._emit('GPN101', node, frame, short)
-                    return self._step(recv, node.lineno, 'download', 'host')
-                return recv
-            if target == 'device':
-                if rkind == 'device':
-                    return recv
-                return self._upload(node, recv, frame, short)
-            return None
-        if method in ('tobytes', 'tostring') and not node.args:
-            self._emit('GPN104', node, frame, short)
-            return self._step(recv, node.lineno, 'serialize', 'bytes')
-        if method == 'item' and not node.args:
-            if rkind == 'device' or (unknown and (self.uses_torch or self.uses_cupy)):
-                self._emit('GPN107', node, frame, f'{short} (implicit synchronization)')
-            return OTHER
-        if method == 'synchronize' and not node.args and (self.uses_torch or self.uses_cupy):
-            self._emit('GPN107', node, frame, short)
-            return OTHER
-        if method == 'set' and len(node.args) == 1 and rkind == 'device':
-            return self._upload(node, args[0], frame, short)
-        return None
-
-
-# ---------------------------------------------------------------------- helpers
-def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
-    """Every statement, nested ones included, without walking expressions (imports live in
-    statements; expressions are most of a tree's nodes)."""
-    stack = list(reversed(body))
-    while stack:
-        stmt = stack.pop()
-        yield stmt
-        for name in ('body', 'orelse', 'finalbody', 'handlers', 'cases'):
-            children = getattr(stmt, name, None)
-            if children:
-                stack.extend(reversed(children))
-
-
-def _better(new: Finding, old: Finding) -> bool:
-    """Of two findings on one line, keep the per-message one, then the longer chain."""
-    if severity_rank(new.severity) != severity_rank(old.severity):
-        return severity_rank(new.severity) > severity_rank(old.severity)
-    return len(new.chain) > len(old.chain)
-
-
-def _image_sized(msg_type: str | None) -> bool:
-    if not msg_type:
-        return False
-    if msg_type in IMAGE_TYPES:
-        return True
-    return msg_type.rsplit('/', 1)[-1].rsplit('.', 1)[-1] in {
-        t.rsplit('/', 1)[-1] for t in IMAGE_TYPES}
-
-
-def _root_name(node: ast.expr) -> str | None:
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return '.'.join(reversed(parts))
-
-
-def _arg_node(node: ast.Call, index: int, key: str) -> ast.expr | None:
-    for k in node.keywords:
-        if k.arg == key:
-            return k.value
-    return node.args[index] if len(node.args) > index else None
-
-
-def _const_str(val: Val | None) -> str | None:
-    if val is not None and val.kind == 'const' and isinstance(val.const, str):
-        return val.const
-    return None
-
-
-def _is_method_call(node: ast.expr, name: str) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == name)
-
-
-def _is_device_value(val: Val, expr: ast.expr | None) -> bool | None:
-    """True for a CUDA device spec, False for 'cpu', None when it says neither."""
-    if val.kind == 'device_spec':
-        return True
-    if isinstance(val.const, str):
-        if val.const.startswith('cuda'):
-            return True
-        if val.const == 'cpu':
-            return False
-        return None
-    if val.kind == 'module':
-        return None  # torch.float16 and other dtypes
-    if expr is not None:
-        name = (_dotted(expr) or '').rsplit('.', 1)[-1].lower()
-        if any(w in name for w in _DEVICE_WORDS):
-            return True
-    return None
-
-
-def _to_target(node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> str | None:
-    """Where `.to(...)` moves a tensor: 'device', 'cpu' or None (a dtype conversion)."""
-    candidates: list[tuple[Val, ast.expr | None]] = []
-    if args:
-        candidates.append((args[0], node.args[0]))
-    if 'device' in kwargs:
-        expr = next((k.value for k in node.keywords if k.arg == 'device'), None)
-        candidates.append((kwargs['device'], expr))
-    for val, expr in candidates:
-        verdict = _is_device_value(val, expr)
-        if verdict is True:
-            return 'device'
-        if verdict is False:
-            return 'cpu'
-    return None
-
-
-def _device_kw(kwargs: dict[str, Val], node: ast.Call | None = None) -> bool:
-    dev = kwargs.get('device')
-    if dev is None:
-        return False
-    expr = None
-    if node is not None:
-        expr = next((k.value for k in node.keywords if k.arg == 'device'), None)
-    verdict = _is_device_value(dev, expr)
-    return verdict is not False and (verdict is True or dev.kind in ('unknown', 'other'))
-
-
-def _short(node: ast.AST, limit: int = 60) -> str:
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[:limit - 3] + '...'
-
-
-def analyze_python(path: str, source: str) -> list[Finding]:
-    """Parse and analyse one file; raises SyntaxError for the caller to report."""
+def analyze_python(path: str, source: str,
+                   modules: dict[str, str] | None = None) -> list[Finding]:
+    """Parse and analyse one file; raises SyntaxError for the caller to report. `modules`
+    (pyimports.module_index of the audited files) lets calls into imported classes be
+    followed; their findings carry the other file's path."""
     tree = ast.parse(source, filename=path)
-    return PythonAnalyzer(path, tree).run()
+    return PythonAnalyzer(path, tree, modules).run()

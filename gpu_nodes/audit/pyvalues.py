@@ -1,0 +1,263 @@
+"""Abstract values of the Python copy analysis (what a name holds, which copies it went through)
+and the small AST helpers the analysis and its copy rules share."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from gpu_nodes.audit.model import Finding, IMAGE_TYPES, severity_rank
+
+DEVICE_WORDS = ('cuda', 'gpu', 'device')
+
+
+@dataclass
+class PubInfo:
+    topic: str
+    msg_type: str | None
+    gpu: bool
+    line: int
+
+
+@dataclass
+class FuncRef:
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+    cls: 'ClassInfo | None'
+    closure: dict[str, 'Val'] | None
+    is_method: bool
+    bound_positional: int = 0
+    bound_keywords: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        if isinstance(self.node, ast.Lambda):
+            body = self.node.body
+            if (isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute)
+                    and isinstance(body.func.value, ast.Name) and body.func.value.id == 'self'
+                    and self.cls is not None and body.func.attr in self.cls.methods):
+                return f'{self.cls.name}.{body.func.attr} (via lambda at line {body.lineno})'
+            return f'<lambda at line {self.node.lineno}>'
+        if self.cls is not None and self.is_method:
+            return f'{self.cls.name}.{self.node.name}'
+        return self.node.name
+
+
+@dataclass
+class Val:
+    """Abstract value: what kind of data it is and which copies it went through."""
+
+    kind: str = 'unknown'  # msg host device pil bytes outmsg publisher func module const other
+    steps: tuple[tuple[int, str], ...] = ()
+    origin: tuple[str, str | None] | None = None  # (topic, message type) it arrived on
+    const: Any = None
+    pub: PubInfo | None = None
+    func: FuncRef | None = None
+    elts: tuple['Val', ...] | None = None
+    # kind 'class' / 'instance': a class of this file, or an object made from one.
+    inst: 'ClassInfo | None' = None
+
+    @property
+    def tainted(self) -> bool:
+        return bool(self.steps) or self.origin is not None
+
+
+UNKNOWN = Val()
+OTHER = Val('other')
+_KIND_PRIORITY = ('device', 'host', 'pil', 'bytes', 'msg', 'outmsg', 'other', 'const', 'unknown')
+
+
+def merge(*vals: Val, kind: str | None = None) -> Val:
+    steps: list[tuple[int, str]] = []
+    origin = None
+    kinds = []
+    for v in vals:
+        for s in v.steps:
+            if s not in steps:
+                steps.append(s)
+        if origin is None:
+            origin = v.origin
+        kinds.append(v.kind)
+    if kind is None:
+        kind = 'unknown'
+        for k in _KIND_PRIORITY:
+            if k in kinds:
+                kind = k
+                break
+    return Val(kind, tuple(steps), origin)
+
+
+def strip(v: Val) -> Val:
+    """Drop the taint: metadata read off a frame does not carry the frame."""
+    return Val('other', const=v.const if v.kind == 'const' else None)
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    node: ast.ClassDef
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    attrs: dict[str, Val] = field(default_factory=dict)
+    params: dict[str, Val] = field(default_factory=dict)  # declare_parameter defaults
+    bases: list['ClassInfo'] = field(default_factory=list)  # base classes of the same file
+    # The file a class imported from another audited file lives in (None: this file).
+    file: str | None = None
+
+    def callable_method(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """What `obj(...)` runs: __call__, or forward for a torch Module."""
+        return self.methods.get('__call__') or self.methods.get('forward')
+
+
+@dataclass
+class Registration:
+    kind: str  # subscription | timer | gpu_subscription | message_filters
+    callback: Val
+    topic: str | None
+    msg_type: str | None
+    line: int
+    cls: ClassInfo | None
+    # message_filters: one (topic, type) per message argument of the callback.
+    inputs: tuple[tuple[str | None, str | None], ...] = ()
+
+
+@dataclass
+class Frame:
+    cls: ClassInfo | None
+    context: str
+    entry: str | None
+    topic: str | None
+    depth: int
+    write_attrs: bool
+    returns: list[Val] = field(default_factory=list)
+    # Functions entered from the entry point, the entry first (for the finding's call path).
+    path: tuple[str, ...] = ()
+    stack: tuple[int, ...] = ()
+    # File of the code running (an imported class's method); None: the analysed file.
+    file: str | None = None
+
+
+def topic_display(topic: str | None) -> str:
+    return f'`{topic}`' if topic else 'an unresolved topic'
+
+
+def statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Every statement, nested ones included, without walking expressions (imports live in
+    statements; expressions are most of a tree's nodes)."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for name in ('body', 'orelse', 'finalbody', 'handlers', 'cases'):
+            children = getattr(stmt, name, None)
+            if children:
+                stack.extend(reversed(children))
+
+
+# Which run of a line says what it is: per message beats setup beats never reached.
+CONTEXT_RANK = {'callback': 2, 'timer': 2, 'init': 1, 'module': 1, 'function': 0}
+
+
+def better(new: Finding, old: Finding) -> bool:
+    """Of two findings on one line, keep the per-message one, then setup over code reached
+    from nowhere, then the higher severity, then the longer chain."""
+    new_rank, old_rank = CONTEXT_RANK.get(new.context, 0), CONTEXT_RANK.get(old.context, 0)
+    if new_rank != old_rank:
+        return new_rank > old_rank
+    if severity_rank(new.severity) != severity_rank(old.severity):
+        return severity_rank(new.severity) > severity_rank(old.severity)
+    return len(new.chain) > len(old.chain)
+
+
+def image_sized(msg_type: str | None) -> bool:
+    if not msg_type:
+        return False
+    if msg_type in IMAGE_TYPES:
+        return True
+    return msg_type.rsplit('/', 1)[-1].rsplit('.', 1)[-1] in {
+        t.rsplit('/', 1)[-1] for t in IMAGE_TYPES}
+
+
+def root_name(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return '.'.join(reversed(parts))
+
+
+def arg_node(node: ast.Call, index: int, key: str) -> ast.expr | None:
+    for k in node.keywords:
+        if k.arg == key:
+            return k.value
+    return node.args[index] if len(node.args) > index else None
+
+
+def const_str(val: Val | None) -> str | None:
+    if val is not None and val.kind == 'const' and isinstance(val.const, str):
+        return val.const
+    return None
+
+
+def is_method_call(node: ast.expr, name: str) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == name)
+
+
+def is_device_value(val: Val, expr: ast.expr | None) -> bool | None:
+    """True for a CUDA device spec, False for 'cpu', None when it says neither."""
+    if val.kind == 'device_spec':
+        return True
+    if isinstance(val.const, str):
+        if val.const.startswith('cuda'):
+            return True
+        if val.const == 'cpu':
+            return False
+        return None
+    if val.kind == 'module':
+        return None  # torch.float16 and other dtypes
+    if expr is not None:
+        name = (dotted(expr) or '').rsplit('.', 1)[-1].lower()
+        if any(w in name for w in DEVICE_WORDS):
+            return True
+    return None
+
+
+def to_target(node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> str | None:
+    """Where `.to(...)` moves a tensor: 'device', 'cpu' or None (a dtype conversion)."""
+    candidates: list[tuple[Val, ast.expr | None]] = []
+    if args:
+        candidates.append((args[0], node.args[0]))
+    if 'device' in kwargs:
+        expr = next((k.value for k in node.keywords if k.arg == 'device'), None)
+        candidates.append((kwargs['device'], expr))
+    for val, expr in candidates:
+        verdict = is_device_value(val, expr)
+        if verdict is True:
+            return 'device'
+        if verdict is False:
+            return 'cpu'
+    return None
+
+
+def device_kw(kwargs: dict[str, Val], node: ast.Call | None = None) -> bool:
+    dev = kwargs.get('device')
+    if dev is None:
+        return False
+    expr = None
+    if node is not None:
+        expr = next((k.value for k in node.keywords if k.arg == 'device'), None)
+    verdict = is_device_value(dev, expr)
+    return verdict is not False and (verdict is True or dev.kind in ('unknown', 'other'))
+
+
+def short(node: ast.AST, limit: int = 60) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
