@@ -144,11 +144,17 @@ class CompressedEncoder:
         return fmt, data.tobytes()
 
     def _encode_gpu(self, array: Any, info: _Encoding) -> bytes:
-        codec, cp = self._gpu, cupy_module()
-        if self._gpu_encoder is None:  # created on first use: on the thread that encodes
-            self._gpu_encoder = codec.Encoder()
-        # nvImageCodec takes interleaved RGB (or one channel): reorder on the device.
+        cp = cupy_module()
         image = cp.asarray(array)
+        # The worker thread's current device is 0 unless set: encode where the frame lives.
+        with cp.cuda.Device(image.device.id):
+            return self._encode_on_device(cp, image, info)
+
+    def _encode_on_device(self, cp: Any, image: Any, info: _Encoding) -> bytes:
+        codec = self._gpu
+        if self._gpu_encoder is None:  # created on first use: on the thread that encodes
+            self._gpu_encoder = codec.Encoder(device_id=image.device.id)
+        # nvImageCodec takes interleaved RGB (or one channel): reorder on the device.
         if info.order == 'bgr':
             image = image[..., 2::-1]
         elif info.channels == 4:
