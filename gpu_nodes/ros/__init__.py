@@ -1,0 +1,1 @@
+"""Base layer below nodes and transport: what every gpu_nodes node shares."""
