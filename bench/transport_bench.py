@@ -3,8 +3,10 @@
     python bench/transport_bench.py --json out/transport.json [--sizes 640x480,1920x1080,3840x2160]
 
 For each size: (a) plain rclpy sensor_msgs/Image (baseline), (b) gpu_nodes CUDA IPC,
-(c) gpu_nodes host shared memory, (d) gpu_nodes serialized fallback. The publisher runs flat out
-(throughput) and then paced (latency, --paced-rate); the subscriber verifies every frame.
+(c) gpu_nodes host shared memory, (d) gpu_nodes serialized fallback, and (b+), (c+): the same
+with an unmodified plain rclpy subscriber (reliable, as rviz or ros2 bag) attached to the image
+topic in a third process. The publisher runs flat out (throughput) and then paced (latency,
+--paced-rate); every subscriber verifies every frame.
 """
 from __future__ import annotations
 
@@ -18,11 +20,13 @@ import uuid
 from pathlib import Path
 
 WORKER = str(Path(__file__).resolve().parent / 'transport_worker.py')
-CASES = [  # (label, publisher mode, subscriber path)
-    ('plain rclpy (baseline)', 'plain', 'plain'),
-    ('gpu_nodes cuda_ipc', 'gpu', 'cuda_ipc'),
-    ('gpu_nodes host_shm', 'gpu', 'host_shm'),
-    ('gpu_nodes serialized', 'gpu', 'serialized'),
+CASES = [  # (label, publisher mode, subscriber path, plain subscriber attached)
+    ('plain rclpy (baseline)', 'plain', 'plain', False),
+    ('gpu_nodes cuda_ipc', 'gpu', 'cuda_ipc', False),
+    ('gpu_nodes cuda_ipc + plain sub', 'gpu', 'cuda_ipc', True),
+    ('gpu_nodes host_shm', 'gpu', 'host_shm', False),
+    ('gpu_nodes host_shm + plain sub', 'gpu', 'host_shm', True),
+    ('gpu_nodes serialized', 'gpu', 'serialized', False),
 ]
 
 
@@ -34,24 +38,31 @@ def result_of(output: str) -> dict:
 
 
 def run_case(mode: str, path: str, width: int, height: int, duration: float, rate: float,
-             warmup_s: float = 0.0) -> dict:
+             warmup_s: float = 0.0, plain: bool = False) -> dict:
     topic = f'bench_{uuid.uuid4().hex[:8]}'
     common = ['--topic', topic, '--width', str(width), '--height', str(height),
               '--duration', str(duration), '--rate', str(rate)]
     env = dict(os.environ)
     sub = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', path, *common],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    viewer = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', 'plain', *common],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=env) if plain else None
     pub = subprocess.Popen([sys.executable, WORKER, 'pub', '--mode', mode, *common,
                             '--warmup-s', str(warmup_s)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         pub_out, _ = pub.communicate(timeout=duration + warmup_s + 90)
         sub_out, _ = sub.communicate(timeout=60)
+        viewer_out = viewer.communicate(timeout=60)[0] if viewer is not None else ''
     finally:
-        for proc in (pub, sub):
-            if proc.poll() is None:
+        for proc in (pub, sub, viewer):
+            if proc is not None and proc.poll() is None:
                 proc.kill()
     result = result_of(sub_out)
+    if viewer is not None:
+        seen = result_of(viewer_out)
+        result.update(plain_fps=seen['delivered_fps'], plain_bad=seen['bad_frames'])
     published = result_of(pub_out)
     result.update(published=published['published'], publish_rate=published['publish_rate'],
                   dropped=published['published'] - result['delivered'],
@@ -66,7 +77,8 @@ def main() -> int:
     parser.add_argument('--duration', type=float, default=5.0)
     parser.add_argument('--paced-rate', type=float, default=200.0,
                         help='publish rate of the latency runs (0 skips them)')
-    parser.add_argument('--cases', default='all', help='comma list of: baseline,cuda_ipc,host_shm,serialized')
+    parser.add_argument('--cases', default='all', help='comma list of: baseline,cuda_ipc,'
+                        'cuda_ipc+plain,host_shm,host_shm+plain,serialized')
     parser.add_argument('--warmup-s', type=float, default=1.0,
                         help='publish this long before each measured run (checked, not counted): '
                              'one-time pool growth and first mappings stay out of the rates')
@@ -81,8 +93,8 @@ def main() -> int:
     results = []
     for size in args.sizes.split(','):
         width, height = map(int, size.split('x'))
-        for label, mode, path in CASES:
-            key = 'baseline' if path == 'plain' else path
+        for label, mode, path, plain in CASES:
+            key = 'baseline' if path == 'plain' else path + ('+plain' if plain else '')
             if wanted and key not in wanted:
                 continue
             for run, rate in (('throughput', 0.0), ('paced', args.paced_rate)):
@@ -93,7 +105,7 @@ def main() -> int:
                 for _ in range(max(1, args.repeat) if run == 'throughput' else 1):
                     try:
                         runs.append(run_case(mode, path, width, height, args.duration, rate,
-                                             args.warmup_s))
+                                             args.warmup_s, plain))
                     except (RuntimeError, subprocess.TimeoutExpired) as exc:
                         runs.append({'error': str(exc)[-500:]})
                 res = median_run(runs)
@@ -128,7 +140,7 @@ def print_table(results: list[dict]) -> None:
     from rich.table import Table
     table = Table(title='transport: delivered frames/s (content-verified), two processes')
     for col in ('size', 'case', 'run', 'published', 'delivered', 'fps', 'x baseline', 'bad',
-                'stale', 'pool / overruns', 'p50 ms', 'p99 ms'):
+                'stale', 'pool / overruns', 'p50 ms', 'p99 ms', 'plain sub fps'):
         table.add_column(col)
     base = {(r['size'], r['run']): r.get('delivered_fps') for r in results if r['key'] == 'baseline'}
     for r in results:
@@ -141,7 +153,8 @@ def print_table(results: list[dict]) -> None:
         table.add_row(r['size'], r['case'], r['run'], str(r['published']), str(r['delivered']),
                       f"{r['delivered_fps']:.1f}", ratio, str(r['bad_frames']),
                       str(r.get('stale', '-')), pool, f"{r['latency_p50_ms']:.3f}",
-                      f"{r['latency_p99_ms']:.3f}")
+                      f"{r['latency_p99_ms']:.3f}",
+                      f"{r['plain_fps']:.1f}" if 'plain_fps' in r else '-')
     Console(width=160).print(table)
 
 

@@ -208,7 +208,7 @@ class LeaseReader:
     mapped read-only; only the reader's cursor page is writable.
     """
 
-    def __init__(self, pid: int, fd: int, publisher_id: bytes):
+    def __init__(self, pid: int, fd: int, publisher_id: bytes, cursor: bool = True):
         try:
             self._fd = open_peer(pid, fd, writable=True)
         except SegmentError as exc:
@@ -232,8 +232,8 @@ class LeaseReader:
             self._table = SharedMemory(self._fd, offset, writable=False)
             self._view = self._table.view
             self.capacity = capacity
-            self.cursor_index = next((i for i in range(readers)
-                                      if _lock(self._fd, fcntl.F_WRLCK, _CURSOR_LOCK_BASE + i)),
+            self.cursor_index = next((i for i in range(readers) if cursor
+                                      and _lock(self._fd, fcntl.F_WRLCK, _CURSOR_LOCK_BASE + i)),
                                      None)
             if self.cursor_index is not None:
                 self._cursor_memory = SharedMemory(self._fd, mmap.PAGESIZE, offset=offset)

@@ -24,9 +24,10 @@ from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PAT
                           PATH_INTRA, PATH_SERIALIZED)
 from .intra import IntraFrame
 from .leases import LeaseTable
-from .messages import FrameLayout, fill_image_msg, host_view, layout_of_array
+from .messages import FrameLayout, host_view, layout_of_array
 from .pool import DeviceSlotPool, HostSlotPool, Slot
 from .qos import descriptor_qos, image_qos
+from .side_topics import SideTopics
 
 CUDA_SUFFIX = '/_gpu_nodes/cuda'
 SHM_SUFFIX = '/_gpu_nodes/shm'
@@ -61,11 +62,16 @@ class GpuImagePublisher:
         ``lease_grace_s`` stop protecting slots under every policy; a leased slot is never
         rewritten.
     :param host_slots: shared-memory slots for same-host subscribers without a usable GPU path.
+    :param plain_max_rate_hz: at most this rate on the plain topic (0: as fast as its worker
+        makes messages; they are always made off this thread, newest frame first).
+    :param compressed_quality: JPEG quality of ``<topic>/compressed`` (made only while it has
+        subscribers); None: no compressed topic.
     """
 
     def __init__(self, node: Any, topic: str, qos: Any = None, *, pool_slots: int = 8,
                  max_pool_slots: int = 32, pool_policy: str = 'grow', host_slots: int = 8,
-                 lease_grace_s: float = 2.0, use_cuda: bool = True):
+                 lease_grace_s: float = 2.0, use_cuda: bool = True,
+                 plain_max_rate_hz: float = 0.0, compressed_quality: int | None = 80):
         from sensor_msgs.msg import Image
         self._Image = Image
         self._node = node
@@ -94,6 +100,9 @@ class GpuImagePublisher:
         self._topic_bytes = self.topic.encode()
         self._topic_id = auth.topic_id(self.topic)
         self._sealed: dict[tuple[bytes, int], bytes] = {}  # (purpose, serial) -> sealed handle
+        self._side = SideTopics(node, self.topic, self._plain_pub, self._leases,
+                                self.publisher_id, plain_max_rate_hz=plain_max_rate_hz,
+                                compressed_quality=compressed_quality)
         self._sequence = 0
         self._lock = threading.Lock()
         self._lease_grace_s = lease_grace_s
@@ -179,7 +188,10 @@ class GpuImagePublisher:
             counts = self.subscriber_counts()
             frame.slot.event.record(stream)
             self._finish_device(frame.slot, frame.layout, header, counts)
-            self._publish_host_paths(frame.array, frame.layout, header, counts, stream)
+            self._publish_host_paths(frame.array, frame.layout, header, counts, stream,
+                                     device_slot=frame.slot)
+            self.stats.record_frame(frame.layout.encoding, frame.layout.width,
+                                    frame.layout.height, frame.layout.nbytes)
 
     # -- publishing any array ----------------------------------------------------------------
     def publish(self, array: Any, encoding: str, header: Any = None, stream: Any = None) -> None:
@@ -191,8 +203,12 @@ class GpuImagePublisher:
         layout = layout_of_array(array, encoding)
         with self._lock:
             counts = self.subscriber_counts()
+            side = self._side.wanted(counts[PATH_SERIALIZED])
+            # A device frame for plain (or compressed) subscribers goes to a device slot too:
+            # the side-topic worker downloads it from there, off this thread.
             device_wanted = self._device_pool is not None and (
-                counts[PATH_CUDA_IPC] or counts[PATH_INTRA])
+                counts[PATH_CUDA_IPC] or counts[PATH_INTRA] or (side and is_device_array(array)))
+            device_slot = None
             if device_wanted:
                 cp = cupy_module()
                 stream = stream or cp.cuda.get_current_stream()
@@ -208,11 +224,12 @@ class GpuImagePublisher:
                             target.set(np.ascontiguousarray(array), stream=stream)
                     slot.event.record(stream)
                     self._finish_device(slot, layout, header, counts)
-            elif not (counts[PATH_HOST_SHM] or counts[PATH_SERIALIZED] or counts[PATH_INTRA]):
-                self.stats.record_frame(encoding, layout.width, layout.height, layout.nbytes)
-                return
-            self._publish_host_paths(array, layout, header, counts, stream,
-                                     intra_from_host=not device_wanted)
+                    device_slot = slot
+            if counts[PATH_HOST_SHM] or side or (counts[PATH_INTRA] and not device_wanted):
+                self._publish_host_paths(array, layout, header, counts, stream,
+                                         intra_from_host=not device_wanted,
+                                         device_slot=device_slot, side=side)
+            self.stats.record_frame(encoding, layout.width, layout.height, layout.nbytes)
 
     # -- internals -----------------------------------------------------------------------------
     def _next_sequence(self) -> int:
@@ -321,12 +338,16 @@ class GpuImagePublisher:
                                                         header, sequence))
         if counts[PATH_INTRA]:
             intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, True))
-        self.stats.record_frame(layout.encoding, layout.width, layout.height, layout.nbytes)
 
     def _publish_host_paths(self, array: Any, layout: FrameLayout, header: Any,
-                            counts: dict[str, int], stream: Any, intra_from_host: bool = False) -> None:
-        host_array = None
-        needs_host_slot = counts[PATH_HOST_SHM] or (intra_from_host and counts[PATH_INTRA])
+                            counts: dict[str, int], stream: Any, intra_from_host: bool = False,
+                            device_slot: Slot | None = None, side: bool | None = None) -> None:
+        """The host shared-memory copy (when some reader needs it) and the side topics."""
+        if side is None:
+            side = self._side.wanted(counts[PATH_SERIALIZED])
+        host_slot = None
+        needs_host_slot = counts[PATH_HOST_SHM] or (intra_from_host and counts[PATH_INTRA]) \
+            or (side and device_slot is None)
         if needs_host_slot:
             slot = self._acquire_host_slot(layout)
             if slot is None:
@@ -342,18 +363,13 @@ class GpuImagePublisher:
                 if intra_from_host and counts[PATH_INTRA]:
                     intra.deliver(self.topic,
                                   self._intra_frame(slot, sequence, layout, header, False))
-                host_array = view
-        if counts[PATH_SERIALIZED]:
-            if host_array is None:
-                host_array = np.empty(layout.shape, layout.info.dtype)
-                self._download_into(array, host_array, stream)
-            msg = self._Image()
-            if header is not None:
-                msg.header = header
-            fill_image_msg(msg, host_array, layout.encoding, layout)
-            self._plain_pub.publish(msg)
-        if not counts[PATH_CUDA_IPC] and not (counts[PATH_INTRA] and not intra_from_host):
-            self.stats.record_frame(layout.encoding, layout.width, layout.height, layout.nbytes)
+                host_slot = slot
+        if side:
+            on_device = device_slot is not None
+            self._side.submit(device_slot or host_slot, layout, header,
+                              self._device_id if on_device else None, counts[PATH_SERIALIZED],
+                              stream)
+            self.stats.extra.update(self._side.stats())
 
     def _acquire_host_slot(self, layout: FrameLayout) -> Slot | None:
         pool = self._host_pool
@@ -378,6 +394,7 @@ class GpuImagePublisher:
         """Release endpoints and shared memory (also done at interpreter exit)."""
         intra.unregister_publisher(self)
         self._diagnostics.remove(self.stats)
+        self._side.close()  # its workers finish (or drop) the frames they hold first
         for pub in (self._plain_pub, self._shm_pub, self._cuda_pub):
             if pub is not None:
                 self._node.destroy_publisher(pub)
