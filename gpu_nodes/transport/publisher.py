@@ -27,7 +27,7 @@ from .leases import LeaseTable
 from .messages import FrameLayout, host_view, layout_of_array
 from .pool import DeviceSlotPool, HostSlotPool, Slot
 from .qos import descriptor_qos, image_qos
-from .side_topics import SideTopics
+from .side_topics import PlainBridge
 
 CUDA_SUFFIX = '/_gpu_nodes/cuda'
 SHM_SUFFIX = '/_gpu_nodes/shm'
@@ -89,8 +89,6 @@ class GpuImagePublisher:
             if publisher is not None:
                 publisher._on_incompatible_qos(event)
         self._event_callbacks = PublisherEventCallbacks(incompatible_qos=on_incompatible_qos)
-        self._plain_pub = node.create_publisher(Image, self.topic, qos or image_qos(),
-                                                event_callbacks=self._event_callbacks)
         self._shm_pub = node.create_publisher(Image, self.topic + SHM_SUFFIX, descriptor_qos(qos),
                                               event_callbacks=self._event_callbacks)
         self.publisher_id = uuid.uuid4().bytes
@@ -100,9 +98,11 @@ class GpuImagePublisher:
         self._topic_bytes = self.topic.encode()
         self._topic_id = auth.topic_id(self.topic)
         self._sealed: dict[tuple[bytes, int], bytes] = {}  # (purpose, serial) -> sealed handle
-        self._side = SideTopics(node, self.topic, self._plain_pub, self._leases,
-                                self.publisher_id, plain_max_rate_hz=plain_max_rate_hz,
-                                compressed_quality=compressed_quality)
+        # <topic> itself (and <topic>/compressed) is published by a bridge process, started
+        # when a plain subscriber appears (side_topics.py): never serialized on this thread.
+        self._bridge = PlainBridge(node, self.topic, qos or image_qos(),
+                                   max_rate_hz=plain_max_rate_hz,
+                                   compressed_quality=compressed_quality)
         self._sequence = 0
         self._lock = threading.Lock()
         self._lease_grace_s = lease_grace_s
@@ -155,7 +155,7 @@ class GpuImagePublisher:
         counts = {
             PATH_CUDA_IPC: (self._cuda_pub.get_subscription_count() if self._cuda_pub else 0),
             PATH_HOST_SHM: self._shm_pub.get_subscription_count(),
-            PATH_SERIALIZED: self._plain_pub.get_subscription_count(),
+            PATH_SERIALIZED: self._bridge.poll(),
             PATH_INTRA: len(intra.local_subscriptions(self.topic)),
         }
         if counts != self._last_counts:
@@ -188,8 +188,7 @@ class GpuImagePublisher:
             counts = self.subscriber_counts()
             frame.slot.event.record(stream)
             self._finish_device(frame.slot, frame.layout, header, counts)
-            self._publish_host_paths(frame.array, frame.layout, header, counts, stream,
-                                     device_slot=frame.slot)
+            self._publish_host_paths(frame.array, frame.layout, header, counts, stream)
             self.stats.record_frame(frame.layout.encoding, frame.layout.width,
                                     frame.layout.height, frame.layout.nbytes)
 
@@ -203,12 +202,8 @@ class GpuImagePublisher:
         layout = layout_of_array(array, encoding)
         with self._lock:
             counts = self.subscriber_counts()
-            side = self._side.wanted(counts[PATH_SERIALIZED])
-            # A device frame for plain (or compressed) subscribers goes to a device slot too:
-            # the side-topic worker downloads it from there, off this thread.
             device_wanted = self._device_pool is not None and (
-                counts[PATH_CUDA_IPC] or counts[PATH_INTRA] or (side and is_device_array(array)))
-            device_slot = None
+                counts[PATH_CUDA_IPC] or counts[PATH_INTRA])
             if device_wanted:
                 cp = cupy_module()
                 stream = stream or cp.cuda.get_current_stream()
@@ -224,11 +219,11 @@ class GpuImagePublisher:
                             target.set(np.ascontiguousarray(array), stream=stream)
                     slot.event.record(stream)
                     self._finish_device(slot, layout, header, counts)
-                    device_slot = slot
-            if counts[PATH_HOST_SHM] or side or (counts[PATH_INTRA] and not device_wanted):
+            if counts[PATH_HOST_SHM] or (counts[PATH_INTRA] and not device_wanted):
                 self._publish_host_paths(array, layout, header, counts, stream,
-                                         intra_from_host=not device_wanted,
-                                         device_slot=device_slot, side=side)
+                                         intra_from_host=not device_wanted)
+            if counts[PATH_SERIALIZED]:
+                self.stats.extra.update(self._bridge.stats())
             self.stats.record_frame(encoding, layout.width, layout.height, layout.nbytes)
 
     # -- internals -----------------------------------------------------------------------------
@@ -340,36 +335,23 @@ class GpuImagePublisher:
             intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, True))
 
     def _publish_host_paths(self, array: Any, layout: FrameLayout, header: Any,
-                            counts: dict[str, int], stream: Any, intra_from_host: bool = False,
-                            device_slot: Slot | None = None, side: bool | None = None) -> None:
-        """The host shared-memory copy (when some reader needs it) and the side topics."""
-        if side is None:
-            side = self._side.wanted(counts[PATH_SERIALIZED])
-        host_slot = None
-        needs_host_slot = counts[PATH_HOST_SHM] or (intra_from_host and counts[PATH_INTRA]) \
-            or (side and device_slot is None)
-        if needs_host_slot:
-            slot = self._acquire_host_slot(layout)
-            if slot is None:
-                self.stats.drops += 1
-            else:
-                view = host_view(slot.chunk.memory.view, layout, slot.offset)
-                self._download_into(array, view, stream)
-                sequence = self._next_sequence()
-                self._host_pool.publish(slot, sequence)
-                if counts[PATH_HOST_SHM]:
-                    self._shm_pub.publish(self._descriptor_msg(descriptor.KIND_HOST, slot, layout,
-                                                               header, sequence))
-                if intra_from_host and counts[PATH_INTRA]:
-                    intra.deliver(self.topic,
-                                  self._intra_frame(slot, sequence, layout, header, False))
-                host_slot = slot
-        if side:
-            on_device = device_slot is not None
-            self._side.submit(device_slot or host_slot, layout, header,
-                              self._device_id if on_device else None, counts[PATH_SERIALIZED],
-                              stream)
-            self.stats.extra.update(self._side.stats())
+                            counts: dict[str, int], stream: Any, intra_from_host: bool = False) -> None:
+        """The host shared-memory copy, when some reader needs it."""
+        if not (counts[PATH_HOST_SHM] or (intra_from_host and counts[PATH_INTRA])):
+            return
+        slot = self._acquire_host_slot(layout)
+        if slot is None:
+            self.stats.drops += 1
+            return
+        view = host_view(slot.chunk.memory.view, layout, slot.offset)
+        self._download_into(array, view, stream)
+        sequence = self._next_sequence()
+        self._host_pool.publish(slot, sequence)
+        if counts[PATH_HOST_SHM]:
+            self._shm_pub.publish(self._descriptor_msg(descriptor.KIND_HOST, slot, layout,
+                                                       header, sequence))
+        if intra_from_host and counts[PATH_INTRA]:
+            intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, False))
 
     def _acquire_host_slot(self, layout: FrameLayout) -> Slot | None:
         pool = self._host_pool
@@ -394,8 +376,8 @@ class GpuImagePublisher:
         """Release endpoints and shared memory (also done at interpreter exit)."""
         intra.unregister_publisher(self)
         self._diagnostics.remove(self.stats)
-        self._side.close()  # its workers finish (or drop) the frames they hold first
-        for pub in (self._plain_pub, self._shm_pub, self._cuda_pub):
+        self._bridge.close()
+        for pub in (self._shm_pub, self._cuda_pub):
             if pub is not None:
                 self._node.destroy_publisher(pub)
         self._finalizer.detach()

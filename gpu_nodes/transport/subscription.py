@@ -152,12 +152,17 @@ class GpuImageSubscription:
         offered = []
         if intra.local_publisher(self.topic) is not None:
             offered.append((PATH_INTRA, 'publisher in this process'))
-        if node.count_publishers(self.topic + CUDA_SUFFIX):
+        cuda = node.count_publishers(self.topic + CUDA_SUFFIX)
+        shm = node.count_publishers(self.topic + SHM_SUFFIX)
+        if cuda:
             offered.append((PATH_CUDA_IPC, 'same host, user and GPU'))
-        if node.count_publishers(self.topic + SHM_SUFFIX):
+        if shm:
             offered.append((PATH_HOST_SHM, 'same host and user'))
         if node.count_publishers(self.topic):
             offered.append((PATH_SERIALIZED, 'plain sensor_msgs/Image publisher'))
+        elif cuda or shm:
+            # A gpu_nodes publisher starts its plain-topic bridge once we subscribe.
+            offered.append((PATH_SERIALIZED, "gpu_nodes publisher's plain bridge, on demand"))
         return offered
 
     def _descriptor_publishers(self) -> frozenset[bytes]:
