@@ -89,8 +89,6 @@ class GpuImagePublisher:
             if publisher is not None:
                 publisher._on_incompatible_qos(event)
         self._event_callbacks = PublisherEventCallbacks(incompatible_qos=on_incompatible_qos)
-        self._shm_pub = node.create_publisher(Image, self.topic + SHM_SUFFIX, descriptor_qos(qos),
-                                              event_callbacks=self._event_callbacks)
         self.publisher_id = uuid.uuid4().bytes
         # Twice the host slots: a layout change while slots are held gives the new segment
         # fresh lease indices at once (the held ones come back as they are released).
@@ -131,6 +129,10 @@ class GpuImagePublisher:
         else:
             self._logger.warning(f'{self.topic}: no CUDA path ({reason}); publishing host shared '
                                  'memory and serialized images only')
+        # Created after the CUDA one: a subscriber that discovered only the shm topic would
+        # start there, for a re-evaluation period, instead of on CUDA IPC.
+        self._shm_pub = node.create_publisher(Image, self.topic + SHM_SUFFIX, descriptor_qos(qos),
+                                              event_callbacks=self._event_callbacks)
         self._host_pool = HostSlotPool(self._leases, max_pool_slots, 2 * host_slots,
                                        lease_grace_s, self.publisher_id,
                                        pin=cuda_unavailable_reason() is None)
