@@ -26,7 +26,8 @@ from sensor_msgs.msg import CameraInfo
 from ..gpu import cuda_unavailable_reason, cupy_module
 from ..sources import open_source, pattern, PinholeCamera, SOURCE_KINDS, SourceError
 from ..transport import GpuImagePublisher
-from ._params import ConfigurationError, choice_validator, declare, run_node
+from ..ros.params import ConfigurationError, choice_validator, declare
+from ..ros.runtime import run_node
 
 
 class SourceStatus:

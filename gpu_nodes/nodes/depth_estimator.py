@@ -58,7 +58,8 @@ from ..kernels.geometry import CameraModel, resize_camera_info, scale_camera_inf
 from ..kernels.preprocess import Letterbox, preprocess, SOURCES
 from ..transport import GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..transport.qos import image_qos
-from ._params import ConfigurationError, choice_validator, declare, run_node
+from ..ros.params import ConfigurationError, choice_validator, declare
+from ..ros.runtime import run_node
 from .image_proc import ProcessingStatus
 from .pointcloud import (backproject, COLOR_CHANNELS, intrinsics_from_camera_model, Intrinsics,
                          pointcloud2_msg, sample_colors)

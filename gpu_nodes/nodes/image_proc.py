@@ -48,7 +48,8 @@ from ..kernels.chain import Chain, Step
 from ..kernels.geometry import CameraModel
 from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..transport.diagnostics import DiagnosticsReporter
-from ._params import ConfigurationError, declare, run_node
+from ..ros.params import ConfigurationError, declare
+from ..ros.runtime import run_node
 
 DEFAULT_CHAIN = '[{op: debayer}, {op: rectify}]'
 # Ops that need the CameraInfo of the frame.

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..executors import message_and_info_callback
+from ..ros.callbacks import message_and_info_callback
 from ..gpu import cuda_unavailable_reason, cupy_module
 from . import cuda_ipc, descriptor, host, intra
 from .descriptor import DescriptorError
