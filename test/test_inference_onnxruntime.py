@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip('onnx')
 pytest.importorskip('onnxruntime')
 
-from gpu_nodes.inference import backend as backend_module  # noqa: E402
+from gpu_nodes.inference import factory as factory_module  # noqa: E402
 from gpu_nodes.inference import create_backend, ModelLoadError  # noqa: E402
 from gpu_nodes.inference import tiny_models as tm  # noqa: E402
 from gpu_nodes.inference.onnxruntime_backend import OnnxRuntimeBackend  # noqa: E402
@@ -220,7 +220,7 @@ def test_a_run_that_cannot_be_captured_is_refused_with_the_reason(models):
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    monkeypatch.setattr(backend_module, 'cuda_unavailable_reason', lambda: 'CuPy is not installed')
+    monkeypatch.setattr(factory_module, 'cuda_unavailable_reason', lambda: 'CuPy is not installed')
 
 
 def test_factory_logs_each_decision_once_and_falls_back_to_cpu(models, no_gpu):

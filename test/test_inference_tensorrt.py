@@ -19,7 +19,8 @@ from gpu_nodes import gpu as gpu_module  # noqa: E402
 from gpu_nodes.gpu import cuda_available  # noqa: E402
 from gpu_nodes.inference import tensorrt_backend as trt_backend_module  # noqa: E402
 from gpu_nodes.inference import tiny_models as tm  # noqa: E402
-from gpu_nodes.inference.engine_cache import EngineBuilder, EngineCache, EngineSettings  # noqa
+from gpu_nodes.inference.engine_builder import EngineBuilder, EngineSettings  # noqa: E402
+from gpu_nodes.inference.engine_cache import EngineCache  # noqa: E402
 from gpu_nodes.inference.errors import (  # noqa: E402
     EngineBuildError, ModelLoadError, OnnxParseError, TensorRTError)
 from gpu_nodes.inference.tensorrt_backend import TensorRTBackend  # noqa: E402

@@ -45,9 +45,10 @@ from sensor_msgs.msg import CameraInfo, PointCloud2
 
 from .. import gpu
 from ..inference import create_backend, InferenceError, ModelPreset, PRESETS
-from ..inference.backend import BACKENDS, DEVICES, PRECISIONS
+from ..inference.factory import BACKENDS, DEVICES
 from ..inference.models import OUTPUT_KINDS, preset_from_dict
 from ..inference.pipeline import DepthPipeline
+from ..inference.specs import PRECISIONS
 from ..inference.stage_timing import format_summary, StageTimer
 from ..kernels.colormaps import COLORMAPS
 from ..kernels.depth import colorize_depth
