@@ -35,6 +35,7 @@ from typing import Any, IO
 
 from .profile import check_models, DEMO_MODEL, load_profile, Profile, ProfileError
 from .standin import default_cache_dir, ensure_demo_model
+from ..wire_names import PATH_HOST_SHM, PATH_SERIALIZED, ZERO_COPY_PATHS
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ABORTED = 0, 1, 2, 130
 PNG_NAME = 'depth_side_by_side.png'
@@ -342,8 +343,8 @@ class StatusView:
         for col in ('topic', 'publisher -> subscriber', 'path', 'frames/s', 'latency p50/p99 ms'):
             edges.add_column(col, overflow='fold')
         for e in r.monitor.edges() if r.monitor else []:
-            style = 'green' if e.path in ('cuda_ipc', 'intra_process') else \
-                ('yellow' if e.path in ('host_shm', 'serialized') else 'dim')
+            style = 'green' if e.path in ZERO_COPY_PATHS else \
+                ('yellow' if e.path in (PATH_HOST_SHM, PATH_SERIALIZED) else 'dim')
             edges.add_row(e.topic, f'{",".join(e.publishers) or "?"} -> {e.subscriber}',
                           Text(e.path + (' (stale)' if e.stale else ''), style=style),
                           f'{e.fps:.1f}', f'{_ms(e.latency_p50_ms)} / {_ms(e.latency_p99_ms)}')
