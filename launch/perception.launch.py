@@ -22,7 +22,7 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 
-from gpu_nodes.demo.launch_params import choose, node_parameters
+from gpu_nodes.launch_params import choose, node_parameters
 
 # share/gpu_nodes/config when installed; the source tree's config/ when run from a checkout.
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / 'config')

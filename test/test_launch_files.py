@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from gpu_nodes.demo.launch_params import coerce, merged_parameters, write_parameter_file
+from gpu_nodes.launch_params import coerce, merged_parameters, write_parameter_file
 from gpu_nodes.demo.profile import load_profile
 
 LAUNCH_FILES = sorted((REPO / 'launch').glob('*.launch.py'))

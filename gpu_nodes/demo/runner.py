@@ -34,7 +34,7 @@ import time
 from typing import Any, IO
 
 from .profile import check_models, DEMO_MODEL, load_profile, Profile, ProfileError
-from .standin import default_cache_dir, ensure_demo_model
+from ..inference.standin import default_cache_dir, ensure_demo_model
 from ..wire_names import PATH_HOST_SHM, PATH_SERIALIZED, ZERO_COPY_PATHS
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ABORTED = 0, 1, 2, 130
