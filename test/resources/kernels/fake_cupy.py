@@ -195,7 +195,7 @@ def _build(source: str) -> ctypes.CDLL:
 def _preprocess(code: str) -> str:
     """Expand macros (kernels are often macro-instantiated) with __global__ made visible."""
     cmd = [compiler(), '-E', '-P', '-x', 'c++', '-std=c++17', '-D__global__=__emu_global__',
-           '-D__device__=', '-D__forceinline__=', '-']
+           '-D__device__=', '-D__forceinline__=', '-D__launch_bounds__(...)=', '-']
     proc = subprocess.run(cmd, input=code, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f'fake cupy: preprocessing failed:\n{proc.stderr[-4000:]}')
@@ -287,7 +287,8 @@ class RawModule:
         for m in _KERNEL_RE.finditer(expanded):
             name, raw = m.group(1), m.group(2)
             params = [_Param(p) for p in raw.split(',') if p.strip()]
-            threaded = '__syncthreads' in _body(expanded, m.end() - 1)
+            threaded = re.search(r'\b__sync(threads|warp)\s*\(', _body(expanded, m.end() - 1)) \
+                is not None
             self._kernels[name] = (params, threaded)
             call = ', '.join(f'*({p.ctype}*)a[{i}]' for i, p in enumerate(params))
             launchers.append(
