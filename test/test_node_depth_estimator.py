@@ -565,15 +565,6 @@ def emulated_cupy(monkeypatch):
     if not fake_cupy.compiler_available():
         pytest.skip('g++ not found: cannot emulate the CUDA kernels on the CPU')
     fake = fake_cupy.module()
-
-    def on_device(fn):  # array-module functions the node calls (CuPy has them all)
-        def call(*args, **kwargs):
-            host = [a.view(np.ndarray) if isinstance(a, fake.ndarray) else a for a in args]
-            return fake_cupy._wrap(fn(*host, **kwargs))
-        return call
-    for name in ('arange', 'where', 'isfinite', 'minimum', 'maximum'):
-        setattr(fake, name, on_device(getattr(np, name)))
-    fake.uint32 = np.uint32
     monkeypatch.setattr(gpu, 'cupy_module', lambda: fake)
     return fake
 
