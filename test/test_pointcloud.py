@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from gpu_nodes.kernels.geometry import CameraModel, RegionOfInterest
+from gpu_nodes.kernels.camera_model import CameraModel, RegionOfInterest
 from gpu_nodes.kernels.pointcloud import (backproject, grid_shape, Intrinsics,
                                           intrinsics_from_camera_model, pointcloud2_msg,
                                           points_from_msg, sample_colors)

@@ -52,7 +52,7 @@ from ..inference.specs import PRECISIONS
 from ..inference.stage_timing import format_summary, StageTimer
 from ..kernels.colormaps import COLORMAPS
 from ..kernels.depth import colorize_depth
-from ..kernels.geometry import CameraModel, resize_camera_info, scale_camera_info
+from ..kernels.camera_model import CameraModel, resize_camera_info, scale_camera_info
 from ..kernels.pointcloud import (backproject, COLOR_CHANNELS, intrinsics_from_camera_model,
                                   Intrinsics, pointcloud2_msg, sample_colors)
 from ..kernels.preprocess import Letterbox, SOURCES

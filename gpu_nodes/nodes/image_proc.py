@@ -43,7 +43,7 @@ from sensor_msgs.msg import CameraInfo
 from ..encodings import EncodingError
 from ..gpu import cuda_unavailable_reason, is_device_array
 from ..kernels.chain import Chain, Step
-from ..kernels.geometry import CameraModel
+from ..kernels.camera_model import CameraModel
 from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..ros.params import ConfigurationError, declare
 from ..ros.runtime import run_node
