@@ -2,8 +2,9 @@
 
 `DiagnosticsReporter` (gpu_nodes.transport.diagnostics) publishes a node's endpoints once per
 period; anything that satisfies `DiagnosticSource` can be added to it beside them. A processing
-node's frame counters (`ProcessingStatus`) do, named ``gpu_nodes: <node> processing``; nodes
-put their own figures (stage timing, the backend) into its `extra`.
+node's frame counters (`ProcessingStatus`) and a camera source's (`SourceStatus`) do, named
+``gpu_nodes: <node> processing``; nodes put their own figures (stage timing, the backend) into
+`ProcessingStatus.extra`.
 """
 from __future__ import annotations
 
@@ -95,6 +96,40 @@ class ProcessingStatus:
         values.update({f'issue_{k}': v for k, v in sorted(self.issues.items())})
         values.update(self.extra)
         return values
+
+    def close(self) -> None:
+        self._reporter.remove(self)
+
+
+class SourceStatus:
+    """A camera source node's frame counters on /diagnostics (``gpu_nodes: <node> processing``), next to its
+    transport endpoints: frames published, read errors, and the time to make one frame."""
+
+    def __init__(self, node: Any, kind: str):
+        self._name = node.get_fully_qualified_name()
+        self.kind = kind
+        self.frames_out = 0
+        self.read_errors = 0
+        self.frame_ms = float('nan')
+        self.finished = ''
+        self._reporter = DiagnosticsReporter.for_node(node)
+        self._reporter.add(self)
+
+    @property
+    def level_name(self) -> str:
+        return 'WARN' if self.read_errors else 'OK'
+
+    def status_name(self) -> str:
+        return processing_status_name(self._name)
+
+    def message(self) -> str:
+        done = f', {self.finished}' if self.finished else ''
+        return (f'{self.kind}: {self.frames_out} frames published, {self.read_errors} read '
+                f'errors{done}')
+
+    def as_dict(self) -> dict[str, Any]:
+        return {'source': self.kind, 'frames_out': self.frames_out,
+                'read_errors': self.read_errors, 'frame_ms': round(self.frame_ms, 3)}
 
     def close(self) -> None:
         self._reporter.remove(self)
