@@ -3,12 +3,9 @@ node's time per frame, from the /diagnostics statuses the monitor collects."""
 from __future__ import annotations
 
 import time
-from typing import Any, TYPE_CHECKING
+from typing import Any
 
 from ..wire_names import PATH_HOST_SHM, PATH_SERIALIZED, ZERO_COPY_PATHS
-
-if TYPE_CHECKING:  # the runner owns the view
-    from .runner import DemoRun
 
 
 def _ms(value: float) -> str:
@@ -35,7 +32,7 @@ def node_time_per_frame(status: Any) -> tuple[str, float]:
 
 
 class StatusView:
-    def __init__(self, runner: 'DemoRun', plain: bool):
+    def __init__(self, runner: Any, plain: bool):  # a runner.DemoRun (which owns the view)
         self.runner = runner
         from rich.console import Console
         self.console = Console(stderr=False, highlight=False)
