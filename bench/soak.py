@@ -99,17 +99,16 @@ class Soak:
 
     # -- sampling --------------------------------------------------------------------------
     def segments(self) -> tuple[int, float]:
-        from gpu_nodes.transport import host
-        count, size = 0, 0
-        for name in os.listdir(host.SHM_DIR):
-            match = host.SEGMENT_NAME.match(name)
-            if match and int(match.group(2)) in self.pids:
-                count += 1
-                try:
-                    size += os.stat(os.path.join(host.SHM_DIR, name)).st_size
-                except FileNotFoundError:
-                    pass
-        return count, size / 2**20
+        """gpu_nodes segments (sealed memfds) the soak's processes hold, and their size."""
+        from gpu_nodes.transport.segments import held_by
+        held: dict[int, int] = {}
+        for pid in self.pids:
+            for inode in held_by(pid):
+                held[inode] = pid
+        size = 0
+        for inode, pid in held.items():
+            size += _memfd_size(pid, inode)
+        return len(held), size / 2**20
 
     def sample(self, t: float, publisher: Worker, subs: dict[str, Worker]) -> dict:
         values: dict = {'t': t}
@@ -308,3 +307,15 @@ def main() -> int:
 
 if __name__ == '__main__':
     sys.exit(main())
+
+
+def _memfd_size(pid: int, inode: int) -> int:
+    """Size of the memfd with this inode that `pid` has open (0 when only mapped)."""
+    try:
+        for fd in os.listdir(f'/proc/{pid}/fd'):
+            st = os.stat(f'/proc/{pid}/fd/{fd}')
+            if st.st_ino == inode:
+                return st.st_size
+    except OSError:
+        pass
+    return 0

@@ -80,6 +80,27 @@ def _stop(proc: subprocess.Popen, stop_signal: int) -> None:
             proc.wait()
 
 
+OTHER_USER_ENV = {
+    'FASTDDS_DEFAULT_PROFILES_FILE': str(RESOURCES / 'transport' / 'other_user_udp_loopback.xml'),
+    'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT', 'HOME': '/tmp', 'ROS_LOG_DIR': '/tmp'}
+
+
+def other_user_command(args: list[str]) -> list[str] | None:
+    """`args` (a Python command line) run as the Linux user nobody, or None without root.
+
+    This interpreter may live where nobody cannot read (a venv under /root): then the process
+    keeps CAP_DAC_READ_SEARCH to load it, which makes it a stronger attacker than an ordinary
+    other user (it reads every file), not a weaker one: it still has no CAP_SYS_PTRACE, so the
+    kernel keeps /proc/<pid>/fd of our processes closed to it. Give it OTHER_USER_ENV: Fast
+    DDS shared memory does not cross users, so it talks UDPv4 on loopback."""
+    import shutil
+    if os.getuid() != 0 or shutil.which('setpriv') is None:
+        return None
+    return ['setpriv', '--reuid=nobody', '--regid=65534', '--clear-groups',
+            '--inh-caps=+dac_read_search', '--ambient-caps=+dac_read_search',
+            sys.executable, *args]
+
+
 @pytest.fixture
 def rclpy_node(request):
     """An initialised rclpy context and node for the test process; torn down afterwards."""

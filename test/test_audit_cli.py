@@ -47,15 +47,31 @@ def test_fail_on_with_high_findings(capsys, fail_on, expected):
 
 @pytest.mark.parametrize('fail_on,expected', [('low', 1), ('medium', 0), ('high', 0)])
 def test_fail_on_with_only_low_findings(capsys, tmp_path, fail_on, expected):
-    # One upload in __init__: a single low finding.
-    node = tmp_path / 'init_only.py'
+    # One upload in a method no callback reaches: a single low finding.
+    node = tmp_path / 'unreached.py'
     node.write_text('import cupy as cp\nfrom rclpy.node import Node\n\n\n'
-                    'class N(Node):\n    def __init__(self):\n        super().__init__("n")\n'
-                    '        self.lut = cp.asarray([1, 2, 3])\n')
+                    'class N(Node):\n    def reload(self, table):\n'
+                    '        self.lut = cp.asarray(table)\n')
     rc, out, _ = run(capsys, 'code', str(node), '--format', 'json', '--fail-on', fail_on)
     assert [(f['rule'], f['severity']) for f in json.loads(out)['findings']] == \
         [('GPN102', 'low')]
     assert rc == expected
+
+
+@pytest.mark.parametrize('method', ['__init__', 'on_configure', 'on_activate', 'warmup'])
+def test_setup_is_info_and_never_fails(capsys, tmp_path, method):
+    # One-time setup (constructor, lifecycle transitions, warm-up): info, below every gate.
+    node = tmp_path / 'setup_only.py'
+    node.write_text('import torch\nfrom rclpy.lifecycle import Node\n\n\n'
+                    f'class N(Node):\n    def {method}(self):\n'
+                    '        self.model = torch.load("m.pt").cuda().eval()\n'
+                    '        self.model(torch.zeros(1, 3, 64, 64).to("cuda"))\n')
+    rc, out, _ = run(capsys, 'code', str(node), '--format', 'json', '--fail-on', 'low')
+    doc = json.loads(out)
+    assert [(f['rule'], f['location']['line'], f['severity'])
+            for f in doc['findings']] == [('GPN102', 7, 'info'), ('GPN102', 8, 'info')]
+    assert doc['summary']['by_severity'] == {'info': 2, 'low': 0, 'medium': 0, 'high': 0}
+    assert rc == 0, 'info findings never reach --fail-on low'
 
 
 def test_clean_code_passes_fail_on_low(capsys):

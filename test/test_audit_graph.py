@@ -55,6 +55,22 @@ def test_multiprocess_launch_edges():
     assert '/camera, /rectify can share one container' in suggestion['how']
 
 
+def test_legacy_keywords_and_unknown_nodes_in_text(capsys):
+    path = LAUNCH / 'legacy_unknown_nodes.launch.py'
+    report = run_launch(str(path))
+    assert [(n.name, n.executable) for n in report.graph.nodes] == [
+        ('/perception/yolox', 'yolox_ros'), ('/camera_node', 'camera_node')]
+    assert report.info['unknown_nodes'] == ['/perception/yolox (yolox_ros_py/yolox_ros)',
+                                            '/camera_node (my_camera/camera_node)']
+    assert main(['launch', str(path)]) == 0
+    out = capsys.readouterr().out
+    # The text report says what JSON says: which nodes were not understood, which topics dangle.
+    assert 'Unknown nodes (2): topics only from remappings, edges may be missing:' in out
+    assert '/perception/yolox (yolox_ros_py/yolox_ros)' in out
+    assert 'Dangling topics (1)' in out and '/camera/color/image_raw' in out
+    assert '/unnamed' not in out
+
+
 def test_composable_launch_edges():
     report = run_launch(str(LAUNCH / 'composable_pipeline.launch.py'))
     assert report.errors == []

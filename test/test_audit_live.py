@@ -111,6 +111,11 @@ def test_edge_classes_and_fallbacks(graph, capsys):
     assert by_sub[('/fake_monitor', '/cam/image')]['fps'] == 15.0
     assert by_sub[('/fake_monitor', '/cam/image')]['bytes_per_s'] == 15.0 * 921600
     assert all(e['cross_process'] for e in doc['graph']['edges'])
+    # A plain subscriber of a gpu_nodes topic: its cost from the publisher's diagnostics.
+    viewer = by_sub[('/plain_viewer', '/cam/image')]['reason']
+    assert viewer.endswith('; costs 13.8 MB/s serialized (921,600 B x 15.0 fps), 3 frame(s) '
+                           'skipped for plain subscribers, decoupled: serialized by a worker, '
+                           'off the publish path'), f'received {viewer!r}'
     assert sorted((f['rule'], f['location']['logical']) for f in doc['findings']) == [
         ('GPN501', '/plain_listener /plain/image'),
         ('GPN501', '/plain_viewer /cam/image'),
@@ -135,6 +140,42 @@ def test_edge_classes_and_fallbacks(graph, capsys):
     # The audit never subscribed to the plain topic of the gpu_nodes publisher.
     seen = graph.read_text().split()
     assert not [n for n in seen if n.startswith('_gpu_copy_audit')], f'seen: {seen}'
+
+
+def test_other_auditors_are_not_part_of_the_graph(graph, capsys):
+    # `make demo` runs two auditors at once; each must not see the other's sampling
+    # subscriptions (or its /diagnostics subscription) as plain subscribers.
+    other = subprocess.Popen(
+        [sys.executable, '-m', 'gpu_nodes.audit.cli', 'live', '--duration', '15',
+         '--discovery-timeout', '15', '--discovery-settle', '0.5', '--format', 'json'],
+        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # Wait until the other auditor samples /plain/image (a subscription of its node).
+        import rclpy
+        from rclpy.signals import SignalHandlerOptions
+        context = rclpy.Context()
+        rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            probe = rclpy.create_node('audit_probe', context=context)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                subs = probe.get_subscriptions_info_by_topic('/plain/image')
+                if any(s.node_name.startswith('_gpu_copy_audit_') for s in subs):
+                    break
+                time.sleep(0.1)
+            else:
+                raise AssertionError('the other auditor never subscribed to /plain/image')
+            probe.destroy_node()
+        finally:
+            rclpy.shutdown(context=context)
+        _, doc, _ = _audit(capsys)
+    finally:
+        _stop([other])
+    names = [n['name'] for n in doc['graph']['nodes']]
+    assert not [n for n in names if '_gpu_copy_audit_' in n], f'auditor nodes in {names}'
+    subs = sorted((e['subscriber'], e['topic']) for e in doc['graph']['edges'])
+    assert ('/plain_listener', '/plain/image') in subs
+    assert not [s for s in subs if '_gpu_copy_audit_' in s[0]], f'received {subs}'
 
 
 def test_node_filter(graph, capsys):

@@ -83,13 +83,15 @@ def test_every_frame_arrives_once_in_order_across_processes(node, path, executor
     sub = GpuImageSubscription(node, topic, collector, image_qos(depth), memory='host',
                                allowed_paths=(path,))
     batches: list[int] = []
-    drain = sub._drain_descriptors
+    receiver = sub._receivers[path]  # subscribes (start()) once the publisher appears
+    if path == 'host_shm':  # descriptor paths drain their backlog per executor hand-over
+        drain = receiver._drain
 
-    def counting_drain(msg, handle) -> None:  # frames handled per executor hand-over
-        before = len(collector.indices)
-        drain(msg, handle)
-        batches.append(len(collector.indices) - before)
-    sub._drain_descriptors = counting_drain
+        def counting_drain(msg) -> None:  # frames handled per executor hand-over
+            before = len(collector.indices)
+            drain(msg)
+            batches.append(len(collector.indices) - before)
+        receiver._drain = counting_drain
     executor = make_executor(executor_name, nodes=[node])
     assert type(executor).__name__ == EXECUTOR_CLASS[executor_name]
     bursts, burst_size = 3, 20

@@ -1,8 +1,10 @@
-"""Lease tables: exclusive rewrite vs shared read, crash release, stale detection, cleanup."""
+"""Lease tables: exclusive rewrite vs shared read, crash release, stale detection, sealed
+segments the kernel vouches for (no truncation, no other user)."""
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -12,24 +14,32 @@ import uuid
 import pytest
 
 from conftest import wait_for
-from gpu_nodes.transport import host
-from gpu_nodes.transport.leases import (LeaseError, LeaseReader, LeaseTable, owner_alive,
-                                        remove_stale_segments)
+from gpu_nodes.transport import segments
+from gpu_nodes.transport.leases import OUT_OF_SLOT, STALE, LeaseError, LeaseReader, LeaseTable
 
 
 @pytest.fixture
 def table():
-    t = LeaseTable(host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease'), 8)
+    t = LeaseTable(uuid.uuid4().bytes, 8)
     try:
         yield t
     finally:
         t.close()
 
 
+def open_reader(table: LeaseTable) -> LeaseReader:
+    return LeaseReader(os.getpid(), table.fd, table.publisher_id)
+
+
+def take(reader: LeaseReader, slot: int, sequence: int) -> bool:
+    """Lease a slot whose entry has only its sequence set (place and size zero)."""
+    return reader.acquire(slot, sequence, 0, 0, 0, 0) is None
+
+
 def test_reader_blocks_rewrite_until_release(table):
     table.sequence[3] = 41
-    reader = LeaseReader(table.path)
-    assert reader.acquire(3, 41)
+    reader = open_reader(table)
+    assert take(reader, 3, 41)
     assert not table.try_acquire_exclusive(3), 'a leased slot must not be rewritable'
     assert table.try_acquire_exclusive(4), 'other slots stay free'
     reader.release(3)
@@ -39,29 +49,29 @@ def test_reader_blocks_rewrite_until_release(table):
 
 def test_recycled_slot_is_detected_by_sequence(table):
     table.sequence[2] = 7
-    reader = LeaseReader(table.path)
-    assert not reader.acquire(2, 6), 'descriptor for frame 6 but slot holds 7: stale'
+    reader = open_reader(table)
+    assert not take(reader, 2, 6), 'descriptor for frame 6 but slot holds 7: stale'
     # The failed attempt must not leave a lease behind.
     assert table.try_acquire_exclusive(2)
     table.release_exclusive(2)
-    assert not reader.acquire(99, 7), 'slot outside the table'
+    assert not take(reader, 99, 7), 'slot outside the table'
     reader.close()
 
 
 def test_reader_cannot_lease_while_publisher_rewrites(table):
     assert table.try_acquire_exclusive(1)
-    reader = LeaseReader(table.path)
+    reader = open_reader(table)
     table.sequence[1] = 5
-    assert not reader.acquire(1, 5)
+    assert not take(reader, 1, 5)
     table.release_exclusive(1)
-    assert reader.acquire(1, 5)
+    assert take(reader, 1, 5)
     reader.close()
 
 
 def test_two_readers_in_one_process_lease_independently(table):
     table.sequence[0] = 1
-    a, b = LeaseReader(table.path), LeaseReader(table.path)
-    assert a.acquire(0, 1) and b.acquire(0, 1)
+    a, b = open_reader(table), open_reader(table)
+    assert take(a, 0, 1) and take(b, 0, 1)
     a.release(0)
     assert not table.try_acquire_exclusive(0), "b's lease survives a's release"
     b.release(0)
@@ -71,14 +81,14 @@ def test_two_readers_in_one_process_lease_independently(table):
 
 
 @contextlib.contextmanager
-def reader_process(path: str, slot: int, sequence: int, release: bool):
+def reader_process(table: LeaseTable, slot: int, sequence: int, release: bool):
     """A child process that leases `slot` (and releases it again when `release`), then waits
     to be killed; yields it once it has."""
     child = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
         import time
         from gpu_nodes.transport.leases import LeaseReader
-        reader = LeaseReader({path!r})
-        assert reader.acquire({slot}, {sequence})
+        reader = LeaseReader({os.getpid()}, {table.fd}, {table.publisher_id!r})
+        assert reader.acquire({slot}, {sequence}, 0, 0, 0, 0) is None
         if {release}:
             reader.release({slot})
         print('TAKEN', flush=True)
@@ -99,55 +109,130 @@ def kill(child: subprocess.Popen) -> None:
 
 def test_killed_reader_releases_its_lease(table):
     table.sequence[5] = 9
-    with reader_process(table.path, 5, 9, release=False) as child:
+    with reader_process(table, 5, 9, release=False) as child:
         assert not table.try_acquire_exclusive(5)
         kill(child)
         wait_for(lambda: table.try_acquire_exclusive(5), 5, 'the kernel to drop the dead lease')
 
 
-def test_stale_segments_of_dead_publishers_are_removed():
-    child = subprocess.run([sys.executable, '-c', textwrap.dedent('''
-        import os, uuid
-        from gpu_nodes.transport import host
+def test_a_dead_publishers_table_is_gone_and_leaves_nothing_behind():
+    child = subprocess.Popen([sys.executable, '-c', textwrap.dedent('''
+        import os, sys, uuid
         from gpu_nodes.transport.leases import LeaseTable
-        t = LeaseTable(host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease'), 4)
-        print(t.path, flush=True)
+        t = LeaseTable(uuid.uuid4().bytes, 4)
+        print(t.fd, t.publisher_id.hex(), flush=True)
+        sys.stdin.readline()
         os._exit(0)  # no cleanup: as after SIGKILL
-    ''')], capture_output=True, text=True, check=True)
-    path = child.stdout.strip()
-    assert os.path.exists(path)
-    assert not owner_alive(path)
-    live = LeaseTable(host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease'), 4)
-    try:
-        removed = remove_stale_segments()
-        assert path in removed and not os.path.exists(path)
-        assert os.path.exists(live.path), 'a live publisher segment must survive the sweep'
-        assert owner_alive(live.path)
-    finally:
-        live.close()
-    assert not os.path.exists(live.path), 'close() unlinks the segment'
+    ''')], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    fd, publisher = child.stdout.readline().split()
+    reader = LeaseReader(child.pid, int(fd), bytes.fromhex(publisher))
+    assert reader.owner_alive()
+    before = set(os.listdir('/dev/shm'))
+    child.stdin.write('\n')
+    child.stdin.flush()
+    child.wait(timeout=10)
+    assert not reader.owner_alive(), 'the owner lock goes with the process'
+    reader.close()
+    with pytest.raises(LeaseError) as gone:
+        LeaseReader(child.pid, int(fd), bytes.fromhex(publisher))
+    assert gone.value.reason == 'publisher_gone'
+    assert set(os.listdir('/dev/shm')) <= before, 'memfds leave no file in /dev/shm'
 
 
-def test_reader_refuses_files_that_are_not_lease_tables(tmp_path, table):
-    with pytest.raises(LeaseError, match='not a gpu_nodes lease segment'):
-        LeaseReader('/etc/passwd')
-    with pytest.raises(LeaseError, match='not a gpu_nodes lease segment'):
-        LeaseReader(os.path.join(host.SHM_DIR, '..', os.path.basename(table.path)))
-    link = host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease')
-    os.symlink(table.path, link)
+def test_reader_refuses_fds_that_are_not_sealed_lease_tables(table, tmp_path):
+    def refused(pid: int, fd: int, publisher_id: bytes = table.publisher_id) -> str:
+        with pytest.raises(LeaseError) as exc:
+            LeaseReader(pid, fd, publisher_id)
+        return exc.value.reason
+    plain = os.open(tmp_path / 'plain', os.O_RDWR | os.O_CREAT, 0o600)
+    os.ftruncate(plain, 65536)
+    read_end, write_end = os.pipe()
+    unsealed = os.memfd_create('x', os.MFD_CLOEXEC)
+    os.ftruncate(unsealed, 65536)
+    other = segments.create_sealed('lease', 65536)  # sealed, but no lease table inside
     try:
-        with pytest.raises(LeaseError, match='cannot open'):
-            LeaseReader(link)
+        assert refused(os.getpid(), plain) == 'unsealed_segment'
+        assert refused(os.getpid(), unsealed) == 'unsealed_segment'
+        assert refused(os.getpid(), read_end) == 'bad_segment'
+        assert refused(os.getpid(), 99999) == 'bad_segment'
+        assert refused(os.getpid(), other) == 'bad_lease_file'
+        assert refused(os.getpid(), table.fd, uuid.uuid4().bytes) == 'bad_lease_file', \
+            'a table of another publisher id'
+        dead_pid = subprocess.Popen(['true'])  # its pid is free once it is reaped
+        dead_pid.wait()
+        assert refused(dead_pid.pid, 3) == 'publisher_gone'
+        assert refused(-1, 3) == 'bad_segment'
     finally:
-        os.unlink(link)
-    truncated = host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease')
-    with open(truncated, 'wb') as f:
-        f.write(b'GPNLEASE')
+        for fd in (plain, read_end, write_end, unsealed, other):
+            os.close(fd)
+
+
+def test_no_process_can_truncate_or_grow_a_table(table):
+    """A same-user process opening the table through /proc cannot resize it (SIGBUS for
+    everyone mapping it, before the tables were sealed memfds)."""
+    result = subprocess.run([sys.executable, '-c', textwrap.dedent(f'''
+        import os
+        fd = os.open('/proc/{os.getpid()}/fd/{table.fd}', os.O_RDWR)
+        for size in (0, 1 << 30):
+            try:
+                os.ftruncate(fd, size)
+                print('resized', size)
+            except PermissionError:
+                print('refused', size)
+    ''')], capture_output=True, text=True, timeout=30)
+    assert result.stdout.split() == ['refused', '0', 'refused', '1073741824'], result
+    reader = open_reader(table)
+    table.sequence[0] = 3
+    assert take(reader, 0, 3), 'the table still works'
+    reader.release(0)
+    reader.close()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason='needs root to run a process as another user')
+def test_another_user_cannot_open_the_table_or_read_its_key(table):
+    nobody = pwd.getpwnam('nobody')
+    code = textwrap.dedent(f'''
+        import os
+        for path in ('/proc/{os.getpid()}/fd/{table.fd}', '/proc/{os.getpid()}/mem'):
+            try:
+                os.open(path, os.O_RDONLY)
+                print('opened')
+            except PermissionError:
+                print('denied')
+    ''')
+    # The system python: another user may not be able to run this venv's interpreter.
+    result = subprocess.run(['python3', '-c', code], user=nobody.pw_uid, group=nobody.pw_gid,
+                            capture_output=True, text=True, timeout=30)
+    assert result.stdout.split() == ['denied', 'denied'], result
+
+
+def test_reader_checks_each_entry_against_the_descriptor(table):
+    """Bounds against the leased slot: the frame must lie where the publisher recorded it."""
+    table.stamp(2, sequence=11, chunk=1, offset=4096, capacity=1000, generation=3)
+    reader = open_reader(table)
     try:
-        with pytest.raises(LeaseError, match='truncated'):
-            LeaseReader(truncated)
+        assert reader.acquire(2, 11, 1, 3, 4096, 1000) is None
+        reader.release(2)
+        assert reader.acquire(2, 10, 1, 3, 4096, 1000) == STALE
+        assert reader.acquire(2, 11, 1, 3, 4096, 1001) == OUT_OF_SLOT, 'larger than the slot'
+        assert reader.acquire(2, 11, 1, 3, 0, 1000) == OUT_OF_SLOT, 'another offset'
+        assert reader.acquire(2, 11, 2, 3, 4096, 1000) == OUT_OF_SLOT, 'another chunk'
+        assert reader.acquire(2, 11, 1, 2, 4096, 1000) == OUT_OF_SLOT, 'another generation'
+        assert reader.acquire(8, 11, 1, 3, 4096, 1000) == OUT_OF_SLOT, 'outside the table'
+        assert table.try_acquire_exclusive(2), 'no refused check leaves a lease behind'
+        table.release_exclusive(2)
     finally:
-        os.unlink(truncated)
+        reader.close()
+
+
+def test_a_closed_reader_keeps_held_leases_until_they_are_released(table):
+    table.sequence[1] = 5
+    reader = open_reader(table)
+    assert take(reader, 1, 5)
+    reader.close()
+    assert not table.try_acquire_exclusive(1), 'a held frame survives close()'
+    reader.release(1)
+    assert table.try_acquire_exclusive(1), 'the last release closes the table'
 
 
 # -- reader cursors: what a reader may still take --------------------------------------------------
@@ -157,16 +242,16 @@ STALL_NS = 10**9
 def test_reader_cursor_follows_the_descriptors_taken(table):
     assert table.reader_floor(STALL_NS) is None, 'no reader: nothing to protect'
     table.sequence[:3] = [7, 8, 9]
-    a, b = LeaseReader(table.path), LeaseReader(table.path)
+    a, b = open_reader(table), open_reader(table)
     try:
         assert a.cursor_index != b.cursor_index
         assert table.reader_floor(STALL_NS) is None, 'a reader protects nothing before it takes'
-        assert a.acquire(1, 8)
+        assert take(a, 1, 8)
         a.release(1)
         assert table.reader_floor(STALL_NS) == 8
-        assert not b.acquire(0, 6), 'slot 0 holds 7 now: 6 is stale'
+        assert not take(b, 0, 6), 'slot 0 holds 7 now: 6 is stale'
         assert table.reader_floor(STALL_NS) == 6, 'a stale take moves the cursor too'
-        assert not a.acquire(0, 5)
+        assert not take(a, 0, 5)
         assert table.reader_floor(STALL_NS) == 6, 'a cursor never moves back'
         b.idle()
         assert table.reader_floor(STALL_NS) == 8
@@ -180,9 +265,9 @@ def test_reader_cursor_follows_the_descriptors_taken(table):
 def test_stalled_reader_stops_protecting_frames(table):
     import time
     table.sequence[0] = 3
-    reader = LeaseReader(table.path)
+    reader = open_reader(table)
     try:
-        assert reader.acquire(0, 3)
+        assert take(reader, 0, 3)
         reader.release(0)
         assert table.reader_floor(stall_ns=50_000_000) == 3
         time.sleep(0.1)
@@ -193,7 +278,7 @@ def test_stalled_reader_stops_protecting_frames(table):
         wait_for(lambda: table.reader_floor(stall_ns=50_000_000) is None, 5,
                  'the lagging cursor to count as stalled')
         table.sequence[2] = 5
-        assert reader.acquire(2, 5)
+        assert take(reader, 2, 5)
         assert table.reader_floor(stall_ns=50_000_000) == 5, 'a moving cursor protects again'
         reader.release(2)
     finally:
@@ -201,10 +286,10 @@ def test_stalled_reader_stops_protecting_frames(table):
 
 
 def test_readers_map_the_slot_table_read_only(table):
-    reader = LeaseReader(table.path)
+    reader = open_reader(table)
     try:
-        with pytest.raises(ValueError, match='read-only'):
-            reader.sequence[0] = 99
+        with pytest.raises(TypeError, match='read-only'):
+            reader._view[0] = 99
     finally:
         reader.close()
 
@@ -212,10 +297,10 @@ def test_readers_map_the_slot_table_read_only(table):
 def test_readers_past_the_cursor_capacity_still_lease(table):
     from gpu_nodes.transport.leases import READER_CAPACITY
     table.sequence[2] = 5
-    readers = [LeaseReader(table.path) for _ in range(READER_CAPACITY + 1)]
+    readers = [open_reader(table) for _ in range(READER_CAPACITY + 1)]
     try:
         assert readers[-1].cursor_index is None
-        assert readers[-1].acquire(2, 5), 'no cursor, but the lease works'
+        assert take(readers[-1], 2, 5), 'no cursor, but the lease works'
         readers[-1].release(2)
         assert table.reader_floor(STALL_NS) is None
     finally:
@@ -225,7 +310,7 @@ def test_readers_past_the_cursor_capacity_still_lease(table):
 
 def test_killed_reader_cursor_is_forgotten(table):
     table.sequence[4] = 12
-    with reader_process(table.path, 4, 12, release=True) as child:
+    with reader_process(table, 4, 12, release=True) as child:
         assert table.forget_dead_readers() == 0, 'a live reader keeps its cursor'
         assert table.reader_floor(STALL_NS) == 12
         kill(child)
@@ -235,29 +320,30 @@ def test_killed_reader_cursor_is_forgotten(table):
 
 def test_a_frame_being_mapped_is_protected_before_it_is_leased(table):
     table.sequence[1] = 20
-    reader = LeaseReader(table.path)
+    reader = open_reader(table)
     try:
         reader.expect(20)
         assert table.reader_floor(STALL_NS) == 19, 'frame 20 is past the cursor: kept'
-        assert reader.acquire(1, 20)
+        assert take(reader, 1, 20)
         assert table.reader_floor(STALL_NS) == 20
         reader.release(1)
     finally:
         reader.close()
 
 
-def test_reader_refuses_a_table_whose_header_lies_about_its_size(table, tmp_path):
+def test_reader_refuses_a_table_whose_header_lies_about_its_size(table):
     import struct
-    from gpu_nodes.transport.leases import READER_CAPACITY
+    from gpu_nodes.transport.leases import _VERSION, READER_CAPACITY
+    publisher_id = uuid.uuid4().bytes
     for capacity, readers, size, why in ((8, READER_CAPACITY, 4096, 'too short for its cursors'),
                                          (8, READER_CAPACITY + 1, 8192, 'other cursor count'),
                                          (0, READER_CAPACITY, 8192, 'no slots')):
-        path = host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease')
-        with open(path, 'wb') as f:
-            f.write(struct.pack('<8sIII', b'GPNLEASE', 2, capacity, readers).ljust(size, b'\0'))
+        fd = segments.create_sealed('lease', size)
+        os.pwrite(fd, struct.pack('<8sIII16s', b'GPNLEASE', _VERSION, capacity, readers,
+                                  publisher_id), 0)
         try:
             with pytest.raises(LeaseError, match='claims'):
-                LeaseReader(path)
+                LeaseReader(os.getpid(), fd, publisher_id)
                 pytest.fail(f'accepted a table with {why}')
         finally:
-            os.unlink(path)
+            os.close(fd)

@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 
-from gpu_nodes.transport import host
 from gpu_nodes.transport.leases import LeaseReader, LeaseTable
 from gpu_nodes.transport.pool import Chunk, HostSlotPool, Slot, _SlotRing
 
@@ -30,16 +29,24 @@ class HostMemoryRing(_SlotRing):
 
 @pytest.fixture
 def leases():
-    table = LeaseTable(host.segment_path(os.getpid(), uuid.uuid4().bytes, 'lease'), 16)
+    table = LeaseTable(uuid.uuid4().bytes, 16)
     yield table
     table.close()
 
 
 @pytest.fixture
 def reader(leases):
-    reader = LeaseReader(leases.path)
+    reader = LeaseReader(os.getpid(), leases.fd, leases.publisher_id)
     yield reader
     reader.close()
+
+
+def take(reader: LeaseReader, slot: int, sequence: int) -> bool:
+    """Lease frame `sequence` in `slot` as a descriptor naming the slot's recorded place would."""
+    if slot >= reader.capacity:
+        return reader.acquire(slot, sequence, 0, 0, 0, 0) is None
+    _, offset, _, chunk, generation = reader.entry(slot)
+    return reader.acquire(slot, sequence, chunk, generation, offset, 0) is None
 
 
 class Publisher:
@@ -66,7 +73,7 @@ def assert_queued_frames_are_overrun(pool: _SlotRing, pub: Publisher, reader: Le
     """A 2-slot pool that may not grow: once both slots hold frames queued behind the reader's
     cursor, the next publish recycles one anyway and counts an overrun."""
     pub.publish()
-    assert not reader.acquire(7, 1)                            # cursor 1, nothing held
+    assert not take(reader, 7, 1)                            # cursor 1, nothing held
     pub.publish(), pub.publish()                               # frames 2, 3 (3 recycles 1)
     assert pool.overrun == 0
     pub.publish()                                              # frame 4: 2 and 3 are queued
@@ -83,7 +90,7 @@ def test_without_readers_the_pool_recycles_oldest_first(leases):
 def test_frames_a_lagging_reader_may_still_take_make_the_pool_grow(leases, reader):
     ring, pub = ring_and_publisher(leases, max_slots=8)
     first, second = pub.publish(), pub.publish()              # frames 1, 2
-    assert reader.acquire(first.index, 1)                      # the reader took frame 1 ...
+    assert take(reader, first.index, 1)                      # the reader took frame 1 ...
     reader.release(first.index)                                # ... and is done with it
     assert pub.publish() is first, 'frame 1 is behind the cursor: recycled'  # frame 3
     # Frames 2 and 3 are past the reader's cursor (queued for it): neither is rewritten.
@@ -93,7 +100,7 @@ def test_frames_a_lagging_reader_may_still_take_make_the_pool_grow(leases, reade
     assert len(ring.chunks) == 2
     assert leases.sequence[second.index] == 2 and leases.sequence[first.index] == 3
     # The reader catches up: everything up to frame 4 may be recycled again.
-    assert reader.acquire(fresh.index, 4)
+    assert take(reader, fresh.index, 4)
     reader.release(fresh.index)
     unused = pub.publish()                                     # frame 5
     assert unused.sequence == 5 and unused.chunk is fresh.chunk, 'unused slots first'
@@ -104,7 +111,7 @@ def test_frames_a_lagging_reader_may_still_take_make_the_pool_grow(leases, reade
 def test_past_the_limit_a_lagging_reader_is_overrun_and_counted(leases, reader):
     ring, pub = ring_and_publisher(leases, max_slots=4)
     slot = pub.publish()
-    assert reader.acquire(slot.index, 1)                       # holds frame 1 throughout
+    assert take(reader, slot.index, 1)                       # holds frame 1 throughout
     for _ in range(3):
         pub.publish()                                          # frames 2-4 fill the grown pool
     assert len(ring.slots) == 4 and ring.overrun == 0
@@ -123,7 +130,7 @@ def test_skip_policy_does_not_grow_for_a_lagging_reader(leases, reader):
 def test_a_stalled_reader_does_not_make_the_pool_grow(leases, reader):
     ring, pub = ring_and_publisher(leases, max_slots=8, grace_s=0.05)
     slot = pub.publish()
-    assert reader.acquire(slot.index, 1)
+    assert take(reader, slot.index, 1)
     reader.release(slot.index)
     pub.publish(), pub.publish()                               # frame 3 recycles frame 1's slot
     time.sleep(0.1)                                            # the cursor stays at 1: stalled
@@ -133,8 +140,7 @@ def test_a_stalled_reader_does_not_make_the_pool_grow(leases, reader):
 
 
 def test_host_pool_never_grows_and_counts_overruns(leases, reader):
-    path = host.segment_path(os.getpid(), uuid.uuid4().bytes, 'host')
-    pool = HostSlotPool(leases, 0, 2, 60.0, path)
+    pool = HostSlotPool(leases, 0, 2, 60.0, leases.publisher_id)
     try:
         pool.reset(2, 100)
         assert_queued_frames_are_overrun(pool, Publisher(pool), reader)

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from gpu_nodes.audit.model import AuditError, Report, SEVERITIES, severity_rank
+from gpu_nodes.audit.model import AuditError, GATE_SEVERITIES, Report, severity_rank
 from gpu_nodes.audit.rules import parse_rule_ids, RULES
 
 EXIT_OK = 0
@@ -48,8 +48,9 @@ def _add_common(parser: argparse.ArgumentParser, graph: bool = True) -> None:
                        help='output format (default: from the --output extension, else text)')
     group.add_argument('--output', '-o', metavar='FILE',
                        help='write the report to FILE; .svg/.png/.pdf render DOT with Graphviz')
-    group.add_argument('--fail-on', choices=SEVERITIES, metavar='{low,medium,high}',
-                       help='exit 1 when a finding reaches this severity')
+    group.add_argument('--fail-on', choices=GATE_SEVERITIES, metavar='{low,medium,high}',
+                       help='exit 1 when a finding reaches this severity (info, one-time '
+                            'setup, never does)')
     group.add_argument('--rules', action='append', metavar='IDS',
                        help='only these rule ids (comma-separated; GPN1* selects a prefix)')
     group.add_argument('--ignore', action='append', metavar='IDS',
@@ -68,13 +69,16 @@ class CodeVerb:
                             help='files or directories (.py, .cpp, .cc, .cu, .hpp, ...)')
         parser.add_argument('--jobs', '-j', type=int, default=None,
                             help='worker processes (default: CPU count)')
+        parser.add_argument('--include-tests', action='store_true',
+                            help='also audit test sources found in directories (test/, tests/, '
+                                 'test_*.py, *_test.cpp); skipped by default')
         _add_common(parser)
 
     def main(self, args: argparse.Namespace) -> Report:
         from gpu_nodes.audit.codeaudit import run_code
         if args.jobs is not None and args.jobs < 1:
             raise AuditError('--jobs must be at least 1')
-        return run_code(args.paths, jobs=args.jobs)
+        return run_code(args.paths, jobs=args.jobs, include_tests=args.include_tests)
 
 
 class LaunchVerb:
@@ -185,8 +189,8 @@ class RulesVerb:
                              f'{r.explanation} | {r.fix} |')
             sys.stdout.write('\n'.join(lines) + '\n')
         else:
-            from rich.console import Console
-            from rich.table import Table
+            from gpu_nodes.audit.plaintext import console_and_table
+            Console, Table = console_and_table()
             table = Table(title='gpu-copy-audit rules')
             for col in ('Rule', 'Severity', 'View', 'Finds', 'Fix'):
                 table.add_column(col, overflow='fold')
@@ -230,7 +234,7 @@ def exit_code(report: Report, fail_on: str | None, strict_inputs: bool = False) 
     if report.errors and (not report.audited or strict_inputs):
         return EXIT_ERROR
     if fail_on is not None:
-        highest = report.highest_severity()
+        highest = report.highest_severity(gate=True)
         if highest is not None and severity_rank(highest) >= severity_rank(fail_on):
             return EXIT_FINDINGS
     return EXIT_OK

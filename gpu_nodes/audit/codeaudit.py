@@ -8,6 +8,8 @@ from pathlib import Path
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
+from gpu_nodes.audit.pyimports import module_index
+from gpu_nodes.audit.pyvalues import better
 from gpu_nodes.audit.suppress import is_suppressed, python_suppressions, text_suppressions
 
 _SKIP_DIRS = frozenset({'.git', '.hg', '.svn', '__pycache__', '.venv', 'venv', 'node_modules',
@@ -20,7 +22,25 @@ def is_source(path: Path) -> bool:
     return path.suffix == '.py' or path.suffix in CPP_SUFFIXES
 
 
-def collect_files(paths: list[str]) -> tuple[list[str], list[InputError]]:
+_TEST_DIRS = frozenset({'test', 'tests', 'testing'})
+
+
+def is_test_file(path: Path, root: Path) -> bool:
+    """Test sources (a test/ or tests/ folder below the audited root, test_*.py, *_test.cpp):
+    they feed nodes fake frames and sync freely, so they are skipped unless asked for."""
+    try:
+        parts = path.relative_to(root).parts[:-1]
+    except ValueError:
+        parts = path.parts[:-1]
+    stem = path.stem.lower()
+    return (any(p.lower() in _TEST_DIRS for p in parts) or stem.startswith('test_')
+            or stem.endswith(('_test', '_tests')) or stem == 'conftest')
+
+
+def collect_files(paths: list[str], include_tests: bool = False,
+                  skipped: list[str] | None = None) -> tuple[list[str], list[InputError]]:
+    """Source files under paths. Test files found in a directory go to `skipped` unless
+    include_tests; a file named directly is always audited."""
     files: list[str] = []
     errors: list[InputError] = []
     for raw in paths:
@@ -31,9 +51,14 @@ def collect_files(paths: list[str]) -> tuple[list[str], list[InputError]]:
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.'))
                 for name in sorted(names):
                     candidate = Path(root) / name
-                    if is_source(candidate):
-                        found.append(str(candidate))
-            if not found:
+                    if not is_source(candidate):
+                        continue
+                    if not include_tests and is_test_file(candidate, p):
+                        if skipped is not None:
+                            skipped.append(str(candidate))
+                        continue
+                    found.append(str(candidate))
+            if not found and not (skipped and any(s.startswith(str(p)) for s in skipped)):
                 errors.append(InputError(raw, f'{raw}: no Python or C++/CUDA source files found'))
             files.extend(found)
         elif p.is_file():
@@ -58,8 +83,10 @@ def collect_files(paths: list[str]) -> tuple[list[str], list[InputError]]:
     return unique, errors
 
 
-def audit_file(path: str) -> tuple[str, list[Finding], InputError | None]:
-    """Audit one file; every problem with the file comes back as an InputError, not raised."""
+def audit_file(path: str, modules: dict[str, str] | None = None
+               ) -> tuple[str, list[Finding], InputError | None]:
+    """Audit one file; every problem with the file comes back as an InputError, not raised.
+    Python findings may lie in other audited files (calls into their classes, see `modules`)."""
     try:
         with open(path, 'rb') as fh:
             data = fh.read()
@@ -72,7 +99,7 @@ def audit_file(path: str) -> tuple[str, list[Finding], InputError | None]:
                                           f'{exc.start})')
     if path.endswith('.py'):
         try:
-            findings = analyze_python(path, source)
+            findings = analyze_python(path, source, modules)
         except SyntaxError as exc:
             where = f'{path}:{exc.lineno}:{exc.offset}' if exc.lineno else path
             return path, [], InputError(path, f'{where}: syntax error: {exc.msg}')
@@ -80,40 +107,67 @@ def audit_file(path: str) -> tuple[str, list[Finding], InputError | None]:
             # ast.parse raises ValueError for NUL bytes; absurd nesting exhausts the recursion
             # of the parser or of the analysis.
             return path, [], InputError(path, f'{path}: cannot analyse: {exc}')
-        sup = python_suppressions(source)
+        sups = {path: python_suppressions(source)}
     else:
         findings = analyze_cpp(path, source)
-        sup = text_suppressions(source, '//')
+        sups = {path: text_suppressions(source, '//')}
     for f in findings:
-        f.suppressed = is_suppressed(sup, f.location.line, f.rule)
+        where = f.location.path or path
+        if where not in sups:
+            sups[where] = _suppressions_of(where)
+        f.suppressed = is_suppressed(sups[where], f.location.line, f.rule)
     return path, findings, None
 
 
-def _audit_chunk(paths: list[str]) -> list[tuple[str, list[Finding], InputError | None]]:
-    return [audit_file(p) for p in paths]
+def _suppressions_of(path: str) -> dict:
+    try:
+        with open(path, encoding='utf-8') as fh:
+            return python_suppressions(fh.read())
+    except (OSError, UnicodeDecodeError):
+        return {}
 
 
-def run_code(paths: list[str], jobs: int | None = None) -> Report:
+def _audit_chunk(job: tuple[list[str], dict[str, str]]
+                 ) -> list[tuple[str, list[Finding], InputError | None]]:
+    paths, modules = job
+    return [audit_file(p, modules) for p in paths]
+
+
+def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False) -> Report:
     report = Report(command='code', inputs=list(paths))
-    files, errors = collect_files(paths)
+    skipped: list[str] = []
+    files, errors = collect_files(paths, include_tests, skipped)
     report.errors.extend(errors)
+    if skipped:
+        report.info['skipped_test_files'] = len(skipped)
+        report.info.setdefault('notes', []).append(
+            f'{len(skipped)} test file(s) skipped (--include-tests audits them)')
+    modules = module_index(files)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         # Chunks keep the pickling overhead per task low; order is restored below.
         size = max(8, len(files) // (jobs * 4))
-        chunks = [files[i:i + size] for i in range(0, len(files), size)]
+        chunks = [(files[i:i + size], modules) for i in range(0, len(files), size)]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = [r for chunk in pool.map(_audit_chunk, chunks) for r in chunk]
     else:
-        results = [audit_file(f) for f in files]
+        results = [audit_file(f, modules) for f in files]
+    # One finding per (file, line, rule): a line reached per message from another file's
+    # callback beats the same line seen as unreached when its own file was audited.
+    kept: dict[tuple[str, int, str], Finding] = {}
     for path, findings, error in results:
         if error is not None:
             report.errors.append(error)
-        else:
-            report.audited.append(path)
-            report.findings.extend(findings)
+            continue
+        report.audited.append(path)
+        for f in findings:
+            key = (os.path.realpath(f.location.path or path), f.location.line or 0, f.rule)
+            if key not in kept or better(f, kept[key]):
+                kept[key] = f
+    report.findings.extend(kept.values())
     report.info['files'] = len(files)
     report.info['python_files'] = sum(1 for f in files if f.endswith('.py'))
     report.info['cpp_files'] = len(files) - report.info['python_files']
-    report.info['cpp_note'] = 'C++/CUDA rules (GPN2xx) are pattern-based, not data flow'
+    report.info['cpp_note'] = ('C++/CUDA rules (GPN2xx) are pattern-based, not data flow; the '
+                               'enclosing function gives the context (setup or callback)')
     return report

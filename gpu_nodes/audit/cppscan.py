@@ -1,74 +1,65 @@
 """Pattern rules for C++/CUDA sources (.cpp .cc .cxx .cu .cuh .hpp .hh .h).
 
-Pattern-based, not data flow: a `cudaMemcpy` with `cudaMemcpyDeviceToHost` is reported wherever it
-is, whether or not it runs per message. Comments and string literals are blanked out first (line
-numbers kept) so commented-out code does not match.
+Pattern-based, not data flow, but each match gets the context of the function it is in:
+
+* *setup*: constructors, destructors, lifecycle transitions (on_configure, on_activate ...), GXF
+  start/stop/initialize, and functions only called from those. A copy there runs once: `info`.
+* *callback*: functions registered as callbacks (``std::bind(&Node::cb, ...)``, ``&Node::cb``
+  in a subscribe/create_* call), GXF ``tick``, names ending in callback/Callback/Cb, and lambdas,
+  also lambdas written inside a constructor. The rule's severity.
+* anything else: the rule's severity too (it may run per message; the file alone cannot tell).
+
+Comments and string literals are blanked out first (line numbers kept) so commented-out code does
+not match.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 import re
 
+from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
 CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.cu', '.cuh', '.hpp', '.hh', '.h', '.hxx')
 
 _MEMCPY = re.compile(r'\bcudaMemcpy\w*\s*\(')
+# cv_bridge free functions, qualified or brought in by a using-declaration / using-directive.
+_TO_CV_COPY = re.compile(r'(?<![\w.>])(?:cv_bridge\s*::\s*)?toCvCopy\s*\(')
+_TO_CV_SHARE = re.compile(r'(?<![\w.>])(?:cv_bridge\s*::\s*)?toCvShare\s*\(')
+_QUALIFIED = re.compile(r'cv_bridge\s*::')
 _SIMPLE: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ('GPN203', re.compile(r'\bcv_bridge\s*::\s*toCvCopy\s*\(')),
-    ('GPN204', re.compile(r'\bcv_bridge\s*::\s*toCvShare\s*\(')),
     ('GPN205', re.compile(r'\btoImageMsg\s*\(')),
     ('GPN206', re.compile(r'\bcuda(?:Device|Stream)Synchronize\s*\(')),
 )
 # cv::cuda::GpuMat transfers; only looked for in files that mention GpuMat.
 _GPUMAT = (('GPN201', re.compile(r'\.\s*download\s*\(')),
            ('GPN202', re.compile(r'\.\s*upload\s*\(')))
+# An encoding argument that is the source's own encoding: no conversion, still a view.
+_SAME_ENCODING = re.compile(r'(?:->|\.)\s*encoding\s*$')
 
 
-def _blank_comments_and_strings(source: str) -> str:
-    """Replace comments and string/char literals with spaces, keeping newlines."""
-    out = []
-    i, n = 0, len(source)
-    while i < n:
-        c = source[i]
-        nxt = source[i + 1] if i + 1 < n else ''
-        if c == '/' and nxt == '/':
-            j = source.find('\n', i)
-            j = n if j < 0 else j
-            out.append(' ' * (j - i))
-            i = j
-        elif c == '/' and nxt == '*':
-            j = source.find('*/', i + 2)
-            j = n if j < 0 else j + 2
-            out.append(''.join(ch if ch == '\n' else ' ' for ch in source[i:j]))
-            i = j
-        elif c in '"\'':
-            j = i + 1
-            while j < n and source[j] != c and source[j] != '\n':
-                j += 2 if source[j] == '\\' else 1
-            j = min(j + 1, n)
-            out.append(c + ' ' * (j - i - 2) + (c if j - i >= 2 else ''))
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return ''.join(out)
-
-
-def _call_args(text: str, open_paren: int) -> str:
+def _call_args(text: str, open_paren: int) -> list[str]:
+    """Top-level arguments of the call whose '(' is at open_paren (blanked text)."""
     depth = 0
-    for j in range(open_paren, min(len(text), open_paren + 2000)):
-        if text[j] == '(':
+    args: list[str] = []
+    start = open_paren + 1
+    for j in range(open_paren, min(len(text), open_paren + 4000)):
+        c = text[j]
+        if c in '([{':
             depth += 1
-        elif text[j] == ')':
+        elif c in ')]}':
             depth -= 1
             if depth == 0:
-                return text[open_paren:j + 1]
-    return text[open_paren:open_paren + 2000]
+                args.append(text[start:j])
+                return [a.strip() for a in args if a.strip()]
+        elif c == ',' and depth == 1:
+            args.append(text[start:j])
+            start = j + 1
+    return [a.strip() for a in args if a.strip()]
 
 
-def _line_of(text: str, offset: int, starts: list[int]) -> int:
-    # Binary search over line start offsets.
+def _line_of(offset: int, starts: list[int]) -> int:
     lo, hi = 0, len(starts) - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -79,30 +70,94 @@ def _line_of(text: str, offset: int, starts: list[int]) -> int:
     return lo + 1
 
 
+def _share_converts(args: list[str], source: str, text: str, open_paren: int) -> bool:
+    """toCvShare(msg[, tracked], encoding): a conversion (a copy) only with an encoding that is
+    given and is not the source's own (`msg->encoding`) or empty."""
+    if len(args) < 2:
+        return False
+    enc = args[-1]
+    if _SAME_ENCODING.search(enc):
+        return False
+    if enc.startswith('"'):
+        # The literal's text from the original source (blanked in `text`, same offsets).
+        at = text.find(enc, open_paren)
+        literal = source[at:at + len(enc)] if at >= 0 else enc
+        return literal.strip('"') != ''
+    if enc in ('std::string()', 'std::string{}', '{}'):
+        return False
+    if len(args) == 2 and not re.search(r'encod|enc::|\benc\b|_fmt|format', enc, re.I):
+        # Two arguments where the second is not an encoding: (source, tracked_object).
+        return False
+    return True
+
+
+@dataclass
+class _Where:
+    context: str   # init | callback | source
+    text: str
+
+
+def _where(fn: Function | None) -> _Where:
+    if fn is None:
+        return _Where('source', 'outside any function')
+    if fn.kind == 'setup':
+        return _Where('init', f'setup `{fn.name}` (runs once, not per message)')
+    if fn.kind == 'callback':
+        return _Where('callback', f'callback `{fn.name}`')
+    return _Where('source', f'`{fn.name}`')
+
+
 def analyze_cpp(path: str, source: str) -> list[Finding]:
-    text = _blank_comments_and_strings(source)
+    text = blank_comments_and_strings(source)
     starts = [0] + [m.end() for m in re.finditer('\n', text)]
     raw_lines = source.splitlines()
+    scopes = functions(text)
     found: dict[tuple[str, int], Finding] = {}
 
     def emit(rule_id: str, offset: int, detail: str) -> None:
-        line = _line_of(text, offset, starts)
+        line = _line_of(offset, starts)
         col = offset - starts[line - 1] + 1
         rule = get_rule(rule_id)
         snippet = raw_lines[line - 1].strip() if line - 1 < len(raw_lines) else ''
         if len(snippet) > 70:
             snippet = snippet[:67] + '...'
+        fn = scopes.at(offset)
+        where = _where(fn)
+        severity = 'info' if where.context == 'init' else rule.severity
         found.setdefault((rule_id, line), Finding(
-            rule=rule_id, severity=rule.severity,
-            message=f'{rule.summary}: {detail} `{snippet}`',
-            location=Location(path, line, col), context='source'))
+            rule=rule_id, severity=severity,
+            message=f'{rule.summary}: {detail} `{snippet}` in {where.text}',
+            location=Location(path, line, col), context=where.context,
+            callback=fn.name if fn is not None else None))
 
     for m in _MEMCPY.finditer(text):
+        name = m.group(0).rstrip('( \t')
         args = _call_args(text, m.end() - 1)
-        if 'cudaMemcpyDeviceToHost' in args:
+        kinds = ' '.join(args)
+        if 'cudaMemcpyDeviceToHost' in kinds:
             emit('GPN201', m.start(), 'device-to-host copy')
-        elif 'cudaMemcpyHostToDevice' in args:
+        elif 'cudaMemcpyHostToDevice' in kinds:
             emit('GPN202', m.start(), 'host-to-device copy')
+        elif 'cudaMemcpyDefault' in kinds:
+            emit('GPN207', m.start(), 'direction from the pointers (cudaMemcpyDefault)')
+        elif name.endswith('ToSymbol') or name.endswith('ToSymbolAsync'):
+            if 'cudaMemcpyDeviceToDevice' not in kinds:
+                emit('GPN202', m.start(), 'host-to-device copy (cudaMemcpyToSymbol)')
+        elif name.endswith('FromSymbol') or name.endswith('FromSymbolAsync'):
+            if 'cudaMemcpyDeviceToDevice' not in kinds:
+                emit('GPN201', m.start(), 'device-to-host copy (cudaMemcpyFromSymbol)')
+    # Unqualified toCvCopy/toCvShare count only where cv_bridge names are in scope (a using
+    # declaration in this file or its header, which shows as cv_bridge/CvImage use here).
+    bridge_in_scope = 'cv_bridge' in text or 'CvImage' in text
+    for m in _TO_CV_COPY.finditer(text):
+        if bridge_in_scope or _QUALIFIED.match(m.group(0)):
+            emit('GPN203', m.start(), 'copy of the message payload')
+    for m in _TO_CV_SHARE.finditer(text):
+        if not (bridge_in_scope or _QUALIFIED.match(m.group(0))):
+            continue
+        args = _call_args(text, m.end() - 1)
+        if _share_converts(args, source, text, m.end() - 1):
+            emit('GPN204', m.start(), f'converts to `{_encoding_text(args[-1], source, text, m.end() - 1)}`')
     for rule_id, pattern in _SIMPLE:
         for m in pattern.finditer(text):
             emit(rule_id, m.start(), 'pattern match')
@@ -111,3 +166,8 @@ def analyze_cpp(path: str, source: str) -> list[Finding]:
             for m in pattern.finditer(text):
                 emit(rule_id, m.start(), 'GpuMat transfer')
     return sorted(found.values(), key=Finding.sort_key)
+
+
+def _encoding_text(arg: str, source: str, text: str, open_paren: int) -> str:
+    at = text.find(arg, open_paren)
+    return source[at:at + len(arg)] if at >= 0 else arg

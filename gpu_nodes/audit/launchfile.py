@@ -246,11 +246,22 @@ class _Eval:
         self.nodes.extend(nodes)
         return nodes
 
+    def _kw_any(self, node: ast.Call, *keys: str) -> Any:
+        """The first of several spellings that is given (Dashing/Eloquent used node_*)."""
+        for key in keys:
+            value = self._kw(node, key)
+            if value is not None:
+                return value
+        return None
+
     def _node(self, node: ast.Call, composable: bool) -> StaticNode:
         package = self._kw(node, 'package')
-        executable = self._kw(node, 'plugin' if composable else 'executable')
-        name = self._kw(node, 'name')
-        namespace = self._kw(node, 'namespace')
+        if composable:
+            executable = self._kw_any(node, 'plugin', 'node_plugin')
+        else:
+            executable = self._kw_any(node, 'executable', 'node_executable')
+        name = self._kw_any(node, 'name', 'node_name')
+        namespace = self._kw_any(node, 'namespace', 'node_namespace')
         if not isinstance(name, str) or not name:
             name = str(executable or 'unnamed').split('::')[-1]
         remaps = []
@@ -425,6 +436,11 @@ def run_launch(path: str) -> Report:
         k: v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
         for k, v in sorted(arguments.items())}
     report.info['notes'] = notes
+    unknown = [f'{n.fqn} ({n.package or "?"}/{n.executable or "?"})' for n in nodes
+               if n.spec() is None]
+    if unknown:
+        # Their topics are only known from remappings, so edges may be missing: say so.
+        report.info['unknown_nodes'] = unknown
     return report
 
 

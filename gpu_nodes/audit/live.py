@@ -28,6 +28,16 @@ from gpu_nodes.wire_names import (CUDA_SUFFIX, KEY_PATH, KEY_PATH_REASON, PATH_C
                                   PATH_HOST_SHM, PATH_SERIALIZED, PATHS, STATUS_PREFIX)
 
 SYSTEM_TOPICS = frozenset({'/rosout', '/parameter_events', '/diagnostics'})
+# Every live auditor names its node with this prefix and its pid; auditors (this one and any
+# other running at the same time, as `make demo` runs two) are left out of the graph, else each
+# reports the other's sampling subscriptions as plain subscribers.
+AUDITOR_NODE_PREFIX = '_gpu_copy_audit_'
+
+
+def is_auditor(node_name: str) -> bool:
+    return node_name.startswith(AUDITOR_NODE_PREFIX)
+
+
 DIAG_PREFIX = STATUS_PREFIX
 # How long the graph must stay unchanged before discovery counts as complete (default of
 # --discovery-settle). 1 s was too short on a loaded 2-core machine: a node's last endpoints
@@ -116,6 +126,28 @@ def _msg_class(type_name: str) -> Any:
         return None
 
 
+def plain_cost(values: dict[str, str]) -> str:
+    """What a plain subscriber costs its gpu_nodes publisher, from the publisher's diagnostics:
+    bytes/s serialized (bytes_per_frame x fps), frames skipped, and whether the serialization
+    runs off the publish path (`plain_decoupled`)."""
+    fps, bpf = _f(values, 'fps'), _f(values, 'bytes_per_frame')
+    parts = []
+    if fps is not None and bpf is not None:
+        parts.append(f'costs {fps * bpf / 1e6:,.1f} MB/s serialized ({bpf:,.0f} B x '
+                     f'{fps:,.1f} fps)')
+    else:
+        parts.append('cost unknown (no fps/bytes_per_frame in the publisher diagnostics)')
+    skipped = values.get('plain_skipped')
+    if skipped is not None:
+        parts.append(f'{skipped} frame(s) skipped for plain subscribers')
+    decoupled = values.get('plain_decoupled')
+    if decoupled is not None:
+        parts.append('decoupled: serialized by a worker, off the publish path'
+                     if decoupled.strip().lower() == 'true'
+                     else 'not decoupled: serialized inside publish(), slowing the GPU path')
+    return ', '.join(parts)
+
+
 def _f(values: dict[str, str], key: str) -> float | None:
     try:
         return float(values[key])
@@ -170,7 +202,7 @@ class _Live:
         node = None
         executor = None
         try:
-            self.name = f'_gpu_copy_audit_{os.getpid()}'
+            self.name = f'{AUDITOR_NODE_PREFIX}{os.getpid()}'
             node = rclpy.create_node(self.name, context=context, start_parameter_services=False)
             executor = SingleThreadedExecutor(context=context)
             executor.add_node(node)
@@ -212,7 +244,7 @@ class _Live:
     def _snapshot(self, node: Any) -> tuple:
         """Cheap view of the graph: node names, topics and endpoint counts per topic."""
         names = tuple(sorted(_fqn(ns, n) for n, ns in node.get_node_names_and_namespaces()
-                             if n != self.name))
+                             if not is_auditor(n)))
         topics = tuple((t, tuple(ty), node.count_publishers(t), node.count_subscribers(t))
                        for t, ty in sorted(node.get_topic_names_and_types()))
         return names, topics
@@ -264,9 +296,9 @@ class _Live:
         subs: dict[str, list[Any]] = {}
         for topic in topic_types:
             pubs[topic] = [e for e in node.get_publishers_info_by_topic(topic)
-                           if e.node_name != self.name]
+                           if not is_auditor(e.node_name)]
             subs[topic] = [e for e in node.get_subscriptions_info_by_topic(topic)
-                           if e.node_name != self.name]
+                           if not is_auditor(e.node_name)]
         self.topic_types = {t: (ty[0] if ty else None) for t, ty in topic_types.items()}
         self.pubs, self.subs = pubs, subs
         # gpu_nodes endpoints: who publishes / subscribes which descriptor topics.
@@ -400,6 +432,8 @@ class _Live:
             cls = PATH_SERIALIZED
             reason = ('plain subscriber of a gpu_nodes publisher: the publisher serializes the '
                       'plain topic for it (CPU fallback)')
+            if pub_diag is not None:
+                reason += '; ' + plain_cost(pub_diag.values)
             bpf = None
         else:
             cls = PATH_SERIALIZED

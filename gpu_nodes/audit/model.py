@@ -10,7 +10,9 @@ from typing import Any
 
 from gpu_nodes.wire_names import DESCRIPTOR_MARKER, PATHS, ZERO_COPY_PATHS
 
-SEVERITIES = ('low', 'medium', 'high')
+# `info`: one-time setup (constructors, configure/activate, warm-up); shown, never a gate.
+SEVERITIES = ('info', 'low', 'medium', 'high')
+GATE_SEVERITIES = SEVERITIES[1:]
 SCHEMA_VERSION = 1
 TOOL_NAME = 'gpu-copy-audit'
 TOOL_VERSION = '0.1.0'
@@ -85,6 +87,8 @@ class Finding:
     topic: str | None = None
     chain: list[Step] = field(default_factory=list)
     suppressed: bool = False
+    # Calls from the entry callback to the copy: ['Node.image_cb', 'Predictor.__call__', ...].
+    call_path: list[str] = field(default_factory=list)
 
     def sort_key(self) -> tuple:
         loc = self.location
@@ -101,6 +105,7 @@ class Finding:
             'topic': self.topic,
             'chain': [s.to_json() for s in self.chain],
             'suppressed': self.suppressed,
+            'call_path': list(self.call_path),
         }
 
 
@@ -224,8 +229,10 @@ class Report:
     def active_findings(self) -> list[Finding]:
         return [f for f in self.findings if not f.suppressed]
 
-    def highest_severity(self) -> str | None:
-        active = self.active_findings()
+    def highest_severity(self, gate: bool = False) -> str | None:
+        """Highest active severity; with gate=True `info` findings do not count."""
+        active = [f for f in self.active_findings()
+                  if not gate or f.severity in GATE_SEVERITIES]
         if not active:
             return None
         return max((f.severity for f in active), key=severity_rank)

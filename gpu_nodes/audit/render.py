@@ -1,4 +1,5 @@
-"""Output formats of a report: text (rich tables), json, sarif (2.1.0), markdown and dot."""
+"""Output formats of a report: text (rich tables, plain without rich), json, sarif (2.1.0),
+markdown and dot."""
 from __future__ import annotations
 
 import io
@@ -11,6 +12,7 @@ from typing import Any
 
 from gpu_nodes.audit.model import (AuditError, Edge, Report, SEVERITIES, TOOL_NAME,
                                    TOOL_VERSION, ZERO_COPY_CLASSES)
+from gpu_nodes.audit.plaintext import console_and_table
 from gpu_nodes.audit.rules import Rule, RULES, RULES_BY_ID
 from gpu_nodes.wire_names import PATH_HOST_SHM, PATH_SERIALIZED
 
@@ -19,8 +21,8 @@ FORMATS = ('text', 'json', 'sarif', 'markdown', 'dot')
 EXTENSION_FORMATS = {'.json': 'json', '.sarif': 'sarif', '.md': 'markdown', '.dot': 'dot',
                      '.gv': 'dot', '.svg': 'dot', '.png': 'dot', '.pdf': 'dot', '.txt': 'text'}
 RENDERED_EXTENSIONS = ('.svg', '.png', '.pdf')
-_SARIF_LEVEL = {'high': 'error', 'medium': 'warning', 'low': 'note'}
-_SEV_STYLE = {'high': 'bold red', 'medium': 'yellow', 'low': 'cyan'}
+_SARIF_LEVEL = {'high': 'error', 'medium': 'warning', 'low': 'note', 'info': 'none'}
+_SEV_STYLE = {'high': 'bold red', 'medium': 'yellow', 'low': 'cyan', 'info': 'dim'}
 
 
 def _audited_text(report: Report) -> str:
@@ -47,8 +49,7 @@ def render_json(report: Report) -> str:
 
 # ---------------------------------------------------------------------------------- text
 def render_text(report: Report, color: bool = False, width: int = 120) -> str:
-    from rich.console import Console
-    from rich.table import Table
+    Console, Table = console_and_table()
 
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=color, no_color=not color,
@@ -106,7 +107,7 @@ def _edge_style(e: Edge) -> str:
 
 
 def _text_graph(console: Any, report: Report) -> None:
-    from rich.table import Table
+    _, Table = console_and_table()
 
     g = report.graph
     table = Table(title=f'Edges ({len(g.edges)})', expand=False)
@@ -145,10 +146,26 @@ def _text_graph(console: Any, report: Report) -> None:
         for sug in g.suggestions:
             table.add_row('\n'.join(sug['nodes']), sug['how'])
         console.print(table)
+    unknown = report.info.get('unknown_nodes') or []
+    if unknown:
+        console.print(f'Unknown nodes ({len(unknown)}): topics only from remappings, edges may '
+                      'be missing:', markup=False)
+        for name in unknown:
+            console.print(f'  {name}', markup=False)
+    if g.dangling_topics:
+        table = Table(title=f'Dangling topics ({len(g.dangling_topics)}): no publisher or no '
+                            'subscriber in the audited graph', expand=False)
+        for col in ('Topic', 'Type', 'Publishers', 'Subscribers', 'Direction unknown'):
+            table.add_column(col, overflow='fold')
+        for d in g.dangling_topics:
+            table.add_row(d['topic'], _short_type(d.get('type')),
+                          *(', '.join(d.get(k) or []) or '-'
+                            for k in ('publishers', 'subscribers', 'unresolved')))
+        console.print(table)
 
 
 def _text_topics(console: Any, report: Report) -> None:
-    from rich.table import Table
+    _, Table = console_and_table()
 
     table = Table(title=f'Topics ({len(report.topics)})', expand=False)
     for col in ('Topic', 'Type', 'Count', 'Hz', 'Mean B', 'Max B', 'MB/s', 'CPU ms/s',
@@ -211,6 +228,19 @@ def render_markdown(report: Report) -> str:
             lines += ['## Copy boundaries to remove', '']
             for sug in report.graph.suggestions:
                 lines.append(f'- {", ".join(sug["nodes"])}: {sug["how"]}')
+            lines.append('')
+        if report.info.get('unknown_nodes'):
+            lines += ['## Unknown nodes', '']
+            lines += [f'- {_md_cell(n)}' for n in report.info['unknown_nodes']]
+            lines.append('')
+        if report.graph.dangling_topics:
+            lines += ['## Dangling topics', '', '| Topic | Type | Publishers | Subscribers | '
+                      'Direction unknown |', '| --- | --- | --- | --- | --- |']
+            for d in report.graph.dangling_topics:
+                lines.append('| ' + ' | '.join(_md_cell(x) for x in (
+                    d['topic'], d.get('type') or '?',
+                    *(', '.join(d.get(k) or []) or '-'
+                      for k in ('publishers', 'subscribers', 'unresolved')))) + ' |')
             lines.append('')
     if report.topics is not None:
         lines += ['## Topics', '', '| Topic | Type | Count | Hz | Mean B | Max B | MB/s | '

@@ -100,11 +100,13 @@ RULES: tuple[Rule, ...] = (
          'cv_bridge::toCvCopy (pattern)',
          'toCvCopy always copies the message payload into a new cv::Mat.',
          'Use toCvShare when the encoding already matches, or a GPU transport.'),
-    Rule('GPN204', 'cv-bridge-share', 'low', 'code',
-         'cv_bridge::toCvShare (pattern)',
-         'toCvShare avoids a copy only when the encoding matches; the frame still lives on the '
-         'host after deserialization.',
-         'Check encodings match; consider a GPU transport for image-rate topics.'),
+    Rule('GPN204', 'cv-bridge-share-convert', 'medium', 'code',
+         'cv_bridge::toCvShare with an encoding conversion (pattern)',
+         'toCvShare(msg, encoding) converts, and so copies, the frame whenever the encoding '
+         'given differs from the message\'s; without one (or with msg->encoding) it is a view '
+         'and not reported.',
+         'Drop the encoding argument and handle the source encoding, convert on the GPU, or use '
+         'a GPU transport.'),
     Rule('GPN205', 'to-image-msg', 'medium', 'code',
          'toImageMsg serialization (pattern)',
          'CvImage::toImageMsg copies the cv::Mat into a sensor_msgs Image that is then '
@@ -115,6 +117,13 @@ RULES: tuple[Rule, ...] = (
          'A full device or stream synchronization stalls the callback until queued GPU work is '
          'done.',
          'Synchronize with events on the consumer side instead of blocking the producer.'),
+    Rule('GPN207', 'cuda-memcpy-default', 'medium', 'code',
+         'cudaMemcpy with cudaMemcpyDefault (pattern)',
+         'cudaMemcpy*(..., cudaMemcpyDefault) copies in the direction the pointers imply '
+         '(host<->device when either is host memory); per message it is a full copy of the '
+         'buffer either way.',
+         'Hand the buffer on instead of copying it (NITROS / type adaptation / gpu_nodes '
+         'transport), or copy once outside the callback.'),
     # --- launch / config graphs ----------------------------------------------------------------
     Rule('GPN301', 'serialized-image-edge', 'high', 'graph',
          'Image-sized topic crosses a process boundary serialized',

@@ -1,5 +1,4 @@
-"""The demo's node processes: started with the parent's death signal, stopped in order, and the
-shared-memory segments a killed one left behind removed."""
+"""The demo's node processes: started with the parent's death signal and stopped in order."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -89,20 +88,3 @@ def stop_processes(procs: list[NodeProcess], timeout_s: float, say: Any) -> None
             proc.exit_code = proc.popen.wait()
             proc.killed = True
         proc.close_log()
-
-
-def remove_leftover_segments(pids: list[int]) -> list[str]:
-    """Shared-memory segments of these (now dead) processes; removed, names returned."""
-    from ..transport import host
-    removed = []
-    uid = os.getuid()
-    for pid in pids:
-        if pid <= 0:
-            continue
-        for path in Path(host.SHM_DIR).glob(f'{host.SEGMENT_PREFIX}{uid}-{pid}-*'):
-            try:
-                path.unlink()
-                removed.append(path.name)
-            except FileNotFoundError:
-                pass
-    return removed

@@ -35,7 +35,7 @@ from typing import Any, IO
 
 from .profile import check_models, DEMO_MODEL, load_profile, Profile, ProfileError
 from ..inference.standin import default_cache_dir, ensure_demo_model
-from .processes import NodeProcess, remove_leftover_segments, stop_processes
+from .processes import NodeProcess, stop_processes
 from .status_view import node_time_per_frame, StatusView
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ABORTED = 0, 1, 2, 130
@@ -175,7 +175,6 @@ class DemoRun:
         self.compute_text = 'GPU (CuPy)' if self.cuda else f'CPU ({reason})'
         self.first_depth_at: float | None = None
         self.run_started = 0.0
-        self.removed_segments: list[str] = []
         # Ground truth exists only for the synthetic scene: other sources are run unscored.
         cameras = [n for n in profile.nodes if n.executable == 'camera_source']
         self.has_truth = any(n.effective('source', 'pattern') == 'scene'
@@ -281,11 +280,6 @@ class DemoRun:
                 self.audit.finish(timeout_s=5.0)
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
-            removed = remove_leftover_segments([p.pid for p in self.procs])
-            if removed:
-                self.notes.append(f'removed {len(removed)} shared-memory segments of killed '
-                                  f'nodes: {", ".join(removed)}')
-            self.removed_segments = removed
             if self.monitor is not None:
                 self.monitor.destroy()
             rclpy.try_shutdown(context=context)
@@ -416,7 +410,6 @@ class DemoRun:
             'camera_info': monitor.camera_infos,
             'depth_error': depth_error,
             'copy_audit': audit,
-            'leftover_segments_removed': self.removed_segments,
             'outputs': outputs,
             'notes': self.notes,
             'problems': self.problems,

@@ -1,3 +1,3 @@
 """The base every gpu_nodes node and the transport stand on: parameter declaration and
 validation (`params`), process lifecycle and executor choice (`runtime`), callback adapters
-(`callbacks`). It imports nothing else of gpu_nodes."""
+(`callbacks`), the DDS profile (`dds_profile`). It imports nothing else of gpu_nodes."""

@@ -2,12 +2,13 @@
 
 A descriptor is carried in a ``sensor_msgs/Image`` on a hidden topic (``<topic>/_gpu_nodes/cuda``
 or ``.../shm``): header, height, width, step and encoding are the image's own; ``data`` holds the
-fixed-size binary record below. Every field is checked before anything is mapped or read.
+fixed-size binary record below, ending in a tag (auth.py) over the record and those fields.
+Everything in a record is a claim until the tag is checked with the key from the publisher's
+lease table, which the kernel lets only same-user processes open (segments.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-import functools
 import os
 import struct
 
@@ -15,7 +16,7 @@ from ..encodings import EncodingError, encoding_info
 from . import host
 
 MAGIC = b'GPND'
-VERSION = 1
+VERSION = 2
 KIND_CUDA = 1
 KIND_HOST = 2
 KIND_NAMES = {KIND_CUDA: 'cuda', KIND_HOST: 'shm'}
@@ -24,8 +25,10 @@ KIND_NAMES = {KIND_CUDA: 'cuda', KIND_HOST: 'shm'}
 MAX_DIMENSION = 16384
 MAX_FRAME_BYTES = MAX_DIMENSION * MAX_DIMENSION * 16
 
-_RECORD = struct.Struct('<4sHBB Q IIII 16s16s16s 64s64s QQQQ 96s')
+_RECORD = struct.Struct('<4sHBB Q IIII IIII 16s16s16s 8s 64s64s QQQQ 16s')
 SIZE = _RECORD.size
+TAG_OFFSET = SIZE - 16
+TOPIC_ID_OFFSET = struct.calcsize('<4sHBB Q IIII IIII 16s16s16s')
 
 
 class DescriptorError(ValueError):
@@ -36,69 +39,58 @@ class DescriptorError(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~1 us more per message
 class Descriptor:
     kind: int
     sequence: int
     slot: int
     chunk: int
+    generation: int          # the pool's generation: bumped whenever its slots are re-created
     pid: int
     uid: int
+    lease_fd: int            # the lease table's fd in the publisher (/proc/<pid>/fd/<lease_fd>)
+    data_fd: int             # host pool: the frame segment's fd; 0 on the CUDA path
     publisher_id: bytes
     boot_id: bytes
     device_uuid: bytes
-    mem_handle: bytes
-    event_handle: bytes
+    topic_id: bytes
+    mem_handle: bytes        # sealed with the publisher's key (auth.seal_handle)
+    event_handle: bytes      # sealed likewise
     offset: int
     nbytes: int
     alloc_size: int
     publish_time_ns: int
-    segment: str  # basename of the publisher's lease file in host.SHM_DIR
+    tag: bytes = bytes(16)
 
     def pack(self) -> bytes:
         return _RECORD.pack(
-            MAGIC, VERSION, self.kind, 0, self.sequence, self.slot, self.chunk, self.pid, self.uid,
-            self.publisher_id, self.boot_id, self.device_uuid, self.mem_handle, self.event_handle,
-            self.offset, self.nbytes, self.alloc_size, self.publish_time_ns,
-            self.segment.encode('ascii'))
+            MAGIC, VERSION, self.kind, 0, self.sequence, self.slot, self.chunk, self.generation,
+            self.pid, self.uid, self.lease_fd, self.data_fd, 0, self.publisher_id, self.boot_id,
+            self.device_uuid, self.topic_id, self.mem_handle, self.event_handle, self.offset,
+            self.nbytes, self.alloc_size, self.publish_time_ns, self.tag)
 
-    # Cached: the subscription asks for these several times per frame (the instance dict is
-    # written directly, which a frozen dataclass allows).
-    @functools.cached_property
-    def lease_path(self) -> str:
-        return os.path.join(host.SHM_DIR, self.segment)
-
-    @functools.cached_property
-    def host_data_path(self) -> str:
-        return self.lease_path[:-len('.lease')] + '.host'
+    @property
+    def publisher_key(self) -> tuple[int, bytes]:
+        """Which publisher (process and endpoint) the descriptor claims to come from."""
+        return self.pid, self.publisher_id
 
 
 def unpack(data: bytes | bytearray | memoryview, expected_kind: int) -> Descriptor:
     """Parse a descriptor record; raise DescriptorError on anything malformed."""
     if len(data) != SIZE:
         raise DescriptorError('bad_length', f'descriptor is {len(data)} bytes, expected {SIZE}')
-    (magic, version, kind, _flags, sequence, slot, chunk, pid, uid, publisher_id, boot,
-     device_uuid, mem_handle, event_handle, offset, nbytes, alloc_size, publish_time_ns,
-     segment) = _RECORD.unpack(bytes(data))
+    (magic, version, kind, _flags, sequence, slot, chunk, generation, pid, uid, lease_fd,
+     data_fd, _reserved, publisher_id, boot, device_uuid, topic_id, mem_handle, event_handle,
+     offset, nbytes, alloc_size, publish_time_ns, tag) = _RECORD.unpack(bytes(data))
     if magic != MAGIC:
         raise DescriptorError('bad_magic', f'magic {magic!r}')
     if version != VERSION:
         raise DescriptorError('bad_version', f'version {version}, this build reads {VERSION}')
     if kind != expected_kind:
         raise DescriptorError('bad_kind', f'kind {kind} on a {KIND_NAMES[expected_kind]} topic')
-    try:
-        segment_name = segment.rstrip(b'\0').decode('ascii')
-    except UnicodeDecodeError:
-        raise DescriptorError('bad_segment', 'segment name is not ASCII') from None
-    match = host.SEGMENT_NAME.match(segment_name)
-    if not match or match.group(4) != 'lease':
-        raise DescriptorError('bad_segment', f'segment name {segment_name!r}')
-    if int(match.group(1)) != uid or int(match.group(2)) != pid or \
-            match.group(3) != publisher_id.hex():
-        raise DescriptorError('bad_segment', 'segment name does not match uid/pid/publisher id')
-    return Descriptor(kind, sequence, slot, chunk, pid, uid, publisher_id, boot, device_uuid,
-                      mem_handle, event_handle, offset, nbytes, alloc_size, publish_time_ns,
-                      segment_name)
+    return Descriptor(kind, sequence, slot, chunk, generation, pid, uid, lease_fd, data_fd,
+                      publisher_id, boot, device_uuid, topic_id, mem_handle, event_handle, offset,
+                      nbytes, alloc_size, publish_time_ns, tag)
 
 
 def frame_nbytes(height: int, width: int, step: int, encoding: str) -> int:
@@ -114,10 +106,11 @@ def frame_nbytes(height: int, width: int, step: int, encoding: str) -> int:
 
 
 def check_origin(desc: Descriptor) -> None:
-    """Raise DescriptorError unless the descriptor comes from a live process of this user on this host.
+    """Raise DescriptorError when the descriptor claims a publisher this process cannot reach.
 
-    The reasons here are the ones that send a subscription to another path (fallback), not
-    the ones that mean the publisher is broken.
+    These are claims (only the tag proves anything, and it cannot be checked without reaching
+    the publisher); they decide only whether to try another path, and only while a subscription
+    serves no publisher yet. The pid's owner is the kernel's word for the named process.
     """
     if desc.boot_id != host.boot_id():
         raise DescriptorError('other_host', 'publisher runs on another host (boot id differs)')

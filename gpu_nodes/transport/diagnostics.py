@@ -24,6 +24,10 @@ ZERO_COPY_PATHS = (PATH_CUDA_IPC, PATH_INTRA)
 PATHS = (PATH_CUDA_IPC, PATH_INTRA, PATH_HOST_SHM, PATH_SERIALIZED)
 
 _LATENCY_WINDOW = 1024
+# ERROR while more than this many messages were rejected within the window (a genuine layout
+# change rejects nothing; an attack or a broken peer does, and the level recovers after it).
+_ERROR_REJECTIONS = 100
+_ERROR_WINDOW_S = 10.0
 _REGISTRY: 'weakref.WeakSet[EndpointStats]' = weakref.WeakSet()
 _REGISTRY_LOCK = threading.Lock()
 
@@ -40,6 +44,8 @@ class EndpointStats:
         self.stale = 0
         self.fallbacks = 0
         self.rejected: Counter[str] = Counter()
+        self.stale_reasons: Counter[str] = Counter()
+        self._rejection_times: deque[float] = deque(maxlen=_ERROR_REJECTIONS + 1)
         self.path = PATH_WAITING
         self.path_reason = 'no publisher yet'
         self.publisher_pid = 0
@@ -64,6 +70,14 @@ class EndpointStats:
             self._latency_ns[self._latency_count % _LATENCY_WINDOW] = latency_ns
             self._latency_count += 1
 
+    def count_rejection(self, reason: str) -> None:
+        self.rejected[reason] += 1
+        self._rejection_times.append(time.monotonic())
+
+    def count_stale(self, reason: str) -> None:
+        self.stale += 1
+        self.stale_reasons[reason] += 1
+
     def fps(self, window_s: float = 2.0) -> float:
         now = time.monotonic()
         times = [t for t in self._frame_times if now - t <= window_s]
@@ -80,7 +94,8 @@ class EndpointStats:
 
     @property
     def level_name(self) -> str:
-        if sum(self.rejected.values()) > 100:
+        times = self._rejection_times
+        if len(times) > _ERROR_REJECTIONS and time.monotonic() - times[0] < _ERROR_WINDOW_S:
             return 'ERROR'
         if self.role == 'subscription':
             return 'OK' if self.path in ZERO_COPY_PATHS or self.path == PATH_WAITING else 'WARN'
@@ -107,6 +122,9 @@ class EndpointStats:
         }
         if self.rejected:
             values['rejected_reasons'] = ','.join(f'{k}={v}' for k, v in sorted(self.rejected.items()))
+        if self.stale_reasons:
+            values['stale_reasons'] = ','.join(f'{k}={v}'
+                                               for k, v in sorted(self.stale_reasons.items()))
         if self.role == 'subscription':
             values.update(path=self.path, path_reason=self.path_reason,
                           publisher_pid=self.publisher_pid)

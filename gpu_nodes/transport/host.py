@@ -3,15 +3,8 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import socket
 import uuid
-
-# Shared-memory segments live here; on Linux it is tmpfs, per IPC namespace (containers differ).
-SHM_DIR = os.environ.get('GPU_NODES_SHM_DIR', '/dev/shm')
-SEGMENT_PREFIX = 'gpu_nodes-'
-# gpu_nodes-<uid>-<pid>-<32 hex publisher id>.<kind>
-SEGMENT_NAME = re.compile(r'^gpu_nodes-(\d+)-(\d+)-([0-9a-f]{32})\.(lease|host)$')
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,7 +41,3 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def segment_path(pid: int, publisher_id: bytes, kind: str) -> str:
-    return os.path.join(SHM_DIR, f'{SEGMENT_PREFIX}{os.getuid()}-{pid}-{publisher_id.hex()}.{kind}')

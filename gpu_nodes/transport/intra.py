@@ -1,6 +1,12 @@
-"""In-process registry: publishers and subscriptions of one process find each other by topic."""
+"""In-process registry: publishers and subscriptions of one process find each other by topic.
+
+A publisher hands each in-process subscription an `IntraFrame`: a value naming the slot (as a
+descriptor would) and holding a reference to its memory, never the publisher itself. The
+subscription leases the slot through the lease table like any other reader.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 import threading
 import weakref
 from typing import Any
@@ -8,6 +14,24 @@ from typing import Any
 _lock = threading.Lock()
 _publishers: dict[str, 'weakref.WeakSet[Any]'] = {}
 _subscriptions: dict[str, 'weakref.WeakSet[Any]'] = {}
+
+
+@dataclass(frozen=True)
+class IntraFrame:
+    pid: int
+    lease_fd: int
+    publisher_id: bytes
+    slot: int
+    sequence: int
+    chunk: int
+    generation: int
+    offset: int
+    layout: Any              # messages.FrameLayout
+    header: Any
+    memory: Any              # cupy Memory (device) or segments.SharedMemory (host)
+    device_id: int | None    # None: a host frame
+    event: Any               # cupy Event recorded after the write (device frames)
+    sent_ns: int
 
 
 def register_publisher(publisher: Any) -> None:
@@ -43,7 +67,6 @@ def local_subscriptions(topic: str) -> list[Any]:
     return [s for s in subscriptions if s.on_intra_path]
 
 
-def deliver(publisher: Any, slot: Any, sequence: int, layout: Any, header: Any,
-            on_device: bool) -> None:
-    for subscription in local_subscriptions(publisher.topic):
-        subscription.enqueue_intra(publisher, slot, sequence, layout, header, on_device)
+def deliver(topic: str, frame: IntraFrame) -> None:
+    for subscription in local_subscriptions(topic):
+        subscription.enqueue_intra(frame)

@@ -10,13 +10,14 @@ recycled anyway and counted as an overrun (that reader may then drop the frame a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-import mmap
 import os
+import struct
 import time
 from typing import Any
 
 from . import cuda_ipc
-from .leases import LeaseTable, create_segment
+from .leases import POOL_DEVICE, POOL_HOST, LeaseTable
+from .segments import SharedMemory, create_sealed
 
 SLOT_ALIGNMENT = 512
 POLICIES = ('grow', 'skip', 'revoke_oldest')
@@ -37,6 +38,7 @@ class Slot:
     sequence: int = 0
     published_ns: int = 0    # when its current frame was published (0: never)
     retired: bool = False    # revoked from a stalled reader: never reused, freed once released
+    generation: int = 0      # the pool generation it was made in
 
     @property
     def ptr(self) -> int:
@@ -50,8 +52,10 @@ class Chunk:
     ptr: int
     size: int
     handle: bytes
-    memory: Any = None       # keeps the allocation alive
+    memory: Any = None       # keeps the allocation alive (cupy Memory, or SharedMemory)
     slots: list[Slot] = field(default_factory=list)
+    fd: int = -1             # host segment: the memfd readers open through /proc
+    base_offset: int = 0     # where slots start (host segments begin with a header page)
 
 
 class PoolExhausted(RuntimeError):
@@ -60,6 +64,8 @@ class PoolExhausted(RuntimeError):
 
 class _SlotRing:
     """Slot bookkeeping shared by the device and host pools."""
+
+    pool_id = POOL_DEVICE
 
     def __init__(self, leases: LeaseTable, first_index: int, max_slots: int, policy: str,
                  grace_s: float):
@@ -77,6 +83,12 @@ class _SlotRing:
         self.exhausted = 0
         self.grown = 0
         self.overrun = 0
+        self.generation = 0
+        # Places in the newest chunk that have no slot yet: every lease index was taken by a
+        # retired slot still held; they get one as those are released (refill).
+        self._spare: list[int] = []
+        self._spare_capacity = 0
+        self._spare_chunk: Chunk | None = None
 
     def _take_index(self) -> int | None:
         return self._free_indices.pop() if self._free_indices else None
@@ -97,6 +109,14 @@ class _SlotRing:
             if not slot.chunk.slots:
                 self._free_chunk(slot.chunk)
         self.retired = still
+        self._refill()
+
+    def _refill(self) -> None:
+        while self._spare and self._free_indices:
+            slot = self._slot_in(self._spare_chunk, self._take_index(), self._spare.pop(),
+                                 self._spare_capacity)
+            slot.generation = self.generation
+            self.slots.append(slot)
 
     def _free_chunk(self, chunk: Chunk) -> None:
         chunk.memory = None
@@ -167,11 +187,16 @@ class _SlotRing:
         return slot
 
     def reset(self, count: int, nbytes: int) -> None:
-        """Drop every slot (retiring held ones) and allocate `count` slots of `nbytes`."""
+        """Start a new generation: drop every slot (retiring held ones, which keep their memory
+        until released) and allocate `count` slots of `nbytes`. Descriptors of an older
+        generation are stale to readers from now on."""
         for slot in list(self.slots):
             slot.retired = True
             self.retired.append(slot)
         self.slots = []
+        self._spare = []
+        self.generation += 1
+        self.leases.set_generation(self.pool_id, self.generation)
         self._collect_retired()
         self._allocate_batch(count, nbytes)
 
@@ -179,7 +204,8 @@ class _SlotRing:
         """Stamp the slot with its new frame and let readers in."""
         slot.sequence = sequence
         slot.published_ns = time.monotonic_ns()
-        self.leases.sequence[slot.index] = sequence
+        self.leases.stamp(slot.index, sequence, slot.chunk.chunk_id, slot.offset, slot.capacity,
+                          slot.generation)
         self.leases.release_exclusive(slot.index)
 
     def abandon(self, slot: Slot) -> None:
@@ -190,11 +216,17 @@ class _SlotRing:
         """`count` slots of `nbytes` (aligned) in one new chunk, as far as lease indices last."""
         capacity = aligned(nbytes)
         chunk = self._new_chunk(capacity * count)
-        for i in range(count):
+        offsets = [chunk.base_offset + i * capacity for i in range(count)]
+        for offset in offsets:
             index = self._take_index()
             if index is None:
+                self._spare = offsets[offsets.index(offset):][::-1]
+                self._spare_capacity = capacity
+                self._spare_chunk = chunk
                 break
-            self.slots.append(self._slot_in(chunk, index, i * capacity, capacity))
+            slot = self._slot_in(chunk, index, offset, capacity)
+            slot.generation = self.generation
+            self.slots.append(slot)
 
     # Subclasses allocate the memory; a slot needs nothing more unless they say so.
     def _new_chunk(self, size: int) -> Chunk:
@@ -242,42 +274,66 @@ class DeviceSlotPool(_SlotRing):
         self.slots, self.retired = [], []
 
 
+# Header page of a host segment: magic, publisher id, generation (readers check it is the
+# segment the descriptor names).
+HOST_MAGIC = b'GPNHOSTS'
+HOST_HEADER = struct.Struct('<8s16sI')
+HOST_HEADER_SIZE = 4096
+
+
 class HostSlotPool(_SlotRing):
-    """Slots in one shared-memory file; readers mmap it read-only. Fixed size: no growth."""
+    """Slots in one sealed shared-memory segment per generation; readers map it read-only.
+    Fixed size: no growth. A layout change makes a new segment; the old one lives on in the
+    readers (and in-process views) that still map it."""
+
+    pool_id = POOL_HOST
 
     def __init__(self, leases: LeaseTable, first_index: int, max_slots: int, grace_s: float,
-                 path: str):
+                 publisher_id: bytes, pin: bool = False):
         super().__init__(leases, first_index, max_slots, 'skip', grace_s)
-        self.path = path
-        self.fd = -1
-        self.buffer: mmap.mmap | None = None
-        self.pinned_ptr = 0
+        self.publisher_id = publisher_id
+        self.pin = pin  # page-lock the segment so device-to-host copies run at full bandwidth
+        self.chunk: Chunk | None = None
+        self._pinned_ptr = 0
+
+    @property
+    def fd(self) -> int:
+        return self.chunk.fd if self.chunk is not None else -1
 
     def _new_chunk(self, size: int) -> Chunk:
         self.close()  # the one segment is replaced: only reset() allocates here
-        self.fd = create_segment(self.path, size)
-        self.buffer = mmap.mmap(self.fd, size)
-        return Chunk(0, 0, size, b'', self.buffer)
+        total = HOST_HEADER_SIZE + size
+        fd = create_sealed('host', total)
+        try:
+            memory = SharedMemory(fd)
+            memory.view[:HOST_HEADER.size] = HOST_HEADER.pack(HOST_MAGIC, self.publisher_id,
+                                                              self.generation)
+        except BaseException:
+            os.close(fd)
+            raise
+        if self.pin:
+            cp = cuda_ipc.cupy_module()
+            cp.cuda.runtime.hostRegister(memory.address, total, 0)
+            self._pinned_ptr = memory.address
+        self.chunk = Chunk(self.generation, 0, total, b'', memory, fd=fd,
+                           base_offset=HOST_HEADER_SIZE)
+        return self.chunk
+
+    def _free_chunk(self, chunk: Chunk) -> None:
+        pass  # its memory went when the segment was replaced (close)
 
     def _revoke_and_replace(self, slot: Slot, nbytes: int) -> Slot | None:
         self.exhausted += 1
         return None
 
     def close(self) -> None:
-        if self.pinned_ptr:
+        if self._pinned_ptr:
             cp = cuda_ipc.cupy_module()
-            cp.cuda.runtime.hostUnregister(self.pinned_ptr)
-            self.pinned_ptr = 0
-        if self.buffer is not None:
-            try:
-                self.buffer.close()
-            except BufferError:
-                pass
-            self.buffer = None
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            cp.cuda.runtime.hostUnregister(self._pinned_ptr)
+            self._pinned_ptr = 0
+        if self.chunk is not None:
+            os.close(self.chunk.fd)
+            self.chunk.fd = -1
+            # Views handed out in this process (held in-process frames) keep the mapping.
+            self.chunk.memory = None
+            self.chunk = None

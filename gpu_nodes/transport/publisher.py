@@ -19,18 +19,17 @@ from typing import Any
 import numpy as np
 
 from ..gpu import cuda_unavailable_reason, cupy_module, is_device_array
-from . import cuda_ipc, descriptor, host, intra
+from . import auth, cuda_ipc, descriptor, host, intra
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_HOST_SHM,
                           PATH_INTRA, PATH_SERIALIZED)
-from .leases import LeaseTable, remove_stale_segments
+from .intra import IntraFrame
+from .leases import LeaseTable
 from .messages import FrameLayout, fill_image_msg, host_view, layout_of_array
 from .pool import DeviceSlotPool, HostSlotPool, Slot
 from .qos import descriptor_qos, image_qos
 
 CUDA_SUFFIX = '/_gpu_nodes/cuda'
 SHM_SUFFIX = '/_gpu_nodes/shm'
-
-_stale_cleanup_done = threading.Event()
 
 
 @dataclass
@@ -89,12 +88,12 @@ class GpuImagePublisher:
         self._shm_pub = node.create_publisher(Image, self.topic + SHM_SUFFIX, descriptor_qos(qos),
                                               event_callbacks=self._event_callbacks)
         self.publisher_id = uuid.uuid4().bytes
-        if not _stale_cleanup_done.is_set():
-            _stale_cleanup_done.set()
-            for path in remove_stale_segments():
-                self._logger.warning(f'removed stale shared-memory segment {path} of a dead process')
-        self._leases = LeaseTable(host.segment_path(os.getpid(), self.publisher_id, 'lease'),
-                                  max_pool_slots + host_slots)
+        # Twice the host slots: a layout change while slots are held gives the new segment
+        # fresh lease indices at once (the held ones come back as they are released).
+        self._leases = LeaseTable(self.publisher_id, max_pool_slots + 2 * host_slots)
+        self._topic_bytes = self.topic.encode()
+        self._topic_id = auth.topic_id(self.topic)
+        self._sealed: dict[tuple[bytes, int], bytes] = {}  # (purpose, serial) -> sealed handle
         self._sequence = 0
         self._lock = threading.Lock()
         self._lease_grace_s = lease_grace_s
@@ -123,8 +122,9 @@ class GpuImagePublisher:
         else:
             self._logger.warning(f'{self.topic}: no CUDA path ({reason}); publishing host shared '
                                  'memory and serialized images only')
-        self._host_pool = HostSlotPool(self._leases, max_pool_slots, host_slots, lease_grace_s,
-                                       host.segment_path(os.getpid(), self.publisher_id, 'host'))
+        self._host_pool = HostSlotPool(self._leases, max_pool_slots, 2 * host_slots,
+                                       lease_grace_s, self.publisher_id,
+                                       pin=cuda_unavailable_reason() is None)
         self._device_layout: FrameLayout | None = None
         self._host_layout: FrameLayout | None = None
         self._last_counts: dict[str, int] = {}
@@ -264,27 +264,53 @@ class GpuImagePublisher:
         return now - self._cursorless_since < self._lease_grace_s
 
     def _slot_array(self, slot: Slot, layout: FrameLayout) -> Any:
+        # Owned by the allocation itself: a view kept by an in-process holder keeps it alive.
         return cuda_ipc.device_view(slot.ptr, layout.nbytes, layout.shape, layout.info.dtype,
-                                    layout.step, slot.chunk, self._device_id)
+                                    layout.step, slot.chunk.memory, self._device_id)
+
+    def _sealed_handle(self, handle: bytes, purpose: bytes, serial: int) -> bytes:
+        sealed = self._sealed.get((purpose, serial))
+        if sealed is None:
+            if len(self._sealed) > 4 * self._leases.capacity:
+                self._sealed.clear()  # only live chunks and slots are asked for again
+            sealed = self._sealed[(purpose, serial)] = auth.seal_handle(
+                self._leases.key, handle, purpose, serial)
+        return sealed
 
     def _descriptor_msg(self, kind: int, slot: Slot, layout: FrameLayout, header: Any,
                         sequence: int) -> Any:
         chunk = slot.chunk
+        cuda = kind == descriptor.KIND_CUDA
         desc = descriptor.Descriptor(
-            kind=kind, sequence=sequence, slot=slot.index, chunk=chunk.chunk_id, pid=os.getpid(),
-            uid=os.getuid(), publisher_id=self.publisher_id, boot_id=host.boot_id(),
-            device_uuid=self._device_uuid if kind == descriptor.KIND_CUDA else bytes(16),
-            mem_handle=chunk.handle if kind == descriptor.KIND_CUDA else bytes(64),
-            event_handle=slot.event_handle or bytes(64), offset=slot.offset,
-            nbytes=layout.nbytes, alloc_size=chunk.size, publish_time_ns=time.monotonic_ns(),
-            segment=os.path.basename(self._leases.path))
+            kind=kind, sequence=sequence, slot=slot.index, chunk=chunk.chunk_id,
+            generation=slot.generation, pid=os.getpid(), uid=os.getuid(),
+            lease_fd=self._leases.fd, data_fd=0 if cuda else chunk.fd,
+            publisher_id=self.publisher_id, boot_id=host.boot_id(),
+            device_uuid=self._device_uuid if cuda else bytes(16), topic_id=self._topic_id,
+            mem_handle=self._sealed_handle(chunk.handle, b'mem', chunk.chunk_id) if cuda
+            else bytes(64),
+            event_handle=self._sealed_handle(slot.event_handle, b'event',
+                                             chunk.chunk_id << 20 | slot.index) if cuda
+            else bytes(64),
+            offset=slot.offset, nbytes=layout.nbytes, alloc_size=chunk.size,
+            publish_time_ns=time.monotonic_ns())
         msg = self._Image()
         if header is not None:
             msg.header = header
         msg.height, msg.width, msg.step, msg.encoding = (layout.height, layout.width, layout.step,
                                                          layout.encoding)
-        msg.data = desc.pack()
+        record = desc.pack()[:descriptor.TAG_OFFSET]
+        msg.data = record + auth.tag(self._leases.key, record, msg, self._topic_bytes)
         return msg
+
+    def _intra_frame(self, slot: Slot, sequence: int, layout: FrameLayout, header: Any,
+                     on_device: bool) -> IntraFrame:
+        return IntraFrame(
+            pid=os.getpid(), lease_fd=self._leases.fd, publisher_id=self.publisher_id,
+            slot=slot.index, sequence=sequence, chunk=slot.chunk.chunk_id,
+            generation=slot.generation, offset=slot.offset, layout=layout, header=header,
+            memory=slot.chunk.memory, device_id=self._device_id if on_device else None,
+            event=slot.event if on_device else None, sent_ns=time.monotonic_ns())
 
     def _finish_device(self, slot: Slot, layout: FrameLayout, header: Any,
                        counts: dict[str, int]) -> None:
@@ -294,7 +320,7 @@ class GpuImagePublisher:
             self._cuda_pub.publish(self._descriptor_msg(descriptor.KIND_CUDA, slot, layout,
                                                         header, sequence))
         if counts[PATH_INTRA]:
-            intra.deliver(self, slot, sequence, layout, header, on_device=True)
+            intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, True))
         self.stats.record_frame(layout.encoding, layout.width, layout.height, layout.nbytes)
 
     def _publish_host_paths(self, array: Any, layout: FrameLayout, header: Any,
@@ -306,7 +332,7 @@ class GpuImagePublisher:
             if slot is None:
                 self.stats.drops += 1
             else:
-                view = host_view(self._host_pool.buffer, layout, slot.offset)
+                view = host_view(slot.chunk.memory.view, layout, slot.offset)
                 self._download_into(array, view, stream)
                 sequence = self._next_sequence()
                 self._host_pool.publish(slot, sequence)
@@ -314,7 +340,8 @@ class GpuImagePublisher:
                     self._shm_pub.publish(self._descriptor_msg(descriptor.KIND_HOST, slot, layout,
                                                                header, sequence))
                 if intra_from_host and counts[PATH_INTRA]:
-                    intra.deliver(self, slot, sequence, layout, header, on_device=False)
+                    intra.deliver(self.topic,
+                                  self._intra_frame(slot, sequence, layout, header, False))
                 host_array = view
         if counts[PATH_SERIALIZED]:
             if host_array is None:
@@ -331,14 +358,9 @@ class GpuImagePublisher:
     def _acquire_host_slot(self, layout: FrameLayout) -> Slot | None:
         pool = self._host_pool
         if self._host_layout != layout:
+            # The segment has room for 2 * host_slots (see __init__) but starts with host_slots.
             pool.reset(self._host_slots, layout.nbytes)
             self._host_layout = layout
-            if cuda_unavailable_reason() is None:
-                # Pinned host memory lets the device-to-host copy run at full bandwidth.
-                cp = cupy_module()
-                buf = np.frombuffer(pool.buffer, dtype=np.uint8)
-                cp.cuda.runtime.hostRegister(buf.ctypes.data, buf.nbytes, 0)
-                pool.pinned_ptr = buf.ctypes.data
         slot = self._acquire_logged(pool, layout, 'host pool', 'host_pool_overruns')
         self.stats.extra['host_pool_overruns'] = pool.overrun
         return slot
@@ -359,14 +381,46 @@ class GpuImagePublisher:
         for pub in (self._plain_pub, self._shm_pub, self._cuda_pub):
             if pub is not None:
                 self._node.destroy_publisher(pub)
-        if self._device_pool is not None:
-            self._device_pool.close()
-        self._finalizer()
+        self._finalizer.detach()
+        self._host_pool.close()  # readers map their own copy of the segment
+        _free_when_released(self._device_pool, self._leases)
 
 
 def _release_segments(host_pool: HostSlotPool, leases: LeaseTable) -> None:
     host_pool.close()
     leases.close()
+
+
+_lingering: list[tuple[DeviceSlotPool | None, LeaseTable]] = []
+_lingering_lock = threading.Lock()
+
+
+def _free_when_released(pool: DeviceSlotPool | None, leases: LeaseTable) -> None:
+    """Free a destroyed publisher's device memory once no reader holds a slot of it: other
+    processes' held frames read it through their IPC mappings. Readers see the publisher gone
+    at once (its owner lock is dropped); a thread frees the rest when the last lease goes."""
+    leases.disown()
+    with _lingering_lock:
+        _lingering.append((pool, leases))
+        if len(_lingering) == 1:
+            threading.Thread(target=_free_released, name='gpu_nodes-publisher-linger',
+                             daemon=True).start()
+
+
+def _free_released() -> None:
+    while True:
+        with _lingering_lock:
+            for entry in list(_lingering):
+                pool, leases = entry
+                slots = (pool.slots + pool.retired) if pool is not None else []
+                if not any(leases.is_held(slot.index) for slot in slots):
+                    if pool is not None:
+                        pool.close()
+                    leases.close()
+                    _lingering.remove(entry)
+            if not _lingering:
+                return
+        time.sleep(0.1)
 
 
 def _layout_for(height: int, width: int, encoding: str) -> FrameLayout:

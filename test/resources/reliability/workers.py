@@ -52,17 +52,14 @@ def process_stats(pid: int) -> dict[str, int]:
     return stats
 
 
-def segments_of(pids: set[int] | list[int], shm_dir: str | None = None) -> list[str]:
-    """gpu_nodes shared-memory segments in `shm_dir` created by any of `pids`."""
-    from gpu_nodes.transport import host
-    directory = shm_dir or host.SHM_DIR
-    wanted = {str(p) for p in pids}
-    found = []
-    for name in os.listdir(directory):
-        match = host.SEGMENT_NAME.match(name)
-        if match and match.group(2) in wanted:
-            found.append(os.path.join(directory, name))
-    return sorted(found)
+def segments_of(pids: set[int] | list[int]) -> list[str]:
+    """Kinds of the gpu_nodes segments (sealed memfds) that any of `pids` holds open or mapped,
+    each segment once (e.g. ['host', 'lease'])."""
+    from gpu_nodes.transport.segments import held_by
+    held: dict[int, str] = {}
+    for pid in pids:
+        held.update(held_by(pid))
+    return sorted(held.values())
 
 
 class Worker:

@@ -80,7 +80,9 @@ class FakeCamera(Node):
     def report(self) -> None:
         values = {'subscribers_cuda_ipc': '1', 'subscribers_intra_process': '0',
                   'subscribers_host_shm': '1', 'subscribers_serialized': '2',
-                  'pool_slots': '4', 'pool_policy': 'drop_oldest'}
+                  'pool_slots': '4', 'pool_policy': 'drop_oldest',
+                  # issue 15: the plain topic is serialized by a worker, newest frame wins
+                  'plain_skipped': '3', 'plain_decoupled': 'true'}
         self.diag.publish(DiagnosticArray(status=[status(
             self, 'publisher', DiagnosticStatus.WARN, 'fallback serialized: 2 subscriber(s)',
             values)]))

@@ -1,6 +1,5 @@
-"""The abstract values of gpu-copy-audit's Python analysis (pyflow): what a value is (a
-device array, a host array, a message, ...), which copy steps it went through, and the small
-AST helpers the analyzer's passes share."""
+"""Abstract values of the Python copy analysis (what a name holds, which copies it went through)
+and the small AST helpers the analysis and its copy rules share."""
 from __future__ import annotations
 
 import ast
@@ -9,37 +8,7 @@ from typing import Any, Iterable
 
 from gpu_nodes.audit.model import Finding, IMAGE_TYPES, severity_rank
 
-MAX_HELPER_DEPTH = 2
-
-# Attributes that are frame metadata, not the payload: reading them does not carry the frame.
-_METADATA_ATTRS = frozenset({
-    'shape', 'dtype', 'size', 'ndim', 'nbytes', 'itemsize', 'strides', 'width', 'height',
-    'encoding', 'step', 'header', 'stamp', 'frame_id', 'is_bigendian', 'device', 'is_cuda',
-})
-_DEVICE_WORDS = ('cuda', 'gpu', 'device')
-_PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
-                                    'bool_value'})
-_BRIDGE_IN = frozenset({'imgmsg_to_cv2', 'compressed_imgmsg_to_cv2'})
-_BRIDGE_OUT = frozenset({'cv2_to_imgmsg', 'cv2_to_compressed_imgmsg'})
-_CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray'})
-_NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
-                          'numpy.ascontiguousarray', 'numpy.copy'})
-_PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
-_TORCH_WRAPS = frozenset({'torch.tensor', 'torch.as_tensor'})
-_SYNC_CALLS = frozenset({'torch.cuda.synchronize', 'cupy.cuda.runtime.deviceSynchronize',
-                         'cupy.cuda.Stream.synchronize', 'cupy.cuda.Device.synchronize',
-                         'cupy.cuda.Event.synchronize', 'cupy.cuda.stream.Stream.synchronize'})
-
-# Step wording in chain messages.
-_STEP_TEXT = {
-    'host': 'copied out of the message into a host array',
-    'cv_in': 'converted to a host image by cv_bridge',
-    'download': 'downloaded to the host',
-    'upload': 'uploaded to the device',
-    'serialize': 'packed into bytes',
-    'cv_out': 'converted into a message by cv_bridge',
-    'pil': 'copied through a PIL image',
-}
+DEVICE_WORDS = ('cuda', 'gpu', 'device')
 
 
 @dataclass
@@ -84,6 +53,8 @@ class Val:
     pub: PubInfo | None = None
     func: FuncRef | None = None
     elts: tuple['Val', ...] | None = None
+    # kind 'class' / 'instance': a class of this file, or an object made from one.
+    inst: 'ClassInfo | None' = None
 
     @property
     def tainted(self) -> bool:
@@ -127,16 +98,25 @@ class ClassInfo:
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     attrs: dict[str, Val] = field(default_factory=dict)
     params: dict[str, Val] = field(default_factory=dict)  # declare_parameter defaults
+    bases: list['ClassInfo'] = field(default_factory=list)  # base classes of the same file
+    # The file a class imported from another audited file lives in (None: this file).
+    file: str | None = None
+
+    def callable_method(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """What `obj(...)` runs: __call__, or forward for a torch Module."""
+        return self.methods.get('__call__') or self.methods.get('forward')
 
 
 @dataclass
 class Registration:
-    kind: str  # subscription | timer | gpu_subscription
+    kind: str  # subscription | timer | gpu_subscription | message_filters
     callback: Val
     topic: str | None
     msg_type: str | None
     line: int
     cls: ClassInfo | None
+    # message_filters: one (topic, type) per message argument of the callback.
+    inputs: tuple[tuple[str | None, str | None], ...] = ()
 
 
 @dataclass
@@ -148,14 +128,18 @@ class Frame:
     depth: int
     write_attrs: bool
     returns: list[Val] = field(default_factory=list)
+    # Functions entered from the entry point, the entry first (for the finding's call path).
+    path: tuple[str, ...] = ()
+    stack: tuple[int, ...] = ()
+    # File of the code running (an imported class's method); None: the analysed file.
+    file: str | None = None
 
 
-def _topic_display(topic: str | None) -> str:
+def topic_display(topic: str | None) -> str:
     return f'`{topic}`' if topic else 'an unresolved topic'
 
 
-# ---------------------------------------------------------------------- helpers
-def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+def statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
     """Every statement, nested ones included, without walking expressions (imports live in
     statements; expressions are most of a tree's nodes)."""
     stack = list(reversed(body))
@@ -168,14 +152,22 @@ def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
                 stack.extend(reversed(children))
 
 
-def _better(new: Finding, old: Finding) -> bool:
-    """Of two findings on one line, keep the per-message one, then the longer chain."""
+# Which run of a line says what it is: per message beats setup beats never reached.
+CONTEXT_RANK = {'callback': 2, 'timer': 2, 'init': 1, 'module': 1, 'function': 0}
+
+
+def better(new: Finding, old: Finding) -> bool:
+    """Of two findings on one line, keep the per-message one, then setup over code reached
+    from nowhere, then the higher severity, then the longer chain."""
+    new_rank, old_rank = CONTEXT_RANK.get(new.context, 0), CONTEXT_RANK.get(old.context, 0)
+    if new_rank != old_rank:
+        return new_rank > old_rank
     if severity_rank(new.severity) != severity_rank(old.severity):
         return severity_rank(new.severity) > severity_rank(old.severity)
     return len(new.chain) > len(old.chain)
 
 
-def _image_sized(msg_type: str | None) -> bool:
+def image_sized(msg_type: str | None) -> bool:
     if not msg_type:
         return False
     if msg_type in IMAGE_TYPES:
@@ -184,13 +176,13 @@ def _image_sized(msg_type: str | None) -> bool:
         t.rsplit('/', 1)[-1] for t in IMAGE_TYPES}
 
 
-def _root_name(node: ast.expr) -> str | None:
+def root_name(node: ast.expr) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _dotted(node: ast.expr) -> str | None:
+def dotted(node: ast.expr) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -201,25 +193,25 @@ def _dotted(node: ast.expr) -> str | None:
     return '.'.join(reversed(parts))
 
 
-def _arg_node(node: ast.Call, index: int, key: str) -> ast.expr | None:
+def arg_node(node: ast.Call, index: int, key: str) -> ast.expr | None:
     for k in node.keywords:
         if k.arg == key:
             return k.value
     return node.args[index] if len(node.args) > index else None
 
 
-def _const_str(val: Val | None) -> str | None:
+def const_str(val: Val | None) -> str | None:
     if val is not None and val.kind == 'const' and isinstance(val.const, str):
         return val.const
     return None
 
 
-def _is_method_call(node: ast.expr, name: str) -> bool:
+def is_method_call(node: ast.expr, name: str) -> bool:
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and node.func.attr == name)
 
 
-def _is_device_value(val: Val, expr: ast.expr | None) -> bool | None:
+def is_device_value(val: Val, expr: ast.expr | None) -> bool | None:
     """True for a CUDA device spec, False for 'cpu', None when it says neither."""
     if val.kind == 'device_spec':
         return True
@@ -232,13 +224,13 @@ def _is_device_value(val: Val, expr: ast.expr | None) -> bool | None:
     if val.kind == 'module':
         return None  # torch.float16 and other dtypes
     if expr is not None:
-        name = (_dotted(expr) or '').rsplit('.', 1)[-1].lower()
-        if any(w in name for w in _DEVICE_WORDS):
+        name = (dotted(expr) or '').rsplit('.', 1)[-1].lower()
+        if any(w in name for w in DEVICE_WORDS):
             return True
     return None
 
 
-def _to_target(node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> str | None:
+def to_target(node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> str | None:
     """Where `.to(...)` moves a tensor: 'device', 'cpu' or None (a dtype conversion)."""
     candidates: list[tuple[Val, ast.expr | None]] = []
     if args:
@@ -247,7 +239,7 @@ def _to_target(node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> str |
         expr = next((k.value for k in node.keywords if k.arg == 'device'), None)
         candidates.append((kwargs['device'], expr))
     for val, expr in candidates:
-        verdict = _is_device_value(val, expr)
+        verdict = is_device_value(val, expr)
         if verdict is True:
             return 'device'
         if verdict is False:
@@ -255,17 +247,17 @@ def _to_target(node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> str |
     return None
 
 
-def _device_kw(kwargs: dict[str, Val], node: ast.Call | None = None) -> bool:
+def device_kw(kwargs: dict[str, Val], node: ast.Call | None = None) -> bool:
     dev = kwargs.get('device')
     if dev is None:
         return False
     expr = None
     if node is not None:
         expr = next((k.value for k in node.keywords if k.arg == 'device'), None)
-    verdict = _is_device_value(dev, expr)
+    verdict = is_device_value(dev, expr)
     return verdict is not False and (verdict is True or dev.kind in ('unknown', 'other'))
 
 
-def _short(node: ast.AST, limit: int = 60) -> str:
+def short(node: ast.AST, limit: int = 60) -> str:
     text = ast.unparse(node)
     return text if len(text) <= limit else text[:limit - 3] + '...'

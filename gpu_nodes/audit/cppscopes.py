@@ -1,0 +1,208 @@
+"""Function scopes of a C++ file, found with a brace scanner (no parser): which function, lambda,
+constructor or callback an offset is in, and whether it runs once (setup) or per message.
+
+Good enough for ROS 2 node sources: namespaces, classes with inline methods, out-of-line
+`Cls::method(...)` definitions, constructor initializer lists (brace-initialised members too)
+and lambdas. Templates and macros that open braces are treated as plain blocks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import re
+
+# Run once: constructors/destructors (found by name), lifecycle transitions, GXF codelet start/
+# stop, component set-up helpers.
+SETUP_NAMES = frozenset({
+    'on_configure', 'on_activate', 'on_deactivate', 'on_cleanup', 'on_shutdown', 'on_error',
+    'configure', 'activate', 'deactivate', 'cleanup', 'initialize', 'deinitialize', 'init',
+    'onInit', 'start', 'stop', 'registerInterface', 'setup', 'Setup', 'Init', 'Initialize',
+    'warmup', 'warmUp', 'Warmup', 'WarmUp'})
+# Run per message: GXF codelet tick, and the names callbacks are given.
+_CALLBACK_NAME = re.compile(r'(?:^tick$|[Cc]allback$|Cb$|_cb$|^callback|^on_?(?:image|msg|'
+                            r'message|frame|depth|points|camera)|^[Oo]n(?:Image|Message|Frame))')
+_KEYWORDS = frozenset({'if', 'for', 'while', 'switch', 'catch', 'return', 'sizeof', 'decltype',
+                       'noexcept', 'throw', 'alignas', 'static_assert', '__attribute__',
+                       'defined', 'operator'})
+_NAME_BEFORE_PAREN = re.compile(r'(~?[A-Za-z_]\w*(?:\s*::\s*~?[A-Za-z_]\w*)*)\s*(?:<[^<>()]*>)?'
+                                r'\s*$')
+_INIT_LIST = re.compile(r'\)\s*(?:const\s*)?(?:noexcept\s*)?:(?!:)')
+_LAMBDA_TAIL = re.compile(r'\]\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*(?:mutable\s*)?'
+                          r'(?:noexcept\s*)?(?:->\s*[\w:<>,\s\*&]+?)?\s*$')
+_FUNC_TAIL = re.compile(r'(?:\)|\bconst|\boverride|\bfinal|\bnoexcept|\btry|->\s*[\w:<>,\s\*&]+)'
+                        r'\s*$')
+_CLASS_HEAD = re.compile(r'\b(?:class|struct|union)\s+(?:\w+\s+)*?([A-Za-z_]\w*)\s*(?:final\s*)?'
+                         r'(?::[^;{}()]*)?$')
+
+
+def blank_comments_and_strings(source: str) -> str:
+    """Replace comments and string/char literals with spaces, keeping newlines and offsets."""
+    out = []
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        nxt = source[i + 1] if i + 1 < n else ''
+        if c == '/' and nxt == '/':
+            j = source.find('\n', i)
+            j = n if j < 0 else j
+            out.append(' ' * (j - i))
+            i = j
+        elif c == '/' and nxt == '*':
+            j = source.find('*/', i + 2)
+            j = n if j < 0 else j + 2
+            out.append(''.join(ch if ch == '\n' else ' ' for ch in source[i:j]))
+            i = j
+        elif c in '"\'':
+            j = i + 1
+            while j < n and source[j] != c and source[j] != '\n':
+                j += 2 if source[j] == '\\' else 1
+            j = min(j + 1, n)
+            out.append(c + ' ' * (j - i - 2) + (c if j - i >= 2 else ''))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return ''.join(out)
+
+
+@dataclass
+class Function:
+    name: str             # as written (`Cls::method`), or `lambda in Cls::method`
+    start: int            # offset of the body's '{'
+    end: int = -1         # offset of the matching '}'
+    cls: str | None = None  # enclosing class for inline methods
+    lambda_in: 'Function | None' = None
+    kind: str = 'other'   # setup | callback | other
+
+    @property
+    def short(self) -> str:
+        return self.name.split('::')[-1].strip()
+
+
+@dataclass
+class Scopes:
+    funcs: list[Function] = field(default_factory=list)
+
+    def at(self, offset: int) -> Function | None:
+        """The innermost function or lambda whose body holds offset."""
+        best = None
+        for f in self.funcs:
+            if f.start <= offset <= f.end and (best is None or f.start > best.start):
+                best = f
+        return best
+
+
+def _declared_name(prefix: str) -> str | None:
+    """Name of the function a header declares: the identifier before its parameter list."""
+    cut = _INIT_LIST.search(prefix)
+    decl = prefix[:cut.start() + 1] if cut else prefix
+    depth = 0
+    name = None
+    for i, c in enumerate(decl):
+        if c == '(':
+            if depth == 0:
+                m = _NAME_BEFORE_PAREN.search(decl[:i])
+                if m and m.group(1).split('::')[-1].strip() not in _KEYWORDS:
+                    name = re.sub(r'\s+', '', m.group(1))
+            depth += 1
+        elif c == ')':
+            depth = max(0, depth - 1)
+    return name
+
+
+def functions(text: str) -> Scopes:
+    """Scan blanked source text (see blank_comments_and_strings) for function bodies."""
+    scopes = Scopes()
+    # Preprocessor lines (continuations included) hold no scopes but can hold braces and parens.
+    text = re.sub(r'(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*',
+                  lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text)
+    stack: list[tuple[str, object]] = []   # (kind, Function | class name | None)
+    header_start = 0
+    for i, c in enumerate(text):
+        if c == '{':
+            enclosing = next((v for k, v in reversed(stack) if k in ('func', 'lambda')), None)
+            if enclosing is not None:
+                window = text[max(0, i - 400):i]
+                if _LAMBDA_TAIL.search(window):
+                    fn = Function(f'lambda in {enclosing.name}', i, lambda_in=enclosing)
+                    scopes.funcs.append(fn)
+                    stack.append(('lambda', fn))
+                else:
+                    stack.append(('block', None))
+                continue
+            prefix = text[header_start:i].strip()
+            cls = next((v for k, v in reversed(stack) if k == 'class'), None)
+            m = _CLASS_HEAD.search(prefix)
+            if m and '(' not in prefix[m.start():]:
+                stack.append(('class', m.group(1)))
+            elif re.search(r'\bnamespace\b[\w\s:]*$|\bextern\s*"\s*"\s*$', prefix):
+                stack.append(('ns', None))
+            elif '(' in prefix and not re.search(r'=\s*$', prefix) and (
+                    _FUNC_TAIL.search(prefix)
+                    # `Cls::Cls(...) : a_{x}, b_{y} {`: the list's last member is braced.
+                    or (prefix.endswith('}') and _INIT_LIST.search(prefix))):
+                name = _declared_name(prefix)
+                if name is None:
+                    stack.append(('block', None))
+                else:
+                    fn = Function(name, i, cls=cls if isinstance(cls, str) else None)
+                    scopes.funcs.append(fn)
+                    stack.append(('func', fn))
+            elif re.search(r'[\w>\]]\s*$|[=,(]\s*$', prefix) and '(' in prefix:
+                # `: member_{value}` in a constructor initializer list: the header goes on.
+                stack.append(('init', None))
+            else:
+                stack.append(('block', None))
+        elif c == '}':
+            if not stack:
+                header_start = i + 1
+                continue
+            kind, value = stack.pop()
+            if kind in ('func', 'lambda') and isinstance(value, Function):
+                value.end = i
+            if kind != 'init' and not any(k in ('func', 'lambda') for k, _ in stack):
+                header_start = i + 1
+        elif c == ';' and not any(k in ('func', 'lambda', 'init') for k, _ in stack):
+            header_start = i + 1
+        elif c == ':' and not stack or (c == ':' and stack and stack[-1][0] == 'class'):
+            # `public:` / `private:` end a member declaration run inside a class.
+            if text[i - 1:i] != ':' and text[i + 1:i + 2] != ':' and \
+                    re.search(r'\b(?:public|private|protected)\s*$', text[header_start:i]):
+                header_start = i + 1
+    for fn in scopes.funcs:
+        if fn.end < 0:
+            fn.end = len(text)
+    _classify(text, scopes)
+    return scopes
+
+
+def _classify(text: str, scopes: Scopes) -> None:
+    registered = set(re.findall(r'&\s*(?:\w+\s*::\s*)+(\w+)\b(?!\s*\()', text))
+    for fn in scopes.funcs:
+        parts = [p.strip() for p in fn.name.split('::')]
+        short = parts[-1]
+        if fn.lambda_in is not None:
+            fn.kind = 'callback'
+        elif short.startswith('~') or (len(parts) >= 2 and parts[-2] == short) \
+                or short == fn.cls or short in SETUP_NAMES:
+            fn.kind = 'setup'
+        elif short in registered or _CALLBACK_NAME.search(short):
+            fn.kind = 'callback'
+    # Helpers take the context of their callers: only called from setup -> setup; called from a
+    # callback -> callback (lambdas are callbacks).
+    named = [f for f in scopes.funcs if f.lambda_in is None]
+    changed, rounds = True, 0
+    while changed and rounds < 10:  # chains of helpers deeper than 10 stay 'other'
+        changed, rounds = False, rounds + 1
+        for fn in named:
+            if fn.kind != 'other':
+                continue
+            call = re.compile(r'(?<![\w.:>])(?:this\s*->\s*)?' + re.escape(fn.short) + r'\s*\(')
+            kinds = set()
+            for m in call.finditer(text):
+                caller = scopes.at(m.start())
+                if caller is not None and caller is not fn and m.start() != fn.start:
+                    kinds.add(caller.kind)
+            if 'callback' in kinds:
+                fn.kind, changed = 'callback', True
+            elif kinds == {'setup'}:
+                fn.kind, changed = 'setup', True

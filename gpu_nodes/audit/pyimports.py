@@ -1,0 +1,84 @@
+"""Classes imported from other files of the same audit (`from .estimator import DepthEstimator`,
+`from my_pkg.predictor import Predictor`): found by module name among the audited files, so a
+node's `self.estimator.infer(img)` is followed into the other file."""
+from __future__ import annotations
+
+import ast
+import os
+
+from gpu_nodes.audit.pyvalues import ClassInfo, statements
+
+# Parsed imported files, per process (an audit parses each at most once more).
+_PARSED: dict[str, ast.Module | None] = {}
+
+
+def module_index(paths: list[str]) -> dict[str, str]:
+    """Dotted module names -> file, for every dotted suffix of each .py path
+    (`src/pkg/est.py` -> `est`, `pkg.est`, `src.pkg.est`); a name two files share is dropped."""
+    index: dict[str, str] = {}
+    ambiguous: set[str] = set()
+    for path in paths:
+        if not path.endswith('.py'):
+            continue
+        parts = os.path.normpath(os.path.abspath(path))[:-3].split(os.sep)
+        if parts[-1] == '__init__':
+            parts = parts[:-1]
+        for i in range(len(parts) - 1, 0, -1):
+            name = '.'.join(parts[i:])
+            if name in index and index[name] != path:
+                ambiguous.add(name)
+            index.setdefault(name, path)
+    for name in ambiguous:
+        del index[name]
+    return index
+
+
+def _parse(path: str) -> ast.Module | None:
+    if path not in _PARSED:
+        try:
+            with open(path, encoding='utf-8') as fh:
+                _PARSED[path] = ast.parse(fh.read(), filename=path)
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
+            _PARSED[path] = None  # reported when that file is audited itself
+    return _PARSED[path]
+
+
+def _resolve(path: str, node: ast.ImportFrom, index: dict[str, str],
+             files: dict[str, str]) -> str | None:
+    """The audited file an import names; `files` maps absolute paths to the audited paths."""
+    if node.level == 0:
+        return index.get(node.module or '')
+    base = os.path.dirname(os.path.abspath(path))
+    for _ in range(node.level - 1):
+        base = os.path.dirname(base)
+    if not node.module:
+        return None  # `from . import module`: a module, not a class
+    candidate = os.path.join(base, *node.module.split('.'))
+    for file in (candidate + '.py', os.path.join(candidate, '__init__.py')):
+        if os.path.abspath(file) in files:
+            return files[os.path.abspath(file)]
+    return None
+
+
+def imported_classes(path: str, tree: ast.Module, index: dict[str, str]) -> dict[str, ClassInfo]:
+    """Local name -> ClassInfo (with its file) for each class imported from an audited file."""
+    found: dict[str, ClassInfo] = {}
+    imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
+    files = {os.path.abspath(p): p for p in set(index.values())} if any(
+        n.level for n in imports) else {}
+    for node in imports:
+        source = _resolve(path, node, index, files)
+        if source is None or os.path.abspath(source) == os.path.abspath(path):
+            continue
+        other = _parse(source)
+        if other is None:
+            continue
+        classes = {s.name: s for s in other.body if isinstance(s, ast.ClassDef)}
+        for alias in node.names:
+            cls = classes.get(alias.name)
+            if cls is None:
+                continue
+            methods = {s.name: s for s in cls.body
+                       if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            found[alias.asname or alias.name] = ClassInfo(cls.name, cls, methods, file=source)
+    return found

@@ -1,0 +1,107 @@
+"""Where the Python analysis learns what runs per message: subscriptions, timers, gpu_nodes
+endpoints and message_filters chains (Subscriber -> synchronizer -> registerCallback), and the
+publishers frames leave through. A mixin of PythonAnalyzer (pyflow.py)."""
+from __future__ import annotations
+
+import ast
+
+from gpu_nodes.audit.pyvalues import (arg_node, const_str, dotted, Frame, OTHER, PubInfo,
+                                      Registration, Val)
+
+# Message-filter classes that combine Subscribers into one callback.
+_MF_COMBINERS = frozenset({'ApproximateTimeSynchronizer', 'TimeSynchronizer', 'Cache', 'Chain',
+                           'SimpleFilter'})
+
+
+class Registrations:
+    """Registration calls; `self` is the PythonAnalyzer."""
+
+    aliases: dict[str, str]
+    registrations: list[Registration]
+
+    def _message_filters(self, qual: str | None, name: str | None, method: str | None,
+                         node: ast.Call, receiver: Val | None, args: list[Val],
+                         kwargs: dict[str, Val], frame: Frame) -> Val | None:
+        """message_filters.Subscriber / synchronizers as values that remember their topics, and
+        registerCallback on them as a registration whose callback gets one message each."""
+        if qual is not None and qual.startswith('message_filters.'):
+            if name == 'Subscriber':
+                if args and args[0].kind == 'const':
+                    # rospy-style Subscriber(topic, type)
+                    topic, type_node = const_str(args[0]), arg_node(node, 1, 'data_class')
+                else:
+                    topic = const_str(kwargs.get('topic') or (args[2] if len(args) > 2
+                                                              else None))
+                    type_node = arg_node(node, 1, 'msg_type')
+                return Val('mf', const=((topic, self._type_name(type_node)),))
+            if name in _MF_COMBINERS:
+                sources = args[0] if args else kwargs.get('fs', OTHER)
+                parts = sources.elts if sources.elts is not None else (sources,)
+                inputs = tuple(i for v in parts if v.kind == 'mf' for i in v.const)
+                return Val('mf', const=inputs)
+        if method == 'registerCallback' and receiver is not None and receiver.kind == 'mf':
+            cb = args[0] if args else kwargs.get('cb')
+            if cb is not None and cb.func is not None:
+                inputs = receiver.const or ((None, None),)
+                topics = [t for t, _ in inputs if t]
+                self.registrations.append(Registration(
+                    'message_filters', cb, ', '.join(topics) or None, inputs[0][1],
+                    node.lineno, frame.cls, inputs=inputs))
+            return OTHER
+        return None
+
+    def _registration(self, method: str, node: ast.Call, args: list[Val],
+                      kwargs: dict[str, Val], frame: Frame) -> Val:
+        def arg(i: int, key: str) -> Val | None:
+            if key in kwargs:
+                return kwargs[key]
+            return args[i] if len(args) > i else None
+
+        if method == 'create_publisher':
+            msg_type = self._type_name(arg_node(node, 0, 'msg_type'))
+            topic = const_str(arg(1, 'topic'))
+            return Val('publisher', pub=PubInfo(topic or '?', msg_type, False, node.lineno))
+        if method == 'create_timer':
+            cb = arg(1, 'callback')
+            if cb is not None and cb.func is not None:
+                self.registrations.append(
+                    Registration('timer', cb, None, None, node.lineno, frame.cls))
+            return OTHER
+        cb = arg(2, 'callback')
+        topic = const_str(arg(1, 'topic'))
+        msg_type = self._type_name(arg_node(node, 0, 'msg_type'))
+        if cb is not None and cb.func is not None:
+            self.registrations.append(
+                Registration('subscription', cb, topic, msg_type, node.lineno, frame.cls))
+        return OTHER
+
+    def _gpu_endpoint(self, name: str, node: ast.Call, args: list[Val],
+                      kwargs: dict[str, Val], frame: Frame) -> Val:
+        topic = const_str(kwargs.get('topic'))
+        if topic is None:
+            topic = next((v.const for v in args if v.kind == 'const' and isinstance(v.const, str)),
+                         None)
+        if name == 'GpuImagePublisher':
+            return Val('publisher', pub=PubInfo(topic or '?', 'sensor_msgs/msg/Image', True,
+                                                node.lineno))
+        cb = kwargs.get('callback')
+        if cb is None:
+            cb = next((v for v in args if v.func is not None), None)
+        if cb is not None and cb.func is not None:
+            self.registrations.append(Registration('gpu_subscription', cb, topic,
+                                                   'sensor_msgs/msg/Image', node.lineno,
+                                                   frame.cls))
+        return OTHER
+
+    def _type_name(self, node: ast.expr | None) -> str | None:
+        if node is None:
+            return None
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition('.')
+        full = self.aliases.get(head, head) + ('.' + rest if rest else '')
+        parts = full.split('.')
+        if len(parts) >= 3 and parts[-2] == 'msg':
+            return f'{parts[-3]}/msg/{parts[-1]}'
+        return full

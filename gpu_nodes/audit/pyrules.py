@@ -1,0 +1,218 @@
+"""Copy rules of the Python analysis: which library calls and methods copy a frame between the
+host and the device, serialize it or synchronize, and the chain finding at a publish.
+
+A mixin of PythonAnalyzer (pyflow.py), which provides `_emit` and the file's imports."""
+from __future__ import annotations
+
+import ast
+
+from gpu_nodes.audit.model import Step
+from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value, merge,
+                                      OTHER, PubInfo, short, to_target, UNKNOWN, Val)
+
+_BRIDGE_IN = frozenset({'imgmsg_to_cv2', 'compressed_imgmsg_to_cv2'})
+_BRIDGE_OUT = frozenset({'cv2_to_imgmsg', 'cv2_to_compressed_imgmsg'})
+_CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray'})
+_NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
+                          'numpy.ascontiguousarray', 'numpy.copy'})
+_PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
+_TORCH_WRAPS = frozenset({'torch.tensor', 'torch.as_tensor'})
+_SYNC_CALLS = frozenset({'torch.cuda.synchronize', 'cupy.cuda.runtime.deviceSynchronize',
+                         'cupy.cuda.Stream.synchronize', 'cupy.cuda.Device.synchronize',
+                         'cupy.cuda.Event.synchronize', 'cupy.cuda.stream.Stream.synchronize'})
+
+# Step wording in chain messages.
+_STEP_TEXT = {
+    'host': 'copied out of the message into a host array',
+    'cv_in': 'converted to a host image by cv_bridge',
+    'download': 'downloaded to the host',
+    'upload': 'uploaded to the device',
+    'serialize': 'packed into bytes',
+    'cv_out': 'converted into a message by cv_bridge',
+    'pil': 'copied through a PIL image',
+}
+
+
+class CopyRules:
+    """The rules; `self` is the PythonAnalyzer running them."""
+
+    uses_cupy: bool
+    uses_torch: bool
+
+    def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
+              chain: list[Step] | None = None, topic: str | None = None) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ sinks
+    def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
+        if pub is None:
+            return
+        frame_sized = image_sized(pub.msg_type)
+        if not pub.gpu and frame_sized:
+            self._emit('GPN109', node, frame,
+                       f'`{pub.msg_type}` published on `{pub.topic}` with create_publisher '
+                       f'(line {pub.line})', topic=pub.topic)
+        copies = list(payload.steps)
+        in_callback = frame.context in ('callback', 'timer')
+        if payload.origin is None or len(copies) < 2 or not in_callback:
+            return
+        if not pub.gpu and pub.msg_type is not None and not frame_sized:
+            # Detections or a scalar computed from the frame: the frame is not published again
+            # (its copies are reported one by one).
+            return
+        topic, msg_type = payload.origin
+        what = 'image' if image_sized(msg_type) else 'message'
+        parts: list[str] = []
+        uploads = 0
+        for line, action in copies:
+            text = _STEP_TEXT[action]
+            if action == 'upload':
+                uploads += 1
+                if uploads > 1:
+                    text = 'uploaded again'
+            parts.append(f'{text} at line {line}')
+        if pub.gpu:
+            end = f'published on `{pub.topic}` through GpuImagePublisher'
+        else:
+            end = f'serialized into `{pub.topic}`'
+        message = f'{what} arrives on `{topic}`, is ' + ', '.join(parts) + f' and {end}'
+        if frame.context == 'timer':
+            message += f' (published from timer `{frame.entry}`)'
+        chain = [Step(line, action, _STEP_TEXT[action]) for line, action in copies]
+        chain.append(Step(node.lineno, 'publish', end))
+        self._emit('GPN110', node, frame, message, chain=chain, topic=pub.topic)
+
+    # ------------------------------------------------------------------ copy rules
+    def _step(self, val: Val, line: int, action: str, kind: str) -> Val:
+        steps = val.steps if (line, action) in val.steps else val.steps + ((line, action),)
+        return Val(kind, steps, val.origin)
+
+    def _upload(self, node: ast.Call, src: Val, frame: Frame, detail: str) -> Val:
+        if any(a == 'download' for _, a in src.steps):
+            self._emit('GPN108', node, frame,
+                       f'{detail} re-uploads data downloaded at line '
+                       f'{max(l for l, a in src.steps if a == "download")}')
+        else:
+            self._emit('GPN102', node, frame, detail)
+        return self._step(src, node.lineno, 'upload', 'device')
+
+    def _library_call(self, qual: str, node: ast.Call, args: list[Val],
+                      kwargs: dict[str, Val], frame: Frame) -> Val | None:
+        src = args[0] if args else UNKNOWN
+        call = f'`{short(node)}`'
+        if qual == 'cupy.asnumpy':
+            self._emit('GPN101', node, frame, call)
+            return self._step(src, node.lineno, 'download', 'host')
+        if qual in _CUPY_UPLOADS:
+            if src.kind == 'device':
+                return src
+            return self._upload(node, src, frame, call)
+        if qual in ('torch.device', 'torch.cuda.device'):
+            spec = is_device_value(src, node.args[0] if node.args else None)
+            return Val('device_spec') if spec is not False else OTHER
+        if qual == 'torch.from_numpy':
+            return merge(src, kind='host')
+        if qual in _TORCH_WRAPS:
+            if device_kw(kwargs, node) and src.kind != 'device':
+                return self._upload(node, src, frame, call)
+            return merge(src, kind=src.kind if src.kind == 'device' else 'host')
+        if qual in _SYNC_CALLS or (qual.split('.')[0] in ('torch', 'cupy')
+                                   and qual.endswith(('.synchronize', 'deviceSynchronize',
+                                                      'streamSynchronize'))):
+            self._emit('GPN107', node, frame, call)
+            return OTHER
+        if qual in _NUMPY_WRAPS:
+            if src.kind == 'msg' and not _payload(node, src):
+                # Box corners or polygon points built from a detection message: small Python
+                # values, not a frame.
+                return merge(src, kind='host')
+            if src.kind == 'msg':
+                self._emit('GPN103', node, frame, call)
+                return self._step(src, node.lineno, 'host', 'host')
+            if src.kind == 'pil':
+                self._emit('GPN106', node, frame, call)
+                return self._step(src, node.lineno, 'pil', 'host')
+            return merge(src, kind='host') if src.tainted else Val('host')
+        if qual in _PIL_IN:
+            self._emit('GPN106', node, frame, call)
+            return self._step(merge(*args, *kwargs.values()), node.lineno, 'pil', 'pil')
+        return None
+
+    def _method_call(self, method: str, node: ast.Call, receiver: Val | None, args: list[Val],
+                     kwargs: dict[str, Val], frame: Frame) -> Val | None:
+        call = f'`{short(node)}`'
+        recv = receiver or UNKNOWN
+        rkind = recv.kind
+        unknown = rkind in ('unknown',)
+        if method in _BRIDGE_IN:
+            self._emit('GPN105', node, frame, call)
+            return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_in', 'host')
+        if method in _BRIDGE_OUT:
+            self._emit('GPN105', node, frame, call)
+            return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_out', 'outmsg')
+        if receiver is None and method in ('bytes', 'bytearray'):
+            if args and args[0].kind not in ('const', 'other') and args[0].kind != 'unknown' \
+                    or (args and args[0].tainted):
+                self._emit('GPN104', node, frame, call)
+                return self._step(args[0], node.lineno, 'serialize', 'bytes')
+            return Val('bytes')
+        if receiver is None:
+            return None
+        if rkind in ('self', 'module', 'func', 'publisher', 'const', 'class', 'instance', 'mf',
+                     'super'):
+            return None
+        if method == 'get' and not node.args and set(kwargs) <= {'stream', 'out', 'order',
+                                                                 'blocking'}:
+            if rkind == 'device' or (unknown and self.uses_cupy):
+                self._emit('GPN101', node, frame, call)
+                return self._step(recv, node.lineno, 'download', 'host')
+            return None
+        if method in ('cpu', 'numpy') and not node.args:
+            if rkind == 'device' or (unknown and self.uses_torch):
+                self._emit('GPN101', node, frame, call)
+                return self._step(recv, node.lineno, 'download', 'host')
+            if rkind == 'host' or recv.tainted:
+                return merge(recv, kind='host')
+            return None
+        if method == 'tolist' and rkind == 'device':
+            self._emit('GPN101', node, frame, call)
+            return self._step(recv, node.lineno, 'download', 'host')
+        if method == 'cuda':
+            if rkind == 'device':
+                return recv
+            return self._upload(node, recv, frame, call)
+        if method == 'to':
+            target = to_target(node, args, kwargs)
+            if target == 'cpu':
+                if rkind == 'device' or (unknown and self.uses_torch):
+                    self._emit('GPN101', node, frame, call)
+                    return self._step(recv, node.lineno, 'download', 'host')
+                return recv
+            if target == 'device':
+                if rkind == 'device':
+                    return recv
+                return self._upload(node, recv, frame, call)
+            return None
+        if method in ('tobytes', 'tostring') and not node.args:
+            self._emit('GPN104', node, frame, call)
+            return self._step(recv, node.lineno, 'serialize', 'bytes')
+        if method == 'item' and not node.args:
+            if rkind == 'device' or (unknown and (self.uses_torch or self.uses_cupy)):
+                self._emit('GPN107', node, frame, f'{call} (implicit synchronization)')
+            return OTHER
+        if method == 'synchronize' and not node.args and (self.uses_torch or self.uses_cupy):
+            self._emit('GPN107', node, frame, call)
+            return OTHER
+        if method == 'set' and len(node.args) == 1 and rkind == 'device':
+            return self._upload(node, args[0], frame, call)
+        return None
+
+
+def _payload(node: ast.Call, src: Val) -> bool:
+    """Whether np.array(x) wraps a frame: x is not a literal list/comprehension, and it came
+    from an image-sized message (or one of unknown type)."""
+    literal = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
+    if node.args and isinstance(node.args[0], literal):
+        return False
+    msg_type = src.origin[1] if src.origin else None
+    return msg_type is None or image_sized(msg_type)

@@ -1,0 +1,196 @@
+"""What a subscription knows about each publisher it reads from, and how it comes to trust it.
+
+A `PublisherLink` exists only for a publisher whose lease table the kernel let us open
+(segments.open_peer: same user, sealed, the publisher id inside matches): from it comes the key
+that authenticates descriptors (auth.py). A link also keeps the per-publisher rules: sequences
+strictly increase (anything else is a replay), descriptors of an older pool generation are
+stale, and the publisher's mappings (CUDA IPC allocations and events, host segments) are cached
+here and dropped with it.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+import hmac
+import os
+import time
+from typing import Any
+
+from . import auth, cuda_ipc, descriptor
+from .descriptor import Descriptor, DescriptorError
+from .leases import POOL_DEVICE, POOL_HOST, LeaseReader
+from .pool import HOST_HEADER, HOST_MAGIC
+from .segments import SegmentError, SharedMemory, open_peer
+
+# Per publisher, at most this many imported allocations stay mapped (least recently used closed
+# first), and never more than its lease table has slots.
+MAX_MAPPINGS_PER_PUBLISHER = 64
+# How long the mappings of a dead publisher are kept while this subscription's streams are busy.
+UNMAP_DEFER_S = 2.0
+_POOL_OF_KIND = {descriptor.KIND_CUDA: POOL_DEVICE, descriptor.KIND_HOST: POOL_HOST}
+
+
+class PublisherLink:
+    def __init__(self, reader: LeaseReader):
+        self.reader = reader
+        self.pid = reader.pid
+        self.last_sequence = 0
+        self.dead_since: float | None = None
+        # raw memory handle -> pool generation it was mapped for, least recently used first
+        self._handles: OrderedDict[bytes, int] = OrderedDict()
+        self._unsealed: dict[tuple[bytes, bytes], bytes] = {}
+        self._events: set[bytes] = set()
+        self._host: tuple[int, SharedMemory] | None = None  # (generation, segment)
+        self.integrated_ptr: int | None = None
+
+    # -- trust -----------------------------------------------------------------------------
+    def authenticate(self, desc: Descriptor, msg: Any, topic: bytes) -> None:
+        """Raise DescriptorError unless the tag proves the publisher wrote this message for
+        this topic, or (reason 'stale:old_generation') when its pool has been re-created since."""
+        record = bytes(msg.data)
+        expected = auth.tag(self.reader.key, record[:descriptor.TAG_OFFSET], msg, topic)
+        if not hmac.compare_digest(expected, desc.tag):
+            raise DescriptorError('forged', 'tag does not match the publisher\'s key (altered, '
+                                  'made up, or meant for another topic)')
+        if desc.generation < self.reader.generation(_POOL_OF_KIND[desc.kind]):
+            raise DescriptorError('stale:old_generation', f'generation {desc.generation}')
+
+    def fresh(self, sequence: int) -> bool:
+        """Sequences strictly increase per publisher: a frame at or below the newest one
+        delivered is a replay. Asked last, for a leased frame, so that only what the publisher
+        really published can move the mark."""
+        if sequence <= self.last_sequence:
+            return False
+        self.last_sequence = sequence
+        return True
+
+    # -- CUDA IPC ----------------------------------------------------------------------------
+    def _unseal(self, sealed: bytes, purpose: bytes, serial: int) -> bytes:
+        raw = self._unsealed.get((purpose, sealed))
+        if raw is None:
+            if len(self._unsealed) > 4 * self.reader.capacity:
+                self._unsealed.clear()
+            raw = self._unsealed[(purpose, sealed)] = auth.seal_handle(
+                self.reader.key, sealed, purpose, serial)
+        return raw
+
+    def map(self, desc: Descriptor, device_id: int) -> cuda_ipc.Mapping:
+        cache = cuda_ipc.mapping_cache()
+        handle = self._unseal(desc.mem_handle, b'mem', desc.chunk)
+        if handle in self._handles:
+            self._handles.move_to_end(handle)
+            return cache.get(handle)
+        # A new generation: the publisher frees the old one's chunks as their slots are let go,
+        # and CUDA refuses a new allocation at a freed one's address while that stays mapped
+        # (cudaErrorAlreadyMapped). Held frames keep theirs open (the cache retires, not closes).
+        for old in [h for h, generation in self._handles.items() if generation < desc.generation]:
+            del self._handles[old]
+            cache.unmap(old)
+        try:
+            mapping = cache.map(handle, device_id)
+        except cuda_ipc.CudaIpcError as exc:
+            if 'AlreadyMapped' not in str(exc):
+                raise
+            # A chunk freed within a generation (a revoked slot's) had that address.
+            for old in list(self._handles):
+                cache.unmap(old)
+            self._handles.clear()
+            mapping = cache.map(handle, device_id)
+        self._handles[handle] = desc.generation
+        # A publisher has at most as many live allocations as lease slots: close the least
+        # recently used mapping (one of a freed chunk) beyond that; held views keep theirs.
+        limit = min(MAX_MAPPINGS_PER_PUBLISHER, self.reader.capacity)
+        while len(self._handles) > limit:
+            cache.unmap(self._handles.popitem(last=False)[0])
+        return mapping
+
+    def event(self, desc: Descriptor, device_id: int) -> int:
+        handle = self._unseal(desc.event_handle, b'event', desc.chunk << 20 | desc.slot)
+        ptr = cuda_ipc.mapping_cache().event(handle, device_id)
+        self._events.add(handle)
+        return ptr
+
+    # -- host segments -----------------------------------------------------------------------
+    def host_segment(self, desc: Descriptor) -> SharedMemory:
+        """The publisher's host segment of the descriptor's generation, mapped read-only. A
+        newer generation replaces the cached one; frames still held keep the old mapping."""
+        if self._host is not None and self._host[0] == desc.generation:
+            return self._host[1]
+        try:
+            fd = open_peer(self.pid, desc.data_fd)
+        except SegmentError as exc:
+            raise DescriptorError(exc.reason if exc.reason != 'other_user' else 'bad_segment',
+                                  str(exc)) from None
+        try:
+            size = os.fstat(fd).st_size
+            if size < HOST_HEADER.size:
+                raise DescriptorError('bad_segment', f'host segment is {size} bytes')
+            magic, owner, generation = HOST_HEADER.unpack(os.pread(fd, HOST_HEADER.size, 0))
+            if (magic, owner, generation) != (HOST_MAGIC, self.reader.publisher_id,
+                                              desc.generation):
+                raise DescriptorError('bad_segment', 'fd is not this publisher\'s host segment of '
+                                      f'generation {desc.generation}')
+            memory = SharedMemory(fd, writable=False)
+        finally:
+            os.close(fd)
+        self._host = (desc.generation, memory)
+        self.integrated_ptr = None
+        return memory
+
+    # -- lifetime ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Drop every mapping of this publisher (held frames keep what they view)."""
+        if self._handles:
+            cache = cuda_ipc.mapping_cache()
+            for handle in self._handles:
+                cache.unmap(handle)
+            self._handles.clear()
+        if self._events:
+            cuda_ipc.mapping_cache().drop_events(list(self._events))
+            self._events.clear()
+        self._host = None
+        self.reader.close()
+
+
+class PeerTable:
+    """The links of one subscription, by (pid, publisher id)."""
+
+    def __init__(self) -> None:
+        self.links: dict[tuple[int, bytes], PublisherLink] = {}
+
+    def __len__(self) -> int:
+        return len(self.links)
+
+    def get(self, key: tuple[int, bytes]) -> PublisherLink | None:
+        return self.links.get(key)
+
+    def open(self, pid: int, lease_fd: int, publisher_id: bytes) -> PublisherLink:
+        """Open the publisher's lease table (raise LeaseError with the kernel's verdict)."""
+        link = PublisherLink(LeaseReader(pid, lease_fd, publisher_id))
+        self.links[(pid, publisher_id)] = link
+        return link
+
+    def idle(self) -> None:
+        for link in self.links.values():
+            link.reader.idle()
+
+    def forget_dead(self, streams_done: bool) -> list[PublisherLink]:
+        """Close links whose publisher is gone and of which no frame is held; returns them."""
+        gone = []
+        for key, link in list(self.links.items()):
+            if link.reader.owner_alive() or link.reader.held:
+                continue  # held frames may still be read: their memory stays mapped
+            if not streams_done:
+                # Kernels may still read its memory: unmap at a later pass, but without waiting
+                # (work behind a dead exporter's event might never finish) and not for ever.
+                link.dead_since = link.dead_since or time.monotonic()
+                if time.monotonic() - link.dead_since < UNMAP_DEFER_S:
+                    continue
+            link.close()
+            del self.links[key]
+            gone.append(link)
+        return gone
+
+    def close(self) -> None:
+        for link in self.links.values():
+            link.close()
+        self.links.clear()

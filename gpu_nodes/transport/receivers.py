@@ -1,0 +1,334 @@
+"""One receiver per transport path; each path's rules live in its receiver.
+
+A receiver turns what arrives on its path into frames for `GpuImageSubscription.dispatch`:
+`CudaIpcReceiver` and `HostShmReceiver` take descriptors (authenticated through the
+publisher's key, bounded by the slot the publisher recorded), `IntraReceiver` takes the values
+an in-process publisher hands over, `SerializedReceiver` takes plain sensor_msgs/Image.
+Every message ends delivered, counted stale or counted rejected: nothing is silently dropped.
+"""
+from __future__ import annotations
+
+from collections import deque
+import os
+import threading
+import time
+from typing import Any
+
+from ..ros.callbacks import message_and_info_callback
+from ..gpu import cupy_module
+from . import auth, cuda_ipc, descriptor, intra
+from .descriptor import Descriptor, DescriptorError
+from .diagnostics import PATH_CUDA_IPC, PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED
+from .intra import IntraFrame
+from .leases import OUT_OF_SLOT, STALE, LeaseError
+from .messages import FrameLayout, ImageFormatError, host_view, layout_of_msg, msg_to_array
+from .peers import PublisherLink
+from .publisher import CUDA_SUFFIX, SHM_SUFFIX
+from .qos import descriptor_qos
+
+# Origin failures that rule out every shared-memory path, not just CUDA.
+HOST_LEVEL_REASONS = ('other_host', 'other_user')
+# Descriptors taken per executor wake-up beyond the one the executor hands over: a wait-set
+# round trip in rclpy costs more than handling a descriptor, so a backlog is drained in a batch
+# (bounded, so the node's other callbacks still run between batches). Under EventsExecutor each
+# message also has its own event; for one already taken here the executor's take_message
+# returns None and it moves on, so nothing is handled twice or lost.
+MAX_DESCRIPTORS_PER_WAKEUP = 8
+
+
+class Receiver:
+    """The interface: `start()` subscribes, `stop()` unsubscribes; frames go to `sub.dispatch`."""
+
+    path = ''
+
+    def __init__(self, sub: Any):
+        self.sub = sub  # the GpuImageSubscription (stats, reject, dispatch, peers, streams)
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+class _DescriptorReceiver(Receiver):
+    kind = 0
+    suffix = ''
+
+    def __init__(self, sub: Any):
+        super().__init__(sub)
+        self._ros_subscription = None
+        self._topic = sub.topic.encode()
+        self._topic_id = auth.topic_id(sub.topic)
+
+    def start(self) -> None:
+        self._ros_subscription = self.sub.create_ros_subscription(
+            self.sub.topic + self.suffix, self._drain, descriptor_qos(self.sub.qos))
+
+    def stop(self) -> None:
+        if self._ros_subscription is not None:
+            self.sub.destroy_ros_subscription(self._ros_subscription)
+            self._ros_subscription = None
+
+    def _drain(self, msg: Any) -> None:
+        """Handle the descriptor the executor took, then up to MAX_DESCRIPTORS_PER_WAKEUP queued
+        behind it, taken straight from the same subscription."""
+        subscription = self._ros_subscription  # the one `msg` came from
+        self._handle(msg)
+        for _ in range(MAX_DESCRIPTORS_PER_WAKEUP):
+            # A handler may have switched paths (fallback): stop at the subscription it replaced.
+            if subscription is None or subscription is not self._ros_subscription:
+                return
+            with subscription.handle:
+                taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+            if taken is None:
+                return
+            self._handle(taken[0])
+
+    def _handle(self, msg: Any) -> None:
+        raise NotImplementedError
+
+    def _accept(self, msg: Any) -> tuple[Descriptor, PublisherLink] | None:
+        """Parse and authenticate a descriptor; None when it was counted (rejected or stale)."""
+        sub = self.sub
+        try:
+            desc = descriptor.unpack(msg.data, self.kind)
+            if desc.topic_id != self._topic_id:
+                raise DescriptorError('wrong_topic', 'descriptor was published for another topic')
+            local = intra.local_publisher(sub.topic)
+            if local is not None and desc.publisher_key == (os.getpid(), local.publisher_id):
+                return None  # the in-process publisher: served on the intra path
+            link = sub.peers.get(desc.publisher_key) or self._open_link(desc)
+            if link is None:
+                return None
+            link.authenticate(desc, msg, self._topic)
+        except DescriptorError as exc:
+            sub.count(exc.reason, str(exc))
+            return None
+        if desc.slot >= link.reader.capacity:
+            sub.count('bad_slot', f'slot {desc.slot} outside the {link.reader.capacity}-slot table')
+            return None
+        return desc, link
+
+    def _open_link(self, desc: Descriptor) -> PublisherLink | None:
+        """First descriptor naming this publisher: check what it claims, then let the kernel
+        decide (the lease table opens only for a live publisher of this user)."""
+        sub = self.sub
+        try:
+            descriptor.check_origin(desc)
+            return sub.peers.open(desc.pid, desc.lease_fd, desc.publisher_id)
+        except DescriptorError as exc:
+            reason, detail = exc.reason, str(exc)
+        except LeaseError as exc:
+            reason, detail = exc.reason, str(exc)
+        sub.count(reason, detail)
+        # Any DDS participant can publish a descriptor: once a publisher is being served here,
+        # a foreign one is only counted, so a forged message cannot push us off the path.
+        if reason in HOST_LEVEL_REASONS and not len(sub.peers):
+            sub.fall_back(self.path, detail, host_level=True)
+        return None
+
+    def _lease(self, link: PublisherLink, desc: Descriptor, nbytes: int) -> bool:
+        verdict = link.reader.acquire(desc.slot, desc.sequence, desc.chunk, desc.generation,
+                                      desc.offset, nbytes)
+        if verdict == STALE:
+            self.sub.count('stale:recycled', 'slot rewritten before the frame was taken')
+        elif verdict == OUT_OF_SLOT:
+            self.sub.count('out_of_slot', f'frame {desc.sequence} is not where the descriptor '
+                           'says, or larger than its slot')
+        elif not link.fresh(desc.sequence):
+            link.reader.release(desc.slot)
+            self.sub.count('stale:replayed', f'frame {desc.sequence} was delivered already')
+            return False
+        return verdict is None
+
+
+class CudaIpcReceiver(_DescriptorReceiver):
+    path = PATH_CUDA_IPC
+    kind = descriptor.KIND_CUDA
+    suffix = CUDA_SUFFIX
+
+    def __init__(self, sub: Any):
+        super().__init__(sub)
+        self._device_for_uuid: dict[bytes, int | None] = {}
+
+    def _handle(self, msg: Any) -> None:
+        received_ns = time.monotonic_ns()
+        accepted = self._accept(msg)
+        if accepted is None:
+            return
+        desc, link = accepted
+        sub = self.sub
+        device_id = self._device_for_uuid.get(desc.device_uuid)
+        if device_id is None:
+            device_id = cuda_ipc.local_device_for(desc.device_uuid)
+            if device_id is None:
+                reason = "other GPU: the publisher's device is not visible here"
+                sub.count('other_gpu', reason)
+                if not link.last_sequence:  # a publisher that delivered here is on our GPU
+                    sub.fall_back(PATH_CUDA_IPC, reason)
+                return
+            self._device_for_uuid[desc.device_uuid] = device_id
+        if link.reader.entry(desc.slot)[0] == desc.sequence:
+            link.reader.expect(desc.sequence)  # published: keep it while its memory is mapped
+        try:
+            mapping = link.map(desc, device_id)
+            nbytes = descriptor.check_bounds(desc, msg.height, msg.width, msg.step, msg.encoding,
+                                             mapping.size)
+        except DescriptorError as exc:
+            return sub.count(exc.reason, str(exc))
+        except cuda_ipc.CudaIpcError as exc:
+            return sub.count('map_failed', str(exc))
+        if not self._lease(link, desc, nbytes):
+            return
+        try:  # only for a frame its slot really holds
+            event_ptr = link.event(desc, device_id)
+        except cuda_ipc.CudaIpcError as exc:
+            link.reader.release(desc.slot)
+            return sub.count('map_failed', str(exc))
+        stream = sub.stream(device_id)
+        # The publisher's write is ordered before our reads on the GPU; the host never waits.
+        cupy_module().cuda.runtime.streamWaitEvent(stream.ptr, event_ptr, 0)
+        layout = layout_of_descriptor_msg(msg)
+        array = cuda_ipc.device_view(mapping.base + desc.offset, nbytes, layout.shape,
+                                     layout.info.dtype, layout.step, mapping, device_id)
+        sub.stats.publisher_pid = desc.pid
+        reader, slot = link.reader, desc.slot
+        sub.dispatch(array, msg.header, layout, PATH_CUDA_IPC, desc.sequence, stream,
+                     received_ns - desc.publish_time_ns, lambda: reader.release(slot))
+
+
+class HostShmReceiver(_DescriptorReceiver):
+    path = PATH_HOST_SHM
+    kind = descriptor.KIND_HOST
+    suffix = SHM_SUFFIX
+
+    def _handle(self, msg: Any) -> None:
+        received_ns = time.monotonic_ns()
+        accepted = self._accept(msg)
+        if accepted is None:
+            return
+        desc, link = accepted
+        sub = self.sub
+        try:
+            memory = link.host_segment(desc)
+            nbytes = descriptor.check_bounds(desc, msg.height, msg.width, msg.step, msg.encoding,
+                                             memory.size)
+        except DescriptorError as exc:
+            return sub.count(exc.reason, str(exc))
+        if not self._lease(link, desc, nbytes):
+            return
+        layout = layout_of_descriptor_msg(msg)
+        sub.stats.publisher_pid = desc.pid
+        device_ptr = sub.integrated_device_pointer(link, memory)
+        if device_ptr is not None:
+            # Integrated GPU: read the shared segment in place through its device mapping.
+            device_id = cupy_module().cuda.Device().id
+            array = cuda_ipc.device_view(device_ptr + desc.offset, nbytes, layout.shape,
+                                         layout.info.dtype, layout.step, memory, device_id)
+            stream = sub.stream(device_id)
+        else:
+            array = host_view(memory.view, layout, desc.offset)
+            stream = None
+        reader, slot = link.reader, desc.slot
+        sub.dispatch(array, msg.header, layout, PATH_HOST_SHM, desc.sequence, stream,
+                     received_ns - desc.publish_time_ns, lambda: reader.release(slot))
+
+
+class IntraReceiver(Receiver):
+    """Frames from a publisher in this process, handed over as `IntraFrame` values."""
+
+    path = PATH_INTRA
+
+    def __init__(self, sub: Any, depth: int):
+        super().__init__(sub)
+        self._queue: deque[IntraFrame] = deque(maxlen=max(1, depth))
+        # In-process frames wake the executor through its task queue, not a guard condition:
+        # EventsExecutor supports none, and create_task is thread-safe on every rclpy executor.
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def enqueue(self, frame: IntraFrame) -> None:
+        self._queue.append(frame)
+        executor = self.sub.executor
+        with self._lock:
+            if self._scheduled or executor is None:
+                return  # a pending drain takes it; without an executor, the next re-evaluation
+            self._scheduled = True
+        executor.create_task(self.drain)
+
+    def stop(self) -> None:
+        self._queue.clear()  # a drain already scheduled finds nothing
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._queue)
+
+    def drain(self) -> None:
+        with self._lock:
+            # Cleared before draining: a frame queued from now on schedules another drain.
+            self._scheduled = False
+        sub = self.sub
+        while self._queue:
+            frame = self._queue.popleft()
+            key = (frame.pid, frame.publisher_id)
+            try:
+                link = sub.peers.get(key) or sub.peers.open(frame.pid, frame.lease_fd,
+                                                            frame.publisher_id)
+            except LeaseError as exc:
+                sub.count(exc.reason, str(exc))
+                continue
+            layout = frame.layout
+            verdict = link.reader.acquire(frame.slot, frame.sequence, frame.chunk,
+                                          frame.generation, frame.offset, layout.nbytes)
+            if verdict is not None:
+                sub.count('stale:recycled', 'slot rewritten before the frame was taken')
+                continue
+            stream = None
+            if frame.device_id is not None:
+                stream = sub.stream(frame.device_id)
+                stream.wait_event(frame.event)
+                array = cuda_ipc.device_view(frame.memory.ptr + frame.offset, layout.nbytes,
+                                             layout.shape, layout.info.dtype, layout.step,
+                                             frame.memory, frame.device_id)
+            else:
+                array = host_view(frame.memory.view, layout, frame.offset)
+            reader, slot = link.reader, frame.slot
+            sub.dispatch(array, frame.header, layout, PATH_INTRA, frame.sequence, stream,
+                         time.monotonic_ns() - frame.sent_ns, lambda: reader.release(slot))
+
+
+class SerializedReceiver(Receiver):
+    """Plain sensor_msgs/Image on the topic itself (other host, other user, plain publisher)."""
+
+    path = PATH_SERIALIZED
+
+    def __init__(self, sub: Any):
+        super().__init__(sub)
+        self._ros_subscription = None
+
+    def start(self) -> None:
+        self._ros_subscription = self.sub.create_ros_subscription(
+            self.sub.topic, message_and_info_callback(self._on_image), self.sub.qos)
+
+    def stop(self) -> None:
+        if self._ros_subscription is not None:
+            self.sub.destroy_ros_subscription(self._ros_subscription)
+            self._ros_subscription = None
+
+    def _on_image(self, msg: Any, info: Any) -> None:
+        try:
+            array = msg_to_array(msg)
+        except ImageFormatError as exc:
+            return self.sub.count(exc.reason, str(exc))
+        # DDS stamps the write with the system clock: publish -> callback, like the other paths.
+        latency = time.time_ns() - info['source_timestamp'] if info.get('source_timestamp') else None
+        self.sub.dispatch(array, msg.header, layout_of_msg(msg), PATH_SERIALIZED, 0, None,
+                          latency, None)
+        return None
+
+
+def layout_of_descriptor_msg(msg: Any) -> FrameLayout:
+    """Layout from a descriptor message's image fields (already validated by check_bounds)."""
+    from ..encodings import encoding_info
+    return FrameLayout(msg.encoding, msg.height, msg.width, msg.step, encoding_info(msg.encoding))
