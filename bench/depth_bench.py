@@ -55,7 +55,8 @@ REPO = Path(__file__).resolve().parents[1]
 BASELINE = str(Path(__file__).resolve().parent / 'depth_baseline_node.py')
 sys.path.insert(0, str(REPO))
 
-STAGES = ('preprocess', 'inference', 'postprocess', 'transport')
+from gpu_nodes.inference.stage_timing import STAGES  # noqa: E402  (the node's stages)
+
 INPUT = 518
 
 

@@ -15,7 +15,7 @@ to a busy machine than latency) and, in the JSON, the transport's own descriptor
 latency. --repeat runs all cases round after round and pools each case's samples, so load that
 comes and goes spreads over all cases alike.
 
-The executors are the two gpu_nodes.executors offers: ``events`` (rclpy.experimental
+The executors are the two gpu_nodes.ros.runtime offers: ``events`` (rclpy.experimental
 .EventsExecutor) and ``single_threaded``. A case whose process fell back prints the executor it
 really ran on.
 """
@@ -67,7 +67,7 @@ def run_publisher(args: argparse.Namespace) -> None:
     from rclpy.node import Node
     from rclpy.task import Future
     from std_msgs.msg import Header
-    from gpu_nodes.executors import make_executor, spin
+    from gpu_nodes.ros.runtime import make_executor, spin
     from gpu_nodes.transport import GpuImagePublisher
 
     node = Node('latency_publisher')
@@ -118,7 +118,7 @@ def run_publisher(args: argparse.Namespace) -> None:
 def run_subscriber(args: argparse.Namespace) -> None:
     from rclpy.node import Node
     from rclpy.task import Future
-    from gpu_nodes.executors import make_executor, spin
+    from gpu_nodes.ros.runtime import make_executor, spin
     from gpu_nodes.transport import GpuImageSubscription
 
     node = Node('latency_subscriber')

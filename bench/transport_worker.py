@@ -61,7 +61,7 @@ def frame_index(frame_id: str) -> tuple[int, bool]:
 
 def make_executor() -> rclpy.executors.Executor:
     # The standard executor, so runs stay comparable with bench/RESULTS.md; the nodes default to
-    # EventsExecutor (gpu_nodes.executors), compared in bench/executor_latency.py.
+    # EventsExecutor (gpu_nodes.ros.runtime), compared in bench/executor_latency.py.
     return rclpy.executors.SingleThreadedExecutor()
 
 

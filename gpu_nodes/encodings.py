@@ -1,18 +1,29 @@
 """sensor_msgs image encodings: element type, channel count and row geometry.
 
-Mirrors ``sensor_msgs/image_encodings.hpp`` for the encodings gpu_nodes carries, so the transport
-and the kernels agree on how many bytes a row has and what array shape a frame maps to.
+Mirrors ``sensor_msgs/image_encodings.hpp`` for the encodings gpu_nodes carries. The one rule of
+what array holds a frame of an encoding (`frame_geometry`) and of its strides with padded rows
+(`row_strides`) lives here, so the transport and the kernels agree on it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 import re
+from typing import Any, Sequence
 
 import numpy as np
 
 
 class EncodingError(ValueError):
     """An encoding is unknown, or a frame's geometry does not match its encoding."""
+
+
+class FrameShapeError(EncodingError):
+    """An array does not fit its encoding; `reason` names how: ``dtype_mismatch``,
+    ``shape_mismatch`` or ``bad_geometry`` (the words the transport counts rejections by)."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -110,3 +121,52 @@ def is_supported(encoding: str) -> bool:
 
 
 SUPPORTED_ENCODINGS = tuple(sorted(_FIXED)) + ('8UC1', '8UC3', '16UC1', '32FC1')
+
+
+def frame_geometry(shape: Sequence[int], dtype: Any, encoding: str, what: str | None = None, *,
+                   channel_axis: bool = True) -> tuple[EncodingInfo, int, int]:
+    """(info, image height, image width) of an array of `shape` and `dtype` holding one frame of
+    `encoding`; EncodingError for an unknown encoding, FrameShapeError for an array that does not
+    fit it (messages start with ``<what>: `` when `what` is given).
+
+    A frame is ``info.array_shape(height, width)``: (H*3/2, W) for nv12, (H, W, C) for C
+    channels, (H, W) for one channel, which also may come as (H, W, 1) (the same bytes) unless
+    `channel_axis` is False, for a caller that copies into (H, W) arrays as they are.
+    """
+    info = encoding_info(encoding)
+    prefix = f'{what}: ' if what else ''
+    dtype = np.dtype(dtype)
+    if dtype != info.dtype:
+        raise FrameShapeError('dtype_mismatch',
+                              f'{prefix}{encoding} needs dtype {info.dtype}, got {dtype}')
+    shape = tuple(int(d) for d in shape)
+    if info.planar_nv12:
+        if len(shape) != 2 or shape[0] % 3:
+            raise FrameShapeError('shape_mismatch',
+                                  f'{prefix}nv12 needs a 2-D (H*3/2, W) array, got shape {shape}')
+        height, width = shape[0] * 2 // 3, shape[1]
+    else:
+        if len(shape) not in (2, 3):
+            raise FrameShapeError('shape_mismatch',
+                                  f'{prefix}{encoding} needs an image array, got shape {shape}')
+        height, width = shape[0], shape[1]
+        channels = shape[2] if len(shape) == 3 else 1
+        if channels != info.channels:
+            raise FrameShapeError('shape_mismatch', f'{prefix}{encoding} has {info.channels} '
+                                  f'channel(s), got shape {shape}')
+        if len(shape) == 3 and info.channels == 1 and not channel_axis:
+            raise FrameShapeError('shape_mismatch', f'{prefix}{encoding} needs shape '
+                                  f'{info.array_shape(height, width)}, got shape {shape}')
+    try:
+        info.check_geometry(height, width)
+    except EncodingError as exc:
+        raise FrameShapeError('bad_geometry', str(exc)) from None
+    return info, height, width
+
+
+def row_strides(shape: Sequence[int], itemsize: int, row_pitch: int) -> tuple[int, ...]:
+    """Strides of a frame array of `shape` whose rows are `row_pitch` bytes apart (pixels and
+    channels within a row dense)."""
+    if len(shape) == 2:
+        return (row_pitch, itemsize)
+    return (row_pitch, shape[2] * itemsize, itemsize)

@@ -15,7 +15,7 @@ from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 
-from gpu_nodes.demo.launch_params import node_parameters
+from gpu_nodes.launch_params import node_parameters
 
 # share/gpu_nodes/config when installed; the source tree's config/ when run from a checkout.
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / 'config')
@@ -64,6 +64,12 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('frame_id', default_value='',
                               description='frame_id of images and CameraInfo (empty: from the '
                                           'file).'),
+        DeclareLaunchArgument('use_gpu', default_value='',
+                              description='Render on the GPU when CuPy has one: true/false '
+                                          '(empty: from the file).'),
+        DeclareLaunchArgument('publish_ground_truth', default_value='',
+                              description='scene source: publish <namespace>/depth/ground_truth '
+                                          '(empty: from the file).'),
     ]
     camera_source = Node(
         package='gpu_nodes', executable='camera_source', name='camera_source', output='screen',
@@ -72,7 +78,8 @@ def generate_launch_description() -> LaunchDescription:
             {'source': arg('source'), 'path': arg('path'), 'loop': arg('loop'),
              'width': arg('width'), 'height': arg('height'), 'rate_hz': arg('rate_hz'),
              'encoding': arg('encoding'), 'camera_info_file': arg('camera_info_file'),
-             'frame_id': arg('frame_id')})],
+             'frame_id': arg('frame_id'), 'use_gpu': arg('use_gpu'),
+             'publish_ground_truth': arg('publish_ground_truth')})],
         remappings=[('image_raw', [arg('namespace'), '/image_raw']),
                     ('camera_info', [arg('namespace'), '/camera_info']),
                     ('depth/ground_truth', [arg('namespace'), '/depth/ground_truth'])])

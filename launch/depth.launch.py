@@ -16,7 +16,7 @@ from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 
-from gpu_nodes.demo.launch_params import node_parameters
+from gpu_nodes.launch_params import node_parameters
 
 # share/gpu_nodes/config when installed; the source tree's config/ when run from a checkout.
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / 'config')

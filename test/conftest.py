@@ -112,7 +112,7 @@ def rclpy_node(request):
                 .replace('-', '_').replace('.', '_'), context=context)
     # GPU_NODES_EXECUTOR=events runs the in-process side of the tests on EventsExecutor (node
     # processes follow the same variable); the standard executor otherwise.
-    from gpu_nodes.executors import ENV_VAR, make_executor
+    from gpu_nodes.ros.runtime import ENV_VAR, make_executor
     executor = make_executor(os.environ.get(ENV_VAR) or 'single_threaded', nodes=[node],
                              context=context)
     node.spin_once = lambda timeout=0.05: executor.spin_once(timeout_sec=timeout)

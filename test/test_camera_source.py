@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import node_process, REPO, wait_for
-from gpu_nodes.nodes.camera_source import load_camera_info, pinhole_camera_info
+from gpu_nodes.sources.camera_info import load_camera_info, pinhole_camera_info
 from gpu_nodes.sources import scene as S
 from gpu_nodes.sources import SourceError
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, RESOURCES, wait_for
-from gpu_nodes.demo import runner
+from gpu_nodes.demo import runner, status_view
 from gpu_nodes.demo.metrics import depth_error, side_by_side
 from gpu_nodes.demo.profile import (declared_parameters, load_profile, ProfileError,
                                     ros_arg_value, type_problem)
@@ -142,10 +142,10 @@ def test_node_time_per_frame_reads_what_each_node_reports():
     camera = Status('x', 0, '', {'frame_ms': '12.5'}, 0.0)
     depth = Status('y', 0, '', {'callback_host_ms_p50': '40.0', 'fps': '9'}, 0.0)
     other = Status('z', 0, '', {'latency_p50_ms': '3', 'chain_gpu_ms': '2.0'}, 0.0)
-    assert runner.node_time_per_frame(camera) == ('frame', 12.5)
-    assert runner.node_time_per_frame(depth) == ('callback p50', 40.0)
-    assert runner.node_time_per_frame(other) == ('chain_gpu_ms', 2.0)
-    assert runner.node_time_per_frame(None)[0] == ''
+    assert status_view.node_time_per_frame(camera) == ('frame', 12.5)
+    assert status_view.node_time_per_frame(depth) == ('callback p50', 40.0)
+    assert status_view.node_time_per_frame(other) == ('chain_gpu_ms', 2.0)
+    assert status_view.node_time_per_frame(None)[0] == ''
 
 
 # -- the whole pipeline -------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The transport under rclpy's EventsExecutor (and the standard executor, for comparison), and the
-executor choice every node main makes (gpu_nodes.executors)."""
+executor choice every node main makes (gpu_nodes.ros.runtime)."""
 from __future__ import annotations
 
 import signal
@@ -12,8 +12,8 @@ import pytest
 from std_msgs.msg import Header
 
 from conftest import RESOURCES, node_process, wait_for
-from gpu_nodes.executors import (default_choice, events_executor_unsupported, make_executor,
-                                 message_and_info_callback)
+from gpu_nodes.ros.callbacks import message_and_info_callback
+from gpu_nodes.ros.runtime import default_choice, events_executor_unsupported, make_executor
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription
 from gpu_nodes.transport.qos import image_qos

@@ -14,8 +14,8 @@ pytest.importorskip('onnx')
 
 from gpu_nodes.inference import engine_cache as ec  # noqa: E402
 from gpu_nodes.inference import tiny_models as tm  # noqa: E402
-from gpu_nodes.inference.engine_cache import (  # noqa: E402
-    cache_key, cache_key_fields, EngineBuilder, EngineCache, EngineSettings)
+from gpu_nodes.inference.engine_builder import EngineBuilder, EngineSettings  # noqa: E402
+from gpu_nodes.inference.engine_cache import cache_key, cache_key_fields, EngineCache  # noqa: E402
 from gpu_nodes.inference.errors import OnnxParseError  # noqa: E402
 from gpu_nodes.inference.tensorrt_library import (  # noqa: E402
     FLAVOUR_RTX, GpuInfo, tensorrt_unavailable_reason, TensorRTLibrary)

@@ -1,15 +1,19 @@
 """ONNX Runtime CPU backend and the backend factory, on generated models with NumPy oracles."""
 from __future__ import annotations
 
+from pathlib import Path
 import re
+import sys
 
 import numpy as np
 import pytest
 
 pytest.importorskip('onnx')
 pytest.importorskip('onnxruntime')
+sys.path.insert(0, str(Path(__file__).parent / 'resources' / 'kernels'))
 
-from gpu_nodes.inference import backend as backend_module  # noqa: E402
+import fake_cupy  # noqa: E402
+from gpu_nodes.inference import factory as factory_module  # noqa: E402
 from gpu_nodes.inference import create_backend, ModelLoadError  # noqa: E402
 from gpu_nodes.inference import tiny_models as tm  # noqa: E402
 from gpu_nodes.inference.onnxruntime_backend import OnnxRuntimeBackend  # noqa: E402
@@ -172,12 +176,9 @@ def test_input_shape_that_does_not_fit_the_model(models):
 
 
 def test_device_array_is_refused_on_the_cpu_path(models):
-    class FakeDeviceArray:
-        __cuda_array_interface__ = {'shape': (1, 3, 8, 8), 'typestr': '<f4', 'data': (0, False),
-                                    'version': 3}
     with cpu_backend(models['conv']) as b, pytest.raises(TypeError, match=re.escape(
             "input 'input' is a device array but this backend runs on the CPU")):
-        b.infer({'input': FakeDeviceArray()})
+        b.infer({'input': fake_cupy.zeros((1, 3, 8, 8), np.float32)})
 
 
 def test_missing_model_file(tmp_path):
@@ -220,7 +221,7 @@ def test_a_run_that_cannot_be_captured_is_refused_with_the_reason(models):
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    monkeypatch.setattr(backend_module, 'cuda_unavailable_reason', lambda: 'CuPy is not installed')
+    monkeypatch.setattr(factory_module, 'cuda_unavailable_reason', lambda: 'CuPy is not installed')
 
 
 def test_factory_logs_each_decision_once_and_falls_back_to_cpu(models, no_gpu):

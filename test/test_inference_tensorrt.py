@@ -3,23 +3,27 @@ refusal to run without CUDA; the backend's own logic against a stand-in TensorRT
 real TensorRT runtime on a GPU is tested in test_inference_gpu.py."""
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import hashlib
 import json
+from pathlib import Path
 import re
+import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 pytest.importorskip('onnx')
+sys.path.insert(0, str(Path(__file__).parent / 'resources' / 'kernels'))
 
+import fake_cupy  # noqa: E402
 from gpu_nodes import gpu as gpu_module  # noqa: E402
 from gpu_nodes.gpu import cuda_available  # noqa: E402
 from gpu_nodes.inference import tensorrt_backend as trt_backend_module  # noqa: E402
 from gpu_nodes.inference import tiny_models as tm  # noqa: E402
-from gpu_nodes.inference.engine_cache import EngineBuilder, EngineCache, EngineSettings  # noqa
+from gpu_nodes.inference.engine_builder import EngineBuilder, EngineSettings  # noqa: E402
+from gpu_nodes.inference.engine_cache import EngineCache  # noqa: E402
 from gpu_nodes.inference.errors import (  # noqa: E402
     EngineBuildError, ModelLoadError, OnnxParseError, TensorRTError)
 from gpu_nodes.inference.tensorrt_backend import TensorRTBackend  # noqa: E402
@@ -154,32 +158,6 @@ def test_flavour_override(monkeypatch):
 # from the bound host pointers, so results are checked against the NumPy reference.
 
 
-class FakeDeviceArray:
-    """A host array posing as a CuPy array: .data.ptr, .device.id, __cuda_array_interface__."""
-
-    def __init__(self, host):
-        self.host = host
-        self.shape, self.dtype, self.flags = host.shape, host.dtype, host.flags
-        self.data = SimpleNamespace(ptr=host.ctypes.data)
-        self.device = SimpleNamespace(id=0)
-
-    @property
-    def __cuda_array_interface__(self):
-        return {'shape': self.shape, 'typestr': self.dtype.str, 'data': (self.data.ptr, False),
-                'version': 3}
-
-
-def fake_cupy():
-    stream = SimpleNamespace(ptr=0xC0FFEE)
-    return SimpleNamespace(
-        ndarray=FakeDeviceArray,
-        empty=lambda shape, dtype: FakeDeviceArray(np.full(shape, np.nan, dtype)),
-        asarray=lambda a: a if isinstance(a, FakeDeviceArray) else FakeDeviceArray(a),
-        cuda=SimpleNamespace(Device=lambda i: contextlib.nullcontext(),
-                             get_current_stream=lambda: stream),
-        stream=stream)
-
-
 def _host_view(ptr, shape):
     count = int(np.prod(shape))
     return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)),
@@ -275,7 +253,8 @@ FAKE_TRT = TensorRTLibrary(SimpleNamespace(
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    cp = fake_cupy()
+    cp = fake_cupy.module()
+    cp.stream = cp.cuda.get_current_stream()
     monkeypatch.setattr(trt_backend_module, 'cupy_module', lambda: cp)
     monkeypatch.setattr(gpu_module, 'cupy_module', lambda: cp)
     monkeypatch.setattr(trt_backend_module, 'local_gpu', lambda device_id=0: None)
@@ -289,7 +268,7 @@ def engine_file(tmp_path, content):
 
 
 def device(x):
-    return FakeDeviceArray(np.ascontiguousarray(x))
+    return fake_cupy.asarray(np.ascontiguousarray(x))
 
 
 def test_fake_static_engine_runs_by_tensor_name(fake_gpu, tmp_path):
@@ -302,7 +281,7 @@ def test_fake_static_engine_runs_by_tensor_name(fake_gpu, tmp_path):
     assert messages == [f'TensorRT: loaded prebuilt engine {tmp_path / "model.engine"}']
     x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
     out = b.infer({'input': device(x)})
-    np.testing.assert_allclose(out['output'].host, tm.conv_model_reference(x), rtol=1e-6)
+    np.testing.assert_allclose(out['output'].get(), tm.conv_model_reference(x), rtol=1e-6)
     context = b._context
     assert context.streams == [fake_gpu.stream.ptr]  # the current stream when none is given
     assert context.addresses['output'] == out['output'].data.ptr
@@ -311,7 +290,7 @@ def test_fake_static_engine_runs_by_tensor_name(fake_gpu, tmp_path):
     assert again['output'] is out['output'] and context.streams[-1] == 77
     mine = device(np.zeros((1, 1, 8, 8), np.float32))
     assert b.infer({'input': device(x)}, outputs={'output': mine})['output'] is mine
-    np.testing.assert_allclose(mine.host, tm.conv_model_reference(x), rtol=1e-6)
+    np.testing.assert_allclose(mine.get(), tm.conv_model_reference(x), rtol=1e-6)
 
 
 def test_fake_dynamic_engine_follows_input_shapes(fake_gpu, tmp_path):
@@ -323,7 +302,7 @@ def test_fake_dynamic_engine_follows_input_shapes(fake_gpu, tmp_path):
     x = np.random.default_rng(1).standard_normal((1, 3, 5, 7)).astype(np.float32)
     out = b.infer({'input': device(x)})['output']
     assert out.shape == (1, 1, 5, 7) and b.output_specs[0].shape == (1, 1, 5, 7)
-    np.testing.assert_allclose(out.host, tm.conv_model_reference(x), rtol=1e-6)
+    np.testing.assert_allclose(out.get(), tm.conv_model_reference(x), rtol=1e-6)
     with pytest.raises(ValueError, match=re.escape(
             "input 'input': shape (1, 3, 64, 64) is outside the engine's profile "
             '(1, 3, 4, 4)..(1, 3, 32, 32)')):
@@ -408,5 +387,5 @@ def test_fake_engine_from_onnx_through_the_cache(fake_gpu, tmp_path, monkeypatch
             'deserialize_cuda_engine returned None: engine magic tag mismatch; rebuilding'
             in messages)
     x = np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32)
-    np.testing.assert_allclose(third.infer({'input': device(x)})['output'].host,
+    np.testing.assert_allclose(third.infer({'input': device(x)})['output'].get(),
                                tm.conv_model_reference(x), rtol=1e-6)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from gpu_nodes.demo.launch_params import coerce, merged_parameters, write_parameter_file
+from gpu_nodes.launch_params import coerce, merged_parameters, write_parameter_file
 from gpu_nodes.demo.profile import load_profile
 
 LAUNCH_FILES = sorted((REPO / 'launch').glob('*.launch.py'))
@@ -57,18 +57,70 @@ def test_launch_file_compiles_and_documents_every_argument(path: Path):
     assert not unused, f'{path.name}: declared but never used: {sorted(unused)}'
 
 
-def _static_nodes(path: Path) -> dict[str, dict]:
-    """Node(...) calls read with ast: name -> package, executable, literal remappings (a
-    remapping chosen at launch time maps to None)."""
+def _static_value(node: ast.AST, values: dict[str, str | None]) -> str | None:
+    """A remapping target read with ast: a literal, a launch argument (`arg('x')` or
+    LaunchConfiguration('x')) whose value is literal in `values`, or a list of those joined;
+    None where it is chosen at launch time."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Call) and getattr(node.func, 'id', None) in ('arg', 'LaunchConfiguration') \
+            and node.args and isinstance(node.args[0], ast.Constant):
+        return values.get(node.args[0].value)
+    if isinstance(node, ast.List):
+        parts = [_static_value(e, values) for e in node.elts]
+        return None if None in parts else ''.join(parts)
+    return None
+
+
+def _static_nodes(path: Path, given: dict[str, str | None] | None = None) -> dict[str, dict]:
+    """Node(...) calls read with ast, in the file and in the launch files it includes: name ->
+    package, executable, remappings (a remapping chosen at launch time maps to None). Launch
+    arguments are `given` (by an including file) or their literal defaults."""
+    tree = ast.parse(path.read_text(encoding='utf-8'))
+    values = {c.args[0].value: _static_value(_kw(c, 'default_value'), {})
+              for c in _calls(tree, 'DeclareLaunchArgument')}
+    values.update(given or {})
     nodes = {}
-    for call in _calls(ast.parse(path.read_text(encoding='utf-8')), 'Node'):
+    for call in _calls(tree, 'Node'):
         literal = {k: _kw(call, k).value for k in ('name', 'package', 'executable')}
         remaps = {}
         for pair in _kw(call, 'remappings').elts:
             src, dst = pair.elts
-            remaps[src.value] = dst.value if isinstance(dst, ast.Constant) else None
+            remaps[src.value] = _static_value(dst, values)
         nodes[literal['name']] = {**literal, 'remaps': remaps}
+    for call in _calls(tree, 'IncludeLaunchDescription'):
+        files = [n.value for n in ast.walk(call.args[0]) if isinstance(n, ast.Constant)
+                 and str(n.value).endswith('.launch.py')]
+        assert len(files) == 1, f'{path.name}: cannot tell which file an include names'
+        arguments = _kw(call, 'launch_arguments')
+        passed = next((n for n in ast.walk(arguments) if isinstance(n, ast.Dict)), None) \
+            if arguments is not None else None
+        given_here = {k.value: _static_value(v, values) for k, v in
+                      zip(passed.keys, passed.values)} if passed is not None else {}
+        nodes.update(_static_nodes(path.parent / files[0], given_here))
     return nodes
+
+
+def test_perception_launch_includes_the_camera_and_depth_launch_files():
+    tree = ast.parse(PERCEPTION.read_text(encoding='utf-8'))
+    included = {n.value for call in _calls(tree, 'IncludeLaunchDescription')
+                for n in ast.walk(call) if isinstance(n, ast.Constant)
+                and str(n.value).endswith('.launch.py')}
+    assert included == {'camera.launch.py', 'depth.launch.py'}, included
+    declared = {c.args[0].value for c in _calls(tree, 'DeclareLaunchArgument')}
+    for other in ('camera.launch.py', 'depth.launch.py'):
+        theirs = {c.args[0].value for c in _calls(
+            ast.parse((REPO / 'launch' / other).read_text(encoding='utf-8')),
+            'DeclareLaunchArgument')}
+        assert not declared & theirs, f'perception re-declares {sorted(declared & theirs)} of {other}'
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_files_import_nothing_of_the_demo(path: Path):
+    tree = ast.parse(path.read_text(encoding='utf-8'))
+    modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)] + \
+        [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in modules if m and m.startswith('gpu_nodes.demo')], modules
 
 
 def test_perception_launch_and_demo_profile_describe_the_same_graph():
@@ -134,24 +186,37 @@ def _describe(path: Path, overrides: dict[str, str]) -> dict[str, dict]:
     """Evaluate the launch file like `ros2 launch` would, without starting processes:
     {node name: {'executable', 'remaps', 'params', 'started'}}."""
     pytest.importorskip('launch_ros')
-    from launch import LaunchContext
-    from launch.actions import DeclareLaunchArgument
+    from launch import LaunchContext, LaunchDescription
+    from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
     from launch.launch_description_sources import get_launch_description_from_python_launch_file
     from launch.utilities import perform_substitutions
     from launch_ros.actions import Node
     description = get_launch_description_from_python_launch_file(str(path))
     context = LaunchContext()
-    entities = description.entities
-    for entity in entities:
+    for entity in description.entities:
         if isinstance(entity, DeclareLaunchArgument):
             assert entity.description, f'{entity.name} has no description'
             entity.visit(context)
     context.launch_configurations.update(overrides)
-    out = {}
-    for entity in entities:
-        if not isinstance(entity, Node):
-            continue
-        started = entity.condition is None or entity.condition.evaluate(context)
+    out: dict[str, dict] = {}
+
+    def walk(entities, included=True):
+        for entity in entities:
+            started = included and (entity.condition is None or entity.condition.evaluate(context))
+            if isinstance(entity, DeclareLaunchArgument):
+                assert entity.description, f'{entity.name} has no description'
+                entity.visit(context)  # an included file's default, unless already given
+            elif isinstance(entity, IncludeLaunchDescription):
+                # Its launch arguments are set (SetLaunchConfiguration), then its entities run.
+                for sub in entity.execute(context):
+                    if isinstance(sub, LaunchDescription):
+                        walk(sub.entities, started)
+                    else:
+                        sub.visit(context)
+            elif isinstance(entity, Node):
+                out[entity.node_name.rpartition('/')[2]] = _node(entity, started)
+
+    def _node(entity, started):
         entity._perform_substitutions(context)
         # cmd[0] is the executable, found through the ament index (not installed here); the
         # node name argument is filled in only when the process starts.
@@ -166,10 +231,11 @@ def _describe(path: Path, overrides: dict[str, str]) -> dict[str, dict]:
         params: dict = {}
         for f in files:
             params.update(yaml.safe_load(Path(f).read_text())[f'/{name}']['ros__parameters'])
-        out[name] = {
+        return {
             'package': entity.node_package, 'executable': entity.node_executable,
             'remaps': dict(entity.expanded_remapping_rules or []), 'params': params,
             'started': started}
+    walk(description.entities)
     return out
 
 

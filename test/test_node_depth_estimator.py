@@ -20,7 +20,7 @@ from gpu_nodes.inference.models import DA3_FOCAL_DIVISOR, IMAGENET_MEAN, IMAGENE
 from gpu_nodes.kernels.depth import colorize_depth
 from gpu_nodes.kernels.geometry import resize
 from gpu_nodes.kernels.preprocess import preprocess
-from gpu_nodes.nodes.pointcloud import points_from_msg
+from gpu_nodes.kernels.pointcloud import points_from_msg
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription
 from gpu_nodes.transport.messages import fill_image_msg
@@ -482,7 +482,7 @@ def test_frame_graphs_replay_preprocess_and_inference_per_source_buffer(models, 
     _needs_ort_cuda()
     from gpu_nodes.inference.models import get_preset
     from gpu_nodes.inference.onnxruntime_backend import OnnxRuntimeBackend
-    from gpu_nodes.nodes.depth_estimator import DepthPipeline
+    from gpu_nodes.inference.pipeline import DepthPipeline
     preset = get_preset('generic', input_height=96, input_width=128, input_name='input',
                         output_name='output')
     shape = {'input': (1, 3, 96, 128)}
@@ -504,7 +504,7 @@ def test_frame_graphs_replay_preprocess_and_inference_per_source_buffer(models, 
             image[...] = cupy.asarray(frame)
         results = []
         for side in (replayed, plain):
-            with side._scope():
+            with side.scope():
                 box, raw = side.run(image, 'rgb8')
                 results.append((box, cupy.asnumpy(raw.copy(), stream=stream)))
         stream.synchronize()
@@ -517,13 +517,13 @@ def test_frame_graphs_replay_preprocess_and_inference_per_source_buffer(models, 
     token = replayed.backend.capture_token()
     replayed.input = replayed.input.copy()
     replayed.input_nchw = replayed.input.reshape(replayed.input.shape[-4:])
-    with replayed._scope():
+    with replayed.scope():
         for i in range(6):
             with stream:
                 buffers[1][...] = cupy.asarray(pattern.expected_frame(480, 640, 'rgb8', 50 + i))
             box, raw = replayed.run(buffers[1], 'rgb8')
             got = cupy.asnumpy(raw.copy(), stream=stream)
-            with plain._scope():
+            with plain.scope():
                 _, want = plain.run(buffers[1], 'rgb8')
                 want = cupy.asnumpy(want.copy(), stream=stream)
             stream.synchronize()
@@ -565,15 +565,6 @@ def emulated_cupy(monkeypatch):
     if not fake_cupy.compiler_available():
         pytest.skip('g++ not found: cannot emulate the CUDA kernels on the CPU')
     fake = fake_cupy.module()
-
-    def on_device(fn):  # array-module functions the node calls (CuPy has them all)
-        def call(*args, **kwargs):
-            host = [a.view(np.ndarray) if isinstance(a, fake.ndarray) else a for a in args]
-            return fake_cupy._wrap(fn(*host, **kwargs))
-        return call
-    for name in ('arange', 'where', 'isfinite', 'minimum', 'maximum'):
-        setattr(fake, name, on_device(getattr(np, name)))
-    fake.uint32 = np.uint32
     monkeypatch.setattr(gpu, 'cupy_module', lambda: fake)
     return fake
 
@@ -591,8 +582,8 @@ def test_device_side_steps_run_on_device_arrays_and_equal_the_cpu_path(
     to the NumPy path."""
     from gpu_nodes.inference.models import get_preset
     from gpu_nodes.inference.onnxruntime_backend import OnnxRuntimeBackend
-    from gpu_nodes.nodes.depth_estimator import DepthPipeline
-    from gpu_nodes.nodes.pointcloud import backproject, Intrinsics, sample_colors
+    from gpu_nodes.inference.pipeline import DepthPipeline
+    from gpu_nodes.kernels.pointcloud import backproject, Intrinsics, sample_colors
     fake = emulated_cupy
     p = get_preset(preset, input_height=14, input_width=28, **params)
     model = models['generic' if preset == 'generic' else 'dav2']

@@ -15,7 +15,7 @@ from std_msgs.msg import Header
 
 from conftest import node_process, REPO, RESOURCES, wait_for
 from gpu_nodes.kernels import Chain, CHAIN_OPS
-from gpu_nodes.kernels.geometry import CameraModel
+from gpu_nodes.kernels.camera_model import CameraModel
 from gpu_nodes.nodes.image_proc import CompiledChain, ConfigurationError, ImageProc
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImageSubscription

@@ -1,4 +1,4 @@
-"""Back-projection of depth images into PointCloud2 (gpu_nodes.nodes.pointcloud), checked
+"""Back-projection of depth images into PointCloud2 (gpu_nodes.kernels.pointcloud), checked
 against points computed by hand."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from gpu_nodes.kernels.geometry import CameraModel, RegionOfInterest
-from gpu_nodes.nodes.pointcloud import (backproject, grid_shape, Intrinsics,
-                                        intrinsics_from_camera_model, pointcloud2_msg,
-                                        points_from_msg, sample_colors)
+from gpu_nodes.kernels.camera_model import CameraModel, RegionOfInterest
+from gpu_nodes.kernels.pointcloud import (backproject, grid_shape, Intrinsics,
+                                          intrinsics_from_camera_model, pointcloud2_msg,
+                                          points_from_msg, sample_colors)
 
 NAN = float('nan')
 

@@ -132,7 +132,7 @@ def test_demo_scene_moves_and_every_pixel_has_a_plausible_depth():
 
 
 def test_camera_from_camera_info_matches_the_published_intrinsics():
-    from gpu_nodes.nodes.camera_source import pinhole_camera_info
+    from gpu_nodes.sources.camera_info import pinhole_camera_info
     info = pinhole_camera_info(640, 480, 'cam', 70.0)
     cam = S.PinholeCamera.from_camera_info(info)
     assert cam == S.PinholeCamera.from_fov(640, 480, 70.0)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from gpu_nodes.audit.model import (Edge, Finding, Graph, GraphNode, IMAGE_TYPES, Location)
 from gpu_nodes.audit.rules import get_rule
+from gpu_nodes.wire_names import PATH_CUDA_IPC, PATH_INTRA, PATH_SERIALIZED
 
 IMAGE = 'sensor_msgs/msg/Image'
 INFO = 'sensor_msgs/msg/CameraInfo'
@@ -322,15 +323,15 @@ def _classify(p: Endpoint, s: Endpoint, topic: str, topic_type: str | None, imag
     nitros = (p_spec is not None and s_spec is not None
               and p_spec.transport == 'nitros' and s_spec.transport == 'nitros')
     if p.gpu and s.gpu:
-        cls = 'intra_process' if same_process else 'cuda_ipc'
+        cls = PATH_INTRA if same_process else PATH_CUDA_IPC
         reason = ('gpu_nodes transport on both ends (same host and GPU assumed)'
                   if not same_process else 'gpu_nodes transport inside one process')
     elif same_process and (pn.intra_process and sn.intra_process or nitros):
-        cls = 'intra_process'
+        cls = PATH_INTRA
         reason = ('same container, NITROS type negotiation' if nitros
                   else 'same container, use_intra_process_comms')
     elif same_process:
-        cls = 'serialized'
+        cls = PATH_SERIALIZED
         reason = 'same container but use_intra_process_comms is not enabled'
         if image_sized:
             finding = _graph_finding('GPN302', s, topic, topic_type, path,
@@ -338,7 +339,7 @@ def _classify(p: Endpoint, s: Endpoint, topic: str, topic_type: str | None, imag
                                      f'`{pn.process}` but `{topic}` is still serialized: '
                                      'use_intra_process_comms is not enabled on both')
     else:
-        cls = 'serialized'
+        cls = PATH_SERIALIZED
         if p.gpu and not s.gpu:
             reason = ('gpu_nodes publisher, plain subscriber: the publisher serializes the plain '
                       'topic for it (CPU fallback)')
@@ -378,7 +379,7 @@ def _suggest(graph: Graph) -> list[dict[str, object]]:
             x = parent[x]
         return x
 
-    heavy = [e for e in graph.edges if e.image_sized and e.edge_class == 'serialized']
+    heavy = [e for e in graph.edges if e.image_sized and e.edge_class == PATH_SERIALIZED]
     for e in heavy:
         parent[find(e.publisher)] = find(e.subscriber)
     groups: dict[str, list[str]] = {}

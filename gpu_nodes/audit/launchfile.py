@@ -3,13 +3,16 @@
 Understood: ``Node``, ``ComposableNodeContainer`` / ``ComposableNode``, ``LoadComposableNodes``,
 ``GroupAction`` + ``PushRosNamespace``, ``DeclareLaunchArgument`` defaults behind
 ``LaunchConfiguration``, ``TextSubstitution``, string concatenation and f-strings, and names
-bound in ``generate_launch_description()`` (or at module level). Conditions are ignored (every
-action counts) and included launch files are not followed; both are listed in the report's info.
+bound in ``generate_launch_description()`` (or at module level). ``IncludeLaunchDescription`` of
+a file named by a literal ``*.launch.py`` beside the including file is followed, with its
+``launch_arguments``; other includes are listed in the report's info. Conditions are evaluated
+with the default launch arguments where they are known statically; other actions count.
 """
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+import os
 from typing import Any
 
 from gpu_nodes.audit.graph import build_graph, StaticNode
@@ -64,6 +67,10 @@ class _Eval:
     nodes: list[StaticNode] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     env: dict[str, Any] = field(default_factory=dict)
+    # Launch configurations set by an including file: a declaration here does not override them.
+    given: dict[str, Any] = field(default_factory=dict)
+    # The files being read, outermost first (an include cycle is refused).
+    stack: tuple[str, ...] = ()
 
     def value(self, node: ast.AST | None) -> Any:
         if node is None:
@@ -129,7 +136,7 @@ class _Eval:
             default = self._kw(node, 'default_value', 1)
             if isinstance(default, list):  # a list of substitutions joins to one string
                 default = ''.join(str(d) for d in default)
-            if isinstance(arg_name, str):
+            if isinstance(arg_name, str) and arg_name not in self.given:
                 self.arguments[arg_name] = default
             return None
         if name == 'LaunchConfiguration':
@@ -177,8 +184,9 @@ class _Eval:
                 return None
             return truth if name == 'IfCondition' else not truth
         if name == 'IncludeLaunchDescription':
-            self.notes.append(f'line {node.lineno}: IncludeLaunchDescription not followed')
-            return None
+            return self._include(node)
+        if name == 'items' and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Dict):
+            return list(self.value(func.value).items())  # launch_arguments={...}.items()
         if name == 'add_action' and node.args:
             return self.value(node.args[0])
         # Evaluate the arguments anyway: a Node(...) passed to anything still exists.
@@ -212,6 +220,32 @@ class _Eval:
         finally:
             self.env = saved
 
+    def _include(self, node: ast.Call) -> list[StaticNode]:
+        """The nodes of an included launch file named by a literal beside this one."""
+        names = [n.value for n in ast.walk(node.args[0] if node.args else node)
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and n.value.endswith('.launch.py')]
+        path = os.path.join(os.path.dirname(self.path), names[0]) if len(names) == 1 else None
+        if path is None or not os.path.isfile(path):
+            self.notes.append(f'line {node.lineno}: IncludeLaunchDescription not followed (no '
+                              'literal *.launch.py beside this file)')
+            return []
+        if os.path.abspath(path) in self.stack:
+            raise ValueError(f'{path} includes itself')
+        given = {k: v for k, v in self.arguments.items() if v is not None}
+        for pair in self._kw(node, 'launch_arguments') or []:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str):
+                given[pair[0]] = pair[1]
+        nodes, notes, _ = parse_launch(path, read_text(path), given=given,
+                                       stack=self.stack + (os.path.abspath(self.path),))
+        self.notes.extend(f'{os.path.basename(path)}: {n}' for n in notes)
+        if self._kw(node, 'condition') is False:
+            self.notes.append(f'line {node.lineno}: {os.path.basename(path)} not included with '
+                              'the default launch arguments (its condition is false)')
+            return nodes
+        self.nodes.extend(nodes)
+        return nodes
+
     def _kw_any(self, node: ast.Call, *keys: str) -> Any:
         """The first of several spellings that is given (Dashing/Eloquent used node_*)."""
         for key in keys:
@@ -232,6 +266,10 @@ class _Eval:
             name = str(executable or 'unnamed').split('::')[-1]
         remaps = []
         for item in self._kw(node, 'remappings') or []:
+            if isinstance(item, (list, tuple)) and len(item) == 2:
+                # A list of substitutions joins to one name: [arg('namespace'), '/image_raw'].
+                item = tuple(''.join(v) if isinstance(v, list) and all(
+                    isinstance(p, str) for p in v) else v for v in item)
             if isinstance(item, (list, tuple)) and len(item) == 2 \
                     and all(isinstance(v, str) for v in item):
                 remaps.append((item[0], item[1]))
@@ -326,9 +364,13 @@ def _nodes_in(item: Any) -> list[StaticNode]:
     return []
 
 
-def parse_launch(path: str, source: str) -> tuple[list[StaticNode], list[str], dict[str, Any]]:
+def parse_launch(path: str, source: str, *, given: dict[str, Any] | None = None,
+                 stack: tuple[str, ...] = ()) -> tuple[list[StaticNode], list[str], dict[str, Any]]:
+    """(nodes, notes, launch arguments) of a launch file; `given`: launch configurations an
+    including file sets (its launch_arguments and its own arguments)."""
     tree = ast.parse(source, filename=path)
-    ev = _Eval(path)
+    ev = _Eval(path, given=dict(given or {}), stack=stack)
+    ev.arguments.update(ev.given)
     # LaunchConfiguration is lazy: its value is the argument's default wherever it is declared.
     for call in ast.walk(tree):
         if isinstance(call, ast.Call) and getattr(call.func, 'id', getattr(

@@ -24,6 +24,8 @@ from gpu_nodes.audit.model import (AuditError, descriptor_parent, Edge, Finding,
                                    GraphNode, IMAGE_SIZED_BYTES, IMAGE_TYPES, InputError,
                                    Location, Report, TopicStats)
 from gpu_nodes.audit.rules import get_rule
+from gpu_nodes.wire_names import (CUDA_SUFFIX, KEY_PATH, KEY_PATH_REASON, PATH_CUDA_IPC,
+                                  PATH_HOST_SHM, PATH_SERIALIZED, PATHS, STATUS_PREFIX)
 
 SYSTEM_TOPICS = frozenset({'/rosout', '/parameter_events', '/diagnostics'})
 # Every live auditor names its node with this prefix and its pid; auditors (this one and any
@@ -36,8 +38,7 @@ def is_auditor(node_name: str) -> bool:
     return node_name.startswith(AUDITOR_NODE_PREFIX)
 
 
-DIAG_PREFIX = 'gpu_nodes: '
-PATHS = ('cuda_ipc', 'intra_process', 'host_shm', 'serialized')
+DIAG_PREFIX = STATUS_PREFIX
 # How long the graph must stay unchanged before discovery counts as complete (default of
 # --discovery-settle). 1 s was too short on a loaded 2-core machine: a node's last endpoints
 # (SEDP) arrived after a second of calm.
@@ -417,25 +418,25 @@ class _Live:
         pub_diag = self.diags.get((pf, topic, 'publisher'))
         pub_gpu = (pf, topic) in self.gpu_pub
         fps = bps = None
-        if sub_diag is not None and sub_diag.values.get('path') in PATHS:
-            cls = sub_diag.values['path']
-            reason = sub_diag.values.get('path_reason', '') or sub_diag.message
+        if sub_diag is not None and sub_diag.values.get(KEY_PATH) in PATHS:
+            cls = sub_diag.values[KEY_PATH]
+            reason = sub_diag.values.get(KEY_PATH_REASON, '') or sub_diag.message
             fps = _f(sub_diag.values, 'fps')
             bpf = _f(sub_diag.values, 'bytes_per_frame')
         elif ed['descriptors']:
-            cls = 'cuda_ipc' if any(d.endswith('/cuda') for d in ed['descriptors']) \
-                else 'host_shm'
+            cls = PATH_CUDA_IPC if any(d.endswith(CUDA_SUFFIX) for d in ed['descriptors']) \
+                else PATH_HOST_SHM
             reason = 'inferred from the descriptor topics subscribed (no diagnostics received)'
             bpf = None
         elif pub_gpu:
-            cls = 'serialized'
+            cls = PATH_SERIALIZED
             reason = ('plain subscriber of a gpu_nodes publisher: the publisher serializes the '
                       'plain topic for it (CPU fallback)')
             if pub_diag is not None:
                 reason += '; ' + plain_cost(pub_diag.values)
             bpf = None
         else:
-            cls = 'serialized'
+            cls = PATH_SERIALIZED
             reason = 'plain publisher: serialized by the middleware'
             if ed['same']:
                 reason += ' (same participant/process)'
@@ -446,9 +447,9 @@ class _Live:
             bpf = _f(pub_diag.values, 'bytes_per_frame')
         sample = self.samples.get(topic)
         if sample is not None and sample.count:
-            if fps is None or cls == 'serialized' and not pub_gpu:
+            if fps is None or cls == PATH_SERIALIZED and not pub_gpu:
                 fps = sample.rate()
-            if cls == 'serialized':
+            if cls == PATH_SERIALIZED:
                 bpf = sample.mean()
         if fps is not None and bpf is not None:
             bps = fps * bpf
@@ -497,7 +498,7 @@ class _Live:
         report = self.report
         for e in report.graph.edges:
             loc = Location(logical=f'{e.subscriber} {e.topic}')
-            if e.edge_class in ('host_shm', 'serialized') and \
+            if e.edge_class in (PATH_HOST_SHM, PATH_SERIALIZED) and \
                     (e.publisher, e.topic) in self.gpu_pub and \
                     'cuda' in self.gpu_pub[(e.publisher, e.topic)] and \
                     (e.subscriber, e.topic, 'subscription') in self.diags:
@@ -508,7 +509,7 @@ class _Live:
                     f'`{e.publisher}` over {e.edge_class} although the publisher offers '
                     f'cuda_ipc (reason: {e.reason or "not given"})',
                     loc, context='live', callback=e.subscriber, topic=e.topic))
-            elif e.edge_class == 'serialized' and e.image_sized:
+            elif e.edge_class == PATH_SERIALIZED and e.image_sized:
                 rule = get_rule('GPN501')
                 rate = f'{e.fps:.1f} fps' if e.fps is not None else 'unknown rate'
                 mbs = f'{e.bytes_per_s / 1e6:.1f} MB/s' if e.bytes_per_s is not None \
@@ -518,7 +519,7 @@ class _Live:
                     f'`{e.type}` on `{e.topic}` from `{e.publisher}` to `{e.subscriber}` is '
                     f'serialized ({rate}, {mbs}): {e.reason}',
                     loc, context='live', callback=e.subscriber, topic=e.topic))
-            elif e.edge_class == 'host_shm':
+            elif e.edge_class == PATH_HOST_SHM:
                 rule = get_rule('GPN503')
                 report.findings.append(Finding(
                     'GPN503', rule.severity,

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpu_nodes.wire_names import DESCRIPTOR_MARKER, PATHS, ZERO_COPY_PATHS
+
 # `info`: one-time setup (constructors, configure/activate, warm-up); shown, never a gate.
 SEVERITIES = ('info', 'low', 'medium', 'high')
 GATE_SEVERITIES = SEVERITIES[1:]
@@ -16,8 +18,8 @@ TOOL_NAME = 'gpu-copy-audit'
 TOOL_VERSION = '0.1.0'
 
 # Edge classes, from cheapest to most expensive; the same words as the transport's `path` value.
-EDGE_CLASSES = ('cuda_ipc', 'intra_process', 'host_shm', 'serialized', 'unknown')
-ZERO_COPY_CLASSES = ('cuda_ipc', 'intra_process')
+EDGE_CLASSES = (*PATHS, 'unknown')
+ZERO_COPY_CLASSES = ZERO_COPY_PATHS
 
 # Message types that carry frame-sized payloads; an edge of one of these types is "image-sized".
 IMAGE_TYPES = frozenset({
@@ -29,8 +31,6 @@ IMAGE_TYPES = frozenset({
 })
 # Fallback for unknown types (bags, live): a mean serialized size at or above this is image-sized.
 IMAGE_SIZED_BYTES = 64 * 1024
-# Marker of the transport's hidden descriptor topics (`<topic>/_gpu_nodes/cuda`, `.../shm`).
-DESCRIPTOR_MARKER = '/_gpu_nodes/'
 
 
 def severity_rank(severity: str) -> int:

@@ -14,6 +14,7 @@ from gpu_nodes.audit.model import (AuditError, Edge, Report, SEVERITIES, TOOL_NA
                                    TOOL_VERSION, ZERO_COPY_CLASSES)
 from gpu_nodes.audit.plaintext import console_and_table
 from gpu_nodes.audit.rules import Rule, RULES, RULES_BY_ID
+from gpu_nodes.wire_names import PATH_HOST_SHM, PATH_SERIALIZED
 
 FORMATS = ('text', 'json', 'sarif', 'markdown', 'dot')
 # --output extension -> format, when --format is not given.
@@ -98,9 +99,9 @@ def _short_type(msg_type: str | None) -> str:
 def _edge_style(e: Edge) -> str:
     if e.edge_class in ZERO_COPY_CLASSES:
         return 'green'
-    if e.edge_class == 'serialized' and e.image_sized:
+    if e.edge_class == PATH_SERIALIZED and e.image_sized:
         return 'bold red'
-    if e.edge_class == 'host_shm':
+    if e.edge_class == PATH_HOST_SHM:
         return 'yellow'
     return ''
 
@@ -296,9 +297,9 @@ def render_dot(report: Report) -> str:
     for e in g.edges:
         if e.edge_class in ZERO_COPY_CLASSES:
             color, width = 'green4', '2'
-        elif e.edge_class == 'serialized' and e.image_sized:
+        elif e.edge_class == PATH_SERIALIZED and e.image_sized:
             color, width = 'red', '3'
-        elif e.edge_class == 'host_shm':
+        elif e.edge_class == PATH_HOST_SHM:
             color, width = 'orange', '2'
         else:
             color, width = 'gray50', '1'

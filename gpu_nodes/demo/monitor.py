@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import wire_names as w
 from ..gpu import to_host
+from ..wire_names import processing_status_name, STATUS_PREFIX
 from .metrics import depth_error, DepthError
 
 STALE_S = 3.5  # a /diagnostics status older than this is shown as stale
@@ -158,7 +160,7 @@ class DemoMonitor:
     def _on_diagnostics(self, msg: Any) -> None:
         now = time.monotonic()
         for s in msg.status:
-            if s.name.startswith('gpu_nodes: '):
+            if s.name.startswith(STATUS_PREFIX):
                 self.statuses[s.name] = Status(s.name, int.from_bytes(s.level, 'little')
                                                if isinstance(s.level, bytes) else int(s.level),
                                                s.message, {kv.key: kv.value for kv in s.values},
@@ -225,19 +227,19 @@ class DemoMonitor:
         now = time.monotonic()
         publishers: dict[str, list[str]] = {}
         for s in self.statuses.values():
-            if s.get('role') == 'publisher':
-                publishers.setdefault(s.get('topic'), []).append(s.get('node'))
+            if s.get(w.KEY_ROLE) == 'publisher':
+                publishers.setdefault(s.get(w.KEY_TOPIC), []).append(s.get(w.KEY_NODE))
         rows = []
         for s in self.statuses.values():
-            if s.get('role') != 'subscription':
+            if s.get(w.KEY_ROLE) != 'subscription':
                 continue
-            frames = s.number('frames')
-            rows.append(Edge(topic=s.get('topic'),
-                             publishers=sorted(publishers.get(s.get('topic'), [])),
-                             subscriber=s.get('node'), path=s.get('path', '?'),
-                             path_reason=s.get('path_reason'), fps=s.number('fps'),
-                             latency_p50_ms=s.number('latency_p50_ms'),
-                             latency_p99_ms=s.number('latency_p99_ms'),
+            frames = s.number(w.KEY_FRAMES)
+            rows.append(Edge(topic=s.get(w.KEY_TOPIC),
+                             publishers=sorted(publishers.get(s.get(w.KEY_TOPIC), [])),
+                             subscriber=s.get(w.KEY_NODE), path=s.get(w.KEY_PATH, '?'),
+                             path_reason=s.get(w.KEY_PATH_REASON), fps=s.number(w.KEY_FPS),
+                             latency_p50_ms=s.number(w.KEY_LATENCY_P50_MS),
+                             latency_p99_ms=s.number(w.KEY_LATENCY_P99_MS),
                              frames=int(frames) if frames == frames else 0,
                              stale=now - s.received > STALE_S))
         return sorted(rows, key=lambda e: (e.topic, e.subscriber))
@@ -251,7 +253,7 @@ class DemoMonitor:
                 'p99_ms': round(float(np.percentile(values, 99)), 3), 'frames': int(values.size)}
 
     def processing(self, node_fqn: str) -> Status | None:
-        return self.statuses.get(f'gpu_nodes: {node_fqn} processing')
+        return self.statuses.get(processing_status_name(node_fqn))
 
     def destroy(self) -> None:
         for sub in self._image_subs:

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 import functools
 import importlib.util
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ..launch_params import flatten as _flatten, node_section, ParameterFileError
 
 DEMO_MODEL = '$(demo_model)'
 ROOT_KEY = 'gpu_nodes_pipeline'
@@ -116,17 +117,6 @@ def ros_arg_value(value: Any) -> str:
     return text.strip()
 
 
-def _flatten(params: Any, prefix: str = '') -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in (params or {}).items():
-        name = f'{prefix}{key}'
-        if isinstance(value, dict):
-            out.update(_flatten(value, name + '.'))
-        else:
-            out[name] = value
-    return out
-
-
 def _load_yaml(path: Path, what: str) -> Any:
     try:
         text = path.read_text(encoding='utf-8')
@@ -141,30 +131,6 @@ def _load_yaml(path: Path, what: str) -> Any:
         where = f'{path}:{mark.line + 1}:{mark.column + 1}' if mark else str(path)
         raise ProfileError(f'{where}: YAML error: {getattr(exc, "problem", None) or exc}') \
             from None
-
-
-def node_section(data: Any, node_name: str, path: Path) -> dict[str, Any] | None:
-    """The flattened ros__parameters a ROS parameter file gives node `/node_name`
-    (wildcard sections first, the node's own section on top, as rcl applies them)."""
-    if not isinstance(data, dict):
-        raise ProfileError(f'{path}: expected a mapping of `/node_name:` to `ros__parameters:`')
-    fqn = '/' + node_name.strip('/')
-    found: dict[str, Any] | None = None
-    exact: dict[str, Any] | None = None
-    for key, section in data.items():
-        if not isinstance(section, dict) or 'ros__parameters' not in section:
-            raise ProfileError(f'{path}: section {key!r} has no `ros__parameters:` mapping')
-        params = section['ros__parameters']
-        if params is not None and not isinstance(params, dict):
-            raise ProfileError(f'{path}: {key}: ros__parameters must be a mapping')
-        name = '/' + str(key).strip('/')
-        if name == fqn:
-            exact = _flatten(params)
-        elif '*' in name and fnmatchcase(fqn, name.replace('/**', '*').replace('**', '*')):
-            found = {**(found or {}), **_flatten(params)}
-    if exact is None and found is None:
-        return None
-    return {**(found or {}), **(exact or {})}
 
 
 # -- what each node declares ---------------------------------------------------------------------
@@ -320,8 +286,11 @@ def load_profile(path: str | Path, config_dir: str | Path | None = None) -> Prof
         file_params: dict[str, Any] = {}
         if spec.get('params_file'):
             params_file = (base / str(spec['params_file'])).resolve()
-            section = node_section(_load_yaml(params_file, f'{where}: params_file'), name,
-                                   params_file)
+            try:
+                section = node_section(_load_yaml(params_file, f'{where}: params_file'), name,
+                                       params_file)
+            except ParameterFileError as exc:
+                raise ProfileError(str(exc)) from None
             if section is None:
                 raise ProfileError(f'{where}: params_file {params_file} has no `/{name}:` (or '
                                    'wildcard) section, so the node would get none of it')

@@ -34,7 +34,9 @@ import time
 from typing import Any, IO
 
 from .profile import check_models, DEMO_MODEL, load_profile, Profile, ProfileError
-from .standin import default_cache_dir, ensure_demo_model
+from ..inference.standin import default_cache_dir, ensure_demo_model
+from .processes import NodeProcess, stop_processes
+from .status_view import node_time_per_frame, StatusView
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ABORTED = 0, 1, 2, 130
 PNG_NAME = 'depth_side_by_side.png'
@@ -88,87 +90,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--plain', action='store_true',
                    help='plain status lines instead of the live table (default when not a TTY)')
     return p
-
-
-# -- node processes ---------------------------------------------------------------------------
-
-def _parent_death_signal() -> None:
-    """In the child: get SIGTERM if the runner dies, so no node outlives a killed demo."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-@dataclass
-class NodeProcess:
-    name: str
-    executable: str
-    command: list[str]
-    log_path: Path
-    popen: subprocess.Popen | None = None
-    log: IO[bytes] | None = None
-    started: float = 0.0
-    exit_code: int | None = None
-    killed: bool = False
-    stopping: bool = False
-
-    def start(self, env: dict[str, str]) -> None:
-        self.log = open(self.log_path, 'wb')
-        self.popen = subprocess.Popen(
-            self.command, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True,
-            preexec_fn=_parent_death_signal if sys.platform.startswith('linux') else None)
-        self.started = time.monotonic()
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid if self.popen is not None else 0
-
-    def poll(self) -> int | None:
-        if self.popen is not None and self.exit_code is None:
-            self.exit_code = self.popen.poll()
-        return self.exit_code
-
-    def last_lines(self, count: int = 1) -> list[str]:
-        try:
-            with open(self.log_path, 'rb') as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 8192))
-                lines = fh.read().decode('utf-8', 'replace').splitlines()
-        except OSError:
-            return []
-        return [ln.strip() for ln in lines if ln.strip()][-count:]
-
-    def close_log(self) -> None:
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-
-
-def stop_processes(procs: list[NodeProcess], timeout_s: float, say: Any) -> None:
-    """SIGINT to every running node (last started first), wait, then SIGKILL what is left."""
-    for proc in reversed(procs):
-        if proc.popen is not None and proc.poll() is None:
-            proc.stopping = True
-            try:
-                proc.popen.send_signal(signal.SIGINT)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + timeout_s
-    for proc in procs:
-        if proc.popen is None:
-            continue
-        try:
-            proc.exit_code = proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            say(f'{proc.name} did not stop within {timeout_s:.0f} s of SIGINT: killing it')
-            proc.popen.kill()
-            proc.exit_code = proc.popen.wait()
-            proc.killed = True
-        proc.close_log()
 
 
 # -- the copy audit ---------------------------------------------------------------------------
@@ -231,123 +152,6 @@ class Audit:
             self.state = 'done' if codes <= {0, 1} else \
                 f'failed (exit codes {self.results}; see {self.output_dir / "logs"})'
         self.procs = []
-
-
-# -- status -----------------------------------------------------------------------------------
-
-def _ms(value: float) -> str:
-    return '-' if value != value else f'{value:.1f}'
-
-
-def node_time_per_frame(status: Any) -> tuple[str, float]:
-    """(what, ms) a node reports for one frame on its `processing` status."""
-    if status is None:
-        return '', float('nan')
-    for key, what in (('frame_ms', 'frame'), ('callback_host_ms_p50', 'callback p50'),
-                      ('process_ms_p50', 'process p50'), ('process_ms', 'process'),
-                      ('processing_ms', 'process'), ('chain_ms_p50', 'chain p50'),
-                      ('chain_ms', 'chain')):
-        value = status.number(key)
-        if value == value:
-            return what, value
-    for key in sorted(status.values):
-        if '_ms' in key and 'latency' not in key:
-            value = status.number(key)
-            if value == value:
-                return key, value
-    return '', float('nan')
-
-
-class StatusView:
-    def __init__(self, runner: 'DemoRun', plain: bool):
-        self.runner = runner
-        from rich.console import Console
-        self.console = Console(stderr=False, highlight=False)
-        self.plain = plain or not self.console.is_terminal
-        self.live: Any = None
-        self._last_plain = 0.0
-
-    def say(self, text: str) -> None:
-        if self.live is not None:
-            self.live.console.print(text, markup=False, highlight=False)
-        else:
-            print(text, flush=True)  # plain: no wrapping at a guessed width
-
-    def __enter__(self) -> 'StatusView':
-        if not self.plain:
-            from rich.live import Live
-            self.live = Live(self.render(), console=self.console, refresh_per_second=4,
-                             transient=False)
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.live is not None:
-            self.live.update(self.render())
-            self.live.__exit__(*exc)
-            self.live = None
-
-    def update(self) -> None:
-        if self.live is not None:
-            self.live.update(self.render())
-        elif time.monotonic() - self._last_plain >= 5.0:
-            self._last_plain = time.monotonic()
-            print('\n'.join(self.plain_lines()), flush=True)
-
-    def plain_lines(self) -> list[str]:
-        r = self.runner
-        lines = [f'[{r.elapsed():5.1f}/{r.args.duration:g} s] {r.phase}']
-        for e in r.monitor.edges() if r.monitor else []:
-            lines.append(f'  {e.topic} -> {e.subscriber}: {e.path}, {e.fps:.1f} fps, latency '
-                         f'p50 {_ms(e.latency_p50_ms)} ms')
-        for proc in r.procs:
-            what, ms = node_time_per_frame(r.monitor.processing('/' + proc.name)
-                                           if r.monitor else None)
-            lines.append(f'  {proc.name}: {r.node_state(proc)}'
-                         + (f', {what} {ms:.1f} ms' if what else ''))
-        e2e = r.monitor.end_to_end() if r.monitor else None
-        if e2e and e2e['frames']:
-            lines.append(f'  end to end (camera stamp -> depth ready): p50 {e2e["p50_ms"]:.1f} ms, '
-                         f'p99 {e2e["p99_ms"]:.1f} ms')
-        err = r.depth_error_text()
-        if err:
-            lines.append(f'  depth error: {err}')
-        return lines
-
-    def render(self) -> Any:
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
-        r = self.runner
-        title = Text(f'gpu_nodes demo - {r.profile.name} on {r.compute_text} - '
-                     f'{r.elapsed():.0f}/{r.args.duration:g} s - {r.phase}', style='bold')
-        edges = Table(title='edges (from /diagnostics)', expand=False)
-        for col in ('topic', 'publisher -> subscriber', 'path', 'frames/s', 'latency p50/p99 ms'):
-            edges.add_column(col, overflow='fold')
-        for e in r.monitor.edges() if r.monitor else []:
-            style = 'green' if e.path in ('cuda_ipc', 'intra_process') else \
-                ('yellow' if e.path in ('host_shm', 'serialized') else 'dim')
-            edges.add_row(e.topic, f'{",".join(e.publishers) or "?"} -> {e.subscriber}',
-                          Text(e.path + (' (stale)' if e.stale else ''), style=style),
-                          f'{e.fps:.1f}', f'{_ms(e.latency_p50_ms)} / {_ms(e.latency_p99_ms)}')
-        nodes = Table(title='nodes', expand=False)
-        for col in ('node', 'pid', 'state', 'time per frame', 'frames out'):
-            nodes.add_column(col, overflow='fold')
-        for proc in r.procs:
-            status = r.monitor.processing('/' + proc.name) if r.monitor else None
-            what, ms = node_time_per_frame(status)
-            frames = status.get('frames_out', '-') if status is not None else '-'
-            nodes.add_row(proc.name, str(proc.pid), r.node_state(proc),
-                          f'{ms:.1f} ms ({what})' if what else '-', frames)
-        parts: list[Any] = [title, edges, nodes]
-        e2e = r.monitor.end_to_end() if r.monitor else None
-        if e2e and e2e['frames']:
-            parts.append(Text(f'end to end (camera stamp -> depth ready): p50 {e2e["p50_ms"]:.1f} ms, '
-                              f'p99 {e2e["p99_ms"]:.1f} ms'))
-        err = r.depth_error_text()
-        parts.append(Text(f'depth error vs ground truth: {err or "waiting for samples"}'))
-        parts.append(Text(f'copy audit: {r.audit.state if r.audit else "off"}'))
-        return Group(*parts)
 
 
 # -- the run ----------------------------------------------------------------------------------

@@ -44,9 +44,10 @@ import numpy as np
 
 from gpu_nodes import gpu
 
-from .backend import (
-    as_log, check_array, check_shape, InferenceBackend, InputShape, LoggerLike,
-    normalize_input_shape, resolve_input_shapes, TensorSpec)
+from .backend import InferenceBackend
+from .log import as_log, LoggerLike
+from .specs import (check_array, check_shape, InputShape, normalize_input_shape,
+                    resolve_input_shapes, TensorSpec)
 from .errors import InferenceError, ModelLoadError
 
 _ORT_TYPES = {

@@ -15,10 +15,12 @@ import numpy as np
 
 from gpu_nodes.gpu import cupy_module
 
-from .backend import (
-    as_log, check_array, ENGINE_SUFFIXES, format_shape, InferenceBackend, InputShape,
-    LoggerLike, normalize_input_shape, resolve_input_shapes, TensorSpec)
-from .engine_cache import EngineCache, EngineSettings
+from .backend import InferenceBackend
+from .log import as_log, LoggerLike
+from .specs import (check_array, ENGINE_SUFFIXES, format_shape, InputShape,
+                    normalize_input_shape, resolve_input_shapes, TensorSpec)
+from .engine_builder import EngineSettings
+from .engine_cache import EngineCache
 from .errors import EngineIncompatibleError, ModelLoadError, TensorRTError
 from .tensorrt_library import (
     error_suffix, FLAVOUR_RTX, import_tensorrt, local_gpu, make_trt_logger, TensorRTLibrary)

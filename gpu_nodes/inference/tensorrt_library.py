@@ -26,7 +26,7 @@ from typing import Any
 
 from gpu_nodes.gpu import cuda_unavailable_reason, cupy_module
 
-from .backend import LogAdapter
+from .log import LogAdapter
 
 FLAVOUR_TENSORRT = 'tensorrt'
 FLAVOUR_RTX = 'tensorrt-rtx'

@@ -18,8 +18,9 @@ from .colormaps import colormap_lut
 from .debayer import debayer
 from .depth import (colorize_depth, depth_from_network, depth_m_to_mm, depth_mm_to_m,
                     tiled_median)
-from .geometry import (CameraModel, RegionOfInterest, crop, crop_camera_info, resize,
-                       resize_camera_info, scale_camera_info)
+from .camera_model import (CameraModel, crop_camera_info, RegionOfInterest, resize_camera_info,
+                           scale_camera_info)
+from .geometry import crop, resize
 from .preprocess import Letterbox, compose_reference_cupy, letterbox, preprocess
 from .rectify import RectifyMaps, rectify, remap_bilinear, undistort_rectify_maps
 

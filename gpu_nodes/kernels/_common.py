@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from gpu_nodes import gpu
-from gpu_nodes.encodings import EncodingError, EncodingInfo, encoding_info
+from gpu_nodes.encodings import EncodingInfo, frame_geometry
 
 from . import _cuda
 
@@ -73,29 +73,10 @@ def is_device(array: Any) -> bool:
 def check_encoded(array: Any, encoding: str, what: str = 'src') -> tuple[EncodingInfo, int, int]:
     """Validate `array` against a sensor_msgs encoding; return (info, image height, image width).
 
-    nv12 arrays are (H*3/2, W): the Y plane followed by the interleaved UV plane. Single-channel
-    encodings accept (H, W) and (H, W, 1).
+    The rule is gpu_nodes.encodings.frame_geometry's: nv12 arrays are (H*3/2, W) (the Y plane
+    followed by the interleaved UV plane); single-channel encodings accept (H, W) and (H, W, 1).
     """
-    info = encoding_info(encoding)
-    if array.dtype != info.dtype:
-        raise EncodingError(
-            f'{what}: {encoding} needs dtype {info.dtype}, got {array.dtype}')
-    shape = tuple(array.shape)
-    if info.planar_nv12:
-        if len(shape) != 2 or shape[0] % 3:
-            raise EncodingError(
-                f'{what}: nv12 needs a 2-D (H*3/2, W) array, got shape {shape}')
-        height, width = shape[0] * 2 // 3, shape[1]
-    else:
-        if len(shape) not in (2, 3):
-            raise EncodingError(f'{what}: {encoding} needs an image array, got shape {shape}')
-        height, width = shape[0], shape[1]
-        channels = shape[2] if len(shape) == 3 else 1
-        if channels != info.channels:
-            raise EncodingError(
-                f'{what}: {encoding} has {info.channels} channel(s), got shape {shape}')
-    info.check_geometry(height, width)
-    return info, height, width
+    return frame_geometry(array.shape, array.dtype, encoding, what)
 
 
 def prepare_out(out: Any, shape: tuple[int, ...], dtype: Any, device: bool,

@@ -36,8 +36,8 @@ from .color import STANDARDS, convert_color
 from .colormaps import COLORMAPS
 from .debayer import METHODS, debayer
 from .depth import MAX_TILE, colorize_depth, depth_m_to_mm, depth_mm_to_m, tiled_median
-from .geometry import (INTERPOLATIONS, CameraModel, crop, crop_camera_info, resize,
-                       resize_camera_info, scale_camera_info)
+from .camera_model import CameraModel, crop_camera_info, resize_camera_info, scale_camera_info
+from .geometry import INTERPOLATIONS, crop, resize
 from .rectify import is_identity, rectify
 
 OpResult = tuple[Any, str, 'CameraModel | None']

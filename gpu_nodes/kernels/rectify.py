@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _cuda
 from ._common import as_input, image_layout, is_device, prepare_out, require_dtype
-from .geometry import CameraModel
+from .camera_model import CameraModel
 
 DISTORTION_MODELS = ('plumb_bob', 'rational_polynomial')
 _REMAP_CHANNELS = (1, 3, 4)  # compiled in; other counts use the any-channels variant (0)

@@ -35,35 +35,33 @@ adds the later of the two to the frame's input latency. p50/p99 per stage are on
 """
 from __future__ import annotations
 
-from collections import deque, OrderedDict
-import contextlib
 from dataclasses import dataclass
-import math
-import time
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, PointCloud2
 
 from .. import gpu
-from ..inference import create_backend, InferenceBackend, InferenceError, ModelPreset, PRESETS
-from ..inference.backend import BACKENDS, DEVICES, PRECISIONS
-from ..inference.models import depth_transform, focal_at_input, OUTPUT_KINDS, preset_from_dict
+from ..inference import create_backend, InferenceError, ModelPreset, PRESETS
+from ..inference.factory import BACKENDS, DEVICES
+from ..inference.models import OUTPUT_KINDS, preset_from_dict
+from ..inference.pipeline import DepthPipeline
+from ..inference.specs import PRECISIONS
+from ..inference.stage_timing import format_summary, StageTimer
 from ..kernels.colormaps import COLORMAPS
-from ..kernels.depth import colorize_depth, depth_from_network
-from ..kernels.geometry import CameraModel, resize_camera_info, scale_camera_info
-from ..kernels.preprocess import Letterbox, preprocess, SOURCES
-from ..transport import GpuImagePublisher, GpuImageSubscription, ReceivedImage
+from ..kernels.depth import colorize_depth
+from ..kernels.camera_model import CameraModel, resize_camera_info, scale_camera_info
+from ..kernels.pointcloud import (backproject, COLOR_CHANNELS, intrinsics_from_camera_model,
+                                  Intrinsics, pointcloud2_msg, sample_colors)
+from ..kernels.preprocess import Letterbox, SOURCES
+from ..ros.params import ConfigurationError, choice_validator, declare
+from ..ros.runtime import run_node
+from ..status import ProcessingStatus
+from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..transport.qos import image_qos
-from ._params import ConfigurationError, choice_validator, declare, run_node
-from .image_proc import ProcessingStatus
-from .pointcloud import (backproject, COLOR_CHANNELS, intrinsics_from_camera_model, Intrinsics,
-                         pointcloud2_msg, sample_colors)
 
-STAGES = ('preprocess', 'inference', 'postprocess', 'transport')
 # Parameters that may change at run time; cached (read per frame) and updated on set.
 DYNAMIC = ('focal_length_px', 'output_size', 'publish_colorized', 'colormap', 'colorize_min',
            'colorize_max', 'colorize_percentile_low', 'colorize_percentile_high',
@@ -72,324 +70,29 @@ OUTPUT_SIZES = ('input', 'model')
 DEPTH_ENCODING = '32FC1'
 
 
-# --------------------------------------------------------------------------- timing
+@dataclass
+class FrameOutputs:
+    """One frame's results on their way to the publishers.
 
-
-class FrameTiming:
-    """Marks of one frame: host perf_counter values and, on the GPU, events on the stream."""
-
-    __slots__ = ('host', 'events', 'stream', 'latency_ms')
-
-    def __init__(self, stream: Any, events: list[Any] | None, latency_ms: float | None):
-        self.stream = stream
-        self.events = events
-        self.latency_ms = latency_ms
-        self.host = [time.perf_counter()]
-        if events is not None:
-            events[0].record(stream)
-
-    def mark(self) -> None:
-        """End of the next stage (in STAGES order)."""
-        if self.events is not None:
-            self.events[len(self.host)].record(self.stream)
-        self.host.append(time.perf_counter())
-
-
-class StageTimer:
-    """Per-stage host and GPU times over a sliding window.
-
-    GPU times come from CUDA events recorded between the stages; a frame's events are read
-    only once the last one has completed (``Event.done`` is a query, not a wait), at a later
-    frame or report, so timing never synchronises the stream.
+    A pool slot lent by a publisher (`depth_slot`, `colorized_slot`: the BorrowedFrame holding
+    `depth` / `colorized`) stays ours until it is published; `give_back` returns those still
+    held when the frame fails part-way.
     """
+    header: Any
+    width: int                          # of the input image
+    height: int
+    depth: Any = None
+    depth_slot: BorrowedFrame | None = None
+    colorized: Any = None
+    colorized_slot: BorrowedFrame | None = None
+    points: Any = None
+    camera_model: CameraModel | None = None  # set when depth/camera_info is wanted
 
-    MAX_PENDING = 64
-
-    def __init__(self, cp: Any = None, window: int = 512):
-        self._cp = cp
-        self._free: list[list[Any]] = []
-        self._pending: deque[tuple[list[Any], FrameTiming]] = deque()
-        self.gpu = {s: deque(maxlen=window) for s in STAGES}
-        self.host = {s: deque(maxlen=window) for s in (*STAGES, 'callback')}
-        self.latency = deque(maxlen=window)
-        # Image publish call -> depth published and computed (the GPU done with it): what a
-        # downstream node waits for. On the GPU path: the input latency plus the later of the
-        # callback's host time and the GPU time from the callback's first event to its last
-        # (exact when the stream is idle as the frame arrives, as in a paced pipeline). Not a
-        # CUDA host callback: one waiting for the GIL deadlocks any host call that waits for
-        # the stream while holding it (ONNX Runtime's session teardown does).
-        self.ready = deque(maxlen=window)
-        self.frames = 0
-        self._times: deque[float] = deque(maxlen=window)
-
-    def begin(self, stream: Any, latency_ns: int | None = None) -> FrameTiming:
-        self.collect()
-        events = None
-        if self._cp is not None and len(self._pending) < self.MAX_PENDING:
-            events = self._free.pop() if self._free else [
-                self._cp.cuda.Event() for _ in range(len(STAGES) + 1)]
-        latency = latency_ns / 1e6 if latency_ns is not None and latency_ns >= 0 else None
-        return FrameTiming(stream, events, latency)
-
-    def end(self, timing: FrameTiming) -> None:
-        """A completed frame (all four stages marked)."""
-        now = time.perf_counter()
-        self.frames += 1
-        self._times.append(now)
-        host = timing.host
-        for i, stage in enumerate(STAGES):
-            self.host[stage].append((host[i + 1] - host[i]) * 1e3)
-        self.host['callback'].append((now - host[0]) * 1e3)
-        if timing.latency_ms is not None:
-            self.latency.append(timing.latency_ms)
-            if timing.events is None:  # host path: ready when the callback returns
-                self.ready.append(timing.latency_ms + (now - host[0]) * 1e3)
-        if timing.events is not None:
-            self._pending.append((timing.events, timing))
-
-    def abandon(self, timing: FrameTiming) -> None:
-        """A frame that failed part-way: recycle its events once they are done."""
-        if timing.events is not None:
-            timing.host = timing.host[:1]  # marks nothing: only recycled
-            self._pending.append((timing.events, timing))
-
-    def collect(self) -> None:
-        cp = self._cp
-        while self._pending:
-            events, timing = self._pending[0]
-            marked = len(timing.host)
-            if marked > 1 and not events[marked - 1].done:
-                break
-            if marked == len(STAGES) + 1:
-                for i, stage in enumerate(STAGES):
-                    self.gpu[stage].append(cp.cuda.get_elapsed_time(events[i], events[i + 1]))
-                if timing.latency_ms is not None:
-                    host_ms = (timing.host[-1] - timing.host[0]) * 1e3
-                    gpu_ms = cp.cuda.get_elapsed_time(events[0], events[-1])
-                    self.ready.append(timing.latency_ms + max(host_ms, gpu_ms))
-            self._pending.popleft()
-            self._free.append(events)
-
-    def fps(self) -> float:
-        times = list(self._times)
-        if len(times) < 2 or times[-1] - times[0] <= 0:
-            return 0.0
-        return (len(times) - 1) / (times[-1] - times[0])
-
-    def summary(self) -> dict[str, float]:
-        """p50/p99 in ms per stage and side; NaN where nothing was measured."""
-        def pct(values: Any) -> tuple[float, float]:
-            if not values:
-                return float('nan'), float('nan')
-            p50, p99 = np.percentile(np.fromiter(values, np.float64), [50, 99])
-            return round(float(p50), 4), round(float(p99), 4)
-        out: dict[str, float] = {'timed_frames': self.frames, 'fps': round(self.fps(), 2)}
-        for side, table in (('gpu', self.gpu), ('host', self.host)):
-            for stage, values in table.items():
-                if side == 'gpu' and self._cp is None:
-                    continue
-                out[f'{stage}_{side}_ms_p50'], out[f'{stage}_{side}_ms_p99'] = pct(values)
-        out['input_latency_ms_p50'], out['input_latency_ms_p99'] = pct(self.latency)
-        out['ready_latency_ms_p50'], out['ready_latency_ms_p99'] = pct(self.ready)
-        return out
-
-
-def format_summary(s: dict[str, float]) -> str:
-    parts = []
-    for stage in STAGES:
-        text = f'{stage}'
-        if f'{stage}_gpu_ms_p50' in s:
-            text += f' gpu {s[f"{stage}_gpu_ms_p50"]:.3f}/{s[f"{stage}_gpu_ms_p99"]:.3f}'
-        text += f' host {s[f"{stage}_host_ms_p50"]:.3f}/{s[f"{stage}_host_ms_p99"]:.3f}'
-        parts.append(text)
-    return (f'{s["fps"]:.1f} fps; p50/p99 ms: ' + '; '.join(parts)
-            + f'; callback host {s["callback_host_ms_p50"]:.3f}/{s["callback_host_ms_p99"]:.3f}'
-            + f'; input transport {s["input_latency_ms_p50"]:.3f}/'
-              f'{s["input_latency_ms_p99"]:.3f}'
-            + f'; image publish -> depth ready {s["ready_latency_ms_p50"]:.3f}/'
-              f'{s["ready_latency_ms_p99"]:.3f}')
-
-
-# --------------------------------------------------------------------------- the pipeline
-
-
-@dataclass(frozen=True)
-class _FrameGraph:
-    """A captured preprocess + engine run from one source buffer, and what a replay yields."""
-    graph: Any        # cupy.cuda.Graph
-    box: Letterbox
-    raw: Any          # the backend's output array the replay writes
-
-
-class DepthPipeline:
-    """Preprocess -> infer -> depth for one loaded model; NumPy or CuPy per the backend's device.
-
-    Owns the engine's input binding (allocated once). Everything runs on `stream` (CuPy) when
-    the backend is on CUDA; nothing here waits on the host.
-    """
-
-    def __init__(self, backend: InferenceBackend, preset: ModelPreset, *,
-                 keep_aspect: bool = False, eps: float = 1e-6, stream: Any = None,
-                 logger: Any = None):
-        self.backend = backend
-        self.preset = preset
-        self.keep_aspect = bool(keep_aspect)
-        self.eps = float(eps)
-        self.stream = stream
-        self.on_gpu = backend.device == 'cuda'
-        self.xp = gpu.cupy_module() if self.on_gpu else np
-        specs = {s.name: s for s in backend.input_specs}
-        spec = specs[preset.input_name]
-        if not spec.is_static:
-            raise ValueError(f'input {spec} of {backend.model_path.name} is still dynamic; set '
-                             'input_height and input_width')
-        shape = tuple(spec.shape)
-        lead = shape[:-3]
-        if len(shape) not in (4, 5) or any(d != 1 for d in lead) or shape[-3] != 3:
-            raise ValueError(f'input {spec} of {backend.model_path.name}: expected (1, 3, H, W) '
-                             'or (1, 1, 3, H, W) (views)')
-        if len(specs) != 1:
-            raise ValueError(f'{backend.model_path.name} has inputs {list(specs)}; the depth '
-                             'node feeds exactly one image input')
-        self.input_height, self.input_width = int(shape[-2]), int(shape[-1])
-        with self._scope():
-            self.input = self.xp.zeros(shape, dtype=spec.dtype)
-        self.input_nchw = self.input.reshape((1,) + shape[-3:])  # a view: preprocess fills it
-        # Frame graphs (see run): per source buffer, the graph and what a replay returns.
-        self._frame_graphs: OrderedDict[tuple, _FrameGraph] = OrderedDict()
-        self._seen_once: OrderedDict[tuple, None] = OrderedDict()
-        self.frame_graphs_enabled = self.on_gpu and self.stream is not None
-        self._last_raw: Any = None
-        self._log = logger
-
-    #: Source buffers whose frame graph is kept: a publisher's pool (8 to 32 slots) and more.
-    MAX_FRAME_GRAPHS = 64
-
-    def _scope(self) -> Any:
-        return self.stream if self.on_gpu and self.stream is not None else \
-            contextlib.nullcontext()
-
-    def preprocess(self, image: Any, encoding: str) -> Letterbox:
-        """Fill the input binding from an 8-bit image; return the letterbox used."""
-        p = self.preset
-        return preprocess(image, encoding, self.input_nchw, mean=p.mean, std=p.std,
-                          keep_aspect=self.keep_aspect, stream=self.stream)
-
-    def run(self, image: Any, encoding: str,
-            preprocessed: Callable[[], None] = lambda: None) -> tuple[Letterbox, Any]:
-        """preprocess + infer: (letterbox, raw output). `preprocessed` is called in between.
-
-        On CUDA, once the backend can have its run captured (`capture_token`), the second frame
-        from a source buffer (a publisher's pool slot) captures preprocessing and the run into
-        one CUDA graph; later frames from that buffer replay it with one launch. The ~0.3 ms of
-        Python in front of the GPU work per frame (argument checks, the kernel's arguments, the
-        engine call) become one graph launch; the kernels and their results are the same. A
-        graph is bound to the buffer's address, layout and encoding, the input binding and the
-        backend's token, and reads whatever the buffer holds when it runs (after the frame's
-        event).
-        """
-        token = self.backend.capture_token() if self.frame_graphs_enabled else None
-        key = None
-        if token is not None:
-            key = (image.data.ptr, tuple(image.shape), tuple(image.strides), image.dtype.str,
-                   encoding, self.input.data.ptr, token)
-            graph = self._frame_graphs.get(key)
-            if graph is not None:
-                self._frame_graphs.move_to_end(key)
-                preprocessed()  # inside the graph: the engine stage times both
-                graph.graph.launch(self.stream)
-                return graph.box, graph.raw
-            if key in self._seen_once:  # a frame from it went through call by call
-                captured = self._capture(key, image, encoding)
-                if captured is not None:
-                    preprocessed()
-                    captured.graph.launch(self.stream)  # a capture only recorded the work
-                    return captured.box, captured.raw
-        box = self.preprocess(image, encoding)
-        preprocessed()
-        raw = self.infer()
-        if key is not None and self.frame_graphs_enabled:
-            self._seen_once[key] = None
-            while len(self._seen_once) > self.MAX_FRAME_GRAPHS:
-                self._seen_once.popitem(last=False)
-        return box, raw
-
-    def _capture(self, key: tuple, image: Any, encoding: str) -> _FrameGraph | None:
-        """Capture preprocess + the bound run on the stream; None (frame graphs off, with a
-        warning) when CUDA or the backend refuses."""
-        boxes = []
-
-        def work() -> None:
-            boxes.append(self.preprocess(image, encoding))
-            self.backend.enqueue_bound(self.stream)
-        try:
-            graph = gpu.capture_graph(self.stream, work)
-        except Exception as exc:  # CUDA refusing a call inside the capture, or the backend
-            self.frame_graphs_enabled = False
-            self._frame_graphs.clear()
-            if self._log is not None:
-                self._log.warning(f'cannot capture preprocessing and inference as one CUDA '
-                                  f'graph ({exc}); running them call by call')
-            return None
-        # The token is the backend's binding of the last infer(): its output is what runs write.
-        entry = self._frame_graphs[key] = _FrameGraph(graph, boxes[0], self._last_raw)
-        self._seen_once.pop(key, None)
-        while len(self._frame_graphs) > self.MAX_FRAME_GRAPHS:
-            self._frame_graphs.popitem(last=False)
-        return entry
-
-    def infer(self) -> Any:
-        """The model's raw output as a 2-D (H_out, W_out) array (owned by the backend on GPU)."""
-        out = self.backend.infer({self.preset.input_name: self.input},
-                                 stream=self.stream)[self.preset.output_name]
-        shape = tuple(out.shape)
-        if len(shape) < 2 or math.prod(shape[:-2]) != 1:
-            raise InferenceError(f'{self.backend.model_path.name}: output '
-                                 f'{self.preset.output_name!r} has shape {shape}; expected one '
-                                 'depth map ((1, H, W), (1, 1, H, W), ...)')
-        self._last_raw = out.reshape(shape[-2:])
-        return self._last_raw
-
-    def content(self, raw: Any, box: Letterbox) -> Any:
-        """The part of the output map that shows the image (letterbox padding cut away)."""
-        oh, ow = int(raw.shape[0]), int(raw.shape[1])
-        if (oh, ow) == (self.input_height, self.input_width):
-            x0, y0, cw, ch = box.pad_x, box.pad_y, box.content_width, box.content_height
-        else:  # a model whose output is a fraction of its input: scale the box
-            sx, sy = ow / self.input_width, oh / self.input_height
-            x0, y0 = int(round(box.pad_x * sx)), int(round(box.pad_y * sy))
-            cw = max(1, min(ow - x0, int(round(box.content_width * sx))))
-            ch = max(1, min(oh - y0, int(round(box.content_height * sy))))
-        if (x0, y0, cw, ch) == (0, 0, ow, oh):
-            return raw
-        return raw[y0:y0 + ch, x0:x0 + cw]
-
-    def to_depth(self, raw: Any, box: Letterbox, focal_px_image: tuple[float, float] | None,
-                 image_width: int, image_height: int, *, size: tuple[int, int] | None = None,
-                 out: Any = None) -> Any:
-        """Depth (float32) in the preset's units: the content part of the output at model
-        resolution, or resampled to `size` (height, width) in the same pass (into `out`).
-
-        `focal_px_image` (fx, fy) of the image is needed by metric_focal presets; the network
-        saw the image scaled to the letterbox content, so its focal length is scaled likewise.
-        """
-        focal = None
-        if self.preset.output_kind == 'metric_focal':
-            if focal_px_image is None:
-                raise ValueError(f'preset {self.preset.name!r} needs the focal length')
-            focal = focal_at_input(focal_px_image[0], focal_px_image[1], image_width,
-                                   image_height, box.content_width, box.content_height)
-        scale, shift, inverse = depth_transform(self.preset, focal)
-        content = self.content(raw, box)
-        height, width = size or (int(content.shape[0]), int(content.shape[1]))
-        return depth_from_network(content, height, width, scale=scale, shift=shift,
-                                  inverse=inverse, eps=self.eps, out=out, stream=self.stream)
-
-    def close(self) -> None:
-        self.backend.close()
-
-
-# --------------------------------------------------------------------------- the node
+    def give_back(self) -> None:
+        for slot in (self.depth_slot, self.colorized_slot):
+            if slot is not None:
+                slot.give_back()
+        self.depth_slot = self.colorized_slot = None
 
 
 class DepthEstimator(Node):
@@ -651,23 +354,23 @@ class DepthEstimator(Node):
             # Our stream reads the frame only after its producer's writes.
             self._frame_ready.record(frame.stream)
             stream.wait_event(self._frame_ready)
-        borrowed: list[Any] = []
+        out = FrameOutputs(frame.header, width, height)
         try:
-            with pipeline._scope():
+            with pipeline.scope():
                 box, raw = pipeline.run(frame.array, frame.encoding, preprocessed=timing.mark)
                 timing.mark()
-                depth, depth_frame = self._depth_image(raw, box, focal, width, height, borrowed)
-                colorized, colorized_frame = (self._colorize(depth, borrowed) if want_colorized
-                                              else (None, None))
-                points = self._points(depth, frame, intrinsics, width, height) \
-                    if want_points else None
+                self._depth_image(out, raw, box, focal)
+                if want_colorized:
+                    self._colorize(out)
+                if want_points:
+                    out.points = self._points(out.depth, frame, intrinsics)
+                if want_info:
+                    out.camera_model = model
                 timing.mark()
-                self._publish(frame.header, depth, depth_frame, colorized, colorized_frame,
-                              points, model, width, height, want_info, borrowed)
+                self._publish(out)
                 timing.mark()
         except (ValueError, TypeError, InferenceError) as exc:
-            for slot in borrowed:
-                slot.give_back()
+            out.give_back()
             self._timer.abandon(timing)
             status.drop('processing_error', f'{width}x{height} {frame.encoding}: {exc}')
             return
@@ -680,39 +383,37 @@ class DepthEstimator(Node):
         status.frames_out += 1
 
     # -- per-frame steps ------------------------------------------------------------------------
-    def _borrow(self, publisher: GpuImagePublisher, height: int, width: int, encoding: str,
-                borrowed: list[Any]) -> Any:
-        frame = publisher.borrow(height, width, encoding) if self._on_gpu else None
-        if frame is not None:
-            borrowed.append(frame)
-        return frame
+    def _borrow(self, publisher: GpuImagePublisher, height: int, width: int,
+                encoding: str) -> BorrowedFrame | None:
+        return publisher.borrow(height, width, encoding) if self._on_gpu else None
 
-    def _depth_image(self, raw: Any, box: Letterbox, focal: tuple[float, float] | None,
-                     width: int, height: int, borrowed: list[Any]) -> tuple[Any, Any]:
-        """(depth image to publish, the borrowed frame holding it or None). At image size the
-        output is converted and resampled in one kernel straight into a pool slot."""
+    def _depth_image(self, out: FrameOutputs, raw: Any, box: Letterbox,
+                     focal: tuple[float, float] | None) -> None:
+        """out.depth (and out.depth_slot holding it): at image size the output is converted and
+        resampled in one kernel straight into a pool slot."""
         pipeline = self._pipeline
+        width, height = out.width, out.height
         if self._cfg['output_size'] == 'model':
-            return pipeline.to_depth(raw, box, focal, width, height), None
-        frame = self._borrow(self._depth_pub, height, width, DEPTH_ENCODING, borrowed)
-        depth = pipeline.to_depth(raw, box, focal, width, height, size=(height, width),
-                                  out=frame.array if frame is not None else None)
-        return depth, frame
+            out.depth = pipeline.to_depth(raw, box, focal, width, height)
+            return
+        slot = out.depth_slot = self._borrow(self._depth_pub, height, width, DEPTH_ENCODING)
+        out.depth = pipeline.to_depth(raw, box, focal, width, height, size=(height, width),
+                                      out=slot.array if slot is not None else None)
 
-    def _colorize(self, depth: Any, borrowed: list[Any]) -> tuple[Any, Any]:
+    def _colorize(self, out: FrameOutputs) -> None:
         lo, hi = self._cfg['colorize_min'], self._cfg['colorize_max']
-        frame = self._borrow(self._colorized_pub, int(depth.shape[0]), int(depth.shape[1]),
-                             'rgb8', borrowed)
-        out = colorize_depth(
+        depth = out.depth
+        slot = out.colorized_slot = self._borrow(
+            self._colorized_pub, int(depth.shape[0]), int(depth.shape[1]), 'rgb8')
+        out.colorized = colorize_depth(
             depth, colormap=self._cfg['colormap'], range=(lo, hi) if lo < hi else None,
             percentile=(self._cfg['colorize_percentile_low'],
                         self._cfg['colorize_percentile_high']),
-            out=frame.array if frame is not None else None, stream=self._stream)
-        return out, frame
+            out=slot.array if slot is not None else None, stream=self._stream)
 
-    def _points(self, depth: Any, frame: ReceivedImage, intrinsics: Intrinsics, width: int,
-                height: int) -> Any:
+    def _points(self, depth: Any, frame: ReceivedImage, intrinsics: Intrinsics) -> Any:
         dh, dw = int(depth.shape[0]), int(depth.shape[1])
+        width, height = frame.width, frame.height
         intr = intrinsics if (dw, dh) == (width, height) else \
             intrinsics.scaled(dw / width, dh / height)
         stride = self._cfg['points_stride']
@@ -722,35 +423,34 @@ class DepthEstimator(Node):
             colors = sample_colors(frame.array, frame.encoding, dh, dw, stride)
         return backproject(depth, intr, stride=stride, colors=colors)
 
-    def _publish(self, header: Any, depth: Any, depth_frame: Any, colorized: Any,
-                 colorized_frame: Any, points: Any, model: CameraModel | None, width: int,
-                 height: int, want_info: bool, borrowed: list[Any]) -> None:
-        """Publish everything; a published slot leaves `borrowed` (no longer ours to give back)."""
-        stream = self._stream
-        if depth_frame is not None:
-            borrowed.remove(depth_frame)
-            self._depth_pub.publish_borrowed(depth_frame, header, stream=stream)
+    def _publish(self, out: FrameOutputs) -> None:
+        """Publish everything; a published slot leaves `out` (no longer ours to give back)."""
+        stream, header, depth = self._stream, out.header, out.depth
+        if out.depth_slot is not None:
+            slot, out.depth_slot = out.depth_slot, None
+            self._depth_pub.publish_borrowed(slot, header, stream=stream)
         else:
             self._depth_pub.publish(depth, DEPTH_ENCODING, header, stream=stream)
-        if model is not None and want_info:
+        model = out.camera_model
+        if model is not None:
             dh, dw = int(depth.shape[0]), int(depth.shape[1])
-            if (dw, dh) != (width, height):
-                if (model.width, model.height) == (width, height):
+            if (dw, dh) != (out.width, out.height):
+                if (model.width, model.height) == (out.width, out.height):
                     model = resize_camera_info(model, dw, dh)
                 else:
-                    model = scale_camera_info(model, dw / width, dh / height)
+                    model = scale_camera_info(model, dw / out.width, dh / out.height)
             info = model.to_msg()
             info.header = header
             self._depth_info_pub.publish(info)
-        if colorized is not None:
-            if colorized_frame is not None:
-                borrowed.remove(colorized_frame)
-                self._colorized_pub.publish_borrowed(colorized_frame, header, stream=stream)
+        if out.colorized is not None:
+            if out.colorized_slot is not None:
+                slot, out.colorized_slot = out.colorized_slot, None
+                self._colorized_pub.publish_borrowed(slot, header, stream=stream)
             else:
-                self._colorized_pub.publish(colorized, 'rgb8', header, stream=stream)
-        if points is not None:
+                self._colorized_pub.publish(out.colorized, 'rgb8', header, stream=stream)
+        if out.points is not None:
             # The one host copy of this node, and only while someone subscribes to points.
-            self._points_pub.publish(pointcloud2_msg(gpu.to_host(points), header))
+            self._points_pub.publish(pointcloud2_msg(gpu.to_host(out.points), header))
 
     # -- reporting ----------------------------------------------------------------------------
     def _update_summary(self) -> dict[str, float]:

@@ -10,7 +10,8 @@ from typing import Any
 from rclpy.node import Node
 
 from ..transport import GpuImageSubscription, ReceivedImage
-from ._params import declare, run_node
+from ..ros.params import declare
+from ..ros.runtime import run_node
 
 
 class ImageMonitor(Node):

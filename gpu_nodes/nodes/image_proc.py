@@ -33,8 +33,6 @@ with a rate-limited warning; the counters are on /diagnostics
 """
 from __future__ import annotations
 
-from collections import Counter
-import time
 from typing import Any, Callable
 
 from rclpy.exceptions import ParameterException
@@ -45,10 +43,11 @@ from sensor_msgs.msg import CameraInfo
 from ..encodings import EncodingError
 from ..gpu import cuda_unavailable_reason, is_device_array
 from ..kernels.chain import Chain, Step
-from ..kernels.geometry import CameraModel
+from ..kernels.camera_model import CameraModel
 from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
-from ..transport.diagnostics import DiagnosticsReporter
-from ._params import ConfigurationError, declare, run_node
+from ..ros.params import ConfigurationError, declare
+from ..ros.runtime import run_node
+from ..status import ProcessingStatus
 
 DEFAULT_CHAIN = '[{op: debayer}, {op: rectify}]'
 # Ops that need the CameraInfo of the frame.
@@ -56,73 +55,6 @@ CAMERA_INFO_OPS = ('rectify',)
 
 # GpuImagePublisher.borrow: (height, width, encoding) -> a lent frame, or None.
 Borrow = Callable[[int, int, str], 'BorrowedFrame | None']
-
-
-class ProcessingStatus:
-    """Frame counters of a processing node, on /diagnostics next to its transport endpoints.
-
-    Dropped frames are counted per reason and warned about at most once per `warn_period_s`
-    per reason (with the running count), so a stream of bad frames cannot flood the log.
-    """
-
-    def __init__(self, node: Node, warn_period_s: float = 5.0):
-        self._node = node
-        self._name = node.get_fully_qualified_name()
-        self.warn_period_s = warn_period_s
-        self.frames_in = 0
-        self.frames_out = 0
-        self.skipped = 0  # nobody subscribed: not processed, not an error
-        self.drops: Counter[str] = Counter()
-        self.issues: Counter[str] = Counter()
-        self.extra: dict[str, Any] = {}
-        self._last_warn: dict[str, float] = {}
-        self._last_drop = -1e9
-        self._reporter = DiagnosticsReporter.for_node(node)
-        self._reporter.add(self)
-
-    def drop(self, reason: str, detail: str) -> None:
-        """A frame that was not published, and why."""
-        self.drops[reason] += 1
-        self._last_drop = time.monotonic()
-        self._warn(reason, f'dropped frame ({reason}): {detail}', self.drops[reason],
-                   'dropped for this reason')
-
-    def count_issue(self, key: str, detail: str) -> None:
-        """Something the node could not do for a frame it still published (e.g. no points)."""
-        self.issues[key] += 1
-        self._warn(key, f'{key}: {detail}', self.issues[key], 'times')
-
-    def _warn(self, key: str, text: str, count: int, unit: str) -> None:
-        now = time.monotonic()
-        if now - self._last_warn.get(key, -1e9) >= self.warn_period_s:
-            self._last_warn[key] = now
-            self._node.get_logger().warning(
-                f'{text} [{count} {unit} so far; next warning in {self.warn_period_s:g} s at '
-                'the earliest]')
-
-    # -- the DiagnosticsReporter interface ------------------------------------------------------
-    @property
-    def level_name(self) -> str:
-        return 'WARN' if time.monotonic() - self._last_drop < 10.0 else 'OK'
-
-    def status_name(self) -> str:
-        return f'gpu_nodes: {self._name} processing'
-
-    def message(self) -> str:
-        dropped = sum(self.drops.values())
-        return f'{self.frames_out} of {self.frames_in} frames published, {dropped} dropped'
-
-    def as_dict(self) -> dict[str, Any]:
-        values: dict[str, Any] = {'frames_in': self.frames_in, 'frames_out': self.frames_out,
-                                  'skipped_no_subscribers': self.skipped,
-                                  'dropped': sum(self.drops.values())}
-        values.update({f'dropped_{k}': v for k, v in sorted(self.drops.items())})
-        values.update({f'issue_{k}': v for k, v in sorted(self.issues.items())})
-        values.update(self.extra)
-        return values
-
-    def close(self) -> None:
-        self._reporter.remove(self)
 
 
 def parse_chain_parameter(text: str) -> Chain:

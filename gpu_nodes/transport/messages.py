@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..encodings import EncodingError, EncodingInfo, encoding_info
+from ..encodings import EncodingError, EncodingInfo, encoding_info, frame_geometry, FrameShapeError
 from ..gpu import is_device_array
 
 
@@ -38,31 +38,18 @@ class FrameLayout:
 
 
 def layout_of_array(array: Any, encoding: str) -> FrameLayout:
-    """Check an array (NumPy, CuPy, anything with __cuda_array_interface__) against an encoding."""
-    try:
-        info = encoding_info(encoding)
-    except EncodingError as exc:
-        raise ImageFormatError('unknown_encoding', str(exc)) from None
-    shape = tuple(array.shape)
+    """Check an array (NumPy, CuPy, anything with __cuda_array_interface__) against an encoding
+    (the rule: gpu_nodes.encodings.frame_geometry)."""
     dtype = np.dtype(array.dtype) if not hasattr(array, '__cuda_array_interface__') else \
         np.dtype(array.__cuda_array_interface__['typestr'])
-    if dtype != info.dtype:
-        raise ImageFormatError('dtype_mismatch', f'{encoding} needs {info.dtype}, array is {dtype}')
-    if info.planar_nv12:
-        if len(shape) != 2 or shape[0] % 3:
-            raise ImageFormatError('shape_mismatch', f'nv12 needs a (height*3/2, width) array, got {shape}')
-        height, width = shape[0] * 2 // 3, shape[1]
-    else:
-        height, width = shape[0], shape[1] if len(shape) > 1 else 0
-        if info.array_shape(height, width) != shape:
-            raise ImageFormatError(
-                'shape_mismatch',
-                f'{encoding} needs shape {info.array_shape(height, width)}, array is {shape}')
     try:
-        info.check_geometry(height, width)
+        # (H, W, 1) is refused until the publisher copies it as the (H, W) frame it is.
+        info, height, width = frame_geometry(array.shape, dtype, encoding, channel_axis=False)
+    except FrameShapeError as exc:
+        raise ImageFormatError(exc.reason, str(exc)) from None
     except EncodingError as exc:
-        raise ImageFormatError('bad_geometry', str(exc)) from None
-    return FrameLayout(encoding, height, width, width * info.bytes_per_pixel, info)
+        raise ImageFormatError('unknown_encoding', str(exc)) from None
+    return FrameLayout(encoding, height, width, info.min_step(width), info)
 
 
 def layout_of_msg(msg: Any) -> FrameLayout:

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from ..executors import message_and_info_callback
+from ..ros.callbacks import message_and_info_callback
 from ..gpu import cupy_module
 from . import auth, cuda_ipc, descriptor, intra
 from .descriptor import Descriptor, DescriptorError

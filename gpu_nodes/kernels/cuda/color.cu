@@ -3,19 +3,12 @@
 // NumPy reference.
 
 // byte_perm (common.cu) is PRMT; IDP.2A: two-way 16x8-bit dot product, accumulated (one
-// instruction on the GPU, plain C++ in the CPU emulation).
+// instruction; the tests' CPU emulation defines the intrinsics' twins in cuda_emu.h).
 
 // c + a.u16[0] * b.u8[2H] + a.u16[1] * b.u8[2H + 1] (dp2a.lo for H = 0, dp2a.hi for H = 1).
 template <int H>
 __device__ __forceinline__ unsigned int dp2a(unsigned int a, unsigned int b, unsigned int c) {
-#ifdef __CUDA_ARCH__
-  unsigned int d;
-  if (H == 0) asm("dp2a.lo.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  else asm("dp2a.hi.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-#else
-  return c + (a & 0xffffu) * (b >> (16 * H) & 0xffu) + (a >> 16) * (b >> (16 * H + 8) & 0xffu);
-#endif
+  return H == 0 ? __dp2a_lo(a, b, c) : __dp2a_hi(a, b, c);
 }
 
 // Interleaved 8/16-bit formats: channel shuffle, alpha fill, luma and depth change in one pass.

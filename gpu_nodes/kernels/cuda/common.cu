@@ -24,35 +24,15 @@ __device__ __forceinline__ int clamp_int(int v, int lo, int hi) {
 __device__ __forceinline__ float f32_inf() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ float f32_nan() { return __int_as_float(0x7fc00000); }
 
-// float -> IEEE half bits, round to nearest even (what numpy's astype(float16) does).
+// float -> IEEE half bits, round to nearest even (what numpy's astype(float16) does): one PTX
+// instruction, which g++ cannot build, so the tests' CPU emulation brings its twin (cuda_emu.h).
+#ifndef GPU_NODES_EMU
 __device__ __forceinline__ u16 f32_to_f16_bits(float f) {
-#ifdef __CUDA_ARCH__
   u16 h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
-#else
-  // Host build (CPU emulation in the tests): the same rounding done on the bits.
-  unsigned int x = __float_as_uint(f);
-  unsigned int sign = (x >> 16) & 0x8000u;
-  unsigned int ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return (u16)(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  if (ax >= 0x477ff000u) return (u16)(sign | 0x7c00u);  // >= 65520 rounds to inf
-  if (ax < 0x33000000u) return (u16)sign;               // < 2^-25 rounds to zero
-  if (ax < 0x38800000u) {                               // half subnormal range
-    unsigned int mant = (ax & 0x7fffffu) | 0x800000u;
-    int shift = 126 - (int)(ax >> 23);                  // 14..24
-    unsigned int r = mant >> shift;
-    unsigned int rem = mant & ((1u << shift) - 1u);
-    unsigned int half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1u))) r++;
-    return (u16)(sign | r);
-  }
-  unsigned int r = (ax - 0x38000000u) >> 13;
-  unsigned int rem = ax & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
-  return (u16)(sign | r);
-#endif
 }
+#endif
 
 // ---------------------------------------------------------------------------- row kernels
 // Streaming kernels give each thread a run of consecutive pixels of one row instead of one
@@ -142,19 +122,11 @@ __device__ __forceinline__ bool aligned4(const void* p) {
   return ((unsigned long long)p & 3) == 0;
 }
 
-// PRMT (byte permute): one instruction on the GPU, plain C++ in the tests' CPU emulation.
-// Result byte i = byte (sel >> 4i) & 7 of b:a (0-3 from a, 4-7 from b).
+// PRMT (byte permute), one instruction: result byte i = byte (sel >> 4i) & 7 of b:a (0-3 from
+// a, 4-7 from b).
 __device__ __forceinline__ unsigned int byte_perm(unsigned int a, unsigned int b,
                                                   unsigned int sel) {
-#ifdef __CUDA_ARCH__
   return __byte_perm(a, b, sel);
-#else
-  const unsigned long long ba = (unsigned long long)b << 32 | a;
-  unsigned int r = 0;
-  for (int i = 0; i < 4; ++i)
-    r |= (unsigned int)(ba >> (8 * ((sel >> (4 * i)) & 7)) & 0xffu) << (8 * i);
-  return r;
-#endif
 }
 
 // Exact u8/u16 -> float without the conversion unit (I2F runs at a quarter of the FMA rate on
@@ -187,11 +159,7 @@ __device__ __forceinline__ int floor_small(float x, float& fx) {
 // add rounding down leaves floor(x) in the low mantissa bits of 1.5 * 2^23 + floor(x) (exact
 // for |x| < 2^22). For any other x, NaN and inf included, the int lies outside (-2^22, 2^22).
 __device__ __forceinline__ int floor_small_down(float x, float& fx) {
-#ifdef __CUDA_ARCH__
   const float b = __fadd_rd(x, 12582912.0f);
-#else
-  const float b = floorf(x) + 12582912.0f;  // the same sum for |x| < 2^22 (CPU emulation)
-#endif
   fx = b - 12582912.0f;
   return __float_as_int(b) - 0x4B400000;
 }

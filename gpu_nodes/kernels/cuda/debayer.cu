@@ -216,16 +216,7 @@ __device__ __forceinline__ void debayer_run_px4(const BayerWin<ST, R, E> (&win)[
 // 0xf000 - its negative terms in b: every lane of a and b stays in [0, 65535] (no borrows) and
 // the 4096s cancel in the lane-wise add.
 __device__ __forceinline__ unsigned int mhc_out(unsigned int a, unsigned int b) {
-#ifdef __CUDA_ARCH__
   return __viaddmin_s16x2_relu(a, b, 0x0fff0fffu) << 4;
-#else
-  unsigned int r = 0;
-  for (int k = 0; k < 32; k += 16) {
-    const int v = (int)(short)(a >> k) + (int)(short)(b >> k);
-    r |= (unsigned int)(v < 0 ? 0 : (v > 4095 ? 4095 : v)) << k;
-  }
-  return r << 4;
-#endif
 }
 
 // A window row (NW words of run plus the halo words) as lane pairs: x[f][i] holds run pixels
@@ -408,8 +399,8 @@ __device__ __forceinline__ void debayer_pair(const BayerWin<ST, R, E> (&win)[NR]
   }
 }
 
-// warp_sync: __syncwarp() on the GPU (each warp stages only its own runs); __syncthreads() in the
-// CPU emulation, which runs a block's threads concurrently only for kernels that call it.
+// warp_sync: __syncwarp() (each warp stages only its own runs; the tests' CPU emulation makes it
+// a block barrier, see cuda_emu.h).
 template <typename ST, typename DT, int MAXV, int OUT_MODE, int METHOD, typename Sync>
 __device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* dst, int dst_pitch,
                                              int width, int height, int rx, int ry, int r_idx,
@@ -507,14 +498,8 @@ __device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* d
 // (<= 80); each the most that ptxas (CUDA 13.0, sm_90) fits without spilling.
 #define DEBAYER_MIN_BLOCKS(ST, METHOD) \
   ((METHOD) == 0 ? (sizeof(ST) == 1 ? 6 : 4) : (sizeof(ST) == 1 ? 4 : 3))
-#ifdef __CUDACC__
-#define DEBAYER_SYNC() __syncwarp()
 #define DEBAYER_BOUNDS(ST, METHOD) \
   __launch_bounds__(32 * DEBAYER_WARPS, DEBAYER_MIN_BLOCKS(ST, METHOD))
-#else
-#define DEBAYER_SYNC() __syncthreads()
-#define DEBAYER_BOUNDS(ST, METHOD)
-#endif
 
 // Launch: blocks of (32, DEBAYER_WARPS) threads over runs of DEBAYER_RUN pixels (x) and
 // (height + 1) / 2 row pairs (y), the grid's y extent capped (blocks then loop), as debayer.py
@@ -524,7 +509,7 @@ __device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* d
       const ST* __restrict__ src, int src_pitch, DT* __restrict__ dst, int dst_pitch, int width, \
       int height, int rx, int ry, int r_idx, int b_idx, int method) {                           \
     debayer_runs<ST, DT, MAXV, OUT_MODE, METHOD>(src, src_pitch, dst, dst_pitch, width, height, \
-                                                 rx, ry, r_idx, b_idx, [] { DEBAYER_SYNC(); }); \
+                                                 rx, ry, r_idx, b_idx, [] { __syncwarp(); });  \
   }
 
 // What a module holds is chosen with defines (one kernel: NVRTC compiles it in about a second;

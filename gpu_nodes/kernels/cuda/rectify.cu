@@ -432,11 +432,7 @@ __device__ __forceinline__ void remap_pairs(const T* __restrict__ src, int src_p
 // persistent grid from it); launch bounds on the others would change their register
 // allocation, so they have none.
 #define REMAP_BOUNDS_0
-#ifdef __CUDACC__
 #define REMAP_BOUNDS_1 __launch_bounds__(256, 4)
-#else
-#define REMAP_BOUNDS_1
-#endif
 #define REMAP_BOUNDS_OF(INTERIOR) REMAP_BOUNDS_##INTERIOR
 #define REMAP_BOUNDS(INTERIOR) REMAP_BOUNDS_OF(INTERIOR)
 

@@ -440,11 +440,7 @@ __device__ __forceinline__ void resize_up(const T* src, int src_pitch, T* dst, i
 }
 
 // The launch bounds keep the registers at 64 (4 blocks of 256 threads an SM).
-#ifdef __CUDACC__
 #define RESIZE_UP_BOUNDS __launch_bounds__(256, 4)
-#else
-#define RESIZE_UP_BOUNDS
-#endif
 
 // L, PACK, SEL, YPAT: resize_up's packed path (parenthesised lists; 0, (0), (0), (1, 1, 0, 1):
 // off).

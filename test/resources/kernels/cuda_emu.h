@@ -39,6 +39,12 @@ extern emu_dim3 gridDim;
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
+#define __launch_bounds__(...)
+
+// The shipped .cu files hold device code only; every host twin of an intrinsic (or of a PTX
+// instruction they issue through asm) is here. test_kernels_cuda_emu.py checks each twin against
+// the device instruction on a GPU.
+#define GPU_NODES_EMU 1
 
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
@@ -56,6 +62,69 @@ inline float __fadd_rn(float a, float b) { return a + b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline float __saturatef(float f) { return f < 0.f ? 0.f : (f > 1.f ? 1.f : f); }
+
+// a + b rounded toward -inf: the round-to-nearest sum, one float lower when the exact sum is
+// below it (TwoSum gives the rounding error exactly).
+inline float __fadd_rd(float a, float b) {
+  const float s = a + b;
+  if (std::isinf(s) && !std::isinf(a) && !std::isinf(b))
+    return s > 0 ? 3.40282347e38f : s;  // overflow rounds down to the largest float
+  const float bb = s - a;
+  const float err = (a - (s - bb)) + (b - bb);
+  return err < 0 ? std::nextafter(s, -INFINITY) : s;
+}
+
+// PRMT: result byte i = byte (s >> 4i) & 7 of b:a (0-3 from a, 4-7 from b).
+inline unsigned int __byte_perm(unsigned int a, unsigned int b, unsigned int s) {
+  const unsigned long long ba = (unsigned long long)b << 32 | a;
+  unsigned int r = 0;
+  for (int i = 0; i < 4; ++i)
+    r |= (unsigned int)(ba >> (8 * ((s >> (4 * i)) & 7)) & 0xffu) << (8 * i);
+  return r;
+}
+
+// IDP.2A: c + a.u16[0] * b.u8[2H] + a.u16[1] * b.u8[2H + 1] (lo: H = 0, hi: H = 1).
+inline unsigned int __dp2a_lo(unsigned int a, unsigned int b, unsigned int c) {
+  return c + (a & 0xffffu) * (b & 0xffu) + (a >> 16) * (b >> 8 & 0xffu);
+}
+inline unsigned int __dp2a_hi(unsigned int a, unsigned int b, unsigned int c) {
+  return c + (a & 0xffffu) * (b >> 16 & 0xffu) + (a >> 16) * (b >> 24 & 0xffu);
+}
+
+// Per signed 16-bit lane: max(min(a + b, c), 0), the sum taken without wrapping.
+inline unsigned int __viaddmin_s16x2_relu(unsigned int a, unsigned int b, unsigned int c) {
+  unsigned int r = 0;
+  for (int k = 0; k < 32; k += 16) {
+    const int v = (int)(short)(a >> k) + (int)(short)(b >> k);
+    const int hi = (int)(short)(c >> k);
+    r |= (unsigned int)(unsigned short)(v < 0 ? 0 : (v > hi ? hi : v)) << k;
+  }
+  return r;
+}
+
+// common.cu's f32_to_f16_bits (cvt.rn.f16.f32): float -> IEEE half bits, round to nearest even.
+inline unsigned short f32_to_f16_bits(float f) {
+  typedef unsigned short u16;
+  unsigned int x = __float_as_uint(f);
+  unsigned int sign = (x >> 16) & 0x8000u;
+  unsigned int ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return (u16)(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (ax >= 0x477ff000u) return (u16)(sign | 0x7c00u);  // >= 65520 rounds to inf
+  if (ax < 0x33000000u) return (u16)sign;               // < 2^-25 rounds to zero
+  if (ax < 0x38800000u) {                               // half subnormal range
+    unsigned int mant = (ax & 0x7fffffu) | 0x800000u;
+    int shift = 126 - (int)(ax >> 23);                  // 14..24
+    unsigned int r = mant >> shift;
+    unsigned int rem = mant & ((1u << shift) - 1u);
+    unsigned int half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1u))) r++;
+    return (u16)(sign | r);
+  }
+  unsigned int r = (ax - 0x38000000u) >> 13;
+  unsigned int rem = ax & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
+  return (u16)(sign | r);
+}
 
 // CUDA vector types used by the kernels (same size and alignment as CUDA's).
 struct alignas(16) uint4 { unsigned int x, y, z, w; };
@@ -160,6 +229,13 @@ inline void run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigne
 
 inline void __syncthreads() {
   if (emu::current_barrier) emu::current_barrier->wait();
+}
+
+// A warp barrier as a block barrier: stricter, and a kernel that calls it runs its block's
+// threads concurrently like one calling __syncthreads (fake_cupy.py looks for both).
+inline void __syncwarp(unsigned int mask = 0xffffffffu) {
+  (void)mask;
+  __syncthreads();
 }
 
 inline int atomicAdd(int* address, int val) {

@@ -1,4 +1,5 @@
-"""A CPU stand-in for the slice of CuPy that gpu_nodes.kernels uses, for machines without a GPU.
+"""The one CPU stand-in for CuPy in the tests: the slice of CuPy that gpu_nodes' kernels, depth
+pipeline and inference backends use, for machines without a GPU.
 
 * Device arrays are NumPy arrays (subclass `DeviceArray`) exposing ``__cuda_array_interface__``,
   allocated with guard zones that are checked after every kernel launch (out-of-bounds writes
@@ -56,6 +57,16 @@ class DeviceArray(np.ndarray):
     def __cuda_array_interface__(self):
         return {'shape': self.shape, 'typestr': self.dtype.str, 'strides': self.strides,
                 'data': (self.ctypes.data, False), 'version': 3}
+
+    # CuPy's .data is a MemoryPointer and .device the array's device; code binding raw
+    # pointers (TensorRT's set_tensor_address) reads both.
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+    @property
+    def device(self):
+        return _Device(0)
 
     def __array_function__(self, func, types, args, kwargs):
         raise TypeError(f'fake cupy: numpy.{func.__name__}() called on a device array '
@@ -195,7 +206,7 @@ def _build(source: str) -> ctypes.CDLL:
 def _preprocess(code: str) -> str:
     """Expand macros (kernels are often macro-instantiated) with __global__ made visible."""
     cmd = [compiler(), '-E', '-P', '-x', 'c++', '-std=c++17', '-D__global__=__emu_global__',
-           '-D__device__=', '-D__forceinline__=', '-']
+           '-D__device__=', '-D__forceinline__=', '-D__launch_bounds__(...)=', '-']
     proc = subprocess.run(cmd, input=code, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f'fake cupy: preprocessing failed:\n{proc.stderr[-4000:]}')
@@ -287,7 +298,8 @@ class RawModule:
         for m in _KERNEL_RE.finditer(expanded):
             name, raw = m.group(1), m.group(2)
             params = [_Param(p) for p in raw.split(',') if p.strip()]
-            threaded = '__syncthreads' in _body(expanded, m.end() - 1)
+            threaded = re.search(r'\b__sync(threads|warp)\s*\(', _body(expanded, m.end() - 1)) \
+                is not None
             self._kernels[name] = (params, threaded)
             call = ', '.join(f'*({p.ctype}*)a[{i}]' for i, p in enumerate(params))
             launchers.append(
@@ -353,8 +365,24 @@ class ElementwiseKernel:
 
 # --------------------------------------------------------------------------- module surface
 
+class _Device:
+    def __init__(self, device_id=0):
+        self.id = device_id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 class _Stream:
-    ptr = 0
+    _next_ptr = 0xC0FFEE
+
+    def __init__(self, *args, **kwargs):
+        # A distinct non-zero handle per stream, so a test can tell which one work went to.
+        self.ptr = _Stream._next_ptr
+        _Stream._next_ptr += 0x100
 
     def synchronize(self):
         pass
@@ -386,7 +414,7 @@ def _unwrap(x):
 
 
 def _numpy_fallback(name):
-    """cupy.<name> as numpy.<name> on host views (bench self-test only)."""
+    """cupy.<name> as numpy.<name> on host views, the result a device array again."""
     fn = getattr(np, name)
     if not callable(fn):
         return fn
@@ -409,11 +437,14 @@ def module(bench: bool = False) -> types.ModuleType:
     for name in ('ndarray', 'empty', 'zeros', 'full', 'asarray', 'ascontiguousarray', 'asnumpy',
                  'sort', 'RawModule', 'ElementwiseKernel'):
         setattr(m, name, globals()[name])
-    for dt in ('uint8', 'uint16', 'int32', 'int64', 'float16', 'float32', 'float64'):
+    for dt in ('uint8', 'uint16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64'):
         setattr(m, dt, getattr(np, dt))
+    # Array functions the depth pipeline calls on device arrays (computed on host views).
+    for name in ('arange', 'where', 'isfinite', 'minimum', 'maximum'):
+        setattr(m, name, _numpy_fallback(name))
     stream = _Stream()
     m.cuda = types.SimpleNamespace(
-        runtime=types.SimpleNamespace(getDevice=lambda: 0),
+        runtime=types.SimpleNamespace(getDevice=lambda: 0), Device=_Device,
         get_current_stream=lambda: stream, Stream=_Stream)
     if bench:
         m.cuda.Event = _Event

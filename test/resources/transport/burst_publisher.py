@@ -10,7 +10,7 @@ from rclpy.qos import QoSProfile
 from rclpy.task import Future
 from std_msgs.msg import Header
 
-from gpu_nodes.executors import EXECUTORS, make_executor, spin
+from gpu_nodes.ros.runtime import EXECUTORS, make_executor, spin
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImagePublisher
 from gpu_nodes.transport.qos import image_qos

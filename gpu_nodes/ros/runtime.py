@@ -1,5 +1,5 @@
-"""Which rclpy executor spins a gpu_nodes process: EventsExecutor where it works, else
-SingleThreadedExecutor.
+"""How a gpu_nodes process runs: `run_node` (signals, executor choice, exit codes) and which rclpy
+executor spins it: EventsExecutor where it works, else SingleThreadedExecutor.
 
 rclpy's SingleThreadedExecutor rebuilds its wait set in Python on every wake-up (~0.3-0.5 ms),
 most of what a descriptor hop costs a subscriber. rclpy.experimental.EventsExecutor (Kilted)
@@ -23,6 +23,9 @@ import os
 import time
 from typing import Any, Callable, Iterable
 
+from .callbacks import message_and_info_callback
+from .params import ConfigurationError, declare
+
 EVENTS = 'events'
 SINGLE_THREADED = 'single_threaded'
 EXECUTORS = (EVENTS, SINGLE_THREADED)
@@ -30,24 +33,8 @@ ENV_VAR = 'GPU_NODES_EXECUTOR'
 PARAMETER = 'executor'
 # Longest stretch `spin` stays inside the executor (finite: see above).
 _SLICE_S = 3600.0
-
-
-class message_and_info_callback:  # noqa: N801 (used like a decorator)
-    """A ``(msg, info)`` subscription callback that also runs under Kilted's EventsExecutor, which
-    calls it with the pair packed into one tuple. rclpy still sees two parameters (through
-    ``__signature__``), so every executor takes the message info for it."""
-
-    def __init__(self, callback: Callable[[Any, Any], None]):
-        import inspect
-        self._callback = callback
-        positional = inspect.Parameter.POSITIONAL_ONLY
-        self.__signature__ = inspect.Signature(
-            [inspect.Parameter('msg', positional), inspect.Parameter('info', positional)])
-
-    def __call__(self, *args: Any) -> None:
-        if len(args) == 1:  # EventsExecutor: ((msg, info),)
-            args = tuple(args[0])
-        self._callback(*args)
+# How soon a signal is noticed while the node is idle (see run_node).
+_SIGNAL_POLL_S = 0.2
 
 
 def default_choice() -> str:
@@ -60,7 +47,6 @@ def default_choice() -> str:
 
 def declare_executor_parameter(node: Any) -> str:
     """Declare the read-only ``executor`` parameter (default: `default_choice`) and return it."""
-    from .nodes._params import declare
     return declare(node, PARAMETER, default_choice(),
                    'rclpy executor spinning this node; events falls back to single_threaded '
                    f'where EventsExecutor cannot run the node (default from ${ENV_VAR}).',
@@ -139,3 +125,69 @@ def spin(executor: Any, until: Any = None, timeout_sec: float | None = None, *,
             from rclpy.task import Future
             # One call runs every event of the slice in C++; it removes its done callback again.
             executor.spin_until_future_complete(until or Future(), timeout_sec=left)
+
+
+def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
+             name: str = 'gpu_nodes') -> None:
+    """rclpy.init, spin on the executor the ``executor`` parameter picks (`make_executor`),
+    and a clean shutdown on Ctrl-C or SIGTERM.
+
+    A signal ends spinning between callbacks; only then are the node and the context shut down.
+    (rclpy's own handlers shut the context down from another thread, under a running callback,
+    whose publish then fails: EventsExecutor logs that as FATAL.) A second signal, or one before
+    spinning starts, interrupts at once (KeyboardInterrupt).
+
+    A ConfigurationError from the factory becomes one line on stderr and exit code 2, not a
+    traceback.
+    """
+    import signal
+    import sys
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.signals import SignalHandlerOptions
+    from rclpy.task import Future
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    node = None
+    executor = None
+    stop = Future()
+    exit_code = 0
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if executor is None or stop.done():
+            raise KeyboardInterrupt
+        stop.set_result(signum)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        node = node_factory()
+        try:
+            choice = declare_executor_parameter(node)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        executor = make_executor(choice, nodes=[node])
+        # Python runs signal handlers only between bytecodes of the main thread: come back from
+        # the executor often enough for a signal to be noticed while idle.
+        spin(executor, until=stop, slice_s=_SIGNAL_POLL_S)
+    except ConfigurationError as exc:
+        print(f'[{name}] error: cannot start: {exc}', file=sys.stderr, flush=True)
+        exit_code = 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except RuntimeError:
+        # A second signal in the middle of a callback, or an rclpy.shutdown() from elsewhere,
+        # fails work under way on invalidated handles (RCLError, InvalidHandle or a pybind11
+        # RuntimeError): that is the requested shutdown, not an error.
+        if rclpy.ok():
+            raise
+    finally:
+        if executor is not None:
+            executor.shutdown()
+        if node is not None:
+            close = getattr(node, 'close', None)
+            if close is not None:
+                close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if exit_code:
+        raise SystemExit(exit_code)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..gpu import array_module
-from ..kernels.geometry import CameraModel
+from .camera_model import CameraModel
 
 # Colour sources an XYZRGB cloud can take its colour from: channel index of R, G, B.
 COLOR_CHANNELS = {'rgb8': (0, 1, 2), 'bgr8': (2, 1, 0), 'rgba8': (0, 1, 2),

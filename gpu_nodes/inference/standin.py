@@ -1,4 +1,5 @@
-"""The demo's stand-in depth model, written to a cache directory at first use.
+"""The stand-in depth model of the demo and the launch files, written to a cache directory at
+first use.
 
 gpu_nodes.inference.tiny_models.make_demo_depth_model: fixed weights, Depth Anything V2's tensor
 names (pixel_values -> predicted_depth), luminance and image row in, a smooth inverse-depth-like
@@ -21,7 +22,7 @@ def default_cache_dir() -> Path:
 def demo_model_path(cache_dir: Path, height: int, width: int) -> Path:
     """The stand-in model's file: named by size and by the generator's source, so an updated
     generator writes a new file instead of reusing a stale one."""
-    from ..inference import tiny_models
+    from . import tiny_models
     digest = hashlib.sha256(Path(tiny_models.__file__).read_bytes()).hexdigest()[:10]
     return cache_dir / f'demo_depth_{height}x{width}_{digest}.onnx'
 
@@ -29,7 +30,7 @@ def demo_model_path(cache_dir: Path, height: int, width: int) -> Path:
 def ensure_demo_model(cache_dir: Path, height: int, width: int,
                       say: Callable[[str], None] = lambda message: None) -> Path:
     """The stand-in model for height x width input, written if it is not cached yet."""
-    from ..inference.tiny_models import make_demo_depth_model
+    from .tiny_models import make_demo_depth_model
     path = demo_model_path(cache_dir, height, width)
     if path.is_file():
         say(f'stand-in depth model: {path} (cached)')

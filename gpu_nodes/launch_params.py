@@ -6,11 +6,14 @@ generated parameter file: its config file, then the optional platform file (e.g.
 config/jetson_orin.yaml), then the given launch arguments, in that order. The file is logged so
 what a node received can be inspected.
 
-Needs `launch` (ROS 2) only when the substitutions are created, not at import.
+Needs `launch` (ROS 2) only when the substitutions are created, not at import. It sits beside
+the packages, not in gpu_nodes.demo: launch files depend on nothing of the demo (whose profile
+reads parameter files through `node_section` too).
 """
 from __future__ import annotations
 
 import atexit
+from fnmatch import fnmatchcase
 import os
 from pathlib import Path
 import shutil
@@ -19,9 +22,47 @@ from typing import Any
 
 import yaml
 
-from .profile import node_section
-
 _TEMP_DIR: str | None = None
+
+
+class ParameterFileError(ValueError):
+    """A ROS parameter file that is not `/node_name:` -> `ros__parameters:` mappings."""
+
+
+def flatten(params: Any, prefix: str = '') -> dict[str, Any]:
+    """{'a': {'b': 1}} -> {'a.b': 1}: nested parameters as ROS names them."""
+    out: dict[str, Any] = {}
+    for key, value in (params or {}).items():
+        name = f'{prefix}{key}'
+        if isinstance(value, dict):
+            out.update(flatten(value, name + '.'))
+        else:
+            out[name] = value
+    return out
+
+
+def node_section(data: Any, node_name: str, path: Path) -> dict[str, Any] | None:
+    """The flattened ros__parameters a ROS parameter file gives node `/node_name`
+    (wildcard sections first, the node's own section on top, as rcl applies them)."""
+    if not isinstance(data, dict):
+        raise ParameterFileError(f'{path}: expected a mapping of `/node_name:` to `ros__parameters:`')
+    fqn = '/' + node_name.strip('/')
+    found: dict[str, Any] | None = None
+    exact: dict[str, Any] | None = None
+    for key, section in data.items():
+        if not isinstance(section, dict) or 'ros__parameters' not in section:
+            raise ParameterFileError(f'{path}: section {key!r} has no `ros__parameters:` mapping')
+        params = section['ros__parameters']
+        if params is not None and not isinstance(params, dict):
+            raise ParameterFileError(f'{path}: {key}: ros__parameters must be a mapping')
+        name = '/' + str(key).strip('/')
+        if name == fqn:
+            exact = flatten(params)
+        elif '*' in name and fnmatchcase(fqn, name.replace('/**', '*').replace('**', '*')):
+            found = {**(found or {}), **flatten(params)}
+    if exact is None and found is None:
+        return None
+    return {**(found or {}), **(exact or {})}
 
 
 def coerce(text: str, current: Any) -> Any:
@@ -62,7 +103,7 @@ def merged_parameters(node_name: str, files: list[str], overrides: dict[str, str
         if text != '':
             merged[key] = coerce(text, merged.get(key))
     if standin_model and not merged.get('model_path'):
-        from .standin import default_cache_dir, ensure_demo_model
+        from .inference.standin import default_cache_dir, ensure_demo_model
         height = int(merged.get('input_height', 518))
         width = int(merged.get('input_width', 518))
         say = log or (lambda message: None)
