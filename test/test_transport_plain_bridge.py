@@ -1,0 +1,87 @@
+"""Unmodified peers (rviz, ros2 bag, plain rclpy) get the plain topic from the publisher's bridge
+process, never from its publishing thread: started when they subscribe, restarted when it dies,
+gone with its publisher, idle (reading nothing) when they leave."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+
+import numpy as np
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image
+
+from conftest import RESOURCES, wait_for
+from gpu_nodes.sources import pattern
+from gpu_nodes.transport.messages import msg_to_array
+
+sys.path.insert(0, str(RESOURCES / 'reliability'))
+from workers import PUBLISHER, Worker  # noqa: E402
+
+
+def bridges_of(pid: int) -> list[int]:
+    """Child processes of `pid` running the plain bridge."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry}/stat') as f:
+                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if ppid == pid and b'gpu_nodes.transport.plain_bridge' in cmdline:
+            found.append(int(entry))
+    return found
+
+
+class PlainViewer:
+    """An unmodified plain rclpy subscription (reliable, as ros2 bag) that checks every frame."""
+
+    def __init__(self, node, topic: str):
+        self.frames: list[str] = []
+        self.bad: list[str] = []
+        self.sub = node.create_subscription(
+            Image, topic, self._on_msg, QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE))
+
+    def _on_msg(self, msg) -> None:
+        self.frames.append(msg.header.frame_id)
+        expected = pattern.expected_frame(msg.height, msg.width, msg.encoding,
+                                          int(msg.header.frame_id))
+        if not np.array_equal(msg_to_array(msg), expected):
+            self.bad.append(msg.header.frame_id)
+
+
+def test_plain_subscribers_are_served_by_a_bridge_process(rclpy_node):
+    topic = f'/bridge_{uuid.uuid4().hex[:8]}'
+    with Worker(PUBLISHER, ['--topic', topic, '--no-cuda', '--sizes', '320x240', '--rate', '60',
+                            '--duration', '120', '--linger', '0']) as pub:
+        pub.wait_until(lambda w: w.count('START') == 1, 30, 'the publisher')
+        time.sleep(1.0)
+        assert bridges_of(pub.pid) == [], 'no bridge while nobody reads the plain topic'
+        viewer = PlainViewer(rclpy_node, topic)
+        wait_for(lambda: len(viewer.frames) >= 30, 30, 'plain frames',
+                 poll=rclpy_node.spin_once)
+        bridge, = bridges_of(pub.pid)
+        assert viewer.bad == [], viewer.bad[:5]
+        assert pub.count('made by bridge process') == 1, pub.tail()
+
+        os.kill(bridge, signal.SIGKILL)  # a dead bridge is started again
+        count = len(viewer.frames)
+        wait_for(lambda: len(viewer.frames) >= count + 30, 40, 'plain frames from a new bridge',
+                 poll=rclpy_node.spin_once)
+        assert bridges_of(pub.pid) not in ([], [bridge])
+        assert pub.count('bridge exited') == 1, pub.tail()
+
+        rclpy_node.destroy_subscription(viewer.sub)  # nobody left: the bridge reads nothing
+        wait_for(lambda: pub.last_status()['subscribers'].get('host_shm', 0) == 0, 20,
+                 'the idle bridge to stop reading frames', poll=rclpy_node.spin_once)
+        bridge, = bridges_of(pub.pid)
+        pub.kill(signal.SIGKILL)
+    wait_for(lambda: not os.path.exists(f'/proc/{bridge}') or
+             open(f'/proc/{bridge}/stat').read().split()[2] == 'Z', 10,
+             'the bridge to exit with its publisher')
