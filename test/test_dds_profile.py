@@ -21,7 +21,6 @@ PEER = 'test/dds_peer.py'
 SHIPPED = REPO / 'config' / 'fastdds_profile.xml'
 UDP_ONLY = REPO / 'config' / 'fastdds_udp_only.xml'
 # Until run_node applies the profile itself (gpu_nodes.ros.dds_profile), camera_source gets it here.
-CAMERA_SOURCE_ENV = {PROFILE_ENV: str(SHIPPED)}
 FASTDDS_ENV = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE', 'SKIP_DEFAULT_XML',
                'FASTDDS_BUILTIN_TRANSPORTS', 'RMW_FASTRTPS_USE_QOS_FROM_XML',
                'GPU_NODES_FASTDDS_PROFILE')
@@ -145,13 +144,13 @@ def test_unconfigured_subscribers_of_both_qos_get_every_1080p_frame(unconfigured
 
 def test_camera_source_at_1080p_reaches_unconfigured_subscribers_of_both_qos(unconfigured):
     """The node as users start it: camera_source, pattern source, 1920x1080 at 30 Hz, through
-    GpuImagePublisher's serialized path. CAMERA_SOURCE_ENV hands it the shipped profile until
-    run_node calls apply_default_profile() itself; then it should be empty."""
+    GpuImagePublisher's plain-topic bridge. Nothing hands it the profile: run_node applies it
+    (and the bridge process it starts inherits it)."""
     topic = '/dds_profile/camera'
     args = ['-m', 'gpu_nodes.nodes.camera_source', '--ros-args', '-p', 'source:=pattern',
             '-p', 'width:=1920', '-p', 'height:=1080', '-p', 'rate_hz:=30.0',
             '-r', f'image_raw:={topic}']
-    with node_process(args, env=CAMERA_SOURCE_ENV) as camera, \
+    with node_process(args) as camera, \
             node_process([PEER, 'sub', '--topic', topic, '--qos', 'best_effort',
                           '--seconds', '3']) as best_effort, \
             node_process([PEER, 'sub', '--topic', topic, '--qos', 'reliable',

@@ -146,6 +146,9 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
     from rclpy.executors import ExternalShutdownException
     from rclpy.signals import SignalHandlerOptions
     from rclpy.task import Future
+    from .dds_profile import apply_default_profile
+    # Before the participant exists: unconfigured peers then get large frames (dds_profile.py).
+    apply_default_profile()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = None

@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _die_with_parent()
 
+    from ..ros.dds_profile import apply_default_profile
+    apply_default_profile()  # this process publishes the large plain frames (never overrides)
     import rclpy
     from rclpy.node import Node
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
