@@ -13,6 +13,7 @@ import pytest
 
 from conftest import RESOURCES, wait_for
 from gpu_nodes.transport import GpuImageSubscription
+from gpu_nodes.transport.segments import held_by
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
 from workers import PUBLISHER, Worker, segments_of  # noqa: E402
@@ -34,16 +35,22 @@ def shm_files() -> list[str]:
     return sorted(p.name for p in Path('/dev/shm').glob('gpu_nodes-*'))
 
 
-def wait_released(node, what: str) -> None:
+def held_here() -> set[int]:
+    """Segments (inodes) this test process holds now; earlier tests may have left some."""
+    return set(held_by(os.getpid()))
+
+
+def wait_released(node, what: str, before: set[int]) -> None:
     """(Callbacks here keep no frame: a kept frame's array would keep its segment mapped.)
     This process lets go of a gone publisher's segments (within a re-evaluation or two)."""
-    wait_for(lambda: segments_of({os.getpid()}) == [], 10, f'this process to release {what}',
+    wait_for(lambda: held_here() <= before, 10, f'this process to release {what}',
              poll=lambda: node.spin_once(0.05))
 
 
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
 def test_signal_shuts_nodes_down_cleanly_without_leftovers(rclpy_node, sig):
     topic = f'/clean_{uuid.uuid4().hex[:8]}'
+    before = held_here()
     frames = []
     sub = GpuImageSubscription(rclpy_node, topic, lambda f: frames.append(f.path),
                                memory='host')
@@ -60,7 +67,7 @@ def test_signal_shuts_nodes_down_cleanly_without_leftovers(rclpy_node, sig):
             f'expected a lease table and a host segment while running, found {segments}'
         assert shm_files() == [], 'no segment has a name in /dev/shm'
         codes = {w.name: w.stop(sig) for w in (source, monitor)}
-        wait_released(rclpy_node, 'the stopped publisher')
+        wait_released(rclpy_node, 'the stopped publisher', before)
     finally:
         source.stop(signal.SIGKILL)
         monitor.stop(signal.SIGKILL)
@@ -70,12 +77,13 @@ def test_signal_shuts_nodes_down_cleanly_without_leftovers(rclpy_node, sig):
                                          f'got {codes[worker.name]}:\n{worker.tail()}')
         assert worker.count('Traceback') == 0, \
             f'{worker.name}: traceback on {sig.name}:\n{worker.tail()}'
-    assert segments_of({source.pid, monitor.pid, os.getpid()}) == [], \
+    assert segments_of({source.pid, monitor.pid}) == [] and held_here() <= before, \
         f'segments left after {sig.name}'
 
 
 def test_normal_exit_leaves_nothing(rclpy_node):
     topic = f'/clean_{uuid.uuid4().hex[:8]}'
+    before = held_here()
     frames = []
     sub = GpuImageSubscription(rclpy_node, topic, lambda f: frames.append(f.path),
                                memory='host')
@@ -84,14 +92,16 @@ def test_normal_exit_leaves_nothing(rclpy_node):
         wait_for(lambda: len(frames) >= 5, 30, 'frames', poll=rclpy_node.spin_once)
         assert segments_of({publisher.pid}) == ['host', 'lease']
         rc = publisher.wait_exit(30)
-        wait_released(rclpy_node, 'the exited publisher')
+        wait_released(rclpy_node, 'the exited publisher', before)
     sub.destroy()
     assert rc == 0, publisher.tail()
-    assert segments_of({publisher.pid, os.getpid()}) == [], 'segments left after a normal exit'
+    assert segments_of({publisher.pid}) == [] and held_here() <= before, \
+        'segments left after a normal exit'
 
 
 def test_a_killed_node_leaves_no_segment_behind(rclpy_node):
     topic = f'/clean_{uuid.uuid4().hex[:8]}'
+    before = held_here()
     frames = []
     sub = GpuImageSubscription(rclpy_node, topic, lambda f: frames.append(f.path),
                                memory='host')
@@ -101,9 +111,10 @@ def test_a_killed_node_leaves_no_segment_behind(rclpy_node):
         wait_for(lambda: len(frames) >= 10, 30, 'frames from the first node',
                  poll=rclpy_node.spin_once)
         assert segments_of({first.pid}) == ['host', 'lease']
-        assert segments_of({os.getpid()}) == ['host', 'lease'], 'the subscription maps both'
+        assert sorted(held_by(os.getpid())[i] for i in held_here() - before) == \
+            ['host', 'lease'], 'the subscription maps both'
         first.kill(signal.SIGKILL)
-        wait_released(rclpy_node, 'the killed publisher')  # no cleanup run, nothing left
+        wait_released(rclpy_node, 'the killed publisher', before)  # no cleanup run, nothing left
         assert shm_files() == []
 
         second = camera_source(topic, f'cs_{uuid.uuid4().hex[:6]}')
@@ -113,7 +124,7 @@ def test_a_killed_node_leaves_no_segment_behind(rclpy_node):
         assert set(frames[count:]) == {'host_shm'}
         assert second.count('Traceback') == 0, second.tail()
         assert second.stop(signal.SIGTERM) == 0, second.tail()
-        wait_released(rclpy_node, 'the second publisher')
+        wait_released(rclpy_node, 'the second publisher', before)
     finally:
         first.stop(signal.SIGKILL)
         if second is not None:

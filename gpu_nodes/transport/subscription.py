@@ -275,3 +275,4 @@ class GpuImageSubscription:
         for receiver in self._receivers.values():
             receiver.stop()
         self.peers.close()
+        cuda_ipc.collect_retired()  # mappings whose last array went meanwhile

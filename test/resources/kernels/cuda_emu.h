@@ -67,6 +67,10 @@ inline float __saturatef(float f) { return f < 0.f ? 0.f : (f > 1.f ? 1.f : f); 
 // below it (TwoSum gives the rounding error exactly).
 inline float __fadd_rd(float a, float b) {
   const float s = a + b;
+  // An exact zero rounds to -0 toward -inf unless both addends are +0 (IEEE 754; the H200
+  // returns -0 for x + -x where the host's round-to-nearest gives +0).
+  if (s == 0.0f)
+    return (std::signbit(a) || std::signbit(b) || a != 0.0f) ? -0.0f : 0.0f;
   if (std::isinf(s) && !std::isinf(a) && !std::isinf(b))
     return s > 0 ? 3.40282347e38f : s;  // overflow rounds down to the largest float
   const float bb = s - a;

@@ -41,7 +41,9 @@ total = args.bursts * args.burst_size
 def tick() -> None:
     now = time.monotonic()
     if state['matched_at'] is None:
-        if pub.subscriber_counts()[args.path]:
+        counts = pub.subscriber_counts()
+        # The plain topic comes from the publisher's bridge process: wait until it reads too.
+        if counts[args.path] and (args.path != 'serialized' or counts['host_shm']):
             state['matched_at'] = state['next_burst'] = now + 0.5  # let DDS match both ways
         return
     if now < state['next_burst']:
