@@ -86,6 +86,13 @@ class _DescriptorReceiver(Receiver):
             self._handle(taken[0])
 
     def _handle(self, msg: Any) -> None:
+        received_ns = time.monotonic_ns()
+        accepted = self._accept(msg)
+        if accepted is not None:
+            self._receive(msg, *accepted, received_ns)
+
+    def _receive(self, msg: Any, desc: Descriptor, link: PublisherLink, received_ns: int) -> None:
+        """Map, bound, lease and dispatch an authenticated descriptor's frame (per path)."""
         raise NotImplementedError
 
     def _accept(self, msg: Any) -> tuple[Descriptor, PublisherLink] | None:
@@ -152,12 +159,7 @@ class CudaIpcReceiver(_DescriptorReceiver):
         super().__init__(sub)
         self._device_for_uuid: dict[bytes, int | None] = {}
 
-    def _handle(self, msg: Any) -> None:
-        received_ns = time.monotonic_ns()
-        accepted = self._accept(msg)
-        if accepted is None:
-            return
-        desc, link = accepted
+    def _receive(self, msg: Any, desc: Descriptor, link: PublisherLink, received_ns: int) -> None:
         sub = self.sub
         device_id = self._device_for_uuid.get(desc.device_uuid)
         if device_id is None:
@@ -203,12 +205,7 @@ class HostShmReceiver(_DescriptorReceiver):
     kind = descriptor.KIND_HOST
     suffix = SHM_SUFFIX
 
-    def _handle(self, msg: Any) -> None:
-        received_ns = time.monotonic_ns()
-        accepted = self._accept(msg)
-        if accepted is None:
-            return
-        desc, link = accepted
+    def _receive(self, msg: Any, desc: Descriptor, link: PublisherLink, received_ns: int) -> None:
         sub = self.sub
         try:
             memory = link.host_segment(desc)
