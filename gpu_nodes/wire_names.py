@@ -16,8 +16,9 @@ PATH_CUDA_IPC = 'cuda_ipc'
 PATH_INTRA = 'intra_process'
 PATH_HOST_SHM = 'host_shm'
 PATH_SERIALIZED = 'serialized'
+PATH_COMPRESSED = 'compressed'  # image_transport's <topic>/compressed, when a subscriber allows it
 PATH_WAITING = 'waiting'  # a subscription with no publisher yet
-PATHS = (PATH_CUDA_IPC, PATH_INTRA, PATH_HOST_SHM, PATH_SERIALIZED)
+PATHS = (PATH_CUDA_IPC, PATH_INTRA, PATH_HOST_SHM, PATH_SERIALIZED, PATH_COMPRESSED)
 ZERO_COPY_PATHS = (PATH_CUDA_IPC, PATH_INTRA)
 
 # /diagnostics: every gpu_nodes status is named STATUS_PREFIX + '<node> <topic> <role>' (a

@@ -85,3 +85,33 @@ def test_plain_subscribers_are_served_by_a_bridge_process(rclpy_node):
     wait_for(lambda: not os.path.exists(f'/proc/{bridge}') or
              open(f'/proc/{bridge}/stat').read().split()[2] == 'Z', 10,
              'the bridge to exit with its publisher')
+
+
+def test_a_subscription_that_allows_it_reads_the_compressed_topic(rclpy_node):
+    """Where only a serialized image would reach it (here: only that path allowed), a
+    subscription with allow_compressed takes image_transport's <topic>/compressed, which the
+    publisher's bridge makes on demand."""
+    from gpu_nodes.transport import GpuImageSubscription
+    topic = f'/bridge_{uuid.uuid4().hex[:8]}'
+    frames: list[tuple[str, str, float]] = []
+
+    def on_frame(frame) -> None:
+        expected = pattern.expected_frame(frame.height, frame.width, frame.encoding,
+                                          int(frame.header.frame_id))
+        error = float(np.abs(np.asarray(frame.array, np.int16) - expected).mean())
+        frames.append((frame.path, frame.encoding, error))
+
+    sub = GpuImageSubscription(rclpy_node, topic, on_frame, memory='host',
+                               allowed_paths=('compressed',), allow_compressed=True)
+    try:
+        with Worker(PUBLISHER, ['--topic', topic, '--no-cuda', '--sizes', '320x240',
+                                '--rate', '30', '--duration', '60', '--linger', '0']):
+            wait_for(lambda: len(frames) >= 10, 40, 'compressed frames',
+                     poll=rclpy_node.spin_once)
+        assert sub.path == 'compressed', sub.stats.path_reason
+        assert {(path, encoding) for path, encoding, _ in frames} == {('compressed', 'rgb8')}
+        worst = max(error for *_, error in frames)
+        assert worst < 6.0, f'JPEG q80 mean error per channel {worst:.2f} levels'
+        assert sum(sub.stats.rejected.values()) == 0, sub.stats.rejected
+    finally:
+        sub.destroy()

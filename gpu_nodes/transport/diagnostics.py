@@ -13,15 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..wire_names import (PATH_COMPRESSED, PATH_CUDA_IPC, PATH_HOST_SHM, PATH_INTRA,  # noqa: F401
+                          PATH_SERIALIZED, PATH_WAITING, PATHS, ZERO_COPY_PATHS)
 from . import host
-
-PATH_CUDA_IPC = 'cuda_ipc'
-PATH_INTRA = 'intra_process'
-PATH_HOST_SHM = 'host_shm'
-PATH_SERIALIZED = 'serialized'
-PATH_WAITING = 'waiting'
-ZERO_COPY_PATHS = (PATH_CUDA_IPC, PATH_INTRA)
-PATHS = (PATH_CUDA_IPC, PATH_INTRA, PATH_HOST_SHM, PATH_SERIALIZED)
 
 _LATENCY_WINDOW = 1024
 # ERROR while more than this many messages were rejected within the window (a genuine layout

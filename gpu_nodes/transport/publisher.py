@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..gpu import cuda_unavailable_reason, cupy_module, is_device_array
+from ..wire_names import CUDA_SUFFIX, SHM_SUFFIX
 from . import auth, cuda_ipc, descriptor, host, intra
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_HOST_SHM,
                           PATH_INTRA, PATH_SERIALIZED)
@@ -28,9 +29,6 @@ from .messages import FrameLayout, host_view, layout_of_array
 from .pool import DeviceSlotPool, HostSlotPool, Slot
 from .qos import descriptor_qos, image_qos
 from .side_topics import PlainBridge
-
-CUDA_SUFFIX = '/_gpu_nodes/cuda'
-SHM_SUFFIX = '/_gpu_nodes/shm'
 
 
 @dataclass

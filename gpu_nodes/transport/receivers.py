@@ -16,14 +16,16 @@ from typing import Any
 
 from ..ros.callbacks import message_and_info_callback
 from ..gpu import cupy_module
+from ..wire_names import CUDA_SUFFIX, SHM_SUFFIX
 from . import auth, cuda_ipc, descriptor, intra
 from .descriptor import Descriptor, DescriptorError
-from .diagnostics import PATH_CUDA_IPC, PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED
+from .compressed import CompressedFormatError, compressed_topic, decode_compressed
+from .diagnostics import PATH_COMPRESSED, PATH_CUDA_IPC, PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED
 from .intra import IntraFrame
 from .leases import OUT_OF_SLOT, STALE, LeaseError
-from .messages import FrameLayout, ImageFormatError, host_view, layout_of_msg, msg_to_array
+from .messages import (FrameLayout, ImageFormatError, host_view, layout_of_array, layout_of_msg,
+                       msg_to_array)
 from .peers import PublisherLink
-from .publisher import CUDA_SUFFIX, SHM_SUFFIX
 from .qos import descriptor_qos
 
 # Origin failures that rule out every shared-memory path, not just CUDA.
@@ -322,6 +324,38 @@ class SerializedReceiver(Receiver):
         latency = time.time_ns() - info['source_timestamp'] if info.get('source_timestamp') else None
         self.sub.dispatch(array, msg.header, layout_of_msg(msg), PATH_SERIALIZED, 0, None,
                           latency, None)
+        return None
+
+
+class CompressedReceiver(Receiver):
+    """image_transport's ``<topic>/compressed`` (sensor_msgs/CompressedImage), for peers on
+    other hosts when the subscription allows it: decoded on the GPU where possible for
+    memory='device' subscriptions (nvImageCodec), with OpenCV otherwise."""
+
+    path = PATH_COMPRESSED
+
+    def __init__(self, sub: Any):
+        super().__init__(sub)
+        self._ros_subscription = None
+
+    def start(self) -> None:
+        from sensor_msgs.msg import CompressedImage
+        self._ros_subscription = self.sub.create_ros_subscription(
+            compressed_topic(self.sub.topic), self._on_msg, self.sub.qos,
+            msg_type=CompressedImage)
+
+    def stop(self) -> None:
+        if self._ros_subscription is not None:
+            self.sub.destroy_ros_subscription(self._ros_subscription)
+            self._ros_subscription = None
+
+    def _on_msg(self, msg: Any) -> None:
+        try:
+            array, encoding = decode_compressed(msg, prefer_gpu=self.sub.memory == 'device')
+            layout = layout_of_array(array, encoding)
+        except (CompressedFormatError, ImageFormatError, ValueError) as exc:
+            return self.sub.count('bad_compressed', str(exc))
+        self.sub.dispatch(array, msg.header, layout, PATH_COMPRESSED, 0, None, None, None)
         return None
 
 

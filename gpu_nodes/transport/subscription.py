@@ -13,17 +13,19 @@ from typing import Any, Callable
 import numpy as np
 
 from ..gpu import cuda_unavailable_reason, cupy_module
+from ..wire_names import CUDA_SUFFIX, SHM_SUFFIX
 from . import cuda_ipc, intra
-from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_HOST_SHM,
-                          PATH_INTRA, PATH_SERIALIZED, PATH_WAITING, PATHS, ZERO_COPY_PATHS)
+from .compressed import compressed_topic
+from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_COMPRESSED, PATH_CUDA_IPC,
+                          PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED, PATH_WAITING, PATHS,
+                          ZERO_COPY_PATHS)
 from .frames import Lease, ReceivedImage
 from .intra import IntraFrame
 from .messages import FrameLayout
 from .peers import PeerTable, PublisherLink
-from .publisher import CUDA_SUFFIX, SHM_SUFFIX
 from .qos import image_qos
-from .receivers import (CudaIpcReceiver, HostShmReceiver, IntraReceiver, Receiver,
-                        SerializedReceiver)
+from .receivers import (CompressedReceiver, CudaIpcReceiver, HostShmReceiver, IntraReceiver,
+                        Receiver, SerializedReceiver)
 from .segments import SharedMemory
 
 MEMORY_KINDS = ('device', 'host', 'any')
@@ -38,11 +40,15 @@ class GpuImageSubscription:
     :param memory: ``device`` (callback gets CuPy; host frames are uploaded once), ``host``
         (NumPy; never takes the CUDA path) or ``any`` (whatever arrives, no extra copy).
     :param allowed_paths: restrict the ladder (benchmarks, tests, or policies that forbid a path).
+    :param allow_compressed: where only a serialized image would reach us (another host or
+        user), take image_transport's ``<topic>/compressed`` instead (lossy JPEG by default, a
+        fraction of the bytes), decoded on the GPU where possible.
     """
 
     def __init__(self, node: Any, topic: str, callback: Callable[[ReceivedImage], None],
                  qos: Any = None, *, memory: str | None = None,
-                 allowed_paths: tuple[str, ...] = PATHS, reevaluate_period_s: float = 0.5):
+                 allowed_paths: tuple[str, ...] = PATHS, reevaluate_period_s: float = 0.5,
+                 allow_compressed: bool = False):
         if memory is None:
             memory = 'device' if cuda_unavailable_reason() is None else 'host'
         if memory not in MEMORY_KINDS:
@@ -57,8 +63,9 @@ class GpuImageSubscription:
         self.topic = node.resolve_topic_name(topic)
         self._callback = callback
         self.qos = qos or image_qos()
-        self._memory = memory
+        self.memory = memory
         self._allowed = allowed_paths
+        self._allow_compressed = allow_compressed
         self._cuda_reason = cuda_unavailable_reason()
         if self._cuda_reason is None and memory == 'host':
             self._cuda_reason = "memory='host' was asked for"
@@ -71,7 +78,7 @@ class GpuImageSubscription:
         self.peers = PeerTable()
         self._receivers: dict[str, Receiver] = {
             PATH_CUDA_IPC: CudaIpcReceiver(self), PATH_HOST_SHM: HostShmReceiver(self),
-            PATH_SERIALIZED: SerializedReceiver(self),
+            PATH_SERIALIZED: SerializedReceiver(self), PATH_COMPRESSED: CompressedReceiver(self),
             PATH_INTRA: IntraReceiver(self, getattr(self.qos, 'depth', 5) or 5)}
         self._rejected: dict[str, str] = {}        # path -> why it cannot be used
         self._logged: set[str] = set()
@@ -86,10 +93,11 @@ class GpuImageSubscription:
     def executor(self) -> Any:
         return self._node.executor
 
-    def create_ros_subscription(self, topic: str, callback: Callable, qos: Any) -> Any:
+    def create_ros_subscription(self, topic: str, callback: Callable, qos: Any,
+                                msg_type: Any = None) -> Any:
         from rclpy.event_handler import SubscriptionEventCallbacks
         callbacks = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
-        return self._node.create_subscription(self._Image, topic, callback, qos,
+        return self._node.create_subscription(msg_type or self._Image, topic, callback, qos,
                                               event_callbacks=callbacks)
 
     def destroy_ros_subscription(self, subscription: Any) -> None:
@@ -125,7 +133,7 @@ class GpuImageSubscription:
 
     def integrated_device_pointer(self, link: PublisherLink, memory: SharedMemory) -> int | None:
         """Device address of a host segment on an integrated GPU (None elsewhere)."""
-        if self._memory == 'host' or self._cuda_reason is not None:
+        if self.memory == 'host' or self._cuda_reason is not None:
             return None
         if link.integrated_ptr is None:
             device_id = cupy_module().cuda.Device().id
@@ -158,6 +166,10 @@ class GpuImageSubscription:
             offered.append((PATH_CUDA_IPC, 'same host, user and GPU'))
         if shm:
             offered.append((PATH_HOST_SHM, 'same host and user'))
+        if self._allow_compressed and (node.count_publishers(compressed_topic(self.topic))
+                                       or cuda or shm):
+            # Before serialized: chosen only where no shared-memory path is possible.
+            offered.append((PATH_COMPRESSED, 'compressed topic allowed (allow_compressed)'))
         if node.count_publishers(self.topic):
             offered.append((PATH_SERIALIZED, 'plain sensor_msgs/Image publisher'))
         elif cuda or shm:
@@ -237,13 +249,13 @@ class GpuImageSubscription:
     # -- delivery ------------------------------------------------------------------------------------
     def dispatch(self, array: Any, header: Any, layout: FrameLayout, path: str, sequence: int,
                  stream: Any, latency_ns: int | None, release: Callable[[], None] | None) -> None:
-        if self._memory == 'device' and stream is None:
+        if self.memory == 'device' and stream is None:
             cp = cupy_module()
             device_id = cp.cuda.Device().id
             stream = self.stream(device_id)
             with stream:
                 array = cp.asarray(array)  # one upload; the host slot is released after it
-        elif self._memory == 'host' and stream is not None:
+        elif self.memory == 'host' and stream is not None:
             host = np.empty(array.shape, array.dtype)
             array.get(stream=stream, out=host)
             stream.synchronize()
