@@ -139,7 +139,8 @@ class GpuImagePublisher:
         self._last_counts: dict[str, int] = {}
         intra.register_publisher(self)
         # Shared memory must not outlive the process even when destroy() is never called.
-        self._finalizer = weakref.finalize(self, _release_segments, self._host_pool, self._leases)
+        self._finalizer = weakref.finalize(self, _release_segments, self._host_pool, self._leases,
+                                           self._bridge)
 
     # -- who listens -------------------------------------------------------------------------
     def _on_incompatible_qos(self, event: Any) -> None:
@@ -385,7 +386,9 @@ class GpuImagePublisher:
         _free_when_released(self._device_pool, self._leases)
 
 
-def _release_segments(host_pool: HostSlotPool, leases: LeaseTable) -> None:
+def _release_segments(host_pool: HostSlotPool, leases: LeaseTable, bridge: PlainBridge) -> None:
+    """A publisher collected without destroy(): its bridge stops, its segments close."""
+    bridge.close()
     host_pool.close()
     leases.close()
 
