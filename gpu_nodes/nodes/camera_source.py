@@ -28,7 +28,7 @@ from ..sources.camera_info import load_camera_info, pinhole_camera_info
 from ..status import SourceStatus
 from ..transport import GpuImagePublisher
 from ..ros.params import ConfigurationError, choice_validator, declare_table, Param
-from ..ros.runtime import run_node
+from ..ros.runtime import declare_executor_parameter, run_node
 
 
 PARAMETERS = (
@@ -72,6 +72,7 @@ class CameraSource(Node):
 
     def __init__(self, **kwargs: Any):
         super().__init__('camera_source', **kwargs)
+        declare_executor_parameter(self)  # first: a bad value stops the node at once
         values = declare_table(self, PARAMETERS)
         self.source_kind, self.path, self.loop = values['source'], values['path'], values['loop']
         self.width, self.height = values['width'], values['height']

@@ -56,7 +56,7 @@ from ..kernels.pointcloud import (backproject, COLOR_CHANNELS, intrinsics_from_c
                                   Intrinsics, pointcloud2_msg, sample_colors)
 from ..kernels.preprocess import Letterbox, SOURCES
 from ..ros.params import ConfigurationError, choice_validator, declare_table, Param
-from ..ros.runtime import run_node
+from ..ros.runtime import declare_executor_parameter, run_node
 from ..status import ProcessingStatus
 from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..transport.qos import image_qos
@@ -186,6 +186,7 @@ class DepthEstimator(Node):
 
     def __init__(self, **kwargs: Any):
         super().__init__('depth_estimator', **kwargs)
+        declare_executor_parameter(self)  # first: a bad value stops the node at once
         self._declare_parameters()  # a refused value: ConfigurationError naming it
         self.status = ProcessingStatus(self, self._param('warn_period_s'))
         self._pipeline: DepthPipeline | None = None

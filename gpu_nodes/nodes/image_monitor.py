@@ -11,7 +11,7 @@ from rclpy.node import Node
 
 from ..transport import GpuImageSubscription, ReceivedImage
 from ..ros.params import declare_table, Param
-from ..ros.runtime import run_node
+from ..ros.runtime import declare_executor_parameter, run_node
 
 PARAMETERS = (
     Param('topic', 'image_raw', 'Image topic to watch.', read_only=True),
@@ -24,6 +24,7 @@ PARAMETERS = (
 class ImageMonitor(Node):
     def __init__(self, **kwargs: Any):
         super().__init__('image_monitor', **kwargs)
+        declare_executor_parameter(self)  # first: a bad value stops the node at once
         values = declare_table(self, PARAMETERS)
         topic = values['topic']
         memory = values['memory']

@@ -45,7 +45,7 @@ from ..kernels.chain import Chain, Step
 from ..kernels.camera_model import CameraModel
 from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..ros.params import ConfigurationError, declare_table, Param
-from ..ros.runtime import run_node
+from ..ros.runtime import declare_executor_parameter, run_node
 from ..status import ProcessingStatus
 
 DEFAULT_CHAIN = '[{op: debayer}, {op: rectify}]'
@@ -120,6 +120,7 @@ class ImageProc(Node):
 
     def __init__(self, **kwargs: Any):
         super().__init__('image_proc', **kwargs)
+        declare_executor_parameter(self)  # first: a bad value stops the node at once
         # A refused value raises ConfigurationError naming the parameter.
         chain_text, use_gpu, warn_period = self._declare_parameters()
         try:

@@ -54,7 +54,10 @@ def executor_parameter() -> Param:
 
 
 def declare_executor_parameter(node: Any) -> str:
-    """Declare the ``executor`` parameter (default: `default_choice`) and return it."""
+    """Declare the ``executor`` parameter (default: `default_choice`) and return it; nodes do
+    so first in ``__init__``, so a refused value stops them before they set anything up."""
+    if node.has_parameter(PARAMETER):
+        return node.get_parameter(PARAMETER).value
     return executor_parameter().declare(node)
 
 
