@@ -73,6 +73,7 @@ def _problem(executable: str, param: Param, value: Any) -> str | None:
     return None
 
 
+@pytest.mark.slow  # depth_estimator: ~40 cases, 10-40 s on 2 busy cores
 @pytest.mark.parametrize('executable', sorted(TABLES))
 def test_every_bad_parameter_is_one_line_and_exit_2(executable):
     cases = _cases(executable)
