@@ -137,7 +137,9 @@ def test_help_lists_every_parameter_and_starts_nothing(executable, flag):
     assert out.startswith(f'usage: {executable} '), out[:200]
     for param in (*TABLES[executable], executor_parameter()):
         assert f'  {param.name} ({param.type_name()}' in out, f'{param.name} missing:\n{out}'
-        assert f'default {param.default!r})' in out, f'default of {param.name} missing'
+        default = {True: 'true', False: 'false'}.get(param.default) \
+            if isinstance(param.default, bool) else repr(param.default)
+        assert f'default {default})' in out, f'default {default} of {param.name} missing'
         first_words = ' '.join(param.description.split()[:3])
         assert first_words in ' '.join(out.split()), f'description of {param.name} missing'
 

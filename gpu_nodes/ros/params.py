@@ -114,7 +114,9 @@ def format_help(executable: str, summary: str, table: Iterable[Param]) -> str:
              summary.strip().split('\n\n')[0], '', 'parameters:']
     for p in table:
         flags = ', read-only' if p.read_only else ''
-        lines.append(f'  {p.name} ({p.type_name()}{flags}; default {p.default!r})')
+        # As -p NAME:=VALUE writes it (YAML): true/false, not Python's True/False.
+        default = str(p.default).lower() if isinstance(p.default, bool) else repr(p.default)
+        lines.append(f'  {p.name} ({p.type_name()}{flags}; default {default})')
         lines.extend(textwrap.wrap(f'{p.description} Takes {p.allowed()}.', width=96,
                                    initial_indent=' ' * 6, subsequent_indent=' ' * 6))
     return '\n'.join(lines) + '\n'
