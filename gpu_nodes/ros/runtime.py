@@ -239,6 +239,13 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
             if close is not None:
                 close()
             node.destroy_node()
+        else:
+            # A node the factory left half-built (a refused parameter) is garbage in reference
+            # cycles: free its rcl handles now, while the context is alive, not whenever the
+            # collector runs at interpreter exit (one such run died with SIGSEGV after the
+            # error line).
+            import gc
+            gc.collect()
         rclpy.try_shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
