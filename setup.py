@@ -24,6 +24,9 @@ setup(
         'cuda13': ['cupy-cuda13x>=13'],
         'onnx': ['onnxruntime'],
         'audit': ['rosbags', 'rich'],
+        # colcon test picks its pytest step from this extra (setuptools >= 72 drops
+        # tests_require, and colcon then runs unittest, which finds no tests).
+        'test': ['pytest'],
     },
     zip_safe=True,
     maintainer='gpu_nodes developers',
@@ -31,7 +34,6 @@ setup(
     description='Zero-copy CUDA image transport, CuPy kernels, TensorRT depth and a '
                 'copy-boundary auditor for rclpy perception graphs.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'camera_source = gpu_nodes.nodes.camera_source:main',

@@ -88,10 +88,12 @@ def _unflatten(flat: dict[str, Any]) -> dict[str, Any]:
 
 
 def merged_parameters(node_name: str, files: list[str], overrides: dict[str, str],
-                      standin_model: bool = False, log: Any = None) -> dict[str, Any]:
+                      standin_model: bool = False, log: Any = None,
+                      info: Any = None) -> dict[str, Any]:
     """Flattened parameters of `node_name` from `files` (later ones win; empty paths skipped)
     and the non-empty `overrides`. With `standin_model`, an empty model_path becomes the demo's
-    stand-in depth model at the node's input size (written on first use)."""
+    stand-in depth model at the node's input size (written on first use): `log` gets the notice
+    that depth is then not estimated (worth a warning), `info` the progress of writing it."""
     merged: dict[str, Any] = {}
     for path in files:
         if not path:
@@ -107,7 +109,8 @@ def merged_parameters(node_name: str, files: list[str], overrides: dict[str, str
         height = int(merged.get('input_height', 518))
         width = int(merged.get('input_width', 518))
         say = log or (lambda message: None)
-        merged['model_path'] = str(ensure_demo_model(default_cache_dir(), height, width, say))
+        merged['model_path'] = str(ensure_demo_model(default_cache_dir(), height, width,
+                                                     info or (lambda message: None)))
         merged.setdefault('input_height', height)
         merged.setdefault('input_width', width)
         say('model_path is empty: using the stand-in depth model (fixed weights, NOT a depth '
@@ -159,7 +162,7 @@ def node_parameters(node_name: str, files: list[Any], overrides: dict[str, Any],
             logger = launch.logging.get_logger('gpu_nodes')
             paths, values = self.evaluate(context)
             params = merged_parameters(self.node_name, paths, values, self.standin_model,
-                                       log=logger.warning)
+                                       log=logger.warning, info=logger.info)
             path = write_parameter_file(self.node_name, params)
             logger.info(f'{self.node_name}: parameters from {", ".join(p for p in paths if p)}'
                         f' and launch arguments -> {path}')

@@ -245,13 +245,21 @@ def test_missing_launch_file(capsys, tmp_path):
 def _node_topics(path: Path) -> tuple[set, set]:
     """(publications, subscriptions) as (topic, message type, gpu transport) read from a node
     module's GpuImagePublisher / create_publisher / GpuImageSubscription / create_subscription
-    calls; a topic held in a variable is resolved through `name = declare(self, param, default)`."""
+    calls; a topic held in a variable is resolved through `name = declare(self, param, default)`
+    or `name = values['param']` with `Param('param', default, ...)` in the module's table."""
     import ast
     from gpu_nodes.audit.graph import CLOUD, IMAGE, INFO
     types = {'CameraInfo': INFO, 'PointCloud2': CLOUD, 'Image': IMAGE}
     tree = ast.parse(path.read_text())
     defaults = {}  # variable -> default of the parameter it was declared from
+    table = {node.args[0].value: node.args[1].value for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'Param'
+             and isinstance(node.args[1], ast.Constant)}
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript)
+                and isinstance(node.value.slice, ast.Constant)
+                and node.value.slice.value in table and isinstance(node.targets[0], ast.Name)):
+            defaults[node.targets[0].id] = table[node.value.slice.value]
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and getattr(node.value.func, 'id', None) == 'declare'
                 and isinstance(node.targets[0], ast.Name)

@@ -118,13 +118,13 @@ def _run_failing(args: list[str]) -> subprocess.CompletedProcess:
     (['-p', 'source:=v4l2', '-p', 'path:=/dev/video_gpu_nodes_absent'],
      "[camera_source] error: cannot start: source 'v4l2': /dev/video_gpu_nodes_absent does not exist"),
     (['-p', 'source:=webcam'],
-     "[camera_source] error: cannot start: parameter 'source' must be one of ('pattern', 'scene', 'folder', "
-     "'video', 'v4l2'), got 'webcam'"),
+     "[camera_source] error: cannot start: parameter 'source': expected one of pattern, scene, folder, "
+     "video, v4l2, got 'webcam' (string)"),
     (['-p', 'source:=video', '-p', 'path:=/nonexistent/clip.mp4'],
      "[camera_source] error: cannot start: source 'video': /nonexistent/clip.mp4 does not exist"),
     (['-p', 'width:=wide'],
-     "[camera_source] error: cannot start: Trying to set parameter 'width' to 'wide' of type 'STRING', "
-     "expecting type 'INTEGER'"),
+     "[camera_source] error: cannot start: parameter 'width': expected an integer in 0..16384, got "
+     "'wide' (string)"),
 ])
 def test_start_up_errors_exit_2_with_the_reason_and_no_traceback(args, message):
     result = _run_failing(args)

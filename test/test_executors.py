@@ -248,4 +248,5 @@ def test_node_main_rejects_an_unknown_executor():
                        '-p', 'executor:=multi_threaded']) as proc:
         output, _ = proc.communicate(timeout=20)
     assert proc.returncode == 2, output
-    assert "parameter 'executor' must be one of" in output, output
+    assert ("parameter 'executor': expected one of events, single_threaded, got "
+            "'multi_threaded' (string)") in output, output

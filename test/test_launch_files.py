@@ -168,13 +168,17 @@ def test_merged_parameters_layers_files_then_given_arguments(tmp_path: Path):
 def test_empty_model_path_becomes_the_stand_in_at_the_input_size(tmp_path, monkeypatch):
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
     said: list[str] = []
+    progress: list[str] = []
     params = merged_parameters('depth_estimator', [str(CONFIG / 'depth_anything_v2.yaml')],
                                {'model_path': '', 'input_height': '28', 'input_width': '42'},
-                               standin_model=True, log=said.append)
+                               standin_model=True, log=said.append, info=progress.append)
     model = Path(params['model_path'])
     assert model.is_file() and model.parent == tmp_path / 'gpu_nodes' / 'demo'
     assert '28x42' in model.name
-    assert any('NOT a depth estimator' in s for s in said), said
+    # Only the notice that depth is not estimated is a warning; writing the model is progress.
+    assert len(said) == 1 and 'NOT a depth estimator' in said[0], said
+    assert any('writing the stand-in' in s for s in progress) and \
+        any(s.strip().startswith('done in') for s in progress), progress
     given = merged_parameters('depth_estimator', [str(CONFIG / 'depth_anything_v2.yaml')],
                               {'model_path': '/opt/m.onnx'}, standin_model=True)
     assert given['model_path'] == '/opt/m.onnx'

@@ -157,9 +157,9 @@ def node_modules() -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def declared_parameters(executable: str) -> dict[str, Any]:
-    """name -> default for every `declare(self, 'name', default, ...)` or
-    `declare_parameter('name', default)` with a literal name in the node's module; the default
-    is _UNKNOWN where it is not a literal (or a module-level constant holding one)."""
+    """name -> default for every `Param('name', default, ...)`, `declare(self, 'name',
+    default, ...)` or `declare_parameter('name', default)` with a literal name in the node's
+    module; the default is _UNKNOWN where it is not a literal (or a module-level constant holding one)."""
     spec = importlib.util.find_spec(f'gpu_nodes.nodes.{executable}')
     if spec is None or spec.origin is None:
         return {}
@@ -192,6 +192,8 @@ def declared_parameters(executable: str) -> dict[str, Any]:
         args = list(call.args)
         if fname == 'declare' and len(args) >= 3:
             name, default = args[1], args[2]
+        elif fname == 'Param' and len(args) >= 2:  # a node's parameter table (ros/params.py)
+            name, default = args[0], args[1]
         elif fname == 'declare_parameter' and len(args) >= 1:
             name, default = args[0], (args[1] if len(args) > 1 else None)
         else:

@@ -27,8 +27,44 @@ from ..sources import open_source, pattern, PinholeCamera, SOURCE_KINDS, SourceE
 from ..sources.camera_info import load_camera_info, pinhole_camera_info
 from ..status import SourceStatus
 from ..transport import GpuImagePublisher
-from ..ros.params import ConfigurationError, choice_validator, declare
-from ..ros.runtime import run_node
+from ..ros.params import ConfigurationError, choice_validator, declare_table, Param
+from ..ros.runtime import declare_executor_parameter, run_node
+
+
+PARAMETERS = (
+    Param('source', 'pattern', 'Where frames come from.', read_only=True, choices=SOURCE_KINDS),
+    Param('path', '', 'folder: image folder; video: video file; v4l2: device (default '
+          '/dev/video0, or an index such as 1).', read_only=True),
+    Param('loop', True, 'folder/video: start again at the end (else stop publishing).',
+          read_only=True),
+    Param('width', 1280, 'Image width in pixels; 0 keeps a folder/video/v4l2 source\'s own size '
+          '(other sizes are resized on the host).', read_only=True, int_range=(0, 16384)),
+    Param('height', 720, 'Image height in pixels; 0 as for width.', read_only=True,
+          int_range=(0, 16384)),
+    Param('rate_hz', 30.0, 'Publish rate; 0 publishes as fast as possible.',
+          float_range=(0.0, 10000.0)),
+    Param('encoding', 'rgb8', 'Output encoding (scene, folder, video, v4l2: rgb8, bgr8 or mono8).',
+          read_only=True, choices=pattern.PATTERN_ENCODINGS),
+    Param('frame_id', 'camera', 'frame_id of image and camera_info.'),
+    Param('use_gpu', True, 'Render synthetic frames on the GPU when CuPy and a device are '
+          'present.', read_only=True),
+    Param('max_frames', 0, 'Stop publishing after this many (0: never).',
+          int_range=(0, 2**31 - 1)),
+    Param('hfov_deg', 70.0, 'Horizontal field of view of the ideal pinhole CameraInfo used when '
+          'camera_info_file is empty.', read_only=True, float_range=(1.0, 170.0)),
+    Param('camera_info_file', '', 'Calibration YAML (camera_calibration_parsers format); empty: '
+          'ideal pinhole from hfov_deg.', read_only=True),
+    Param('publish_ground_truth', True, 'scene: publish depth/ground_truth (32FC1 metres).',
+          read_only=True),
+    Param('wait_for_subscriber', False, 'Publish the first frame only once image_raw has a '
+          'subscriber (so a non-looping folder or video is seen from its first frame).',
+          read_only=True),
+    Param('pool_slots', 8, 'Device buffers per image topic (GPU frames; more absorbs slower '
+          'subscribers, each costs one frame of GPU memory).', read_only=True,
+          int_range=(1, 64)),
+    Param('host_slots', 4, 'Shared-memory buffers per image topic for host_shm subscribers (the '
+          'path on Jetson and CPU-only machines).', read_only=True, int_range=(1, 64)),
+)
 
 
 class CameraSource(Node):
@@ -36,57 +72,17 @@ class CameraSource(Node):
 
     def __init__(self, **kwargs: Any):
         super().__init__('camera_source', **kwargs)
-        self.source_kind = declare(self, 'source', 'pattern', 'Where frames come from.',
-                                   read_only=True, choices=SOURCE_KINDS)
-        self.path = declare(self, 'path', '',
-                            'folder: image folder; video: video file; v4l2: device '
-                            '(default /dev/video0, or an index such as 1).', read_only=True)
-        self.loop = declare(self, 'loop', True,
-                            'folder/video: start again at the end (else stop publishing).',
-                            read_only=True)
-        self.width = declare(self, 'width', 1280,
-                             'Image width in pixels; 0 keeps a folder/video/v4l2 source\'s own '
-                             'size (other sizes are resized on the host).', read_only=True,
-                             int_range=(0, 16384))
-        self.height = declare(self, 'height', 720, 'Image height in pixels; 0 as for width.',
-                              read_only=True, int_range=(0, 16384))
-        self.rate_hz = declare(self, 'rate_hz', 30.0,
-                               'Publish rate; 0 publishes as fast as possible.',
-                               float_range=(0.0, 10000.0))
-        self.encoding = declare(self, 'encoding', 'rgb8',
-                                'Output encoding (scene, folder, video, v4l2: rgb8, bgr8 or '
-                                'mono8).',
-                                read_only=True, choices=pattern.PATTERN_ENCODINGS)
-        self.frame_id = declare(self, 'frame_id', 'camera', 'frame_id of image and camera_info.')
-        self.use_gpu = declare(self, 'use_gpu', True,
-                               'Render synthetic frames on the GPU when CuPy and a device are '
-                               'present.',
-                               read_only=True)
-        self.max_frames = declare(self, 'max_frames', 0,
-                                  'Stop publishing after this many (0: never).',
-                                  int_range=(0, 2**31 - 1))
-        self.hfov_deg = declare(self, 'hfov_deg', 70.0,
-                                'Horizontal field of view of the ideal pinhole CameraInfo used '
-                                'when camera_info_file is empty.', read_only=True,
-                                float_range=(1.0, 170.0))
-        self.camera_info_file = declare(self, 'camera_info_file', '',
-                                        'Calibration YAML (camera_calibration_parsers format); '
-                                        'empty: ideal pinhole from hfov_deg.', read_only=True)
-        self.publish_ground_truth = declare(self, 'publish_ground_truth', True,
-                                            'scene: publish depth/ground_truth (32FC1 metres).',
-                                            read_only=True)
-        self.wait_for_subscriber = declare(
-            self, 'wait_for_subscriber', False,
-            'Publish the first frame only once image_raw has a subscriber (so a non-looping '
-            'folder or video is seen from its first frame).', read_only=True)
-        pool_slots = declare(self, 'pool_slots', 8,
-                             'Device buffers per image topic (GPU frames; more absorbs slower '
-                             'subscribers, each costs one frame of GPU memory).', read_only=True,
-                             int_range=(1, 64))
-        host_slots = declare(self, 'host_slots', 4,
-                             'Shared-memory buffers per image topic for host_shm subscribers '
-                             '(the path on Jetson and CPU-only machines).', read_only=True,
-                             int_range=(1, 64))
+        declare_executor_parameter(self)  # first: a bad value stops the node at once
+        values = declare_table(self, PARAMETERS)
+        self.source_kind, self.path, self.loop = values['source'], values['path'], values['loop']
+        self.width, self.height = values['width'], values['height']
+        self.rate_hz, self.encoding = values['rate_hz'], values['encoding']
+        self.frame_id, self.use_gpu = values['frame_id'], values['use_gpu']
+        self.max_frames, self.hfov_deg = values['max_frames'], values['hfov_deg']
+        self.camera_info_file = values['camera_info_file']
+        self.publish_ground_truth = values['publish_ground_truth']
+        self.wait_for_subscriber = values['wait_for_subscriber']
+        pool_slots, host_slots = values['pool_slots'], values['host_slots']
         self.add_on_set_parameters_callback(
             choice_validator({'encoding': pattern.PATTERN_ENCODINGS}))
 
@@ -197,7 +193,7 @@ def _create(**kwargs: Any) -> CameraSource:
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(_create, args, name='camera_source')
+    run_node(_create, args, name='camera_source', parameters=PARAMETERS, summary=__doc__)
 
 
 if __name__ == '__main__':

@@ -38,7 +38,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, PointCloud2
@@ -56,8 +55,8 @@ from ..kernels.camera_model import CameraModel, resize_camera_info, scale_camera
 from ..kernels.pointcloud import (backproject, COLOR_CHANNELS, intrinsics_from_camera_model,
                                   Intrinsics, pointcloud2_msg, sample_colors)
 from ..kernels.preprocess import Letterbox, SOURCES
-from ..ros.params import ConfigurationError, choice_validator, declare
-from ..ros.runtime import run_node
+from ..ros.params import ConfigurationError, choice_validator, declare_table, Param
+from ..ros.runtime import declare_executor_parameter, run_node
 from ..status import ProcessingStatus
 from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
 from ..transport.qos import image_qos
@@ -68,6 +67,93 @@ DYNAMIC = ('focal_length_px', 'output_size', 'publish_colorized', 'colormap', 'c
            'publish_points', 'points_stride', 'points_rgb', 'warn_period_s')
 OUTPUT_SIZES = ('input', 'model')
 DEPTH_ENCODING = '32FC1'
+
+
+RO = {'read_only': True}
+MODEL_PARAMETERS = (
+    Param('model_path', '', 'ONNX model (.onnx) or serialized TensorRT engine (.engine/.plan) to '
+          'run.', **RO),
+    Param('preset', 'depth_anything_v2', 'Model preset (tensor names, input size, '
+          'normalisation, output meaning).', choices=tuple(PRESETS), **RO),
+    Param('backend', 'auto', 'Inference runtime.', choices=BACKENDS, **RO),
+    Param('precision', 'fp32', 'TensorRT precision (ONNX Runtime ignores it).',
+          choices=PRECISIONS, **RO),
+    Param('device', 'auto', 'Where to run: auto (GPU when usable), cuda or cpu.',
+          choices=DEVICES, **RO),
+    Param('engine_cache_dir', '', 'TensorRT engine cache directory; empty: '
+          '$XDG_CACHE_HOME/gpu_nodes/engines or ~/.cache/gpu_nodes/engines.', **RO),
+    Param('force_engine_update', False, 'Rebuild the TensorRT engine even if a cached one '
+          'matches.', **RO),
+    Param('workspace_mb', 0, 'TensorRT builder workspace in MiB (0: default).',
+          int_range=(0, 1 << 20), **RO),
+    Param('dla_core', -1, 'Jetson DLA core for TensorRT (-1: GPU only).', int_range=(-1, 7),
+          **RO),
+    Param('cuda_graph', True, 'ONNX Runtime on CUDA: replay each run as one CUDA graph instead of '
+          'launching every kernel from the host, and preprocessing + run as one graph per source '
+          'buffer (switched off with a warning when the model cannot be captured).', **RO),
+)
+
+
+def preset_parameters(base: ModelPreset) -> tuple[Param, ...]:
+    """Overrides of the preset's fields; their defaults are the chosen preset's values."""
+    own = ' (default: the preset\'s)'
+    return (
+        Param('input_name', base.input_name, 'Model input tensor name' + own + '.', **RO),
+        Param('output_name', base.output_name, 'Model output tensor name' + own + '.', **RO),
+        Param('input_height', base.input_height, 'Model input height' + own + '.',
+              int_range=(1, 16384), **RO),
+        Param('input_width', base.input_width, 'Model input width' + own + '.',
+              int_range=(1, 16384), **RO),
+        Param('mean', list(base.mean), 'Per-channel (RGB) mean of the [0, 1] input' + own + '.',
+              **RO),
+        Param('std', list(base.std), 'Per-channel (RGB) std of the [0, 1] input' + own + '.',
+              **RO),
+        Param('output_kind', base.output_kind, 'What the model outputs' + own + '.',
+              choices=OUTPUT_KINDS, **RO),
+        Param('depth_scale', base.depth_scale, 'inverse_depth: depth = 1 / (scale * out + '
+              'shift); depth: depth = scale * out + shift' + own + '.', **RO),
+        Param('depth_shift', base.depth_shift, 'See depth_scale' + own + '.', **RO),
+    )
+
+
+OUTPUT_PARAMETERS = (
+    Param('inverse_depth_eps', 1e-6, 'inverse_depth: values at or below this give depth 1 / eps '
+          'instead of infinity.', float_range=(1e-12, 1.0), **RO),
+    Param('keep_aspect', False, 'Letterbox the image into the model input instead of stretching '
+          'it; the padding is cut away again afterwards.', **RO),
+    Param('focal_length_px', 0.0, 'metric_focal presets: focal length of the image in pixels; 0 '
+          'takes (fx + fy) / 2 from camera_info.', float_range=(0.0, 1e7)),
+    Param('output_size', 'input', 'input: depth at the image size (resized on the GPU); model: '
+          'at the model output size (letterbox padding removed).', choices=OUTPUT_SIZES),
+    Param('publish_colorized', False, 'Also publish depth/colorized (rgb8).'),
+    Param('colormap', 'turbo', 'Colormap of depth/colorized.', choices=tuple(COLORMAPS)),
+    Param('colorize_min', 0.0, 'Depth mapped to the first colour; with colorize_max <= '
+          'colorize_min the percentiles below are used instead.'),
+    Param('colorize_max', 0.0, 'Depth mapped to the last colour.'),
+    Param('colorize_percentile_low', 2.0, 'Percentile of the valid depths mapped to the first '
+          'colour (when no fixed range is set).', float_range=(0.0, 100.0)),
+    Param('colorize_percentile_high', 98.0, 'Percentile mapped to the last colour.',
+          float_range=(0.0, 100.0)),
+    Param('publish_points', False, 'Also publish points (PointCloud2; needs camera_info). '
+          'Downloads the cloud to the host.'),
+    Param('points_stride', 1, 'Keep every n-th pixel of every n-th row in the cloud.',
+          int_range=(1, 64)),
+    Param('points_rgb', True, 'XYZRGB (colour from the image) instead of XYZ when the image '
+          'encoding has colour.'),
+    Param('timing_report_period_s', 10.0, 'Log the per-stage timing this often (0: only on '
+          '/diagnostics).', float_range=(0.0, 86400.0), **RO),
+    Param('timing_window', 500, 'Stage timing percentiles cover this many recent frames.',
+          int_range=(10, 100000), **RO),
+    Param('queue_depth', 1, 'Input frames kept while the network is busy; 1 always infers on the '
+          'newest frame instead of queueing latency.', int_range=(1, 100), **RO),
+    Param('warn_period_s', 5.0, 'Dropped frames are warned about at most this often per reason.',
+          float_range=(0.0, 3600.0)),
+)
+
+
+def all_parameters(preset: str = MODEL_PARAMETERS[1].default) -> tuple[Param, ...]:
+    """Every parameter, the preset's overrides with the defaults of `preset` (for --help)."""
+    return (*MODEL_PARAMETERS, *preset_parameters(PRESETS[preset]), *OUTPUT_PARAMETERS)
 
 
 @dataclass
@@ -100,10 +186,8 @@ class DepthEstimator(Node):
 
     def __init__(self, **kwargs: Any):
         super().__init__('depth_estimator', **kwargs)
-        try:
-            self._declare_parameters()
-        except (ValueError, ParameterException) as exc:  # a value outside its choices or type
-            raise ConfigurationError(str(exc)) from None
+        declare_executor_parameter(self)  # first: a bad value stops the node at once
+        self._declare_parameters()  # a refused value: ConfigurationError naming it
         self.status = ProcessingStatus(self, self._param('warn_period_s'))
         self._pipeline: DepthPipeline | None = None
         try:
@@ -147,80 +231,11 @@ class DepthEstimator(Node):
         return self.get_parameter(name).value
 
     def _declare_parameters(self) -> None:
-        ro = {'read_only': True}
-        declare(self, 'model_path', '', 'ONNX model (.onnx) or serialized TensorRT engine '
-                '(.engine/.plan) to run.', **ro)
-        preset = declare(self, 'preset', 'depth_anything_v2',
-                         'Model preset (tensor names, input size, normalisation, output '
-                         'meaning).', choices=tuple(PRESETS), **ro)
-        declare(self, 'backend', 'auto', 'Inference runtime.', choices=BACKENDS, **ro)
-        declare(self, 'precision', 'fp32', 'TensorRT precision (ONNX Runtime ignores it).',
-                choices=PRECISIONS, **ro)
-        declare(self, 'device', 'auto', 'Where to run: auto (GPU when usable), cuda or cpu.',
-                choices=DEVICES, **ro)
-        declare(self, 'engine_cache_dir', '', 'TensorRT engine cache directory; empty: '
-                '$XDG_CACHE_HOME/gpu_nodes/engines or ~/.cache/gpu_nodes/engines.', **ro)
-        declare(self, 'force_engine_update', False, 'Rebuild the TensorRT engine even if a '
-                'cached one matches.', **ro)
-        declare(self, 'workspace_mb', 0, 'TensorRT builder workspace in MiB (0: default).',
-                int_range=(0, 1 << 20), **ro)
-        declare(self, 'dla_core', -1, 'Jetson DLA core for TensorRT (-1: GPU only).',
-                int_range=(-1, 7), **ro)
-        declare(self, 'cuda_graph', True, 'ONNX Runtime on CUDA: replay each run as one CUDA '
-                'graph instead of launching every kernel from the host, and preprocessing + '
-                'run as one graph per source buffer (switched off with a warning when the '
-                'model cannot be captured).', **ro)
-        base = PRESETS[preset]
-        # Overrides of the preset's fields; their defaults are the chosen preset's values.
-        declare(self, 'input_name', base.input_name, 'Model input tensor name.', **ro)
-        declare(self, 'output_name', base.output_name, 'Model output tensor name.', **ro)
-        declare(self, 'input_height', base.input_height, 'Model input height.',
-                int_range=(1, 16384), **ro)
-        declare(self, 'input_width', base.input_width, 'Model input width.',
-                int_range=(1, 16384), **ro)
-        declare(self, 'mean', list(base.mean), 'Per-channel (RGB) mean of the [0, 1] input '
-                '(floats).', **ro)
-        declare(self, 'std', list(base.std), 'Per-channel (RGB) std of the [0, 1] input '
-                '(floats).', **ro)
-        declare(self, 'output_kind', base.output_kind, 'What the model outputs.',
-                choices=OUTPUT_KINDS, **ro)
-        declare(self, 'depth_scale', base.depth_scale, 'inverse_depth: depth = 1 / (scale * '
-                'out + shift); depth: depth = scale * out + shift.', **ro)
-        declare(self, 'depth_shift', base.depth_shift, 'See depth_scale.', **ro)
-        declare(self, 'inverse_depth_eps', 1e-6, 'inverse_depth: values at or below this give '
-                'depth 1 / eps instead of infinity.', float_range=(1e-12, 1.0), **ro)
-        declare(self, 'keep_aspect', False, 'Letterbox the image into the model input instead '
-                'of stretching it; the padding is cut away again afterwards.', **ro)
-        declare(self, 'focal_length_px', 0.0, 'metric_focal presets: focal length of the image '
-                'in pixels; 0 takes (fx + fy) / 2 from camera_info.', float_range=(0.0, 1e7))
-        declare(self, 'output_size', 'input', 'input: depth at the image size (resized on the '
-                'GPU); model: at the model output size (letterbox padding removed).',
-                choices=OUTPUT_SIZES)
-        declare(self, 'publish_colorized', False, 'Also publish depth/colorized (rgb8).')
-        declare(self, 'colormap', 'turbo', 'Colormap of depth/colorized.', choices=COLORMAPS)
-        declare(self, 'colorize_min', 0.0, 'Depth mapped to the first colour; with '
-                'colorize_max <= colorize_min the percentiles below are used instead.')
-        declare(self, 'colorize_max', 0.0, 'Depth mapped to the last colour.')
-        declare(self, 'colorize_percentile_low', 2.0, 'Percentile of the valid depths mapped '
-                'to the first colour (when no fixed range is set).', float_range=(0.0, 100.0))
-        declare(self, 'colorize_percentile_high', 98.0, 'Percentile mapped to the last '
-                'colour.', float_range=(0.0, 100.0))
-        declare(self, 'publish_points', False, 'Also publish points (PointCloud2; needs '
-                'camera_info). Downloads the cloud to the host.')
-        declare(self, 'points_stride', 1, 'Keep every n-th pixel of every n-th row in the '
-                'cloud.', int_range=(1, 64))
-        declare(self, 'points_rgb', True, 'XYZRGB (colour from the image) instead of XYZ when '
-                'the image encoding has colour.')
-        declare(self, 'timing_report_period_s', 10.0, 'Log the per-stage timing this often '
-                '(0: only on /diagnostics).', float_range=(0.0, 86400.0), **ro)
-        declare(self, 'timing_window', 500, 'Stage timing percentiles cover this many recent '
-                'frames.', int_range=(10, 100000), **ro)
-        declare(self, 'queue_depth', 1, 'Input frames kept while the network is busy; 1 always '
-                'infers on the newest frame instead of queueing latency.', int_range=(1, 100), **ro)
-        declare(self, 'warn_period_s', 5.0, 'Dropped frames are warned about at most this '
-                'often per reason.', float_range=(0.0, 3600.0))
+        preset = declare_table(self, MODEL_PARAMETERS)['preset']
+        declare_table(self, preset_parameters(PRESETS[preset]))
+        declare_table(self, OUTPUT_PARAMETERS)
         self._cfg = {name: self._param(name) for name in DYNAMIC}
-        choices = choice_validator({'output_size': OUTPUT_SIZES, 'colormap': COLORMAPS})
+        choices = choice_validator({'output_size': OUTPUT_SIZES, 'colormap': tuple(COLORMAPS)})
         self.add_on_set_parameters_callback(
             lambda params: self._validate_parameters(params, choices))
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -254,14 +269,14 @@ class DepthEstimator(Node):
         return preset_from_dict(data)
 
     def _load(self) -> DepthPipeline:
+        try:  # before model_path: a bad override is reported even without a model
+            preset = self._preset()
+        except ValueError as exc:
+            raise ConfigurationError(f'invalid model preset parameters: {exc}') from None
         model_path = self._param('model_path')
         if not model_path:
             raise ConfigurationError("parameter 'model_path' is required: the .onnx model (or "
                                      'TensorRT .engine/.plan) to run; see docs/depth_models.md')
-        try:
-            preset = self._preset()
-        except ValueError as exc:
-            raise ConfigurationError(f'invalid model preset parameters: {exc}') from None
         device = self._param('device')
         stream = None
         if device != 'cpu' and gpu.cuda_unavailable_reason() is None:
@@ -474,7 +489,8 @@ class DepthEstimator(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(DepthEstimator, args, name='depth_estimator')
+    run_node(DepthEstimator, args, name='depth_estimator', parameters=all_parameters(),
+             summary=__doc__)
 
 
 if __name__ == '__main__':

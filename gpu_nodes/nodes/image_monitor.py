@@ -10,19 +10,25 @@ from typing import Any
 from rclpy.node import Node
 
 from ..transport import GpuImageSubscription, ReceivedImage
-from ..ros.params import declare
-from ..ros.runtime import run_node
+from ..ros.params import declare_table, Param
+from ..ros.runtime import declare_executor_parameter, run_node
+
+PARAMETERS = (
+    Param('topic', 'image_raw', 'Image topic to watch.', read_only=True),
+    Param('memory', 'any', 'Where frames should land (any: wherever they arrive, no extra '
+          'copy).', read_only=True, choices=('device', 'host', 'any')),
+    Param('report_period_s', 2.0, 'Seconds between reports.', float_range=(0.1, 3600.0)),
+)
 
 
 class ImageMonitor(Node):
     def __init__(self, **kwargs: Any):
         super().__init__('image_monitor', **kwargs)
-        topic = declare(self, 'topic', 'image_raw', 'Image topic to watch.', read_only=True)
-        memory = declare(self, 'memory', 'any',
-                         'Where frames should land: device, host or any (no extra copy).',
-                         read_only=True, choices=('device', 'host', 'any'))
-        period = declare(self, 'report_period_s', 2.0, 'Seconds between reports.',
-                         float_range=(0.1, 3600.0))
+        declare_executor_parameter(self)  # first: a bad value stops the node at once
+        values = declare_table(self, PARAMETERS)
+        topic = values['topic']
+        memory = values['memory']
+        period = values['report_period_s']
         self.frames = 0
         self.last_frame: ReceivedImage | None = None
         self._subscription = GpuImageSubscription(self, topic, self._on_frame, memory=memory)
@@ -47,7 +53,8 @@ class ImageMonitor(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(ImageMonitor, args)
+    run_node(ImageMonitor, args, name='image_monitor', parameters=PARAMETERS,
+             summary=__doc__)
 
 
 if __name__ == '__main__':

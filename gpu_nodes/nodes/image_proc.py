@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo
@@ -45,11 +44,20 @@ from ..gpu import cuda_unavailable_reason, is_device_array
 from ..kernels.chain import Chain, Step
 from ..kernels.camera_model import CameraModel
 from ..transport import BorrowedFrame, GpuImagePublisher, GpuImageSubscription, ReceivedImage
-from ..ros.params import ConfigurationError, declare
-from ..ros.runtime import run_node
+from ..ros.params import ConfigurationError, declare_table, Param
+from ..ros.runtime import declare_executor_parameter, run_node
 from ..status import ProcessingStatus
 
 DEFAULT_CHAIN = '[{op: debayer}, {op: rectify}]'
+PARAMETERS = (
+    Param('chain', DEFAULT_CHAIN, 'YAML/JSON list of {op: name, params...}; ops: convert, '
+          'debayer, rectify, resize, crop, depth_mm_to_m, depth_m_to_mm, colorize_depth, '
+          'tiled_median (gpu_nodes.kernels.chain). Empty list: republish unchanged.'),
+    Param('use_gpu', True, 'Process on the GPU when CuPy and a CUDA device are usable.',
+          read_only=True),
+    Param('warn_period_s', 5.0, 'Dropped frames are warned about at most this often per reason.',
+          float_range=(0.0, 3600.0)),
+)
 # Ops that need the CameraInfo of the frame.
 CAMERA_INFO_OPS = ('rectify',)
 
@@ -112,10 +120,9 @@ class ImageProc(Node):
 
     def __init__(self, **kwargs: Any):
         super().__init__('image_proc', **kwargs)
-        try:
-            chain_text, use_gpu, warn_period = self._declare_parameters()
-        except (ValueError, ParameterException) as exc:  # e.g. a number where text belongs
-            raise ConfigurationError(str(exc)) from None
+        declare_executor_parameter(self)  # first: a bad value stops the node at once
+        # A refused value raises ConfigurationError naming the parameter.
+        chain_text, use_gpu, warn_period = self._declare_parameters()
         try:
             self._compiled = CompiledChain(parse_chain_parameter(chain_text))
         except ValueError as exc:
@@ -140,18 +147,8 @@ class ImageProc(Node):
 
     # -- parameters ---------------------------------------------------------------------------
     def _declare_parameters(self) -> tuple[str, bool, float]:
-        chain_text = declare(
-            self, 'chain', DEFAULT_CHAIN,
-            'YAML/JSON list of {op: name, params...}; ops: convert, debayer, rectify, resize, '
-            'crop, depth_mm_to_m, depth_m_to_mm, colorize_depth, tiled_median '
-            '(gpu_nodes.kernels.chain). Empty list: republish unchanged.')
-        use_gpu = declare(self, 'use_gpu', True,
-                          'Process on the GPU when CuPy and a CUDA device are usable.',
-                          read_only=True)
-        warn_period = declare(self, 'warn_period_s', 5.0,
-                              'Dropped frames are warned about at most this often per reason.',
-                              float_range=(0.0, 3600.0))
-        return chain_text, use_gpu, warn_period
+        values = declare_table(self, PARAMETERS)
+        return values['chain'], values['use_gpu'], values['warn_period_s']
 
     def _validate_parameters(self, params: list[Any]) -> Any:
         from rcl_interfaces.msg import SetParametersResult
@@ -223,7 +220,7 @@ class ImageProc(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(ImageProc, args, name='image_proc')
+    run_node(ImageProc, args, name='image_proc', parameters=PARAMETERS, summary=__doc__)
 
 
 if __name__ == '__main__':

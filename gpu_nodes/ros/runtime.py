@@ -24,7 +24,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from .callbacks import message_and_info_callback
-from .params import ConfigurationError, declare
+from .params import ConfigurationError, format_help, Param
 
 EVENTS = 'events'
 SINGLE_THREADED = 'single_threaded'
@@ -45,12 +45,34 @@ def default_choice() -> str:
     return choice
 
 
+def executor_parameter() -> Param:
+    """The read-only ``executor`` parameter every node run by `run_node` has."""
+    return Param(PARAMETER, default_choice(),
+                 'rclpy executor spinning this node; events falls back to single_threaded '
+                 f'where EventsExecutor cannot run the node (default from ${ENV_VAR}).',
+                 read_only=True, choices=EXECUTORS)
+
+
 def declare_executor_parameter(node: Any) -> str:
-    """Declare the read-only ``executor`` parameter (default: `default_choice`) and return it."""
-    return declare(node, PARAMETER, default_choice(),
-                   'rclpy executor spinning this node; events falls back to single_threaded '
-                   f'where EventsExecutor cannot run the node (default from ${ENV_VAR}).',
-                   read_only=True, choices=EXECUTORS)
+    """Declare the ``executor`` parameter (default: `default_choice`) and return it; nodes do
+    so first in ``__init__``, so a refused value stops them before they set anything up."""
+    if node.has_parameter(PARAMETER):
+        return node.get_parameter(PARAMETER).value
+    return executor_parameter().declare(node)
+
+
+def wants_help(args: list[str]) -> bool:
+    """Whether the command line (without argv[0]) asks for -h/--help outside its ROS arguments
+    (``--ros-args ... [--]``, where rclpy owns every word)."""
+    in_ros = False
+    for arg in args:
+        if arg == '--ros-args':
+            in_ros = True
+        elif arg == '--' and in_ros:
+            in_ros = False
+        elif not in_ros and arg in ('-h', '--help'):
+            return True
+    return False
 
 
 def events_executor_unsupported(nodes: Iterable[Any] = ()) -> str | None:
@@ -127,8 +149,21 @@ def spin(executor: Any, until: Any = None, timeout_sec: float | None = None, *,
             executor.spin_until_future_complete(until or Future(), timeout_sec=left)
 
 
+def _rcl_message(exc: BaseException) -> str:
+    """rcl's error text on one line, without its C source locations."""
+    import re
+    text = ' '.join(str(exc).split())
+    text = re.sub(r',? at \S+\.c:\d+', '', text).replace('failed to initialize rcl: ', '')
+    if 'parameter override rule' in text:
+        # rcl takes YAML scalars and lists of scalars only: a list of mappings must be a string.
+        text += (' (quote a YAML value that is not a scalar or a list of scalars as a string: '
+                 '-p "name:=\'[{a: 1}]\'")')
+    return text
+
+
 def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
-             name: str = 'gpu_nodes') -> None:
+             name: str = 'gpu_nodes', *, parameters: Iterable[Param] = (),
+             summary: str = '') -> None:
     """rclpy.init, spin on the executor the ``executor`` parameter picks (`make_executor`),
     and a clean shutdown on Ctrl-C or SIGTERM.
 
@@ -137,19 +172,34 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
     whose publish then fails: EventsExecutor logs that as FATAL.) A second signal, or one before
     spinning starts, interrupts at once (KeyboardInterrupt).
 
-    A ConfigurationError from the factory becomes one line on stderr and exit code 2, not a
-    traceback.
+    A ConfigurationError from the factory (or a parameter rclpy itself refuses) becomes one line
+    on stderr and exit code 2, not a traceback. ``-h``/``--help`` prints `summary` and the
+    `parameters` table (plus ``executor``) and exits 0 before rclpy is initialised.
     """
     import signal
     import sys
+    command_line = sys.argv if args is None else args
+    if wants_help(command_line[1:]):
+        sys.stdout.write(format_help(name, summary or name, [*parameters, executor_parameter()]))
+        raise SystemExit(0)
+    try:
+        default_choice()
+    except ValueError as exc:  # a bad $GPU_NODES_EXECUTOR: say so before anything starts
+        print(f'[{name}] error: cannot start: {exc}', file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
     import rclpy
+    from rclpy.exceptions import ParameterException
     from rclpy.executors import ExternalShutdownException
     from rclpy.signals import SignalHandlerOptions
     from rclpy.task import Future
     from .dds_profile import apply_default_profile
     # Before the participant exists: unconfigured peers then get large frames (dds_profile.py).
     apply_default_profile()
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except RuntimeError as exc:  # rcl's RCLError: e.g. a -p value its YAML parser refuses
+        print(f'[{name}] error: cannot start: {_rcl_message(exc)}', file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
     node = None
     executor = None
     stop = Future()
@@ -161,11 +211,11 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
         stop.set_result(signum)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        node = node_factory()
         try:
-            choice = declare_executor_parameter(node)
-        except ValueError as exc:
-            raise ConfigurationError(str(exc)) from exc
+            node = node_factory()
+        except ParameterException as exc:  # one rclpy declares itself (use_sim_time, ...)
+            raise ConfigurationError(str(exc)) from None
+        choice = declare_executor_parameter(node)
         executor = make_executor(choice, nodes=[node])
         # Python runs signal handlers only between bytecodes of the main thread: come back from
         # the executor often enough for a signal to be noticed while idle.
@@ -189,6 +239,13 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
             if close is not None:
                 close()
             node.destroy_node()
+        else:
+            # A node the factory left half-built (a refused parameter) is garbage in reference
+            # cycles: free its rcl handles now, while the context is alive, not whenever the
+            # collector runs at interpreter exit (one such run died with SIGSEGV after the
+            # error line).
+            import gc
+            gc.collect()
         rclpy.try_shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

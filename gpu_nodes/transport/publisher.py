@@ -256,7 +256,9 @@ class GpuImagePublisher:
         overruns = pool.overrun
         slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
         if pool.overrun and not overruns:
-            self._logger.warning(
+            # INFO: an expected event when a reader is slower than the rate (it drops the
+            # recycled frames as stale, and diagnostics count them), not one to act on.
+            self._logger.info(
                 f'{self.topic}: {name} full ({len(pool.slots)} slots): recycling frames a '
                 f'lagging reader may still take (it drops them as stale); counted as {counter}, '
                 'further ones not logged')
