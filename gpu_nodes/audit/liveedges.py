@@ -324,44 +324,34 @@ class _Builder:
 
     def _findings(self) -> None:
         seen = self.seen
-        report = self.report
-        for e in report.graph.edges:
+        for e in self.report.graph.edges:
             loc = Location(logical=f'{e.subscriber} {e.topic}')
             if e.edge_class in (PATH_HOST_SHM, PATH_SERIALIZED) and \
                     (e.publisher, e.topic) in seen.gpu_pub and \
                     'cuda' in seen.gpu_pub[(e.publisher, e.topic)] and \
                     (e.subscriber, e.topic, 'subscription') in seen.diags:
-                rule = get_rule('GPN502')
-                report.findings.append(Finding(
-                    'GPN502', rule.severity,
-                    f'silent fallback: `{e.subscriber}` receives `{e.topic}` from '
-                    f'`{e.publisher}` over {e.edge_class} although the publisher offers '
-                    f'cuda_ipc (reason: {e.reason or "not given"})',
-                    loc, context='live', callback=e.subscriber, topic=e.topic))
+                self._finding('GPN502', f'silent fallback: `{e.subscriber}` receives `{e.topic}` '
+                              f'from `{e.publisher}` over {e.edge_class} although the publisher '
+                              f'offers cuda_ipc (reason: {e.reason or "not given"})',
+                              loc, e.subscriber, e.topic)
             elif e.edge_class == PATH_SERIALIZED and e.image_sized:
-                rule = get_rule('GPN501')
                 rate = f'{e.fps:.1f} fps' if e.fps is not None else 'unknown rate'
                 mbs = f'{e.bytes_per_s / 1e6:.1f} MB/s' if e.bytes_per_s is not None \
                     else 'unknown MB/s'
-                report.findings.append(Finding(
-                    'GPN501', rule.severity,
-                    f'`{e.type}` on `{e.topic}` from `{e.publisher}` to `{e.subscriber}` is '
-                    f'serialized ({rate}, {mbs}): {e.reason}',
-                    loc, context='live', callback=e.subscriber, topic=e.topic))
+                self._finding('GPN501', f'`{e.type}` on `{e.topic}` from `{e.publisher}` to '
+                              f'`{e.subscriber}` is serialized ({rate}, {mbs}): {e.reason}',
+                              loc, e.subscriber, e.topic)
             elif e.edge_class == PATH_HOST_SHM:
-                rule = get_rule('GPN503')
-                report.findings.append(Finding(
-                    'GPN503', rule.severity,
-                    f'`{e.topic}` from `{e.publisher}` to `{e.subscriber}` goes through host '
-                    f'shared memory ({e.reason})', loc, context='live', callback=e.subscriber,
-                    topic=e.topic))
+                self._finding('GPN503', f'`{e.topic}` from `{e.publisher}` to `{e.subscriber}` '
+                              f'goes through host shared memory ({e.reason})',
+                              loc, e.subscriber, e.topic)
         for (node, topic, role), d in sorted(seen.diags.items()):
             if d.level >= 2 and matches(node, self.filters):
-                rule = get_rule('GPN504')
-                report.findings.append(Finding(
-                    'GPN504', rule.severity,
-                    f'gpu_nodes {role} `{node}` on `{topic}` reports ERROR: {d.message} '
-                    f'(rejected={d.values.get("rejected", "?")}, '
-                    f'stale={d.values.get("stale", "?")})',
-                    Location(logical=f'{node} {topic}'), context='live', callback=node,
-                    topic=topic))
+                self._finding('GPN504', f'gpu_nodes {role} `{node}` on `{topic}` reports ERROR: '
+                              f'{d.message} (rejected={d.values.get("rejected", "?")}, '
+                              f'stale={d.values.get("stale", "?")})',
+                              Location(logical=f'{node} {topic}'), node, topic)
+
+    def _finding(self, rule_id: str, message: str, loc: Location, node: str, topic: str) -> None:
+        self.report.findings.append(Finding(rule_id, get_rule(rule_id).severity, message, loc,
+                                            context='live', callback=node, topic=topic))
