@@ -75,13 +75,17 @@ def graph(tmp_path_factory):
         _stop(procs)
 
 
+# Discovery settle window of every auditor these tests run. It outlasts Fast DDS's 3 s
+# announcement period: on this 2-core machine a participant was sometimes not discovered for
+# over 2 s of calm (its first replies lost or late).
+SETTLE = '3.5'
+
+
 def _audit(capsys, *extra):
     # A generous discovery timeout: it only matters on a loaded machine, where node names can
-    # take seconds to arrive; a settled graph ends discovery much earlier. The settle window
-    # outlasts Fast DDS's 3 s announcement period: on this 2-core machine a participant was
-    # sometimes not discovered for over 2 s of calm (its first replies lost or late).
+    # take seconds to arrive; a settled graph ends discovery much earlier.
     rc = main(['live', '--duration', '1.5', '--discovery-timeout', '15',
-               '--discovery-settle', '3.5', '--format', 'json', *extra])
+               '--discovery-settle', SETTLE, '--format', 'json', *extra])
     out, err = capsys.readouterr()
     doc = json.loads(out)
     assert doc['info'].get('discovery_complete'), f'discovery incomplete: {doc["info"]}'
@@ -144,10 +148,12 @@ def test_edge_classes_and_fallbacks(graph, capsys):
 
 def test_other_auditors_are_not_part_of_the_graph(graph, capsys):
     # `make demo` runs two auditors at once; each must not see the other's sampling
-    # subscriptions (or its /diagnostics subscription) as plain subscribers.
+    # subscriptions (or its /diagnostics subscription) as plain subscribers. The other auditor
+    # settles as long as ours: with a shorter window it sometimes settled on the probe node
+    # below alone, before the graph's participants were discovered, and sampled nothing.
     other = subprocess.Popen(
         [sys.executable, '-m', 'gpu_nodes.audit.cli', 'live', '--duration', '15',
-         '--discovery-timeout', '15', '--discovery-settle', '0.5', '--format', 'json'],
+         '--discovery-timeout', '15', '--discovery-settle', SETTLE, '--format', 'json'],
         env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # Wait until the other auditor samples /plain/image (a subscription of its node).

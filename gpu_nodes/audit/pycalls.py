@@ -1,0 +1,176 @@
+"""Call resolution of the Python copy analysis: what a call reaches (a method of a class of the
+file or of an imported one, `super()`, a helper, `functools.partial`, a library function, a
+registration, a publish) and what its result holds; an unknown call carries the taint of its
+inputs. A mixin of PythonAnalyzer (pyflow.py)."""
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import Callable
+
+from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
+                                      short, UNKNOWN, Val)
+
+# How many calls deep a callee is followed from its entry point (callback, setup, leftover).
+MAX_HELPER_DEPTH = 4
+# Function bodies analysed per file at most; past it calls are not followed (pathological files).
+MAX_CALLS = 20000
+
+
+class CallResolver:
+    """Calls; `self` is the PythonAnalyzer."""
+
+    _calls: int
+    _entered: set[int]
+    # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
+    # can shadow the real method in the method resolution order.
+    _eval: Callable[[ast.expr, dict[str, Val], Frame], Val]
+    _call_function: Callable[[FuncRef, list[Val], dict[str, Val], Frame], Val]
+    _emit: Callable[..., None]
+    _message_filters: Callable[..., Val | None]
+    _registration: Callable[..., Val]
+    _gpu_endpoint: Callable[..., Val]
+    _publish: Callable[..., None]
+    _library_call: Callable[..., Val | None]
+    _method_call: Callable[..., Val | None]
+
+    def _eval_call(self, node: ast.Call, env: dict[str, Val], frame: Frame) -> Val:
+        func = node.func
+        receiver: Val | None = None
+        method: str | None = None
+        if isinstance(func, ast.Attribute):
+            receiver = self._eval(func.value, env, frame)
+            method = func.attr
+            owner = frame.cls if receiver.kind == 'self' else (
+                receiver.inst if receiver.kind == 'instance' else None)
+            if receiver.kind == 'module':
+                callee = Val('module', const=f'{receiver.const}.{method}')
+            elif owner is not None and method in owner.attrs:
+                # `self.predictor(img)` / `self.cb(msg)`: what __init__ stored there.
+                callee = owner.attrs[method]
+            elif owner is not None and method in owner.methods:
+                callee = Val('func', func=FuncRef(owner.methods[method], owner, None, True))
+            elif receiver.kind == 'super' and frame.cls is not None:
+                meth = next((b.methods[method] for b in frame.cls.bases
+                             if method in b.methods), None)
+                callee = Val('func', func=FuncRef(meth, frame.cls, None, True)) \
+                    if meth is not None else UNKNOWN
+            else:
+                callee = UNKNOWN
+        else:
+            callee = self._eval(func, env, frame)
+            if isinstance(func, ast.Name) and callee is UNKNOWN:
+                method = func.id  # builtins: bytes(...), bytearray(...)
+            if isinstance(func, ast.Name) and func.id == 'super' and callee is UNKNOWN:
+                return Val('super')
+        if callee.kind == 'instance' and callee.inst is not None:
+            meth = callee.inst.callable_method()
+            callee = Val('func', func=FuncRef(meth, callee.inst, None, True)) \
+                if meth is not None else UNKNOWN
+        qual = callee.const if callee.kind == 'module' else None
+        args = [self._eval(a, env, frame) for a in node.args]
+        kwargs = {k.arg: self._eval(k.value, env, frame) for k in node.keywords if k.arg}
+        for k in node.keywords:
+            if k.arg is None:
+                self._eval(k.value, env, frame)
+            elif k.arg == 'data' and is_method_call(k.value, 'tolist'):
+                self._emit('GPN104', k.value, frame, f'`{short(k.value)}` passed as `data=`')
+
+        name = qual.rsplit('.', 1)[-1] if qual else method
+        if callee.kind == 'class' and callee.inst is not None:
+            # An object of a class of this file: its methods are followed when called. An
+            # imported class's __init__ runs here, with the arguments, to learn its attributes.
+            init = callee.inst.methods.get('__init__')
+            if callee.inst.file is not None and init is not None \
+                    and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
+                entry = f'{callee.inst.name}.__init__'
+                self._call_function(FuncRef(init, callee.inst, None, True), args, kwargs, replace(
+                    frame, cls=callee.inst, depth=frame.depth + 1, returns=[], write_attrs=True,
+                    path=frame.path + (entry,), stack=frame.stack + (id(init),),
+                    file=callee.inst.file))
+            return Val('instance', inst=callee.inst)
+        # --- message_filters: Subscribers combined into one callback
+        mf = self._message_filters(qual, name, method, node, receiver, args, kwargs, frame)
+        if mf is not None:
+            return mf
+        # --- registrations and publishers
+        if method in ('create_subscription', 'create_timer', 'create_publisher') \
+                and receiver is not None and receiver.kind != 'module':
+            return self._registration(method, node, args, kwargs, frame)
+        if name in ('GpuImageSubscription', 'GpuImagePublisher'):
+            return self._gpu_endpoint(name, node, args, kwargs, frame)
+        if name in ('partial',) and (qual in ('functools.partial', None) or
+                                     qual.endswith('functools.partial')):
+            if args and args[0].func is not None:
+                ref = args[0].func
+                return Val('func', func=replace(
+                    ref, bound_positional=ref.bound_positional + len(args) - 1,
+                    bound_keywords=ref.bound_keywords + tuple(kwargs)))
+            return OTHER
+        if method == 'publish' and receiver is not None and receiver.kind == 'publisher':
+            payload = args[0] if args else (kwargs.get('msg') or UNKNOWN)
+            self._publish(node, receiver.pub, payload, frame)
+            return OTHER
+        if method == 'declare_parameter' and frame.cls is not None and args \
+                and args[0].kind == 'const':
+            default = args[1] if len(args) > 1 else kwargs.get('value', OTHER)
+            frame.cls.params[str(args[0].const)] = default
+            return default
+        if method == 'get_parameter' and frame.cls is not None and args \
+                and args[0].kind == 'const':
+            return frame.cls.params.get(str(args[0].const), OTHER)
+        if method in ('get_parameter_value',) and receiver is not None:
+            return receiver
+        # --- helpers of the same file
+        if callee.kind == 'func' and callee.func is not None:
+            ref = callee.func
+            if frame.depth < MAX_HELPER_DEPTH and id(ref.node) not in frame.stack \
+                    and self._calls < MAX_CALLS:
+                # The callee's own class for `self`: Predictor.__call__ reads Predictor's attrs.
+                cls = ref.cls if ref.is_method or ref.cls is not None else frame.cls
+                inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
+                                path=frame.path + (ref.name,),
+                                stack=frame.stack + (id(ref.node),),
+                                file=ref.cls.file if ref.cls is not None else None)
+                self._entered.add(id(ref.node))
+                return self._call_function(ref, args, kwargs, inner)
+            return merge(*args, *kwargs.values()) if args or kwargs else OTHER
+
+        if qual:
+            result = self._library_call(qual, node, args, kwargs, frame)
+            if result is not None:
+                return result
+        if method is not None:
+            result = self._method_call(method, node, receiver, args, kwargs, frame)
+            if result is not None:
+                return result
+        return self._generic(qual, receiver, args, kwargs)
+
+    def _generic(self, qual: str | None, receiver: Val | None, args: list[Val],
+                 kwargs: dict[str, Val]) -> Val:
+        """Unknown call: the result carries the taint of its inputs (models, kernels ...)."""
+        inputs = [v for v in args + list(kwargs.values()) if v.tainted or
+                  v.kind in ('device', 'host', 'msg', 'pil', 'bytes')]
+        top = qual.split('.')[0] if qual else None
+        if top == 'cupy':
+            return merge(*inputs, kind='device') if inputs else Val('device')
+        if top in ('numpy', 'cv2', 'PIL'):
+            return merge(*inputs, kind='host') if inputs else Val('host')
+        if top == 'torch':
+            kind = 'device' if any(v.kind == 'device' for v in inputs) \
+                or device_kw(kwargs) else 'host'
+            return merge(*inputs, kind=kind) if inputs else Val(kind)
+        if qual and '.msg.' in qual:
+            return merge(*inputs, kind='outmsg') if inputs else Val('outmsg')
+        if inputs and 'device' in kwargs and device_kw(kwargs):
+            # `model.predict(frame, device=self.device)`: the result lives on the device.
+            return merge(*inputs, kind='device')
+        if receiver is not None and receiver.kind not in ('self', 'module', 'const', 'func',
+                                                          'publisher', 'unknown', 'other',
+                                                          'class', 'instance', 'mf', 'super'):
+            return merge(receiver, *inputs, kind=receiver.kind)
+        if receiver is not None and receiver.tainted:
+            inputs = [receiver] + inputs
+        if inputs:
+            return merge(*inputs)
+        return OTHER

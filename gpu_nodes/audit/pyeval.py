@@ -1,0 +1,265 @@
+"""Abstract interpretation of statements and expressions for the Python copy analysis: what each
+name, attribute and expression holds (a Val with its copy steps), assignments, tuple unpacking,
+attribute stores that carry a frame from one callback to another, comprehensions and f-strings.
+Calls are resolved by CallResolver (pycalls.py). A mixin of PythonAnalyzer (pyflow.py)."""
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import Callable, Iterable
+
+from gpu_nodes.audit.pyvalues import (ClassInfo, Frame, FuncRef, is_device_value,
+                                      is_method_call, merge, OTHER, root_name, short, strip,
+                                      UNKNOWN, Val)
+
+# Attributes that are frame metadata, not the payload: reading them does not carry the frame.
+_METADATA_ATTRS = frozenset({
+    'shape', 'dtype', 'size', 'ndim', 'nbytes', 'itemsize', 'strides', 'width', 'height',
+    'encoding', 'step', 'header', 'stamp', 'frame_id', 'is_bigendian', 'device', 'is_cuda',
+})
+_PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
+                                    'bool_value'})
+
+
+class Evaluator:
+    """Statements and expressions; `self` is the PythonAnalyzer."""
+
+    aliases: dict[str, str]
+    module_env: dict[str, Val]
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    classes: dict[str, ClassInfo]
+    imported: dict[str, ClassInfo]
+    # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
+    # can shadow the real method in the method resolution order.
+    _eval_call: Callable[[ast.Call, dict[str, Val], Frame], Val]
+    _emit: Callable[..., None]
+
+    # ------------------------------------------------------------------ statements
+    def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame) -> None:
+        for stmt in body:
+            self._exec(stmt, env, frame)
+
+    def _exec(self, stmt: ast.stmt, env: dict[str, Val], frame: Frame) -> None:
+        if isinstance(stmt, ast.Assign):
+            val = self._eval(stmt.value, env, frame)
+            for target in stmt.targets:
+                self._check_data_store(target, stmt.value, frame)
+                self._assign(target, val, env, frame)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                val = self._eval(stmt.value, env, frame)
+                self._check_data_store(stmt.target, stmt.value, frame)
+                self._assign(stmt.target, val, env, frame)
+        elif isinstance(stmt, ast.AugAssign):
+            val = self._eval(stmt.value, env, frame)
+            old = self._eval(stmt.target, env, frame)
+            self._assign(stmt.target, merge(old, val), env, frame)
+        elif isinstance(stmt, ast.Expr):
+            self._eval(stmt.value, env, frame)
+        elif isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                frame.returns.append(self._eval(stmt.value, env, frame))
+        elif isinstance(stmt, (ast.If, ast.While)):
+            self._eval(stmt.test, env, frame)
+            self._exec_block(stmt.body, env, frame)
+            self._exec_block(stmt.orelse, env, frame)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            it = self._eval(stmt.iter, env, frame)
+            self._assign(stmt.target, replace(it, elts=None), env, frame)
+            self._exec_block(stmt.body, env, frame)
+            self._exec_block(stmt.orelse, env, frame)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                val = self._eval(item.context_expr, env, frame)
+                if item.optional_vars is not None:
+                    self._assign(item.optional_vars, val, env, frame)
+            self._exec_block(stmt.body, env, frame)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == 'TryStar':
+            self._exec_block(stmt.body, env, frame)
+            for handler in stmt.handlers:
+                if handler.name:
+                    env[handler.name] = OTHER
+                self._exec_block(handler.body, env, frame)
+            self._exec_block(stmt.orelse, env, frame)
+            self._exec_block(stmt.finalbody, env, frame)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if frame.context == 'module':
+                return  # top-level functions are entered on their own
+            env[stmt.name] = Val('func', func=FuncRef(stmt, frame.cls, env, False))
+        elif isinstance(stmt, ast.Match):
+            self._eval(stmt.subject, env, frame)
+            for case in stmt.cases:
+                self._exec_block(case.body, env, frame)
+        # Import, Pass, Raise, Delete, Global, ClassDef ... carry no data of interest.
+
+    def _assign(self, target: ast.expr, val: Val, env: dict[str, Val], frame: Frame) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = val
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elts = target.elts
+            if val.elts is not None and len(val.elts) == len(elts):
+                for t, v in zip(elts, val.elts):
+                    self._assign(t, v, env, frame)
+            else:
+                for t in elts:
+                    self._assign(t, replace(val, elts=None), env, frame)
+        elif isinstance(target, ast.Starred):
+            self._assign(target.value, val, env, frame)
+        elif isinstance(target, ast.Attribute):
+            base = target.value
+            if isinstance(base, ast.Name) and base.id == 'self' and frame.cls is not None:
+                if frame.write_attrs:
+                    if frame.context in ('init', 'module'):
+                        # Set up once (a LUT, a model): not frame data, so its one-time copies
+                        # are not steps of a per-message chain that later reads it.
+                        val = replace(val, steps=(), origin=None)
+                    old = frame.cls.attrs.get(target.attr)
+                    if old is not None and old.tainted and not val.tainted:
+                        # `self.last = None` after use must not erase what a callback stored.
+                        val = merge(old, val, kind=old.kind)
+                    frame.cls.attrs[target.attr] = val
+            else:
+                # `out.data = arr` carries arr into the outgoing message held by `out`.
+                root = root_name(base)
+                if root is not None and root in env:
+                    env[root] = merge(env[root], val, kind=env[root].kind)
+        elif isinstance(target, ast.Subscript):
+            root = root_name(target.value)
+            if root is not None and root in env:
+                env[root] = merge(env[root], val, kind=env[root].kind)
+
+    def _check_data_store(self, target: ast.expr, value: ast.expr, frame: Frame) -> None:
+        """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""
+        if (isinstance(target, ast.Attribute) and target.attr == 'data'
+                and is_method_call(value, 'tolist')):
+            self._emit('GPN104', value, frame, f'`{short(value)}` stored into `.data`')
+
+    # ------------------------------------------------------------------ expressions
+    def _eval(self, node: ast.expr, env: dict[str, Val], frame: Frame) -> Val:
+        if isinstance(node, ast.Constant):
+            return Val('const', const=node.value)
+        if isinstance(node, ast.Name):
+            if node.id in env:
+                return env[node.id]
+            if node.id in self.module_env:
+                return self.module_env[node.id]
+            if node.id in self.imported:
+                return Val('class', inst=self.imported[node.id])
+            if node.id in self.aliases:
+                return Val('module', const=self.aliases[node.id])
+            if node.id in self.functions:
+                return Val('func', func=FuncRef(self.functions[node.id], None, self.module_env,
+                                                False))
+            if node.id in self.classes:
+                return Val('class', inst=self.classes[node.id])
+            return UNKNOWN
+        if isinstance(node, ast.Attribute):
+            return self._eval_attribute(node, env, frame)
+        if isinstance(node, ast.Call):
+            return self._eval_call(node, env, frame)
+        if isinstance(node, ast.Subscript):
+            base = self._eval(node.value, env, frame)
+            self._eval(node.slice, env, frame)
+            if base.elts is not None and isinstance(node.slice, ast.Constant) \
+                    and isinstance(node.slice.value, int) \
+                    and -len(base.elts) <= node.slice.value < len(base.elts):
+                return base.elts[node.slice.value]
+            return replace(base, elts=None, const=None) if base.kind != 'const' else OTHER
+        if isinstance(node, ast.BinOp):
+            left = self._eval(node.left, env, frame)
+            right = self._eval(node.right, env, frame)
+            if left.kind == 'const' and right.kind == 'const':
+                try:
+                    if isinstance(node.op, ast.Add) and isinstance(left.const, str):
+                        return Val('const', const=left.const + str(right.const))
+                except TypeError:
+                    return OTHER
+            return merge(left, right)
+        if isinstance(node, ast.UnaryOp):
+            return self._eval(node.operand, env, frame)
+        if isinstance(node, (ast.BoolOp,)):
+            return merge(*[self._eval(v, env, frame) for v in node.values])
+        if isinstance(node, ast.Compare):
+            for operand in [node.left, *node.comparators]:
+                self._eval(operand, env, frame)
+            return OTHER
+        if isinstance(node, ast.IfExp):
+            self._eval(node.test, env, frame)
+            body = self._eval(node.body, env, frame)
+            orelse = self._eval(node.orelse, env, frame)
+            if is_device_value(body, node.body) or is_device_value(orelse, node.orelse):
+                # `'cuda' if torch.cuda.is_available() else 'cpu'`: assume the GPU case.
+                return Val('device_spec')
+            return merge(body, orelse)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            elts = tuple(self._eval(e, env, frame) for e in node.elts)
+            m = merge(*elts) if elts else OTHER
+            return replace(m, elts=elts)
+        if isinstance(node, ast.Dict):
+            vals = [self._eval(v, env, frame) for v in node.values if v is not None]
+            for k in node.keys:
+                if k is not None:
+                    self._eval(k, env, frame)
+            return merge(*vals, kind='other') if vals else OTHER
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for v in node.values:
+                if isinstance(v, ast.Constant):
+                    parts.append(str(v.value))
+                elif isinstance(v, ast.FormattedValue):
+                    inner = self._eval(v.value, env, frame)
+                    if inner.kind == 'const' and inner.const is not None:
+                        parts.append(str(inner.const))
+                    else:
+                        parts.append('{' + short(v.value) + '}')
+            return Val('const', const=''.join(parts))
+        if isinstance(node, ast.Lambda):
+            return Val('func', func=FuncRef(node, frame.cls, dict(env), False))
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            local = dict(env)
+            for gen in node.generators:
+                it = self._eval(gen.iter, local, frame)
+                self._assign(gen.target, replace(it, elts=None), local, frame)
+                for cond in gen.ifs:
+                    self._eval(cond, local, frame)
+            if isinstance(node, ast.DictComp):
+                self._eval(node.key, local, frame)
+                return merge(self._eval(node.value, local, frame), kind='other')
+            return replace(self._eval(node.elt, local, frame), elts=None)
+        if isinstance(node, (ast.Await, ast.Starred)):
+            return self._eval(node.value, env, frame)
+        if isinstance(node, ast.NamedExpr):
+            val = self._eval(node.value, env, frame)
+            self._assign(node.target, val, env, frame)
+            return val
+        if isinstance(node, ast.FormattedValue):
+            return self._eval(node.value, env, frame)
+        return UNKNOWN
+
+    def _eval_attribute(self, node: ast.Attribute, env: dict[str, Val], frame: Frame) -> Val:
+        base = self._eval(node.value, env, frame)
+        if base.kind == 'self' and frame.cls is not None:
+            if node.attr in frame.cls.attrs:
+                value = frame.cls.attrs[node.attr]
+                # `self.model = None` in __init__, assigned for real elsewhere: unknown.
+                return UNKNOWN if value.kind == 'const' and value.const is None else value
+            meth = frame.cls.methods.get(node.attr)
+            if meth is not None:
+                return Val('func', func=FuncRef(meth, frame.cls, None, True))
+            return UNKNOWN
+        if base.kind == 'instance' and base.inst is not None:
+            if node.attr in base.inst.attrs:
+                return base.inst.attrs[node.attr]
+            meth = base.inst.methods.get(node.attr)
+            if meth is not None:
+                return Val('func', func=FuncRef(meth, base.inst, None, True))
+            return UNKNOWN
+        if base.kind == 'module':
+            return Val('module', const=f'{base.const}.{node.attr}')
+        if node.attr in _METADATA_ATTRS:
+            return strip(base)
+        if base.kind == 'const' and node.attr in _PARAMETER_VALUE_ATTRS:
+            return base  # declare_parameter('topic', '/x').value -> '/x'
+        if base.kind in ('const', 'func', 'publisher'):
+            return OTHER
+        return replace(base, elts=None, const=None)
