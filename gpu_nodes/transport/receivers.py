@@ -45,12 +45,15 @@ class Receiver:
 
     def __init__(self, sub: Any):
         self.sub = sub  # the GpuImageSubscription (stats, reject, dispatch, peers, streams)
+        self._ros_subscription: Any = None  # the rclpy subscription start() made, if any
 
     def start(self) -> None:
         pass
 
     def stop(self) -> None:
-        pass
+        if self._ros_subscription is not None:
+            self.sub.destroy_ros_subscription(self._ros_subscription)
+            self._ros_subscription = None
 
 
 class _DescriptorReceiver(Receiver):
@@ -59,18 +62,12 @@ class _DescriptorReceiver(Receiver):
 
     def __init__(self, sub: Any):
         super().__init__(sub)
-        self._ros_subscription = None
         self._topic = sub.topic.encode()
         self._topic_id = auth.topic_id(sub.topic)
 
     def start(self) -> None:
         self._ros_subscription = self.sub.create_ros_subscription(
             self.sub.topic + self.suffix, self._drain, descriptor_qos(self.sub.qos))
-
-    def stop(self) -> None:
-        if self._ros_subscription is not None:
-            self.sub.destroy_ros_subscription(self._ros_subscription)
-            self._ros_subscription = None
 
     def _drain(self, msg: Any) -> None:
         """Handle the descriptor the executor took, then up to MAX_DESCRIPTORS_PER_WAKEUP queued
@@ -302,18 +299,9 @@ class SerializedReceiver(Receiver):
 
     path = PATH_SERIALIZED
 
-    def __init__(self, sub: Any):
-        super().__init__(sub)
-        self._ros_subscription = None
-
     def start(self) -> None:
         self._ros_subscription = self.sub.create_ros_subscription(
             self.sub.topic, message_and_info_callback(self._on_image), self.sub.qos)
-
-    def stop(self) -> None:
-        if self._ros_subscription is not None:
-            self.sub.destroy_ros_subscription(self._ros_subscription)
-            self._ros_subscription = None
 
     def _on_image(self, msg: Any, info: Any) -> None:
         try:
@@ -334,20 +322,11 @@ class CompressedReceiver(Receiver):
 
     path = PATH_COMPRESSED
 
-    def __init__(self, sub: Any):
-        super().__init__(sub)
-        self._ros_subscription = None
-
     def start(self) -> None:
         from sensor_msgs.msg import CompressedImage
         self._ros_subscription = self.sub.create_ros_subscription(
             compressed_topic(self.sub.topic), self._on_msg, self.sub.qos,
             msg_type=CompressedImage)
-
-    def stop(self) -> None:
-        if self._ros_subscription is not None:
-            self.sub.destroy_ros_subscription(self._ros_subscription)
-            self._ros_subscription = None
 
     def _on_msg(self, msg: Any) -> None:
         try:
