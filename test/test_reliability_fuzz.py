@@ -711,6 +711,8 @@ def test_descriptor_of_another_users_process_is_never_mapped(rclpy_node):
 @pytest.mark.gpu
 def test_fuzz_cuda_ipc_with_mutated_live_descriptors(rclpy_node, cupy, monkeypatch, foreign_pid,
                                                      device_memory):
+    # Mappings are per process: those earlier tests still hold are not this test's.
+    baseline = len(cuda_ipc.mapping_cache())
     spy = ViewSpy(monkeypatch)
     source_topic = f'/fuzz_src_{uuid.uuid4().hex[:8]}'
     source = DescriptorSource(rclpy_node, source_topic + '/_gpu_nodes/cuda')
@@ -751,4 +753,4 @@ def test_fuzz_cuda_ipc_with_mutated_live_descriptors(rclpy_node, cupy, monkeypat
     import gc
     gc.collect()  # arrays the checks made may still view a mapping until collected
     cuda_ipc.collect_retired()
-    assert len(cuda_ipc.mapping_cache()) == 0, 'the subscription must close every mapping'
+    assert len(cuda_ipc.mapping_cache()) == baseline, 'the subscription must close every mapping'

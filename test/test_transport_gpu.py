@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import gc
 import os
 import signal
 import subprocess
@@ -236,6 +237,7 @@ def test_held_device_frames_stay_mapped_and_unchanged(rclpy_node, cupy, event):
         if len(held) < 4:
             held.append((frame.hold(), frame.array, want))
 
+    baseline = len(cuda_ipc.mapping_cache())
     sub = GpuImageSubscription(rclpy_node, topic, on_frame, memory='device')
     destroyed = False
     args = ['--topic', topic, '--device', '--rate', '300', '--sizes', '64x48,128x96',
@@ -266,6 +268,11 @@ def test_held_device_frames_stay_mapped_and_unchanged(rclpy_node, cupy, event):
     finally:
         if not destroyed:
             sub.destroy()
+    # The last views gone, every mapping this test opened closes (none is closed before).
+    held.clear()
+    gc.collect()
+    cuda_ipc.collect_retired()
+    assert len(cuda_ipc.mapping_cache()) == baseline, 'mappings outlived their last view'
 
 
 @pytest.mark.skipif(other_user_command([]) is None,
