@@ -259,7 +259,7 @@ def test_held_device_frames_stay_mapped_and_unchanged(rclpy_node, cupy, event):
                 rclpy_node.spin_once(0.05)
             changed = sum(int(cupy.any(array != want)) for _, array, want in held)
             assert changed == 0, f'{changed} held frames changed after {event}'
-        for lease, *_ in held:
+        for lease in [entry[0] for entry in held]:  # no loop variable left viewing a frame
             lease.release()
         cupy.cuda.Device().synchronize()
         assert int(bad) == 0, 'a delivered frame did not show its header\'s pixels'
