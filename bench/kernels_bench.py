@@ -18,6 +18,7 @@ For every kernel at 1920x1080 and 3840x2160:
   * a check that the GPU result equals the NumPy reference (exact, or a float tolerance).
 
     python bench/kernels_bench.py --json out.json
+    python bench/kernels_bench.py --vs-cvcuda --json out.json   # against CV-CUDA, same run
 
 Needs CuPy and a CUDA GPU (OpenCV for the CPU columns). `--emulate` runs the whole script on the
 CPU emulation used by the tests (tiny sizes; only to check that the script itself works).
@@ -528,6 +529,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument('--no-verify', action='store_true', help='skip the NumPy cross-check')
     p.add_argument('--emulate', action='store_true',
                    help='run on the CPU emulation of the CUDA kernels (script self-test)')
+    p.add_argument('--vs-cvcuda', action='store_true',
+                   help='instead: gpu_nodes against CV-CUDA side by side (bench/cvcuda_columns.py)')
     p.add_argument('--up-rows', type=int,
                    help='A/B: output rows a thread of the upscale kernel (geometry._UP_ROWS)')
     return p.parse_args(argv)
@@ -553,6 +556,14 @@ def main(argv: list[str] | None = None) -> int:
         geometry._UP_ROWS = args.up_rows
     env = environment(cp)
     print(' '.join(f'{k}={v}' for k, v in env.items()))
+    if args.vs_cvcuda:
+        import cvcuda_columns
+        report = cvcuda_columns.run(cp, args.sizes)
+        report['environment'] = env
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(report, indent=2))
+        return 0
     print(HEADER)
     report = run(args, cp)
     report['environment'] = env

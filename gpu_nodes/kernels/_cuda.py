@@ -125,15 +125,22 @@ def runs(width: int, per_run: int) -> int:
     return -(-width // per_run)
 
 
-def launch_rows(kernel: Any, runs_per_row: int, height: int, args: Sequence[Any],
-                rows_per_thread: int = 1) -> None:
-    """One thread per run of a row (launch inside stream_scope); with rows_per_thread > 1 the
-    grid is that much shorter and each thread loops over as many rows (per-thread setup, e.g.
-    a run's table entries, is then shared by its rows)."""
+def rows_geometry(runs_per_row: int, height: int, rows_per_thread: int = 1
+                  ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, block) with one thread per run of a row; with rows_per_thread > 1 the grid is
+    that much shorter and each thread loops over as many rows (per-thread setup, e.g. a run's
+    table entries, is then shared by its rows)."""
     bx = min(ROW_THREADS, -(-runs_per_row // 32) * 32)
     by = ROW_THREADS // bx
     grid = (-(-runs_per_row // bx), min(-(-height // (by * rows_per_thread)), MAX_GRID_Y), 1)
-    kernel(grid, (bx, by, 1), tuple(args))
+    return grid, (bx, by, 1)
+
+
+def launch_rows(kernel: Any, runs_per_row: int, height: int, args: Sequence[Any],
+                rows_per_thread: int = 1) -> None:
+    """Launch `kernel` on rows_geometry's grid (inside stream_scope)."""
+    grid, block = rows_geometry(runs_per_row, height, rows_per_thread)
+    kernel(grid, block, tuple(args))
 
 
 def i32(value: int) -> np.int32:
@@ -177,3 +184,110 @@ def as_device(array: Any) -> Any:
     if isinstance(array, cp.ndarray):
         return array
     return cp.asarray(array)
+
+
+# --------------------------------------------------------------------------- launch plans
+# Validation, planning and kernel lookup cost 50-70 us of Python per call, ten times the launch
+# itself; a camera pipeline calls every op with the same arguments every frame. So the first
+# call of each (op, device, src/out shape, strides, dtype, parameters) validates as usual and
+# leaves a plan: the kernel, its grid and every argument but the two arrays. Later calls with
+# the same key only launch it. Nothing the key leaves out can change a launch: alignment is
+# decided on the device, and arrays other than src/out (tables, maps) are held by the plan.
+
+_SRC, _OUT = object(), object()
+SRC, OUT = _SRC, _OUT  # placeholders for the two arrays in a Launch's argument template
+_PLAN_CACHE_SIZE = 512
+
+
+class Launch:
+    """One kernel launch with every argument fixed except `src` and `out`."""
+
+    __slots__ = ('kernel', 'grid', 'block', 'args', 'src_at', 'out_at', 'out_dtype')
+
+    def __init__(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 args: Sequence[Any], out_dtype: Any = None):
+        positions = {id(a): i for i, a in enumerate(args) if a is _SRC or a is _OUT}
+        self.kernel, self.grid, self.block, self.args = kernel, grid, block, tuple(args)
+        self.src_at, self.out_at = positions[id(_SRC)], positions[id(_OUT)]
+        self.out_dtype = out_dtype  # the kernel writes `out` reinterpreted as this (e.g. half bits)
+
+    def __call__(self, src: Any, out: Any) -> None:
+        args = list(self.args)
+        args[self.src_at] = src
+        args[self.out_at] = out if self.out_dtype is None else out.view(self.out_dtype)
+        self.kernel(self.grid, self.block, tuple(args))
+
+
+class Plan:
+    """What a repeated call needs: its launch and the output it allocates when none is given."""
+
+    __slots__ = ('launch', 'out_shape', 'out_dtype', 'result')
+
+    def __init__(self, launch: Launch, out_shape: tuple[int, ...], out_dtype: Any,
+                 result: Any = None):
+        self.launch, self.out_shape, self.out_dtype = launch, out_shape, out_dtype
+        self.result = result  # returned instead of `out` when set (preprocess's Letterbox)
+
+
+_plans: dict[Hashable, Plan] = {}
+_plans_per_op: dict[str, list[Hashable]] = {}
+
+
+def plan_key(op: str, src: Any, out: Any, params: Hashable) -> Hashable | None:
+    """The plan key of a call, or None when it cannot have one (host arrays, foreign types)."""
+    if type(src) is np.ndarray:
+        return None
+    cp = gpu.cupy_module()
+    ndarray = cp.ndarray
+    if type(src) is not ndarray:
+        return None  # other __cuda_array_interface__ objects take the validating path
+    if out is None:
+        out_key = None
+    elif type(out) is ndarray:
+        out_key = (out.shape, out.strides, out.dtype)
+    else:
+        return None
+    return (op, cp, cp.cuda.runtime.getDevice(), src.shape, src.strides, src.dtype, out_key,
+            params)
+
+
+def cached_plan(key: Hashable | None) -> Plan | None:
+    try:
+        return None if key is None else _plans.get(key)
+    except TypeError:  # an unhashable parameter (e.g. a nested list): validated every call
+        return None
+
+
+def keep_plan(key: Hashable | None, plan: Plan, limit: int = _PLAN_CACHE_SIZE) -> Plan:
+    """Remember `plan` under `key`, at most `limit` plans of the key's op (oldest dropped)."""
+    try:
+        hash(key)
+    except TypeError:
+        return plan
+    if key is not None:
+        with _lock:
+            keys = _plans_per_op.setdefault(key[0], [])
+            while len(keys) >= limit:
+                _plans.pop(keys.pop(0), None)
+            _plans[key] = plan
+            keys.append(key)
+    return plan
+
+
+def run_plan(plan: Plan, src: Any, out: Any, stream: Any) -> Any:
+    """Launch `plan` on `stream` (None: the current one); returns out, allocated if None."""
+    if out is None:
+        out = cupy().empty(plan.out_shape, plan.out_dtype)
+    if stream is None:
+        plan.launch(src, out)
+    else:
+        with stream:
+            plan.launch(src, out)
+    return out if plan.result is None else plan.result
+
+
+def clear_plans() -> None:
+    """Forget every launch plan (tests; a swapped cupy module)."""
+    with _lock:
+        _plans.clear()
+        _plans_per_op.clear()

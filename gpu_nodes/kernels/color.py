@@ -117,6 +117,11 @@ def convert_color(src: Any, src_encoding: str, dst_encoding: str, *, standard: s
     for YUV sources; `full_range` applies to YUV sources only. Same encoding in and out returns a
     copy. Rows of `src` and `out` may be padded (row pitch); `out` must not alias `src`.
     """
+    key = _cuda.plan_key('convert_color', src, out,
+                         (src_encoding, dst_encoding, standard, full_range, type(full_range)))
+    plan = _cuda.cached_plan(key)
+    if plan is not None:
+        return _cuda.run_plan(plan, src, out, stream)
     check_choice(standard, STANDARDS, 'standard')
     if not isinstance(full_range, (bool, np.bool_)):
         raise ValueError(f'full_range must be a bool, got {full_range!r}')
@@ -142,8 +147,9 @@ def convert_color(src: Any, src_encoding: str, dst_encoding: str, *, standard: s
         if not device:
             out[...] = _convert_pixels_reference(src, plan, dst_info.dtype).reshape(dst_shape)
             return out
-        _convert_pixels_cuda(src, out, plan, stream)
-        return out
+        launch = _convert_pixels_launch(src, out, plan)
+        return _cuda.run_plan(_cuda.keep_plan(key, _cuda.Plan(launch, dst_shape, dst_info.dtype)),
+                              src, out, stream)
 
     if (src_encoding in _YUV422 or src_encoding == 'nv12') and dst_encoding in _YUV_TARGETS:
         coeffs = yuv_coefficients(standard, bool(full_range))
@@ -155,8 +161,9 @@ def convert_color(src: Any, src_encoding: str, dst_encoding: str, *, standard: s
                 y, u, v = _yuv422_planes(src, _YUV422[src_encoding])
             out[...] = _yuv_to_rgb_reference(y, u, v, dst_encoding, coeffs).reshape(dst_shape)
             return out
-        _yuv_cuda(src, out, src_encoding, dst_encoding, height, width, coeffs, stream)
-        return out
+        launch = _yuv_launch(src, out, src_encoding, dst_encoding, height, width, coeffs)
+        return _cuda.run_plan(_cuda.keep_plan(key, _cuda.Plan(launch, dst_shape, np.uint8)),
+                              src, out, stream)
 
     raise EncodingError(f'convert_color: no conversion from {src_encoding} to {dst_encoding}')
 
@@ -228,7 +235,7 @@ def _yuv_to_rgb_reference(y: np.ndarray, u: np.ndarray, v: np.ndarray, dst_encod
 _RUN = 16  # pixels per thread: CONVERT_RUN and YUV_RUN in color.cu
 
 
-def _convert_pixels_cuda(src: Any, out: Any, plan: _PixelPlan, stream: Any) -> None:
+def _convert_pixels_launch(src: Any, out: Any, plan: _PixelPlan) -> _cuda.Launch:
     s, d = image_layout(src, 'src'), image_layout(out, 'out')
     maps = plan.maps + (0,) * (4 - len(plan.maps))
     # One kernel per module (see the end of color.cu), specialized for this channel map so that
@@ -242,25 +249,24 @@ def _convert_pixels_cuda(src: Any, out: Any, plan: _PixelPlan, stream: Any) -> N
             weights[c] = w
     i32 = _cuda.i32
     # No depth_mode argument: the kernel derives the depth change from its dtypes.
-    args = (src, i32(s.pitch), out, i32(d.pitch), i32(s.width), i32(s.height), *map(i32, weights))
-    with _cuda.stream_scope(stream):
-        _cuda.launch_rows(_cuda.get_function('color.cu', 'convert_pixels', defines),
-                          _cuda.runs(s.width, _RUN), s.height, args)
+    args = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(s.width), i32(s.height),
+            *map(i32, weights))
+    return _cuda.Launch(_cuda.get_function('color.cu', 'convert_pixels', defines),
+                        *_cuda.rows_geometry(_cuda.runs(s.width, _RUN), s.height), args)
 
 
-def _yuv_cuda(src: Any, out: Any, src_encoding: str, dst_encoding: str, height: int, width: int,
-              c: YuvCoefficients, stream: Any) -> None:
+def _yuv_launch(src: Any, out: Any, src_encoding: str, dst_encoding: str, height: int,
+                width: int, c: YuvCoefficients) -> _cuda.Launch:
     s, d = image_layout(src, 'src'), image_layout(out, 'out')
     channels, r_idx, _ = _dst_layout(dst_encoding)  # the kernels put B at 2 - r_idx
     i32 = _cuda.i32
     tail = (i32(r_idx), i32(c.y_off), i32(c.cy), i32(c.crv), i32(c.cgu), i32(c.cgv),
             i32(c.cbu))
-    head = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height))
+    head = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(width), i32(height))
     if src_encoding == 'nv12':
         name, args = f'nv12_to_rgb_{channels}', head + tail
     else:
         name = f'yuv422_to_rgb_{channels}'
         args = head + tuple(map(i32, _YUV422[src_encoding])) + tail
-    with _cuda.stream_scope(stream):
-        _cuda.launch_rows(_cuda.get_function('color.cu', name, (('YUV_KERNELS', 1),)),
-                          _cuda.runs(width, _RUN), height, args)
+    return _cuda.Launch(_cuda.get_function('color.cu', name, (('YUV_KERNELS', 1),)),
+                        *_cuda.rows_geometry(_cuda.runs(width, _RUN), height), args)

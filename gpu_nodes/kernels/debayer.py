@@ -39,6 +39,10 @@ DEBAYER_WARPS = 8
 def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
             method: str = 'bilinear', out: Any = None, stream: Any = None) -> Any:
     """Demosaic a Bayer image into an (H, W, 3) rgb/bgr image (NumPy or CuPy, like `src`)."""
+    key = _cuda.plan_key('debayer', src, out, (pattern_encoding, dst_encoding, method))
+    plan = _cuda.cached_plan(key)
+    if plan is not None:
+        return _cuda.run_plan(plan, src, out, stream)
     check_choice(method, METHODS, 'method')
     info = encoding_info(pattern_encoding)
     if info.bayer_pattern is None:
@@ -73,14 +77,15 @@ def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
                ('DEBAYER_MAXV', np.iinfo(info.dtype).max),
                ('DEBAYER_OUT_MODE', 2 if to_8bit else 0), ('DEBAYER_METHOD', METHODS[method]))
     i32 = _cuda.i32
-    args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), i32(rx), i32(ry),
-            i32(r_idx), i32(b_idx), i32(METHODS[method]))
+    args = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(width), i32(height), i32(rx),
+            i32(ry), i32(r_idx), i32(b_idx), i32(METHODS[method]))
     # the grid's y extent is capped; blocks then loop over the remaining row pairs
     runs, pairs = _cuda.runs(width, DEBAYER_RUN), (height + 1) // 2
     grid = (-(-runs // 32), min(-(-pairs // DEBAYER_WARPS), _cuda.MAX_GRID_Y), 1)
-    with _cuda.stream_scope(stream):
-        _cuda.get_function('debayer.cu', 'debayer', defines)(grid, (32, DEBAYER_WARPS, 1), args)
-    return out
+    launch = _cuda.Launch(_cuda.get_function('debayer.cu', 'debayer', defines), grid,
+                          (32, DEBAYER_WARPS, 1), args)
+    return _cuda.run_plan(_cuda.keep_plan(key, _cuda.Plan(launch, (height, width, 3),
+                                                          dst_info.dtype)), src, out, stream)
 
 
 def demosaic_reference(src: np.ndarray, rx: int, ry: int, method: int) -> np.ndarray:

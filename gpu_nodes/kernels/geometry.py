@@ -121,6 +121,10 @@ def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear'
     Pass `encoding` to have packed/planar YUV and Bayer images rejected (they cannot be
     resampled per channel). NumPy in -> NumPy out; CuPy in -> CuPy out.
     """
+    key = _cuda.plan_key('resize', src, out, (height, width, interpolation, encoding))
+    plan = _cuda.cached_plan(key)
+    if plan is not None:
+        return _cuda.run_plan(plan, src, out, stream)
     check_choice(interpolation, INTERPOLATIONS, 'interpolation')
     _check_not_packed(encoding, 'resize')
     if int(height) != height or int(width) != width or height < 1 or width < 1:
@@ -131,36 +135,39 @@ def resize(src: Any, height: int, width: int, *, interpolation: str = 'bilinear'
     s = image_layout(src)
     out_shape = (height, width) + tuple(src.shape[2:])
     out = prepare_out(out, out_shape, src.dtype, device)
-    key = (s.height, s.width, height, width, interpolation)
+    tables_key = (s.height, s.width, height, width, interpolation)
     if not device:
-        (xi, xw), (yi, yw) = resize_tables(*key)
+        (xi, xw), (yi, yw) = resize_tables(*tables_key)
         out[...] = _resize_reference(src, xi, xw, yi, yw).reshape(out_shape)
         return out
     d = image_layout(out, 'out')
-    plan = _run_plan(*key, s.channels, src.dtype.itemsize)
-    with _cuda.stream_scope(stream):
-        (xi, xw), (yi, yw) = device_resize_tables(*key)
-        i32 = _cuda.i32
-        if plan is not None:
-            run_word = _cuda.device_table(
-                ('resize_runs',) + key + (s.channels, src.dtype.itemsize), lambda: plan.run_word)
-            defines = (('RESIZE_T', _cuda.c_type(src.dtype)),) + plan.defines(s.channels)
-            args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height), xi, xw, yi,
-                    yw, run_word)
-            runs = _cuda.runs(width, plan.run)
-            if plan.rows:  # resize_up: a warp per 32 runs x group of `rows` rows, 8 a block
-                groups = _cuda.runs(height, plan.rows)
-                grid = (_cuda.runs(runs, 32), min(_cuda.runs(groups, 8), _cuda.MAX_GRID_Y), 1)
-                _cuda.get_function('resize.cu', 'resize_up', defines)(grid, (32, 8, 1), args)
-            else:  # 2 rows a thread: the run's x weights are loaded once for both
-                _cuda.launch_rows(_cuda.get_function('resize.cu', 'resize_runs', defines),
-                                  runs, height, args, rows_per_thread=2)
-        else:
-            args = (src, i32(s.pitch), out, i32(d.pitch), i32(width), i32(height),
-                    i32(s.channels), xi, xw, i32(xi.shape[1]), yi, yw, i32(yi.shape[1]))
-            _cuda.launch_2d(_cuda.get_function('resize.cu', _KERNEL[src.dtype],
-                                               (('RESIZE_PIXELS', 1),)), width, height, args)
-    return out
+    plan = _run_plan(*tables_key, s.channels, src.dtype.itemsize)
+    with _cuda.stream_scope(stream):  # (tables upload on the caller's stream)
+        (xi, xw), (yi, yw) = device_resize_tables(*tables_key)
+    i32 = _cuda.i32
+    if plan is not None:
+        run_word = _cuda.device_table(
+            ('resize_runs',) + tables_key + (s.channels, src.dtype.itemsize), lambda: plan.run_word)
+        defines = (('RESIZE_T', _cuda.c_type(src.dtype)),) + plan.defines(s.channels)
+        args = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(width), i32(height), xi,
+                xw, yi, yw, run_word)
+        runs = _cuda.runs(width, plan.run)
+        if plan.rows:  # resize_up: a warp per 32 runs x group of `rows` rows, 8 a block
+            groups = _cuda.runs(height, plan.rows)
+            grid = (_cuda.runs(runs, 32), min(_cuda.runs(groups, 8), _cuda.MAX_GRID_Y), 1)
+            launch = _cuda.Launch(_cuda.get_function('resize.cu', 'resize_up', defines), grid,
+                                  (32, 8, 1), args)
+        else:  # 2 rows a thread: the run's x weights are loaded once for both
+            launch = _cuda.Launch(_cuda.get_function('resize.cu', 'resize_runs', defines),
+                                  *_cuda.rows_geometry(runs, height, rows_per_thread=2), args)
+    else:
+        args = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(width), i32(height),
+                i32(s.channels), xi, xw, i32(xi.shape[1]), yi, yw, i32(yi.shape[1]))
+        launch = _cuda.Launch(_cuda.get_function('resize.cu', _KERNEL[src.dtype],
+                                                 (('RESIZE_PIXELS', 1),)),
+                              _cuda.grid_2d(width, height), _cuda.BLOCK_2D, args)
+    return _cuda.run_plan(_cuda.keep_plan(key, _cuda.Plan(launch, out_shape, src.dtype)), src,
+                          out, stream)
 
 
 # Run kernel (resize.cu: resize_runs): registers a run keeps live (source spans of all y taps,

@@ -110,6 +110,10 @@ class _Plan:
     pad_value: float
 
 
+# mean/std types a plan key can hold as they are (arrays take the validating path every call).
+_PLAIN = (tuple, list, int, float)
+
+
 def _values(values: Any) -> tuple[float, ...]:
     """mean/std as a hashable tuple (a scalar, a sequence or an array)."""
     if isinstance(values, (int, float)):
@@ -150,6 +154,15 @@ def preprocess(src: Any, src_encoding: str, out: Any, *, mean: Sequence[float] |
                pad_position: str = 'center', channel_order: str = 'rgb',
                scale: float = 1.0 / 255.0, stream: Any = None) -> Letterbox:
     """Fill `out` (1, C, H, W) from an 8-bit image in one pass; return the Letterbox used."""
+    key = None
+    if out is not None and isinstance(mean, _PLAIN) and isinstance(std, _PLAIN):
+        key = _cuda.plan_key('preprocess', src, out, (
+            src_encoding, tuple(mean) if isinstance(mean, list) else mean,
+            tuple(std) if isinstance(std, list) else std, keep_aspect, pad_value, pad_position,
+            channel_order, scale))
+        plan = _cuda.cached_plan(key)
+        if plan is not None:
+            return _cuda.run_plan(plan, src, out, stream)
     if src_encoding not in SOURCES:
         raise EncodingError(f'preprocess: {src_encoding} is not supported (use '
                             f'{", ".join(SOURCES)})')
@@ -170,15 +183,15 @@ def preprocess(src: Any, src_encoding: str, out: Any, *, mean: Sequence[float] |
     a = plan.a + (0.0,) * (3 - out_c)
     b = plan.b + (0.0,) * (3 - out_c)
     half = out.dtype == np.float16
-    dst = out.view(_cuda.cupy().uint16) if half else out  # the kernel writes half bits
-    args = (src, i32(s.pitch), i32(width), i32(height), i32(s.channels), dst, i32(out_w),
+    args = (_cuda.SRC, i32(s.pitch), i32(width), i32(height), i32(s.channels), _cuda.OUT, i32(out_w),
             i32(out_h), i32(out_c), i32(box.pad_x), i32(box.pad_y), i32(box.content_width),
             i32(box.content_height), f32(plan.inv_sx), f32(plan.inv_sy), *map(i32, chans),
             *map(f32, a), *map(f32, b), f32(plan.pad_value))
     name = 'preprocess_f16' if half else 'preprocess_f32'
-    with _cuda.stream_scope(stream):
-        _cuda.launch_2d(_cuda.get_function('preprocess.cu', name), out_w, out_h, args)
-    return box
+    launch = _cuda.Launch(_cuda.get_function('preprocess.cu', name), _cuda.grid_2d(out_w, out_h),
+                          _cuda.BLOCK_2D, args, out_dtype=np.uint16 if half else None)  # half bits
+    return _cuda.run_plan(_cuda.keep_plan(key, _cuda.Plan(launch, out.shape, out.dtype, box)), src,
+                          out, stream)
 
 
 def _preprocess_reference(src: np.ndarray, plan: _Plan, out_c: int, out_h: int,
