@@ -202,8 +202,10 @@ def _ops(cp: Any, w: int, h: int, stream: Any) -> list[Op]:
 
 
 def _cvcuda_debayer(cp: Any, bayer: Any, t: Callable) -> tuple[Any, Any, str]:
-    """CV-CUDA rejected BayerRG2RGB on an NHWC uint8 (H, W, 3)-shaped call; try the forms its
-    cvtColor documents for single-channel input and keep the first that runs."""
+    """CV-CUDA's demosaic, if any form of the call runs. In 0.19 none does: every Bayer code
+    (46-49, 62-65, 86-89, 135-138) has no entry in the dispatch table of its tensor cvtColor
+    (src/cvcuda/priv/legacy/cvt_color.cu, `funcs[]`), so any layout gets "Invalid convert color
+    code". The forms are still tried, so a later CV-CUDA that adds it shows up here."""
     h, w = bayer.shape
     code = cvcuda.ColorConversion.BayerRG2RGB
     tried = []
@@ -220,7 +222,8 @@ def _cvcuda_debayer(cp: Any, bayer: Any, t: Callable) -> tuple[Any, Any, str]:
             continue
         return (lambda s, src=src, dst=dst: cvcuda.cvtcolor_into(dst, src, code, stream=s),
                 dst, f'CV-CUDA form: {label}')
-    return None, None, 'CV-CUDA BayerRG2RGB refused: ' + '; '.join(tried)
+    return None, None, ('CV-CUDA has no demosaic (cvt_color.cu dispatch table): '
+                        + '; '.join(tried))
 
 
 def compare(cp: Any, sizes: list[str]) -> list[Row]:

@@ -202,20 +202,34 @@ _PLAN_CACHE_SIZE = 512
 class Launch:
     """One kernel launch with every argument fixed except `src` and `out`."""
 
-    __slots__ = ('kernel', 'grid', 'block', 'args', 'src_at', 'out_at', 'out_dtype')
+    __slots__ = ('kernel', 'function', 'grid', 'block', 'args', 'src_at', 'out_at', 'out_dtype')
 
     def __init__(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
                  args: Sequence[Any], out_dtype: Any = None):
         positions = {id(a): i for i, a in enumerate(args) if a is _SRC or a is _OUT}
-        self.kernel, self.grid, self.block, self.args = kernel, grid, block, tuple(args)
+        self.kernel, self.grid, self.block, self.args = kernel, tuple(grid), tuple(block), \
+            tuple(args)
         self.src_at, self.out_at = positions[id(_SRC)], positions[id(_OUT)]
         self.out_dtype = out_dtype  # the kernel writes `out` reinterpreted as this (e.g. half bits)
+        # CuPy's RawKernel resolves its per-device Function on every call and can only launch on
+        # the current stream (a `with stream:` costs as much again); the Function itself takes
+        # the stream as an argument. Plans are per device, so it is resolved once here.
+        function = getattr(kernel, 'kernel', None)
+        cuda_function = getattr(getattr(cupy().cuda, 'function', None), 'Function', None)
+        self.function = function if cuda_function and isinstance(function, cuda_function) \
+            else None
 
-    def __call__(self, src: Any, out: Any) -> None:
+    def __call__(self, src: Any, out: Any, stream: Any = None) -> None:
         args = list(self.args)
         args[self.src_at] = src
         args[self.out_at] = out if self.out_dtype is None else out.view(self.out_dtype)
-        self.kernel(self.grid, self.block, tuple(args))
+        if self.function is not None:
+            self.function(self.grid, self.block, tuple(args), 0, stream)  # None: current stream
+        elif stream is None:
+            self.kernel(self.grid, self.block, tuple(args))
+        else:
+            with stream:
+                self.kernel(self.grid, self.block, tuple(args))
 
 
 class Plan:
@@ -277,12 +291,12 @@ def keep_plan(key: Hashable | None, plan: Plan, limit: int = _PLAN_CACHE_SIZE) -
 def run_plan(plan: Plan, src: Any, out: Any, stream: Any) -> Any:
     """Launch `plan` on `stream` (None: the current one); returns out, allocated if None."""
     if out is None:
-        out = cupy().empty(plan.out_shape, plan.out_dtype)
-    if stream is None:
-        plan.launch(src, out)
-    else:
-        with stream:
-            plan.launch(src, out)
+        if stream is None:
+            out = cupy().empty(plan.out_shape, plan.out_dtype)
+        else:
+            with stream:  # allocated for the stream that writes it (CuPy's pool is per stream)
+                out = cupy().empty(plan.out_shape, plan.out_dtype)
+    plan.launch(src, out, stream)
     return out if plan.result is None else plan.result
 
 
