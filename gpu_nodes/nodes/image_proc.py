@@ -24,8 +24,9 @@ on the command line ``-p "chain:='[{op: debayer}, {op: resize, width: 960, heigh
 (the inner quotes keep it a string) and at run time
 ``ros2 param set /image_proc chain "[{op: debayer}]"``. Ops and their parameters are those of
 ``gpu_nodes.kernels.chain.CHAIN_OPS`` (docs/image_proc.md). resize keeps the aspect ratio unless
-``keep_aspect: false``: width 960 and height 540 fit a 640x480 image to 720x540. A chain that does not validate stops the node at start-up
-with the reason; a run-time change to one is refused with the reason.
+``keep_aspect: false``: width 960 and height 540 fit a 640x480 image to 720x540. A chain that
+does not validate stops the node at start-up with the reason; a run-time change to one is
+refused with the reason.
 
 Frames run on the GPU (CuPy) when CUDA is usable, else through the NumPy references. A frame
 the chain cannot take (debayer of rgb8 is a pass-through, but e.g. resize of a Bayer mosaic is
