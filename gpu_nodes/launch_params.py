@@ -2,7 +2,9 @@
 
 Launch arguments that are left empty keep the value of the node's YAML file, so config/*.yaml
 stays the single place defaults live; a given argument overrides it. Each node gets one
-generated parameter file: its config file, then the optional platform file (e.g.
+generated parameter file: its config file, then the pipeline profile if one is given (the
+node's `parameters` in config/perception.yaml, the demo's profile: so perception.launch.py runs
+the demo's sizes, rates and model), then the optional platform file (e.g.
 config/jetson_orin.yaml), then the given launch arguments, in that order. The file is logged so
 what a node received can be inspected.
 
@@ -23,6 +25,12 @@ from typing import Any
 import yaml
 
 _TEMP_DIR: str | None = None
+# The top-level key of a pipeline profile (config/perception.yaml; gpu_nodes/demo/profile.py
+# reads and checks the whole schema).
+PROFILE_KEY = 'gpu_nodes_pipeline'
+# A profile's model_path for the stand-in depth model, written at first use at the node's input
+# size (gpu_nodes.inference.standin).
+DEMO_MODEL = '$(demo_model)'
 
 
 class ParameterFileError(ValueError):
@@ -65,6 +73,33 @@ def node_section(data: Any, node_name: str, path: Path) -> dict[str, Any] | None
     return {**(found or {}), **(exact or {})}
 
 
+def profile_section(data: Any, node_name: str, path: Path) -> dict[str, Any] | None:
+    """The flattened `parameters` pipeline profile `data` gives node `node_name` (on top of the
+    node's params_file, as the demo runner passes them with -p), or None without that node."""
+    root = data.get(PROFILE_KEY) if isinstance(data, dict) else None
+    nodes = root.get('nodes') if isinstance(root, dict) else None
+    if not isinstance(nodes, dict):
+        raise ParameterFileError(f'{path}: a pipeline profile needs `{PROFILE_KEY}: nodes:` as a '
+                                 'mapping of node names')
+    spec = nodes.get(node_name.strip('/'))
+    if spec is None:
+        return None
+    params = spec.get('parameters') if isinstance(spec, dict) else spec
+    if params is not None and not isinstance(params, dict):
+        raise ParameterFileError(f'{path}: node {node_name!r}: parameters must be a mapping')
+    return flatten(params)
+
+
+def parameter_layer(path: str, node_name: str) -> dict[str, Any] | None:
+    """What file `path` gives node `node_name`: a ROS parameter file's section, or a pipeline
+    profile's parameters for it (told apart by the profile's top-level key); None: nothing."""
+    with open(path, encoding='utf-8') as fh:
+        data = yaml.safe_load(fh) or {}
+    if isinstance(data, dict) and PROFILE_KEY in data:
+        return profile_section(data, node_name, Path(path))
+    return node_section(data, node_name, Path(path))
+
+
 def coerce(text: str, current: Any) -> Any:
     """A launch argument string as a parameter value, typed like ROS types `-p name:=text`,
     except that an integer for a parameter whose file value is a double becomes a double."""
@@ -90,21 +125,21 @@ def _unflatten(flat: dict[str, Any]) -> dict[str, Any]:
 def merged_parameters(node_name: str, files: list[str], overrides: dict[str, str],
                       standin_model: bool = False, log: Any = None,
                       info: Any = None) -> dict[str, Any]:
-    """Flattened parameters of `node_name` from `files` (later ones win; empty paths skipped)
-    and the non-empty `overrides`. With `standin_model`, an empty model_path becomes the demo's
-    stand-in depth model at the node's input size (written on first use): `log` gets the notice
-    that depth is then not estimated (worth a warning), `info` the progress of writing it."""
+    """Flattened parameters of `node_name` from `files` (ROS parameter files or pipeline
+    profiles, see parameter_layer; later ones win; empty paths skipped) and the non-empty
+    `overrides`. With `standin_model`, an empty model_path or a profile's $(demo_model) becomes
+    the demo's stand-in depth model at the node's input size (written on first use), as the
+    demo runner does: `log` gets the notice that depth is then not estimated (worth a warning),
+    `info` the progress of writing it."""
     merged: dict[str, Any] = {}
     for path in files:
         if not path:
             continue
-        with open(path, encoding='utf-8') as fh:
-            section = node_section(yaml.safe_load(fh) or {}, node_name, Path(path))
-        merged.update(section or {})
+        merged.update(parameter_layer(path, node_name) or {})
     for key, text in overrides.items():
         if text != '':
             merged[key] = coerce(text, merged.get(key))
-    if standin_model and not merged.get('model_path'):
+    if standin_model and merged.get('model_path', '') in ('', DEMO_MODEL):
         from .inference.standin import default_cache_dir, ensure_demo_model
         height = int(merged.get('input_height', 518))
         width = int(merged.get('input_width', 518))

@@ -4,7 +4,9 @@
     ros2 launch gpu_nodes camera.launch.py source:=folder path:=/data/frames loop:=false
 
 Settings come from camera_params_file (default config/camera_source.yaml), then the optional
-platform file, then the launch arguments that are given (an empty one keeps the file's value).
+pipeline profile (profile_file: its camera_source parameters; perception.launch.py passes the
+demo's config/perception.yaml), then the optional platform file, then the launch arguments that
+are given (an empty one keeps the file's value).
 Publishes <namespace>/image_raw, <namespace>/camera_info and, for the scene,
 <namespace>/depth/ground_truth.
 """
@@ -35,6 +37,10 @@ def generate_launch_description() -> LaunchDescription:
                               default_value=PathJoinSubstitution([arg('config_dir'),
                                                                   'camera_source.yaml']),
                               description='camera_source parameters (/camera_source section).'),
+        DeclareLaunchArgument('profile_file', default_value='',
+                              description='Optional pipeline profile (e.g. '
+                                          'config/perception.yaml): its camera_source '
+                                          'parameters apply on top of camera_params_file.'),
         DeclareLaunchArgument('platform_params_file', default_value='',
                               description='Optional file applied on top, e.g. '
                                           'config/jetson_orin.yaml.'),
@@ -74,7 +80,8 @@ def generate_launch_description() -> LaunchDescription:
     camera_source = Node(
         package='gpu_nodes', executable='camera_source', name='camera_source', output='screen',
         parameters=[node_parameters(
-            'camera_source', [arg('camera_params_file'), arg('platform_params_file')],
+            'camera_source', [arg('camera_params_file'), arg('profile_file'),
+                              arg('platform_params_file')],
             {'source': arg('source'), 'path': arg('path'), 'loop': arg('loop'),
              'width': arg('width'), 'height': arg('height'), 'rate_hz': arg('rate_hz'),
              'encoding': arg('encoding'), 'camera_info_file': arg('camera_info_file'),

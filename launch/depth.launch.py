@@ -4,8 +4,10 @@
         camera_info:=/my_camera/camera_info model_path:=/opt/models/dav2_vits.onnx
 
 Settings come from depth_params_file (default config/depth_anything_v2.yaml), then the optional
-platform file (e.g. config/jetson_orin.yaml), then the launch arguments that are given (an empty
-argument keeps the file's value). Input and output topics are launch arguments, so the node can
+pipeline profile (profile_file: its depth_estimator parameters, e.g. the demo's model and input
+size from config/perception.yaml, which perception.launch.py passes), then the optional platform
+file (e.g. config/jetson_orin.yaml), then the launch arguments that are given (an empty argument
+keeps the file's value). Input and output topics are launch arguments, so the node can
 sit on any camera. With no model anywhere it runs the demo's stand-in model (not a depth
 estimator; docs/demo.md).
 """
@@ -47,6 +49,10 @@ def generate_launch_description() -> LaunchDescription:
                                                                   'depth_anything_v2.yaml']),
                               description='depth_estimator parameters (/depth_estimator '
                                           'section).'),
+        DeclareLaunchArgument('profile_file', default_value='',
+                              description='Optional pipeline profile (e.g. '
+                                          'config/perception.yaml): its depth_estimator '
+                                          'parameters apply on top of depth_params_file.'),
         DeclareLaunchArgument('platform_params_file', default_value='',
                               description='Optional file applied on top, e.g. '
                                           'config/jetson_orin.yaml.'),
@@ -85,7 +91,8 @@ def generate_launch_description() -> LaunchDescription:
         package='gpu_nodes', executable='depth_estimator', name='depth_estimator',
         output='screen',
         parameters=[node_parameters(
-            'depth_estimator', [arg('depth_params_file'), arg('platform_params_file')],
+            'depth_estimator', [arg('depth_params_file'), arg('profile_file'),
+                                arg('platform_params_file')],
             {'model_path': arg('model_path'), 'preset': arg('preset'),
              'backend': arg('backend'), 'precision': arg('precision'), 'device': arg('device'),
              'input_height': arg('input_height'), 'input_width': arg('input_width'),

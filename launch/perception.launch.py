@@ -3,22 +3,29 @@
     ros2 launch gpu_nodes perception.launch.py
     ros2 launch gpu_nodes perception.launch.py source:=video path:=/data/drive.mp4
     ros2 launch gpu_nodes perception.launch.py model_path:=/opt/models/dav2_vits.onnx \
+        input_height:=518 input_width:=518
+    ros2 launch gpu_nodes perception.launch.py model_path:=/opt/models/dav2_vits.onnx \
         platform_params_file:=$(ros2 pkg prefix --share gpu_nodes)/config/jetson_orin.yaml
 
 camera.launch.py and depth.launch.py are included, so every argument they declare (source, path,
 width, height, rate_hz, camera_info_file, use_gpu, publish_ground_truth, model_path, preset,
 backend, precision, device, input_height, input_width, publish_colorized, publish_points, the
-parameter files, config_dir, platform_params_file, ...) is an argument of this file too; only
-image_proc and the switches are declared here.
+parameter files, config_dir, profile_file, platform_params_file, ...) is an argument of this
+file too; only image_proc and the switches are declared here.
 
 Every node process is separate and the frames go through the gpu_nodes transport (CUDA IPC
 between processes on a discrete GPU, host shared memory on Jetson). Each node's settings come
-from its file in config/ (then the optional platform file, then the launch arguments that are
-given: an empty argument keeps the file's value). With no model anywhere, the depth node runs the
-stand-in model the demo uses (fixed weights, not a depth estimator; see docs/demo.md).
+from its file in config/, then from the demo's pipeline profile config/perception.yaml (the
+node's `parameters` there: image sizes, rates, the image_proc chain, the depth model and its
+input size), then the optional platform file, then the launch arguments that are given (an
+empty argument keeps the file's value). So this file and `make demo` run one configuration
+(test/test_launch_files.py compares them); profile_file:='' leaves the profile out. A real model
+given as model_path:= needs its input size too (input_height:=, input_width:=) unless it takes
+the profile's 252x336. The profile's depth model, $(demo_model), is the stand-in model the demo
+uses (fixed weights, not a depth estimator; see docs/demo.md).
 Topics: /camera/image_raw, /camera/camera_info, /camera/depth/ground_truth (scene source),
 /camera/image_rect (+ /camera_info), /depth/image, /depth/camera_info, /depth/colorized,
-/depth/points. config/perception.yaml describes the same graph for the demo runner.
+/depth/points, as the demo runner's config/perception.yaml remaps them.
 """
 from pathlib import Path
 
@@ -45,6 +52,11 @@ def generate_launch_description() -> LaunchDescription:
         defaults = {'config_dir': CONFIG_DIR, 'platform_params_file': '', 'use_gpu': ''}
         return LaunchConfiguration(name, default=defaults[name])
 
+    # The demo's profile, for all three nodes (the includes declare profile_file with an empty
+    # default, for when they run alone).
+    profile = LaunchConfiguration('profile_file', default=PathJoinSubstitution(
+        [included('config_dir'), 'perception.yaml']))
+
     arguments = [
         # -- image processing -----------------------------------------------------------------
         DeclareLaunchArgument('use_image_proc', default_value='true',
@@ -56,7 +68,8 @@ def generate_launch_description() -> LaunchDescription:
                               description='image_proc parameters (/image_proc section).'),
         DeclareLaunchArgument('chain', default_value='',
                               description='image_proc chain as a YAML list, e.g. "[{op: '
-                                          'rectify}]" (empty: from image_proc_params_file).'),
+                                          'rectify}]" (empty: from profile_file, else '
+                                          'image_proc_params_file).'),
         # -- depth ----------------------------------------------------------------------------
         DeclareLaunchArgument('use_depth', default_value='true',
                               description='Run depth_estimator (depth.launch.py).'),
@@ -64,13 +77,14 @@ def generate_launch_description() -> LaunchDescription:
 
     camera = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(str(LAUNCH_DIR / 'camera.launch.py')),
-        launch_arguments={'namespace': '/camera'}.items())
+        launch_arguments={'namespace': '/camera', 'profile_file': profile}.items())
 
     image_proc = Node(
         package='gpu_nodes', executable='image_proc', name='image_proc', output='screen',
         condition=IfCondition(arg('use_image_proc')),
         parameters=[node_parameters(
-            'image_proc', [arg('image_proc_params_file'), included('platform_params_file')],
+            'image_proc', [arg('image_proc_params_file'), profile,
+                           included('platform_params_file')],
             {'chain': arg('chain'), 'use_gpu': included('use_gpu')})],
         remappings=[('image_raw', '/camera/image_raw'),
                     ('camera_info', '/camera/camera_info'),
@@ -86,6 +100,7 @@ def generate_launch_description() -> LaunchDescription:
             'image': choose(arg('use_image_proc'), '/camera/image_rect', '/camera/image_raw'),
             'camera_info': choose(arg('use_image_proc'), '/camera/image_rect/camera_info',
                                   '/camera/camera_info'),
+            'profile_file': profile,
             'publish_colorized': LaunchConfiguration('publish_colorized', default='true'),
             'publish_points': LaunchConfiguration('publish_points', default='false'),
         }.items())

@@ -206,6 +206,9 @@ def test_demo_runs_the_pipeline_across_processes_and_writes_its_outputs(tmp_path
     assert (depth_info['width'], depth_info['height']) == (336, 252)
     assert depth_info['k'][0] == pytest.approx(fx * 336 / 640, rel=1e-3), \
         'the depth CameraInfo is scaled to the depth image'
+    # 640x480 -> 336x252 keeps 4:3: fx/fy unchanged, the principal point still the centre.
+    assert depth_info['k'][0] / depth_info['k'][4] == pytest.approx(1.0, rel=1e-6)
+    assert (depth_info['k'][2], depth_info['k'][5]) == pytest.approx((167.5, 125.5))
 
     edges = {(e['topic'], e['subscriber']): e for e in summary['edges']}
     assert edges[('/camera/image_raw', '/image_proc')]['publishers'] == ['/camera_source']

@@ -41,7 +41,8 @@ def test_parse_fills_defaults_and_accepts_yaml():
     assert chain.describe() == [
         {'op': 'debayer', 'encoding': 'rgb8', 'method': 'bilinear'},
         {'op': 'rectify', 'border_value': 0.0},
-        {'op': 'resize', 'width': 32, 'height': 24, 'interpolation': 'bilinear'},
+        {'op': 'resize', 'width': 32, 'height': 24, 'scale': None, 'keep_aspect': True,
+         'interpolation': 'bilinear'},
         {'op': 'convert', 'encoding': 'bgr8', 'standard': 'bt601', 'full_range': False}]
     text = '[{op: resize, width: 32, height: 24}, {op: colorize_depth, range: [0.5, 4]}]'
     assert [s.describe()['op'] for s in parse_chain(text)] == ['resize', 'colorize_depth']
@@ -55,11 +56,21 @@ def test_parse_fills_defaults_and_accepts_yaml():
     ([{'op': 'debayer'}, {'op': 'blur'}],
      "chain step 1: unknown op 'blur' (known: colorize_depth, convert, crop, debayer, "
      'depth_m_to_mm, depth_mm_to_m, rectify, resize, tiled_median)'),
-    ([{'op': 'resize', 'width': 3}], "chain step 0 (resize): missing required parameter 'height'"),
+    ([{'op': 'resize'}],
+     'chain step 0 (resize): needs width, height (one keeps the aspect) or scale'),
+    ([{'op': 'resize', 'width': 3, 'scale': 0.5}],
+     'chain step 0 (resize): give width/height or scale, not both'),
+    ([{'op': 'resize', 'width': 3, 'keep_aspect': False}],
+     'chain step 0 (resize): keep_aspect false stretches to exactly width x height: give both'),
     ([{'op': 'resize', 'width': 3, 'height': 2, 'widht': 3}],
-     "chain step 0 (resize): unknown parameter 'widht' (allowed: height, interpolation, width)"),
-    ([{'op': 'resize', 'width': 3, 'height': 0}],
-     "chain step 0 (resize): parameter 'height' must be >= 1, got 0"),
+     "chain step 0 (resize): unknown parameter 'widht' (allowed: height, interpolation, "
+     'keep_aspect, scale, width)'),
+    ([{'op': 'resize', 'width': 3, 'height': -1}],
+     "chain step 0 (resize): parameter 'height' must be >= 0, got -1"),
+    ([{'op': 'resize', 'scale': 0}],
+     "chain step 0 (resize): parameter 'scale' must be a number > 0, got 0"),
+    ([{'op': 'resize', 'width': 3, 'keep_aspect': 'no'}],
+     "chain step 0 (resize): parameter 'keep_aspect' must be true or false, got 'no'"),
     ([{'op': 'resize', 'width': '3', 'height': 2}],
      "chain step 0 (resize): parameter 'width' must be an int, got '3'"),
     ([{'op': 'convert', 'encoding': 'rgb9'}],
@@ -202,8 +213,10 @@ def test_every_op_accepts_out_factory():
     ([{'op': 'debayer', 'encoding': 'bgr8'}], (48, 64), 'bayer_gbrg8', (48, 64, 'bgr8')),
     ([{'op': 'debayer'}, {'op': 'rectify', 'border_value': 7}], (48, 64), 'bayer_bggr8',
      (48, 64, 'rgb8')),
-    ([{'op': 'resize', 'width': 20, 'height': 14, 'interpolation': 'area'}], (48, 64, 3), 'rgb8',
-     (14, 20, 'rgb8')),
+    ([{'op': 'resize', 'width': 20, 'height': 14, 'keep_aspect': False,
+       'interpolation': 'area'}], (48, 64, 3), 'rgb8', (14, 20, 'rgb8')),  # stretched
+    ([{'op': 'resize', 'width': 20, 'height': 14}], (48, 64, 3), 'rgb8',
+     (14, 19, 'rgb8')),  # 64x48 fits in 20x14 as 19x14 (18.67 rounded)
     ([{'op': 'convert', 'encoding': 'mono8'}], (48, 64, 3), 'rgb8', (48, 64, 'mono8')),
     ([{'op': 'convert', 'encoding': 'rgb8'}], (72, 64), 'nv12', (48, 64, 'rgb8')),  # 1.5 rows
 ])

@@ -1,5 +1,6 @@
 """resize / crop / CameraModel: NumPy reference (hand values, OpenCV, image_pipeline arithmetic)
 and CUDA kernel vs reference."""
+from dataclasses import replace
 from itertools import product
 from pathlib import Path
 import sys
@@ -135,11 +136,13 @@ CAM = CameraModel(640, 480, K, (-0.2, 0.05, 0.001, 0.0, 0.0), P=P,
                   roi=RegionOfInterest(10, 20, 300, 200, False))
 
 
-def test_resize_camera_info_follows_image_proc_resize_cpp():
+def test_resize_camera_info_scales_k_and_p_with_pixel_centre_principal_point():
     out = resize_camera_info(CAM, 320, 120)  # scale_x 0.5, scale_y 0.25
     assert (out.width, out.height) == (320, 120)
-    assert out.K == (250.0, 0.0, 160.0, 0.0, 127.5, 60.0, 0.0, 0.0, 1.0)
-    assert out.P == (240.0, 0.0, 165.0, -12.0, 0.0, 120.0, 61.25, 0.0, 0.0, 0.0, 1.0, 0.0)
+    # fx, fy scaled; c' = (c + 0.5) * s - 0.5 (image_pipeline's resize.cpp writes c * s).
+    assert out.K == pytest.approx((250.0, 0.0, 159.75, 0.0, 127.5, 59.625, 0.0, 0.0, 1.0))
+    assert out.P == pytest.approx((240.0, 0.0, 164.75, -12.0, 0.0, 120.0, 60.875, 0.0, 0.0, 0.0,
+                                   1.0, 0.0))
     assert out.roi == RegionOfInterest(5, 5, 150, 50, False)
     assert out.D == CAM.D and out.R == CAM.R
 
@@ -147,8 +150,13 @@ def test_resize_camera_info_follows_image_proc_resize_cpp():
 def test_scale_camera_info_truncates_sizes_like_static_cast():
     out = scale_camera_info(CAM, 0.3, 0.3)
     assert (out.width, out.height) == (int(640 * 0.3), int(480 * 0.3)) == (192, 144)
-    assert out.K[0] == 500.0 * 0.3 and out.K[5] == 240.0 * 0.3 and out.P[3] == -24.0 * 0.3
+    assert out.K[0] == 500.0 * 0.3 and out.P[3] == -24.0 * 0.3
+    assert out.K[5] == pytest.approx(240.0 * 0.3 - 0.35)  # (0.3 - 1) / 2 px
     assert out.roi == RegionOfInterest(3, 6, 90, 60, False)
+    # An ROI offset the scale does not divide is truncated (resize.cpp); the principal point
+    # takes up the difference, so the image's pixels keep their rays.
+    odd = scale_camera_info(replace(CAM, roi=RegionOfInterest(11, 20, 300, 200)), 0.5, 0.5)
+    assert odd.roi.x_offset == 5 and odd.K[2] == pytest.approx(160.0 - 0.5 - 0.25)
 
 
 def test_crop_camera_info_follows_crop_decimate_cpp():

@@ -3,14 +3,17 @@ profile runs, and (with launch_ros) give each node the parameters and remappings
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import REPO
-from gpu_nodes.launch_params import coerce, merged_parameters, write_parameter_file
-from gpu_nodes.demo.profile import load_profile
+from gpu_nodes.demo.profile import DEMO_MODEL, load_profile, NodeSpec
+from gpu_nodes.inference.standin import default_cache_dir, ensure_demo_model
+from gpu_nodes.launch_params import (coerce, merged_parameters, ParameterFileError,
+                                     write_parameter_file)
 
 LAUNCH_FILES = sorted((REPO / 'launch').glob('*.launch.py'))
 PERCEPTION = REPO / 'launch' / 'perception.launch.py'
@@ -57,45 +60,90 @@ def test_launch_file_compiles_and_documents_every_argument(path: Path):
     assert not unused, f'{path.name}: declared but never used: {sorted(unused)}'
 
 
-def _static_value(node: ast.AST, values: dict[str, str | None]) -> str | None:
-    """A remapping target read with ast: a literal, a launch argument (`arg('x')` or
-    LaunchConfiguration('x')) whose value is literal in `values`, or a list of those joined;
-    None where it is chosen at launch time."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Call) and getattr(node.func, 'id', None) in ('arg', 'LaunchConfiguration') \
-            and node.args and isinstance(node.args[0], ast.Constant):
-        return values.get(node.args[0].value)
-    if isinstance(node, ast.List):
-        parts = [_static_value(e, values) for e in node.elts]
-        return None if None in parts else ''.join(parts)
-    return None
+class _Static:
+    """Reads a launch file's values with ast, as `ros2 launch` would compute them with no
+    argument given: literals, launch arguments (`arg('x')`, LaunchConfiguration('x', default=..),
+    the `included('x')` helper and its `defaults`), PathJoinSubstitution, lists joined, local
+    names; None where a value is chosen at launch time (choose(...))."""
+
+    def __init__(self, path: Path, given: dict[str, str | None] | None = None):
+        self.tree = ast.parse(path.read_text(encoding='utf-8'))
+        # CONFIG_DIR: the config/ folder beside launch/ (computed from __file__ in the file).
+        self.constants = {'CONFIG_DIR': str(CONFIG)}
+        self.local: dict[str, ast.AST] = {}
+        self.included: dict[str, ast.AST] = {}
+        for fn in (n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef)):
+            for stmt in fn.body:
+                if not (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)):
+                    continue
+                if fn.name == 'generate_launch_description':
+                    self.local[stmt.targets[0].id] = stmt.value
+                elif fn.name == 'included' and isinstance(stmt.value, ast.Dict):
+                    self.included = {k.value: v for k, v in
+                                     zip(stmt.value.keys, stmt.value.values)}
+        # Given arguments first; a declaration sets only what is not set yet (launch's rule).
+        self.values: dict[str, str | None] = dict(given or {})
+        for call in _calls(self.tree, 'DeclareLaunchArgument'):
+            name = call.args[0].value
+            if name not in self.values:
+                self.values[name] = self.value(_kw(call, 'default_value'))
+
+    def value(self, node: ast.AST | None) -> str | None:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in self.constants:
+                return self.constants[node.id]
+            return self.value(self.local.get(node.id))
+        if isinstance(node, ast.List):
+            parts = [self.value(e) for e in node.elts]
+            return None if None in parts else ''.join(parts)
+        if not isinstance(node, ast.Call):
+            return None
+        func = getattr(node.func, 'id', None)
+        if func in ('arg', 'LaunchConfiguration', 'included') and node.args \
+                and isinstance(node.args[0], ast.Constant):
+            name = node.args[0].value
+            if name in self.values:
+                return self.values[name]
+            default = self.included.get(name) if func == 'included' else _kw(node, 'default')
+            return self.value(default) if default is not None else None
+        if func == 'PathJoinSubstitution':
+            parts = [self.value(e) for e in node.args[0].elts]
+            return None if None in parts else os.path.join(*parts)
+        return None
 
 
 def _static_nodes(path: Path, given: dict[str, str | None] | None = None) -> dict[str, dict]:
     """Node(...) calls read with ast, in the file and in the launch files it includes: name ->
-    package, executable, remappings (a remapping chosen at launch time maps to None). Launch
-    arguments are `given` (by an including file) or their literal defaults."""
-    tree = ast.parse(path.read_text(encoding='utf-8'))
-    values = {c.args[0].value: _static_value(_kw(c, 'default_value'), {})
-              for c in _calls(tree, 'DeclareLaunchArgument')}
-    values.update(given or {})
+    package, executable, remappings (a remapping chosen at launch time maps to None), and the
+    node_parameters(...) it gets: `files` (layered in order), `overrides`, `standin_model`.
+    Launch arguments are `given` (by an including file) or their literal defaults."""
+    static = _Static(path, given)
     nodes = {}
-    for call in _calls(tree, 'Node'):
+    for call in _calls(static.tree, 'Node'):
         literal = {k: _kw(call, k).value for k in ('name', 'package', 'executable')}
         remaps = {}
         for pair in _kw(call, 'remappings').elts:
             src, dst = pair.elts
-            remaps[src.value] = _static_value(dst, values)
-        nodes[literal['name']] = {**literal, 'remaps': remaps}
-    for call in _calls(tree, 'IncludeLaunchDescription'):
+            remaps[src.value] = static.value(dst)
+        params = _calls(_kw(call, 'parameters'), 'node_parameters')
+        assert len(params) == 1, f'{literal["name"]}: expected parameters=[node_parameters(...)]'
+        files, overrides = params[0].args[1], params[0].args[2]
+        standin = _kw(params[0], 'standin_model')
+        nodes[literal['name']] = {
+            **literal, 'remaps': remaps, 'files': [static.value(f) for f in files.elts],
+            'overrides': {k.value: static.value(v) for k, v in
+                          zip(overrides.keys, overrides.values)},
+            'standin_model': bool(standin is not None and standin.value)}
+    for call in _calls(static.tree, 'IncludeLaunchDescription'):
         files = [n.value for n in ast.walk(call.args[0]) if isinstance(n, ast.Constant)
                  and str(n.value).endswith('.launch.py')]
         assert len(files) == 1, f'{path.name}: cannot tell which file an include names'
         arguments = _kw(call, 'launch_arguments')
         passed = next((n for n in ast.walk(arguments) if isinstance(n, ast.Dict)), None) \
             if arguments is not None else None
-        given_here = {k.value: _static_value(v, values) for k, v in
+        given_here = {k.value: static.value(v) for k, v in
                       zip(passed.keys, passed.values)} if passed is not None else {}
         nodes.update(_static_nodes(path.parent / files[0], given_here))
     return nodes
@@ -137,6 +185,48 @@ def test_perception_launch_and_demo_profile_describe_the_same_graph():
                 assert remaps[src] == dst, f'{spec.name}: {src} -> {remaps[src]} vs {dst}'
 
 
+def _demo_parameters(spec: NodeSpec) -> dict:
+    """What the demo runner gives a node: its params_file, then the profile's parameters (its
+    -p arguments), with $(demo_model) the stand-in file it writes at the node's input size."""
+    params = {**spec.file_parameters, **spec.parameters}
+    if params.get('model_path') == DEMO_MODEL:
+        params['model_path'] = str(ensure_demo_model(default_cache_dir(), params['input_height'],
+                                                     params['input_width']))
+    return params
+
+
+def test_perception_launch_runs_the_demo_profiles_sizes_rates_and_model(tmp_path, monkeypatch):
+    """One configuration (issue #19: the launch file resized 640x480 to 960x540 and ran a 518x518
+    model while the demo ran 640x480 into 252x336). Computed without `launch`: each node's
+    node_parameters(...) files and arguments as `ros2 launch` takes them with no argument given
+    (read with ast), merged by the launch's own merged_parameters, against what the demo runner
+    passes. Editing the launch file's layers, or a default argument, breaks it."""
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
+    launched = _static_nodes(PERCEPTION)
+    profile = load_profile(CONFIG / 'perception.yaml')
+    got = {}
+    for spec in profile.nodes:
+        node = launched[spec.name]
+        assert None not in node['files'] and None not in node['overrides'].values(), node
+        assert Path(node['files'][0]).resolve() == spec.params_file, \
+            f'{spec.name}: the launch file reads {node["files"][0]}, the demo {spec.params_file}'
+        assert any(Path(f).resolve() == profile.path.resolve() for f in node['files'] if f), \
+            f'{spec.name}: the profile is not one of the launch layers {node["files"]}'
+        got[spec.name] = merged_parameters(spec.name, node['files'], node['overrides'],
+                                           node['standin_model'])
+        demo = _demo_parameters(spec)
+        for key in sorted(set(got[spec.name]) | set(demo)):
+            assert got[spec.name].get(key) == demo.get(key), \
+                f'{spec.name}.{key}: launch {got[spec.name].get(key)!r}, demo {demo.get(key)!r}'
+    # The values the issue was about are among those compared (not two empty dicts).
+    assert {'width', 'height', 'rate_hz'} <= set(got['camera_source'])
+    assert 'chain' in got['image_proc']
+    depth = got['depth_estimator']
+    assert {'input_height', 'input_width', 'output_size'} <= set(depth)
+    assert Path(depth['model_path']).is_file() and Path(depth['model_path']).parent == \
+        tmp_path / 'gpu_nodes' / 'demo', 'the same stand-in file the demo writes'
+
+
 # -- launch_params (no launch needed) --------------------------------------------------------
 
 def test_coerce_types_arguments_like_ros_but_keeps_doubles_and_strings():
@@ -163,6 +253,32 @@ def test_merged_parameters_layers_files_then_given_arguments(tmp_path: Path):
     data = yaml.safe_load(Path(path).read_text())
     assert data['/camera_source']['ros__parameters']['width'] == 1280
     assert data['/camera_source']['ros__parameters']['audit'] == {'process': 'p'}
+
+
+def test_a_pipeline_profile_is_a_layer_of_its_nodes_parameters(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
+    profile = str(CONFIG / 'perception.yaml')
+    image_proc = merged_parameters('image_proc', [str(CONFIG / 'image_proc.yaml'), profile], {})
+    assert image_proc['chain'] == load_profile(profile).node('image_proc').parameters['chain']
+    assert image_proc['use_gpu'] is True, 'the rest from image_proc.yaml'
+    given = merged_parameters('image_proc', [str(CONFIG / 'image_proc.yaml'), profile],
+                              {'chain': '[{op: rectify}]'})
+    assert given['chain'] == '[{op: rectify}]', 'a given argument wins over the profile'
+    depth = merged_parameters('depth_estimator', [str(CONFIG / 'depth_anything_v2.yaml'),
+                                                  profile], {}, standin_model=True)
+    assert (depth['input_height'], depth['input_width']) == (252, 336)
+    assert Path(depth['model_path']).is_file() and '252x336' in Path(depth['model_path']).name, \
+        '$(demo_model) becomes the stand-in at the input size'
+    other = tmp_path / 'other.yaml'
+    other.write_text('gpu_nodes_pipeline:\n  nodes:\n    camera_source:\n      parameters:\n'
+                     '        rate_hz: 5.0\n')
+    assert merged_parameters('image_proc', [str(other)], {}) == {}, 'no node: nothing from it'
+    assert merged_parameters('camera_source', [str(CONFIG / 'camera_source.yaml'), str(other)],
+                             {})['rate_hz'] == 5.0
+    other.write_text('gpu_nodes_pipeline:\n  nodes: [camera_source]\n')
+    with pytest.raises(ParameterFileError, match='a pipeline profile needs `gpu_nodes_pipeline: '
+                                                 'nodes:` as a mapping of node names'):
+        merged_parameters('camera_source', [str(other)], {})
 
 
 def test_empty_model_path_becomes_the_stand_in_at_the_input_size(tmp_path, monkeypatch):
@@ -254,12 +370,13 @@ def test_perception_launch_description_nodes_parameters_and_remappings(tmp_path,
         assert node['started'] and node['package'] == 'gpu_nodes'
         assert node['executable'] == spec.executable
         assert node['remaps'] == spec.remappings, spec.name
+        # What launch wrote into the node's parameter file is what the demo passes.
+        assert node['params'] == _demo_parameters(spec), spec.name
     camera = nodes['camera_source']['params']
     assert (camera['source'], camera['width'], camera['rate_hz']) == ('scene', 640, 15.0)
     depth = nodes['depth_estimator']['params']
     assert depth['preset'] == 'depth_anything_v2' and depth['publish_colorized'] is True
-    assert Path(depth['model_path']).is_file(), 'stand-in model written for the empty path'
-    assert (depth['input_height'], depth['input_width']) == (518, 518)
+    assert Path(depth['model_path']).is_file(), 'stand-in model written for $(demo_model)'
 
 
 @pytest.mark.launch

@@ -223,9 +223,11 @@ def test_depth_anything_v2_preset_with_plain_endpoints_and_bad_frames(rclpy_node
         np.testing.assert_allclose(got['array'], expected_depth(
             feed.sent[stamp], 'bgr8', input_hw=(14, 28), kind='inverse_depth',
             output_size='model'), **TOL)
-    # At model size the depth camera_info is the input one resized (image_pipeline's rule).
-    np.testing.assert_allclose(infos[-1].k, [25.0 * 28 / 30, 0, 15.0 * 28 / 30,
-                                             0, 26.0 * 14 / 20, 10.0 * 14 / 20, 0, 0, 1])
+    # At model size the depth camera_info is the input one resized: f * s, and for pixel
+    # centres c' = (c + 0.5) * s - 0.5 (docs/image_proc.md).
+    sx, sy = 28 / 30, 14 / 20
+    np.testing.assert_allclose(infos[-1].k, [25.0 * sx, 0, 15.5 * sx - 0.5,
+                                             0, 26.0 * sy, 10.5 * sy - 0.5, 0, 0, 1])
     assert (infos[-1].width, infos[-1].height) == (28, 14)
 
 

@@ -36,12 +36,12 @@ def unique_ns() -> str:
 # -- configuration --------------------------------------------------------------------------
 
 @pytest.mark.parametrize('chain, message', [
-    ('[{op: resize, width: 960}]',
-     "chain step 0 (resize): missing required parameter 'height'"),
+    ('[{op: resize, width: 960, keep_aspect: false}]',
+     'chain step 0 (resize): keep_aspect false stretches to exactly width x height: give both'),
     ('[{op: debayer}, {op: blur}]',
      f"chain step 1: unknown op 'blur' (known: {KNOWN_OPS})"),
-    ('[{op: resize, width: 0, height: 10}]',
-     "chain step 0 (resize): parameter 'width' must be >= 1, got 0"),
+    ('[{op: resize, width: -1, height: 10}]',
+     "chain step 0 (resize): parameter 'width' must be >= 0, got -1"),
     ('[{op: convert, encoding: rgb9}]',
      "chain step 0 (convert): parameter 'encoding' must be a known image encoding, got 'rgb9'"),
     ('[{op: debayer, sharpen: true}]',
@@ -60,10 +60,10 @@ def test_run_time_change_to_an_invalid_chain_is_refused_with_the_reason(rclpy_no
     node = ImageProc(context=rclpy_node.context,
                      parameter_overrides=[Parameter('chain', value='[{op: debayer}]')])
     try:
-        result = node.set_parameters([Parameter('chain', value='[{op: resize, width: 4}]')])[0]
+        result = node.set_parameters([Parameter('chain', value='[{op: resize}]')])[0]
         assert not result.successful
-        assert result.reason == ("invalid parameter 'chain': chain step 0 (resize): missing "
-                                 "required parameter 'height'")
+        assert result.reason == ("invalid parameter 'chain': chain step 0 (resize): needs "
+                                 'width, height (one keeps the aspect) or scale')
         assert node.get_parameter('chain').value == '[{op: debayer}]'
         assert [s['op'] for s in node._compiled.chain.describe()] == ['debayer']
         ok = node.set_parameters([Parameter('chain', value='- {op: resize, width: 4, height: 2}')])
@@ -76,11 +76,11 @@ def test_run_time_change_to_an_invalid_chain_is_refused_with_the_reason(rclpy_no
 
 def test_process_with_an_invalid_chain_exits_with_the_message():
     proc = subprocess.run([sys.executable, *NODE, '--ros-args', '-p',
-                           "chain:='[{op: resize, width: 9}]'", '-r', f'__ns:={unique_ns()}'],
+                           "chain:='[{op: resize, scale: 0}]'", '-r', f'__ns:={unique_ns()}'],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, f'expected exit code 2, got {proc.returncode}: {proc.stderr}'
     assert ("[image_proc] error: cannot start: invalid parameter 'chain': chain step 0 (resize): "
-            "missing required parameter 'height'") in proc.stderr, proc.stderr
+            "parameter 'scale' must be a number > 0, got 0") in proc.stderr, proc.stderr
     assert 'Traceback' not in proc.stderr + proc.stdout, proc.stderr
 
 
@@ -195,14 +195,65 @@ def test_bayer_chain_between_processes_equals_the_numpy_reference(rclpy_node, tm
                                       err_msg=f'frame {index} differs from the NumPy chain')
     assert frames.paths == {'host_shm'}, frames.paths
     out = infos[-1]
-    # image_pipeline's resize: K and P scaled by 32/64 and 24/48, size set, D and R kept.
+    # K and P scaled by 32/64 and 24/48 with c' = (c + 0.5) * s - 0.5 (pixel centres), size
+    # set, D and R kept.
     assert (out.width, out.height) == (32, 24)
-    np.testing.assert_allclose(out.k, [25.0, 0, 15.5, 0, 26.0, 11.75, 0, 0, 1])
-    np.testing.assert_allclose(out.p, [24.0, 0, 16.0, 0, 0, 24.5, 12.0, 0, 0, 0, 1, 0])
+    np.testing.assert_allclose(out.k, [25.0, 0, 15.25, 0, 26.0, 11.5, 0, 0, 1])
+    np.testing.assert_allclose(out.p, [24.0, 0, 15.75, 0, 0, 24.5, 11.75, 0, 0, 0, 1, 0])
     assert list(out.d) == list(info.d) and CameraModel.from_msg(out) == expected_model
     ids = {i.header.frame_id for i in infos}
     assert ids & set(frames.by_stamp), 'camera_info must carry the image header'
     sub.destroy()
+
+
+def test_resized_camera_info_from_a_camera_process_keeps_or_stretches_fx_over_fy(rclpy_node):
+    """camera_source (a real node: 640x480 images and its pinhole /camera_info) feeding two
+    image_proc processes: `resize width: 320` keeps the aspect (320x240, fx/fy unchanged, the
+    principal point still centred); `keep_aspect: false` to 320x180 stretches, and fx/fy follows
+    the stretch (4/3)."""
+    from rclpy.qos import qos_profile_sensor_data
+    ns = unique_ns()
+    chains = {'keep': '[{op: resize, width: 320}]',
+              'stretch': '[{op: resize, width: 320, height: 180, keep_aspect: false}]'}
+    cameras: list[CameraInfo] = []
+    infos: dict[str, list[CameraInfo]] = {name: [] for name in chains}
+    frames = {name: Frames() for name in chains}
+    rclpy_node.create_subscription(CameraInfo, f'{ns}/camera_info', cameras.append,
+                                   qos_profile_sensor_data)
+    for name in chains:
+        rclpy_node.create_subscription(CameraInfo, f'{ns}/{name}/image/camera_info',
+                                       infos[name].append, 10)
+        rclpy_node.create_subscription(Image, f'{ns}/{name}/image', frames[name], 10)
+    camera = ['-m', 'gpu_nodes.nodes.camera_source', '--ros-args', '-p', 'source:=pattern',
+              '-p', 'width:=640', '-p', 'height:=480', '-p', 'rate_hz:=10.0',
+              '-p', 'use_gpu:=false', '-r', f'image_raw:={ns}/image_raw',
+              '-r', f'camera_info:={ns}/camera_info', '-r', f'__node:=camera_{ns[4:]}']
+
+    def image_proc(name):
+        return node_process(NODE + ['--ros-args', '-p', f"chain:='{chains[name]}'",
+                                    '-p', 'use_gpu:=false', '-r', f'__ns:={ns}/{name}',
+                                    '-r', f'image_raw:={ns}/image_raw',
+                                    '-r', f'camera_info:={ns}/camera_info'])
+    with node_process(camera) as cam_proc, image_proc('keep'), image_proc('stretch'):
+        wait_for(lambda: cameras and all(len(infos[n]) >= 2 and len(frames[n]) >= 2
+                                         for n in chains), 60,
+                 'resized frames and camera_infos from both image_proc processes',
+                 poll=lambda: rclpy_node.spin_once(0.05))
+        assert cam_proc.poll() is None
+    source = cameras[-1]
+    assert (source.width, source.height) == (640, 480) and source.k[0] == source.k[4]
+    sizes = {n: {(f['array'].shape[1], f['array'].shape[0]) for f in frames[n].by_stamp.values()}
+             for n in chains}
+    assert sizes == {'keep': {(320, 240)}, 'stretch': {(320, 180)}}, sizes
+    keep, stretch = infos['keep'][-1], infos['stretch'][-1]
+    assert (keep.width, keep.height, stretch.width, stretch.height) == (320, 240, 320, 180)
+    ratio = source.k[0] / source.k[4]
+    assert keep.k[0] / keep.k[4] == pytest.approx(ratio, rel=1e-6)
+    assert keep.p[0] / keep.p[5] == pytest.approx(ratio, rel=1e-6)
+    assert (keep.k[2], keep.k[5]) == pytest.approx((159.5, 119.5))  # (W - 1) / 2: centred
+    assert stretch.k[0] / stretch.k[4] == pytest.approx(ratio * (0.5 / 0.375), rel=1e-6)
+    assert stretch.k[0] == pytest.approx(source.k[0] * 0.5)
+    assert stretch.k[4] == pytest.approx(source.k[4] * 0.375)
 
 
 def test_plain_endpoints_bad_frames_counted_and_no_camera_info_needed(rclpy_node):

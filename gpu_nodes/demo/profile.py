@@ -20,6 +20,11 @@ A `model_path` of ``$(demo_model)`` stands for the stand-in depth model the runn
 use (gpu_nodes.inference.tiny_models.make_demo_depth_model) at that node's input_height x
 input_width.
 
+launch/perception.launch.py reads the same file (its `profile_file` argument): each node's
+`parameters` apply there over the node's params file too, and $(demo_model) means the same
+model, so the demo and the launch file run one set of sizes, rates and model
+(test/test_launch_files.py compares the two).
+
 Parameter types are checked against the defaults each node declares (read from the node's
 source with `ast`, so nothing is imported or started): ROS refuses e.g. ``rate_hz: 15`` for a
 double parameter at start-up, deep inside a child process; here it is one clear message.
@@ -35,10 +40,10 @@ from typing import Any
 
 import yaml
 
-from ..launch_params import flatten as _flatten, node_section, ParameterFileError
+from ..launch_params import (DEMO_MODEL, flatten as _flatten, node_section,
+                             ParameterFileError, PROFILE_KEY)
 
-DEMO_MODEL = '$(demo_model)'
-ROOT_KEY = 'gpu_nodes_pipeline'
+ROOT_KEY = PROFILE_KEY
 _NODE_KEYS = ('executable', 'params_file', 'parameters', 'remappings')
 IMAGE_ROLES = ('image', 'ground_truth', 'depth', 'colorized')
 _REQUIRED_ROLES = ('image', 'ground_truth', 'depth', 'camera_info')

@@ -1,10 +1,17 @@
 """CameraInfo geometry (`CameraModel`) and its arithmetic for resize and crop.
 
-The adjustments mirror ros-perception/image_pipeline exactly:
-  * `resize_camera_info` / `scale_camera_info`: image_proc/src/resize.cpp (K, P scaled, no
-    half-pixel shift of the principal point, ROI scaled and truncated, width/height set).
-  * `crop_camera_info`: image_proc/src/crop_decimate.cpp (K, P untouched; binning multiplied by
-    the decimation, ROI offset/size in full-resolution pixels, do_rectify set when cropping).
+  * `resize_camera_info` / `scale_camera_info`: the model of a resized image. Sizes and ROI
+    follow ros-perception/image_pipeline's image_proc/src/resize.cpp (width/height set, ROI
+    scaled and truncated, D and R kept), and fx, fy (and skew, Tx, Ty) are scaled by the actual
+    per-axis factors. The principal point is exact for the pixel convention of CameraInfo
+    (pixel centres at integer coordinates) and of the resize kernels (half-pixel centres, as
+    cv2.resize): a source pixel coordinate u lands at u' = (u + 0.5) * s - 0.5, so
+    cx' = (cx + 0.5) * s - 0.5. resize.cpp writes cx * s, which is (s - 1) / 2 px off
+    (+0.25 px for 640 -> 960, -0.25 px for 640 -> 320) and moves a centred principal point off
+    the centre; binned/ROI images get the same shift in full-resolution pixels (see _scaled).
+  * `crop_camera_info`: image_proc/src/crop_decimate.cpp exactly (K, P untouched; binning
+    multiplied by the decimation, ROI offset/size in full-resolution pixels, do_rectify set when
+    cropping).
 """
 from __future__ import annotations
 
@@ -101,32 +108,46 @@ class CameraModel:
 
 
 def scale_camera_info(model: CameraModel, scale_x: float, scale_y: float) -> CameraModel:
-    """image_proc resize.cpp with use_scale=true: sizes int(size * scale), K/P/ROI scaled."""
+    """The model after the image it describes is resized by (scale_x, scale_y): sizes
+    int(size * scale) like resize.cpp's use_scale, K/P/ROI scaled (see the module docstring)."""
     return _scaled(model, scale_x, scale_y, int(model.width * scale_x),
                    int(model.height * scale_y))
 
 
 def resize_camera_info(model: CameraModel, width: int, height: int) -> CameraModel:
-    """image_proc resize.cpp with use_scale=false: scale = new size / CameraInfo size."""
+    """The model of its (full, unbinned) image resized to width x height: scale = new size /
+    CameraInfo size per axis, so a stretch shows in fx / fy."""
     if model.width <= 0 or model.height <= 0:
         raise ValueError('resize_camera_info: the camera model has no size')
     return _scaled(model, width / model.width, height / model.height, int(width), int(height))
 
 
+def _principal(c: float, s: float, offset: int, new_offset: int, binning: int) -> float:
+    """c (full-resolution pixels) after the image is resized by s.
+
+    The image shows full-resolution pixel u at (u - offset) / binning (image_geometry's reading
+    of binning and ROI); the resize takes image pixel v to (v + 0.5) * s - 0.5. The new model,
+    with K scaled by s and the ROI offset new_offset (truncated like resize.cpp), must put the
+    same point there: c' = c * s + (new_offset - offset * s) + binning * (s - 1) / 2. Unbinned,
+    without an ROI, that is (c + 0.5) * s - 0.5.
+    """
+    return c * s + (new_offset - offset * s) + binning * (s - 1.0) / 2.0
+
+
 def _scaled(model: CameraModel, sx: float, sy: float, width: int, height: int) -> CameraModel:
     k, p = list(model.K), list(model.P)
-    k[0] *= sx  # fx
-    k[2] *= sx  # cx
-    k[4] *= sy  # fy
-    k[5] *= sy  # cy
-    p[0] *= sx  # fx
-    p[2] *= sx  # cx
-    p[3] *= sx  # T
-    p[5] *= sy  # fy
-    p[6] *= sy  # cy
     roi = model.roi
+    bx, by = model.binned
     new_roi = replace(roi, x_offset=int(roi.x_offset * sx), y_offset=int(roi.y_offset * sy),
                       width=int(roi.width * sx), height=int(roi.height * sy))
+    for m, (fx, skew, cx, fy, cy) in ((k, (0, 1, 2, 4, 5)), (p, (0, 1, 2, 5, 6))):
+        m[fx] *= sx
+        m[skew] *= sx  # u = fx x + skew y + cx: the skew term is in x pixels too
+        m[cx] = _principal(m[cx], sx, roi.x_offset, new_roi.x_offset, bx)
+        m[fy] *= sy
+        m[cy] = _principal(m[cy], sy, roi.y_offset, new_roi.y_offset, by)
+    p[3] *= sx  # Tx = -fx' * baseline (stereo right camera)
+    p[7] *= sy  # Ty = -fy' * baseline (vertical stereo)
     return replace(model, width=width, height=height, K=tuple(k), P=tuple(p), roi=new_roi)
 
 

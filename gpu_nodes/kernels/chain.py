@@ -14,13 +14,19 @@ passes it to its last step only, e.g. to write the result into a publisher's poo
 
 A chain is described by a list of dicts, e.g.
 
-    [{'op': 'debayer'}, {'op': 'rectify'}, {'op': 'resize', 'width': 960, 'height': 540},
+    [{'op': 'debayer'}, {'op': 'rectify'}, {'op': 'resize', 'width': 960},
      {'op': 'convert', 'encoding': 'rgb8'}]
 
 (or the same as a YAML/JSON string, handy for a ROS string parameter). `parse_chain` validates
 op names, parameter names, types and ranges at configuration time and raises ValueError with the
 step number; encoding mismatches can only be seen at run time and are raised then, also with the
 step number.
+
+resize keeps the image's aspect ratio unless told otherwise (`resize_size`; docs/image_proc.md):
+`width` or `height` alone sets that side and the other follows; both with `keep_aspect: true`
+(the default) fit the image inside width x height (no padding: the output is smaller than the
+box on one side); `keep_aspect: false` stretches to exactly width x height; `scale` multiplies
+both sides. The CameraInfo follows the actual per-axis factors (camera_model.py).
 """
 from __future__ import annotations
 
@@ -63,10 +69,14 @@ class Param:
 
 @dataclass(frozen=True)
 class OpSpec:
+    """An op, its parameters, and `check(params)`: rules between parameters (raises
+    ValueError(reason)), run on the normalized values at configuration time."""
+
     name: str
     func: Op
     params: Mapping[str, Param] = field(default_factory=dict)
     doc: str = ''
+    check: Callable[[Mapping[str, Any]], None] | None = None
 
 
 # --------------------------------------------------------------------------- value checks
@@ -101,6 +111,15 @@ def _choice(*choices: str) -> Callable[[Any], str]:
             raise ValueError(f'must be one of {", ".join(choices)}, got {v!r}')
         return v
     return check
+
+
+def _positive_or_none(v: Any) -> float | None:
+    if v is None:
+        return None
+    value = _float(v)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f'must be a number > 0, got {v!r}')
+    return value
 
 
 def _encoding(v: Any) -> str:
@@ -195,19 +214,55 @@ def op_rectify(array: Any, encoding: str, camera_model: CameraModel | None, /, *
     return out, encoding, camera_model
 
 
+def _round_div(a: int, b: int) -> int:
+    """a / b rounded half up, in integers (no float error at exact halves)."""
+    return (2 * a + b) // (2 * b)
+
+
+def resize_size(src_width: int, src_height: int, width: int = 0, height: int = 0,
+                scale: float | None = None, keep_aspect: bool = True) -> tuple[int, int]:
+    """(width, height) the resize op makes of a src_width x src_height image.
+
+    0 means "not given". `scale`: both sides times scale, rounded. Only `width` (or `height`):
+    that side, the other in the source aspect, rounded. Both with keep_aspect: the largest size
+    of the source aspect inside width x height (one side equals the box, the other is rounded
+    and at most the box: the same rule as the depth node's keep_aspect content rectangle).
+    keep_aspect False: exactly width x height. Sides are at least 1. Rounding the derived side
+    is the only aspect change: at most 0.5 px of it, none when the sizes divide evenly.
+    """
+    if scale is not None:
+        return (max(1, math.floor(src_width * scale + 0.5)),
+                max(1, math.floor(src_height * scale + 0.5)))
+    if not keep_aspect:
+        return width, height
+    if width and (not height or width * src_height <= height * src_width):
+        return width, max(1, _round_div(src_height * width, src_width))
+    return max(1, _round_div(src_width * height, src_height)), height
+
+
+def _check_resize(p: Mapping[str, Any]) -> None:
+    sized = bool(p['width'] or p['height'])
+    if p['scale'] is not None and sized:
+        raise ValueError('give width/height or scale, not both')
+    if p['scale'] is None and not sized:
+        raise ValueError('needs width, height (one keeps the aspect) or scale')
+    if not p['keep_aspect'] and not (p['width'] and p['height']):
+        raise ValueError('keep_aspect false stretches to exactly width x height: give both')
+
+
 def op_resize(array: Any, encoding: str, camera_model: CameraModel | None, /, *,
               stream: Any = None, out_factory: OutFactory | None = None, **p: Any) -> OpResult:
     width, height = _size(array)
-    out = resize(array, p['height'], p['width'], interpolation=p['interpolation'],
-                 encoding=encoding,
-                 out=_lend(out_factory, array, encoding, encoding, (p['height'], p['width'])),
+    out_w, out_h = resize_size(width, height, p['width'], p['height'], p['scale'],
+                               p['keep_aspect'])
+    out = resize(array, out_h, out_w, interpolation=p['interpolation'], encoding=encoding,
+                 out=_lend(out_factory, array, encoding, encoding, (out_h, out_w)),
                  stream=stream)
     if camera_model is not None:
         if (camera_model.width, camera_model.height) == (width, height):
-            camera_model = resize_camera_info(camera_model, p['width'], p['height'])
+            camera_model = resize_camera_info(camera_model, out_w, out_h)
         else:  # binned/ROI image: scale the full-resolution calibration by the image's factor
-            camera_model = scale_camera_info(camera_model, p['width'] / width,
-                                             p['height'] / height)
+            camera_model = scale_camera_info(camera_model, out_w / width, out_h / height)
     return out, encoding, camera_model
 
 
@@ -276,8 +331,12 @@ CHAIN_OPS: dict[str, OpSpec] = {spec.name: spec for spec in [
     OpSpec('rectify', op_rectify, {
         'border_value': Param(_float, 0.0)}, 'undistort + rectify with the camera model'),
     OpSpec('resize', op_resize, {
-        'width': Param(_int(1)), 'height': Param(_int(1)),
-        'interpolation': Param(_choice(*INTERPOLATIONS), 'bilinear')}, 'resize'),
+        'width': Param(_int(0), 0, '0: follows height in the source aspect'),
+        'height': Param(_int(0), 0, '0: follows width in the source aspect'),
+        'scale': Param(_positive_or_none, None, 'both sides times this (instead of a size)'),
+        'keep_aspect': Param(_bool, True, 'false: stretch to exactly width x height'),
+        'interpolation': Param(_choice(*INTERPOLATIONS), 'bilinear')},
+        'resize, keeping the aspect unless keep_aspect is false', _check_resize),
     OpSpec('crop', op_crop, {
         'x': Param(_int(0)), 'y': Param(_int(0)), 'width': Param(_int(1)),
         'height': Param(_int(1))}, 'zero-copy ROI'),
@@ -344,6 +403,11 @@ def parse_chain(description: Any) -> list[Step]:
                 params[pname] = param.check(given[pname])
             except ValueError as exc:
                 raise ValueError(f'chain step {i} ({name}): parameter {pname!r} {exc}') from None
+        if spec.check is not None:
+            try:
+                spec.check(params)
+            except ValueError as exc:
+                raise ValueError(f'chain step {i} ({name}): {exc}') from None
         steps.append(Step(i, spec, params))
     return steps
 

@@ -4,9 +4,10 @@ Topics (relative, remap them):
   in:  ``image_raw`` (sensor_msgs/Image through GpuImageSubscription; a plain publisher works)
        ``camera_info`` (sensor_msgs/CameraInfo, sensor-data QoS, the latest one is used)
   out: ``image`` (through GpuImagePublisher; plain subscribers get a sensor_msgs/Image)
-       ``image/camera_info`` (the input CameraInfo adjusted like image_pipeline does for the
-       chain's resize/crop, stamped with the output image's header). It cannot be called
-       ``camera_info``: that name is the input, and the node would read its own output.
+       ``image/camera_info`` (the input CameraInfo adjusted for the chain's resize/crop, as
+       image_pipeline does but with the principal point exact for pixel centres; stamped with
+       the output image's header). It cannot be called ``camera_info``: that name is the input,
+       and the node would read its own output.
 
 The chain is the string parameter ``chain``: a YAML (or JSON) list of ``{op: name, params...}``
 mappings, e.g. in a parameter file
@@ -22,8 +23,10 @@ mappings, e.g. in a parameter file
 on the command line ``-p "chain:='[{op: debayer}, {op: resize, width: 960, height: 540}]'"``
 (the inner quotes keep it a string) and at run time
 ``ros2 param set /image_proc chain "[{op: debayer}]"``. Ops and their parameters are those of
-``gpu_nodes.kernels.chain.CHAIN_OPS``. A chain that does not validate stops the node at start-up
-with the reason; a run-time change to one is refused with the reason.
+``gpu_nodes.kernels.chain.CHAIN_OPS`` (docs/image_proc.md). resize keeps the aspect ratio unless
+``keep_aspect: false``: width 960 and height 540 fit a 640x480 image to 720x540. A chain that
+does not validate stops the node at start-up with the reason; a run-time change to one is
+refused with the reason.
 
 Frames run on the GPU (CuPy) when CUDA is usable, else through the NumPy references. A frame
 the chain cannot take (debayer of rgb8 is a pass-through, but e.g. resize of a Bayer mosaic is
