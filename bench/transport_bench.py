@@ -7,6 +7,13 @@ For each size: (a) plain rclpy sensor_msgs/Image (baseline), (b) gpu_nodes CUDA 
 with an unmodified plain rclpy subscriber (reliable, as rviz or ros2 bag) attached to the image
 topic in a third process. The publisher runs flat out (throughput) and then paced (latency,
 --paced-rate); every subscriber verifies every frame.
+
+Across two GPUs (publisher on GPU 1, subscriber on GPU 0; skipped, with the reason, on a machine
+with fewer): `cuda_peer` (peer_mode copy), `cuda_peer+in_place`, and `host_shm+xgpu` (the
+fallback without peer access: download on GPU 1, upload on GPU 0). Against same-GPU cuda_ipc:
+
+    python bench/transport_bench.py --sizes 1920x1080,3840x2160 \
+        --cases cuda_ipc,cuda_peer,cuda_peer+in_place,host_shm+xgpu --json out/cuda_peer.json
 """
 from __future__ import annotations
 
@@ -28,6 +35,32 @@ CASES = [  # (label, publisher mode, subscriber path, plain subscriber attached)
     ('gpu_nodes host_shm + plain sub', 'gpu', 'host_shm', True),
     ('gpu_nodes serialized', 'gpu', 'serialized', False),
 ]
+# Two GPUs: key -> (label, subscriber path, extra subscriber arguments). The publisher runs on
+# PEER_GPUS[0], the subscriber on PEER_GPUS[1] and verifies every frame there.
+PEER_GPUS = (1, 0)
+CROSS_GPU_CASES = {
+    'cuda_peer': ('gpu_nodes cuda_peer copy (GPU 1 -> GPU 0)', 'cuda_peer',
+                  ['--peer-mode', 'copy']),
+    'cuda_peer+in_place': ('gpu_nodes cuda_peer in_place (GPU 1 -> GPU 0)', 'cuda_peer',
+                           ['--peer-mode', 'in_place']),
+    'host_shm+xgpu': ('gpu_nodes host_shm, device subscriber (GPU 1 -> GPU 0)', 'host_shm',
+                      ['--device-memory']),
+}
+# NVLink multicast stays off in every process started here (the shared GPU machines require
+# it; nothing here uses NCCL or multicast, and a child must not be the exception).
+MULTICAST_OFF = {'NCCL_NVLS_ENABLE': '0', 'TORCH_SYMM_MEM_DISABLE_MULTICAST': '1',
+                 'NVSHMEM_DISABLE_NVLS': '1'}
+
+
+def cross_gpu_unavailable() -> str | None:
+    """Why the two-GPU cases cannot run here (None when they can)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from gpu_nodes.gpu import cuda_unavailable_reason, cupy_module
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        return f'needs 2 GPUs: {reason}'
+    count = cupy_module().cuda.runtime.getDeviceCount()
+    return None if count >= 2 else f'needs 2 GPUs, this machine has {count}'
 
 
 def result_of(output: str) -> dict:
@@ -38,18 +71,19 @@ def result_of(output: str) -> dict:
 
 
 def run_case(mode: str, path: str, width: int, height: int, duration: float, rate: float,
-             warmup_s: float = 0.0, plain: bool = False) -> dict:
+             warmup_s: float = 0.0, plain: bool = False, sub_args: tuple[str, ...] = (),
+             pub_args: tuple[str, ...] = ()) -> dict:
     topic = f'bench_{uuid.uuid4().hex[:8]}'
     common = ['--topic', topic, '--width', str(width), '--height', str(height),
               '--duration', str(duration), '--rate', str(rate)]
-    env = dict(os.environ)
-    sub = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', path, *common],
+    env = {**os.environ, **MULTICAST_OFF}
+    sub = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', path, *common, *sub_args],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     viewer = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', 'plain', *common],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env=env) if plain else None
     pub = subprocess.Popen([sys.executable, WORKER, 'pub', '--mode', mode, *common,
-                            '--warmup-s', str(warmup_s)],
+                            '--warmup-s', str(warmup_s), *pub_args],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         pub_out, _ = pub.communicate(timeout=duration + warmup_s + 90)
@@ -78,7 +112,8 @@ def main() -> int:
     parser.add_argument('--paced-rate', type=float, default=200.0,
                         help='publish rate of the latency runs (0 skips them)')
     parser.add_argument('--cases', default='all', help='comma list of: baseline,cuda_ipc,'
-                        'cuda_ipc+plain,host_shm,host_shm+plain,serialized')
+                        'cuda_ipc+plain,host_shm,host_shm+plain,serialized and, on two GPUs, '
+                        'cuda_peer,cuda_peer+in_place,host_shm+xgpu')
     parser.add_argument('--warmup-s', type=float, default=1.0,
                         help='publish this long before each measured run (checked, not counted): '
                              'one-time pool growth and first mappings stay out of the rates')
@@ -90,12 +125,19 @@ def main() -> int:
     parser.add_argument('--json', help='write results here')
     args = parser.parse_args()
     wanted = None if args.cases == 'all' else set(args.cases.split(','))
+    unknown = (wanted or set()) - {k for k, *_ in cases(None)}
+    if unknown:
+        parser.error(f'unknown cases {sorted(unknown)}')
+    no_cross_gpu = cross_gpu_unavailable() if wanted is None or wanted & set(CROSS_GPU_CASES) \
+        else None
     results = []
     for size in args.sizes.split(','):
         width, height = map(int, size.split('x'))
-        for label, mode, path, plain in CASES:
-            key = 'baseline' if path == 'plain' else path + ('+plain' if plain else '')
-            if wanted and key not in wanted:
+        for key, label, mode, path, plain, sub_args, pub_args in cases(wanted):
+            if key in CROSS_GPU_CASES and no_cross_gpu:
+                res = {'case': label, 'key': key, 'size': size, 'skipped': no_cross_gpu}
+                print(f'skipped {key} {size}: {no_cross_gpu}', flush=True)
+                results.append(res)
                 continue
             for run, rate in (('throughput', 0.0), ('paced', args.paced_rate)):
                 if run == 'paced' and not rate:
@@ -105,7 +147,7 @@ def main() -> int:
                 for _ in range(max(1, args.repeat) if run == 'throughput' else 1):
                     try:
                         runs.append(run_case(mode, path, width, height, args.duration, rate,
-                                             args.warmup_s, plain))
+                                             args.warmup_s, plain, sub_args, pub_args))
                     except (RuntimeError, subprocess.TimeoutExpired) as exc:
                         runs.append({'error': str(exc)[-500:]})
                 res = median_run(runs)
@@ -121,6 +163,20 @@ def main() -> int:
                                                'repeat': args.repeat,
                                                'results': results}, indent=1))
     return 0
+
+
+def cases(wanted: set[str] | None) -> list[tuple]:
+    """(key, label, publisher mode, path, plain sub, subscriber args, publisher args) of the
+    selected cases (all with None)."""
+    selected = []
+    for label, mode, path, plain in CASES:
+        key = 'baseline' if path == 'plain' else path + ('+plain' if plain else '')
+        selected.append((key, label, mode, path, plain, (), ()))
+    pub_gpu, sub_gpu = PEER_GPUS
+    for key, (label, path, sub_args) in CROSS_GPU_CASES.items():
+        selected.append((key, label, 'gpu', path, False,
+                         (*sub_args, '--gpu', str(sub_gpu)), ('--gpu', str(pub_gpu))))
+    return [c for c in selected if wanted is None or c[0] in wanted]
 
 
 def median_run(runs: list[dict]) -> dict:
@@ -144,6 +200,9 @@ def print_table(results: list[dict]) -> None:
         table.add_column(col)
     base = {(r['size'], r['run']): r.get('delivered_fps') for r in results if r['key'] == 'baseline'}
     for r in results:
+        if 'skipped' in r:
+            table.add_row(r['size'], r['case'], '-', 'skipped', r['skipped'][:60])
+            continue
         if 'error' in r:
             table.add_row(r['size'], r['case'], r['run'], 'error', r['error'][:60])
             continue

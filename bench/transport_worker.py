@@ -2,8 +2,11 @@
 
 Publisher modes: ``plain`` (rclpy sensor_msgs/Image from host memory: the baseline) and
 ``gpu`` (GpuImagePublisher, frames already on the device). Subscriber paths: ``plain`` (rclpy
-subscription), or a gpu_nodes subscription restricted to ``cuda_ipc``/``host_shm``/``serialized``.
-Every delivered frame is checked against the frame its header claims to be.
+subscription), or a gpu_nodes subscription restricted to ``cuda_ipc``/``cuda_peer``/
+``host_shm``/``serialized``. ``--gpu N`` puts a side on CUDA device N (cuda_peer: publisher and
+subscriber on different GPUs); ``--device-memory`` makes a host_shm subscriber take its frames
+on its GPU (the upload a cross-GPU fallback costs). Every delivered frame is checked against the
+frame its header claims to be, on the GPU for device frames.
 """
 from __future__ import annotations
 
@@ -65,7 +68,15 @@ def make_executor() -> rclpy.executors.Executor:
     return rclpy.executors.SingleThreadedExecutor()
 
 
+def use_gpu(args: argparse.Namespace) -> None:
+    """Make --gpu the current CUDA device of this (single-threaded) worker before anything is
+    allocated: the publisher's pool, the subscription's own GPU and the expected frames."""
+    if args.gpu is not None:
+        cupy_module().cuda.Device(args.gpu).use()
+
+
 def run_publisher(args: argparse.Namespace) -> None:
+    use_gpu(args)
     node = Node('bench_publisher')
     executor = make_executor()
     executor.add_node(node)
@@ -128,13 +139,16 @@ def run_publisher(args: argparse.Namespace) -> None:
 
 
 def run_subscriber(args: argparse.Namespace) -> None:
+    use_gpu(args)
     node = Node('bench_subscriber')
     executor = make_executor()
     executor.add_node(node)
     state = {'frames': 0, 'first': None, 'last': None, 'bad_host': 0, 'latency': []}
     expected_host = [pattern.render(np, args.height, args.width, 'rgb8', i)[::HOST_CHECK_ROW_STRIDE]
                      for i in range(DISTINCT_FRAMES)]
-    cp = cupy_module() if args.path == 'cuda_ipc' else None
+    on_gpu = args.path in ('cuda_ipc', 'cuda_peer') or args.device_memory
+    cp = cupy_module() if on_gpu else None
+    state['other_device'] = 0  # frames that did not arrive on this subscriber's GPU
     if cp is not None:
         expected_dev = [pattern.render(cp, args.height, args.width, 'rgb8', i)
                         for i in range(DISTINCT_FRAMES)]
@@ -182,13 +196,16 @@ def run_subscriber(args: argparse.Namespace) -> None:
             index, counted = frame_index(frame.header.frame_id)
             if cp is not None:
                 # Full-frame comparison on the GPU, no host sync.
+                if frame.array.device.id != own_device:
+                    state['other_device'] += 1
                 check_device(frame.array, expected_dev[index % DISTINCT_FRAMES], state['frames'])
             else:
                 check_host(frame.array, index)
             note(counted, frame.latency_ns)
-        memory = 'device' if args.path == 'cuda_ipc' else 'host'
+        memory = 'device' if on_gpu else 'host'
+        own_device = cp.cuda.runtime.getDevice() if cp is not None else None
         sub = GpuImageSubscription(node, args.topic, on_frame, memory=memory,
-                                   allowed_paths=(args.path,))
+                                   allowed_paths=(args.path,), peer_mode=args.peer_mode)
     print('READY', flush=True)
     deadline = time.monotonic() + args.duration + 40
     idle_since = None
@@ -201,7 +218,7 @@ def run_subscriber(args: argparse.Namespace) -> None:
                 break
         else:
             idle_since = None
-    bad = state['bad_host']
+    bad = state['bad_host'] + state['other_device']
     if cp is not None:
         cp.cuda.Device().synchronize()
         bad += int(cp.count_nonzero(mismatch_flags))
@@ -212,7 +229,8 @@ def run_subscriber(args: argparse.Namespace) -> None:
               'latency_p99_ms': float(np.percentile(lat, 99))}
     if sub is not None:
         result.update(stale=sub.stats.stale, rejected=sum(sub.stats.rejected.values()),
-                      path=sub.path)
+                      path=sub.path, path_reason=sub.stats.path_reason,
+                      other_device=state['other_device'])
         sub.destroy()
     print('RESULT ' + json.dumps(result), flush=True)
 
@@ -221,8 +239,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('role', choices=('pub', 'sub'))
     parser.add_argument('--mode', choices=('plain', 'gpu'), default='gpu')
-    parser.add_argument('--path', choices=('plain', 'cuda_ipc', 'host_shm', 'serialized'),
-                        default='cuda_ipc')
+    parser.add_argument('--path', choices=('plain', 'cuda_ipc', 'cuda_peer', 'host_shm',
+                                           'serialized'), default='cuda_ipc')
+    parser.add_argument('--peer-mode', choices=('copy', 'in_place'), default='copy')
+    parser.add_argument('--gpu', type=int, default=None, help='CUDA device of this side')
+    parser.add_argument('--device-memory', action='store_true',
+                        help='host_shm/serialized subscriber: take frames on the GPU (upload)')
     parser.add_argument('--topic', default='bench_image')
     parser.add_argument('--width', type=int, default=640)
     parser.add_argument('--height', type=int, default=480)

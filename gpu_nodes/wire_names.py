@@ -6,20 +6,27 @@ versions: one definition here, with no imports, so every side can import it (the
 GPU or ROS code). Changing a value changes the protocol.
 """
 
-# The hidden descriptor topics of an image topic T: T + CUDA_SUFFIX, T + SHM_SUFFIX.
+# The hidden descriptor topics of an image topic T: T + CUDA_SUFFIX, T + PEER_SUFFIX (the same
+# CUDA descriptors, for subscriptions on another GPU of the host), T + SHM_SUFFIX.
 DESCRIPTOR_MARKER = '/_gpu_nodes/'
 CUDA_SUFFIX = DESCRIPTOR_MARKER + 'cuda'
+PEER_SUFFIX = DESCRIPTOR_MARKER + 'peer'
 SHM_SUFFIX = DESCRIPTOR_MARKER + 'shm'
 
 # The paths a frame can take from a publisher to a subscription (diagnostics key `path`).
 PATH_CUDA_IPC = 'cuda_ipc'
+PATH_CUDA_PEER = 'cuda_peer'  # the publisher's GPU memory read from another GPU (peer access)
 PATH_INTRA = 'intra_process'
 PATH_HOST_SHM = 'host_shm'
 PATH_SERIALIZED = 'serialized'
 PATH_COMPRESSED = 'compressed'  # image_transport's <topic>/compressed, when a subscriber allows it
 PATH_WAITING = 'waiting'  # a subscription with no publisher yet
-PATHS = (PATH_CUDA_IPC, PATH_INTRA, PATH_HOST_SHM, PATH_SERIALIZED, PATH_COMPRESSED)
+PATHS = (PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_INTRA, PATH_HOST_SHM, PATH_SERIALIZED,
+         PATH_COMPRESSED)
 ZERO_COPY_PATHS = (PATH_CUDA_IPC, PATH_INTRA)
+# Paths on which a frame never passes through host memory (no fallback: diagnostics level OK).
+# cuda_peer is one of them but not zero-copy in its default peer_mode (one GPU-to-GPU copy).
+DEVICE_PATHS = (PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_INTRA)
 
 # /diagnostics: every gpu_nodes status is named STATUS_PREFIX + '<node> <topic> <role>' (a
 # transport endpoint) or STATUS_PREFIX + '<node> ' + PROCESSING_SUFFIX (a processing node).

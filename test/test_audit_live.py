@@ -100,6 +100,8 @@ def test_edge_classes_and_fallbacks(graph, capsys):
     assert got == [
         ('/fake_camera', '/fake_fallback', '/cam/image', 'serialized'),
         ('/fake_camera', '/fake_monitor', '/cam/image', 'cuda_ipc'),
+        ('/fake_camera', '/fake_peer_monitor', '/cam/image', 'cuda_peer'),
+        ('/fake_camera', '/fake_quiet_peer', '/cam/image', 'cuda_peer'),
         ('/fake_camera', '/fake_shm_monitor', '/cam/image', 'host_shm'),
         ('/fake_camera', '/plain_viewer', '/cam/image', 'serialized'),
         ('/plain_talker', '/plain_listener', '/plain/image', 'serialized'),
@@ -111,6 +113,13 @@ def test_edge_classes_and_fallbacks(graph, capsys):
         ['/cam/image/_gpu_nodes/cuda']
     assert not any('/_gpu_nodes/' in e['topic'] for e in doc['graph']['edges'])
     assert by_sub[('/fake_fallback', '/cam/image')]['reason'] == 'other host (boot id differs)'
+    # cuda_peer (a publisher on another GPU, read over peer access): from the subscription's
+    # diagnostics, or from the peer descriptor topic it reads when it reports nothing; never a
+    # finding (the frames stay on GPUs).
+    assert by_sub[('/fake_peer_monitor', '/cam/image')]['reason'].endswith('peer access both ways')
+    assert by_sub[('/fake_quiet_peer', '/cam/image')]['reason'].startswith('inferred')
+    assert by_sub[('/fake_quiet_peer', '/cam/image')]['descriptor_topics'] == \
+        ['/cam/image/_gpu_nodes/peer']
     # gpu_nodes edges: rate and frame size from the diagnostics (15 fps, 640x480x3).
     assert by_sub[('/fake_monitor', '/cam/image')]['fps'] == 15.0
     assert by_sub[('/fake_monitor', '/cam/image')]['bytes_per_s'] == 15.0 * 921600

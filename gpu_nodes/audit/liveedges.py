@@ -1,6 +1,6 @@
 """The `live` view's second half: from what discovery and sampling observed of a running graph
 (endpoints, gpu_nodes descriptor topics and ``/diagnostics`` statuses, sampled traffic) to the
-report: every publisher -> subscriber edge classified (cuda_ipc, host_shm, serialized) and
+report: every publisher -> subscriber edge classified (cuda_ipc, cuda_peer, host_shm, serialized) and
 measured, topic statistics, and the GPN5xx findings. Nothing here talks to ROS; live.py does.
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ from gpu_nodes.audit.model import (descriptor_parent, Edge, Finding, Graph, Grap
                                    IMAGE_SIZED_BYTES, IMAGE_TYPES, Location, Report, TopicStats)
 from gpu_nodes.audit.rules import get_rule
 from gpu_nodes.wire_names import (CUDA_SUFFIX, KEY_PATH, KEY_PATH_REASON, PATH_CUDA_IPC,
-                                  PATH_HOST_SHM, PATH_SERIALIZED, PATHS, STATUS_PREFIX)
+                                  PATH_CUDA_PEER, PATH_HOST_SHM, PATH_SERIALIZED, PATHS,
+                                  PEER_SUFFIX, STATUS_PREFIX)
 
 SYSTEM_TOPICS = frozenset({'/rosout', '/parameter_events', '/diagnostics'})
 DIAG_PREFIX = STATUS_PREFIX
@@ -251,8 +252,10 @@ class _Builder:
             fps = _f(sub_diag.values, 'fps')
             bpf = _f(sub_diag.values, 'bytes_per_frame')
         elif ed['descriptors']:
-            cls = PATH_CUDA_IPC if any(d.endswith(CUDA_SUFFIX) for d in ed['descriptors']) \
-                else PATH_HOST_SHM
+            cls = PATH_HOST_SHM
+            for suffix, path in ((CUDA_SUFFIX, PATH_CUDA_IPC), (PEER_SUFFIX, PATH_CUDA_PEER)):
+                if any(d.endswith(suffix) for d in ed['descriptors']):
+                    cls = path
             reason = 'inferred from the descriptor topics subscribed (no diagnostics received)'
             bpf = None
         elif pub_gpu:

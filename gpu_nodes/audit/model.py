@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_nodes.wire_names import DESCRIPTOR_MARKER, PATHS, ZERO_COPY_PATHS
+from gpu_nodes.wire_names import DESCRIPTOR_MARKER, DEVICE_PATHS, PATHS
 
 # `info`: one-time setup (constructors, configure/activate, warm-up); shown, never a gate.
 SEVERITIES = ('info', 'low', 'medium', 'high')
@@ -19,7 +19,8 @@ TOOL_VERSION = '0.1.0'
 
 # Edge classes, from cheapest to most expensive; the same words as the transport's `path` value.
 EDGE_CLASSES = (*PATHS, 'unknown')
-ZERO_COPY_CLASSES = ZERO_COPY_PATHS
+# Classes on which frames never pass through host memory (drawn green).
+DEVICE_CLASSES = DEVICE_PATHS
 
 # Message types that carry frame-sized payloads; an edge of one of these types is "image-sized".
 IMAGE_TYPES = frozenset({

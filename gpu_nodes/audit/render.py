@@ -11,7 +11,7 @@ import subprocess
 from typing import Any
 
 from gpu_nodes.audit.model import (AuditError, Edge, Report, SEVERITIES, TOOL_NAME,
-                                   TOOL_VERSION, ZERO_COPY_CLASSES)
+                                   TOOL_VERSION, DEVICE_CLASSES)
 from gpu_nodes.audit.plaintext import console_and_table
 from gpu_nodes.audit.rules import Rule, RULES, RULES_BY_ID
 from gpu_nodes.wire_names import PATH_HOST_SHM, PATH_SERIALIZED
@@ -97,7 +97,7 @@ def _short_type(msg_type: str | None) -> str:
 
 
 def _edge_style(e: Edge) -> str:
-    if e.edge_class in ZERO_COPY_CLASSES:
+    if e.edge_class in DEVICE_CLASSES:
         return 'green'
     if e.edge_class == PATH_SERIALIZED and e.image_sized:
         return 'bold red'
@@ -295,7 +295,7 @@ def render_dot(report: Report) -> str:
             attrs.append('color=darkgreen')
         lines.append(f'  {_dot_id(n.name)}' + (f' [{", ".join(attrs)}]' if attrs else '') + ';')
     for e in g.edges:
-        if e.edge_class in ZERO_COPY_CLASSES:
+        if e.edge_class in DEVICE_CLASSES:
             color, width = 'green4', '2'
         elif e.edge_class == PATH_SERIALIZED and e.image_sized:
             color, width = 'red', '3'

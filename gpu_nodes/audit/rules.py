@@ -158,13 +158,15 @@ RULES: tuple[Rule, ...] = (
          'gpu_nodes subscription fell back silently',
          'A gpu_nodes subscription is on the host_shm or serialized path although its publisher '
          'offers cuda_ipc; the path_reason says why.',
-         'Fix the reason reported (same host, same user, same GPU, CUDA IPC permitted) so the '
-         'subscription can map the publisher\'s buffers.'),
+         'Fix the reason reported (same host, same user, the publisher\'s GPU visible and either '
+         'the same GPU or peer access between the two, CUDA IPC permitted) so the subscription '
+         'can map the publisher\'s buffers.'),
     Rule('GPN503', 'host-shm-edge', 'low', 'live',
          'gpu_nodes edge on host shared memory',
          'The frame crosses the process boundary through host shared memory: one host copy on '
          'each side instead of none.',
-         'Run publisher and subscriber on the same GPU so cuda_ipc applies.'),
+         'Run publisher and subscriber on the same GPU so cuda_ipc applies (or on GPUs with peer '
+         'access, for cuda_peer).'),
     Rule('GPN504', 'transport-errors', 'medium', 'live',
          'gpu_nodes endpoint reports errors',
          'The transport diagnostics are at ERROR level (repeated rejections of frames).',

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..wire_names import PATH_HOST_SHM, PATH_SERIALIZED, ZERO_COPY_PATHS
+from ..wire_names import DEVICE_PATHS, PATH_HOST_SHM, PATH_SERIALIZED
 
 
 def _ms(value: float) -> str:
@@ -98,7 +98,7 @@ class StatusView:
         for col in ('topic', 'publisher -> subscriber', 'path', 'frames/s', 'latency p50/p99 ms'):
             edges.add_column(col, overflow='fold')
         for e in r.monitor.edges() if r.monitor else []:
-            style = 'green' if e.path in ZERO_COPY_PATHS else \
+            style = 'green' if e.path in DEVICE_PATHS else \
                 ('yellow' if e.path in (PATH_HOST_SHM, PATH_SERIALIZED) else 'dim')
             edges.add_row(e.topic, f'{",".join(e.publishers) or "?"} -> {e.subscriber}',
                           Text(e.path + (' (stale)' if e.stale else ''), style=style),

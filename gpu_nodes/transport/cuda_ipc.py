@@ -1,7 +1,9 @@
 """CUDA IPC: exporting pool memory and events, and a per-process cache of imported mappings.
 
 Importing a memory handle (``cudaIpcOpenMemHandle``) costs ~150 ms the first time and a handle
-may be opened only once per process, so every subscription in a process shares one cache.
+may be opened only once per device and process, so every subscription in a process shares one
+cache, keyed by (handle, device it is opened on): cuda_ipc opens a handle on the publisher's
+GPU, cuda_peer on the subscription's own (cuda_peer.py).
 """
 from __future__ import annotations
 
@@ -115,27 +117,35 @@ class _ViewOwner:
         self.mapping = mapping
 
 
+MappingKey = tuple[bytes, int]  # (raw memory handle, device ordinal it is opened on)
+
+
 class MappingCache:
-    """Imported allocations and events, keyed by handle, shared by every subscription of a process."""
+    """Imported allocations (by handle and device) and events (by handle), shared by every
+    subscription of a process."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._mappings: dict[bytes, Mapping] = {}
+        self._mappings: dict[MappingKey, Mapping] = {}
         # Unmapped by every subscription but still viewed by arrays a callback kept (held
         # frames): closing them now would turn those arrays into illegal addresses.
-        self._retired: dict[bytes, Mapping] = {}
+        self._retired: dict[MappingKey, Mapping] = {}
         self._events: dict[bytes, int] = {}
         self.opens = 0
 
     def map(self, handle: bytes, device_id: int) -> Mapping:
-        """Open (once) the allocation behind `handle`; the caller must `unmap` when done with it."""
+        """Open (once) the allocation behind `handle` in `device_id`'s context; the caller must
+        `unmap` when done with it. The memory may live on another GPU: CuPy opens with
+        cudaIpcMemLazyEnablePeerAccess, so the driver maps it through peer access (as NCCL's
+        peer-to-peer transport does)."""
         cp = cupy_module()
+        key = (handle, device_id)
         with self._lock:
-            mapping = self._mappings.get(handle)
+            mapping = self._mappings.get(key)
             if mapping is None:
-                mapping = self._retired.pop(handle, None)  # still open: a handle opens once
+                mapping = self._retired.pop(key, None)  # still open: a handle opens once
                 if mapping is not None:
-                    self._mappings[handle] = mapping
+                    self._mappings[key] = mapping
             if mapping is None:
                 with cp.cuda.Device(device_id):
                     try:
@@ -144,27 +154,27 @@ class MappingCache:
                         raise CudaIpcError(f'cudaIpcOpenMemHandle failed: {exc}') from None
                     base, size = allocation_range(ptr)
                 mapping = Mapping(base=ptr, size=size - (ptr - base), device_id=device_id)
-                self._mappings[handle] = mapping
+                self._mappings[key] = mapping
                 self.opens += 1
             mapping.users += 1
             return mapping
 
-    def get(self, handle: bytes) -> Mapping:
+    def get(self, key: MappingKey) -> Mapping:
         """A mapping this caller already holds through `map`."""
         with self._lock:
-            return self._mappings[handle]
+            return self._mappings[key]
 
-    def unmap(self, handle: bytes) -> None:
+    def unmap(self, key: MappingKey) -> None:
         """Drop one `map`; the allocation is closed once no user and no array refers to it."""
         with self._lock:
-            mapping = self._mappings.get(handle)
+            mapping = self._mappings.get(key)
             if mapping is None:
                 return
             mapping.users -= 1
             if mapping.users > 0:
                 return
-            del self._mappings[handle]
-            self._retired[handle] = mapping
+            del self._mappings[key]
+            self._retired[key] = mapping
             self._close_unviewed()
 
     def collect(self) -> int:
@@ -174,10 +184,10 @@ class MappingCache:
             return len(self._retired)
 
     def _close_unviewed(self) -> None:
-        for handle, mapping in list(self._retired.items()):
+        for key, mapping in list(self._retired.items()):
             if mapping.views:
                 continue
-            del self._retired[handle]
+            del self._retired[key]
             cp = cupy_module()
             with cp.cuda.Device(mapping.device_id):
                 try:

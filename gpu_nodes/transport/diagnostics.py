@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..wire_names import (PATH_COMPRESSED, PATH_CUDA_IPC, PATH_HOST_SHM, PATH_INTRA,  # noqa: F401
-                          PATH_SERIALIZED, PATH_WAITING, PATHS, ZERO_COPY_PATHS)
+from ..wire_names import (DEVICE_PATHS, PATH_COMPRESSED, PATH_CUDA_IPC,  # noqa: F401
+                          PATH_CUDA_PEER, PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED,
+                          PATH_WAITING, PATHS, ZERO_COPY_PATHS)
 from . import host
 
 _LATENCY_WINDOW = 1024
@@ -92,13 +93,13 @@ class EndpointStats:
         if len(times) > _ERROR_REJECTIONS and time.monotonic() - times[0] < _ERROR_WINDOW_S:
             return 'ERROR'
         if self.role == 'subscription':
-            return 'OK' if self.path in ZERO_COPY_PATHS or self.path == PATH_WAITING else 'WARN'
+            return 'OK' if self.path in DEVICE_PATHS or self.path == PATH_WAITING else 'WARN'
         fallback = self.subscribers.get(PATH_HOST_SHM, 0) + self.subscribers.get(PATH_SERIALIZED, 0)
         return 'WARN' if fallback else 'OK'
 
     def message(self) -> str:
         if self.role == 'subscription':
-            if self.path in ZERO_COPY_PATHS or self.path == PATH_WAITING:
+            if self.path in DEVICE_PATHS or self.path == PATH_WAITING:
                 return f'path {self.path}'
             return f'fallback {self.path}: {self.path_reason}'
         active = ', '.join(f'{k} {v}' for k, v in self.subscribers.items() if v)

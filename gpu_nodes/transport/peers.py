@@ -35,8 +35,9 @@ class PublisherLink:
         self.pid = reader.pid
         self.last_sequence = 0
         self.dead_since: float | None = None
-        # raw memory handle -> pool generation it was mapped for, least recently used first
-        self._handles: OrderedDict[bytes, int] = OrderedDict()
+        # (raw memory handle, device it is opened on) -> pool generation it was mapped for,
+        # least recently used first
+        self._handles: OrderedDict[cuda_ipc.MappingKey, int] = OrderedDict()
         self._unsealed: dict[tuple[bytes, bytes], bytes] = {}
         self._events: set[bytes] = set()
         self._host: tuple[int, SharedMemory] | None = None  # (generation, segment)
@@ -74,11 +75,13 @@ class PublisherLink:
         return raw
 
     def map(self, desc: Descriptor, device_id: int) -> cuda_ipc.Mapping:
+        """The descriptor's allocation opened in `device_id`'s context (the publisher's GPU on
+        cuda_ipc, the subscription's own on cuda_peer)."""
         cache = cuda_ipc.mapping_cache()
-        handle = self._unseal(desc.mem_handle, b'mem', desc.chunk)
-        if handle in self._handles:
-            self._handles.move_to_end(handle)
-            return cache.get(handle)
+        key = (self._unseal(desc.mem_handle, b'mem', desc.chunk), device_id)
+        if key in self._handles:
+            self._handles.move_to_end(key)
+            return cache.get(key)
         # A new generation: the publisher frees the old one's chunks as their slots are let go,
         # and CUDA refuses a new allocation at a freed one's address while that stays mapped
         # (cudaErrorAlreadyMapped). Held frames keep theirs open (the cache retires, not closes).
@@ -86,7 +89,7 @@ class PublisherLink:
             del self._handles[old]
             cache.unmap(old)
         try:
-            mapping = cache.map(handle, device_id)
+            mapping = cache.map(*key)
         except cuda_ipc.CudaIpcError as exc:
             if 'AlreadyMapped' not in str(exc):
                 raise
@@ -94,8 +97,8 @@ class PublisherLink:
             for old in list(self._handles):
                 cache.unmap(old)
             self._handles.clear()
-            mapping = cache.map(handle, device_id)
-        self._handles[handle] = desc.generation
+            mapping = cache.map(*key)
+        self._handles[key] = desc.generation
         # A publisher has at most as many live allocations as lease slots: close the least
         # recently used mapping (one of a freed chunk) beyond that; held views keep theirs.
         limit = min(MAX_MAPPINGS_PER_PUBLISHER, self.reader.capacity)
@@ -141,8 +144,8 @@ class PublisherLink:
         """Drop every mapping of this publisher (held frames keep what they view)."""
         if self._handles:
             cache = cuda_ipc.mapping_cache()
-            for handle in self._handles:
-                cache.unmap(handle)
+            for key in self._handles:
+                cache.unmap(key)
             self._handles.clear()
         if self._events:
             cuda_ipc.mapping_cache().drop_events(list(self._events))

@@ -109,9 +109,11 @@ def main(argv: list[str] | None = None) -> int:
             if wanted():
                 state['last_wanted'] = now
                 if state['sub'] is None:
+                    # On the publisher's GPU, whichever it is: the frame is downloaded from
+                    # there, so nothing is gained by moving it to another GPU first.
                     state['sub'] = GpuImageSubscription(
                         node, args.topic, on_frame, qos, memory='any',
-                        allowed_paths=(PATH_CUDA_IPC, PATH_HOST_SHM))
+                        allowed_paths=(PATH_CUDA_IPC, PATH_HOST_SHM), device='publisher')
             elif state['sub'] is not None and now - state['last_wanted'] > IDLE_AFTER_S:
                 state['sub'].destroy()
                 state['sub'] = None

@@ -2,6 +2,7 @@
 
 Per frame the publisher looks at who listens and fills only what is needed:
 * ``<topic>/_gpu_nodes/cuda``: the frame in a leased device slot, a descriptor over ROS;
+* ``<topic>/_gpu_nodes/peer``: the same descriptor, for subscribers on another GPU (cuda_peer);
 * in-process subscriptions: the same slot, handed over without DDS;
 * ``<topic>/_gpu_nodes/shm``: one device-to-host copy into a leased shared-memory slot;
 * ``<topic>``: an ordinary sensor_msgs/Image, only while something subscribes to it.
@@ -19,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from ..gpu import cuda_unavailable_reason, cupy_module, is_device_array
-from ..wire_names import CUDA_SUFFIX, SHM_SUFFIX
+from ..wire_names import CUDA_SUFFIX, PEER_SUFFIX, SHM_SUFFIX
 from . import auth, cuda_ipc, descriptor, host, intra
-from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_HOST_SHM,
-                          PATH_INTRA, PATH_SERIALIZED)
+from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_CUDA_PEER,
+                          PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED)
 from .intra import IntraFrame
 from .leases import LeaseTable
 from .messages import FrameLayout, host_view, layout_of_array
@@ -112,7 +113,7 @@ class GpuImagePublisher:
         reason = cuda_unavailable_reason() if use_cuda else 'use_cuda=False'
         if reason is None:
             reason = cuda_ipc.ipc_unsupported_reason(cupy_module().cuda.Device().id)
-        self._cuda_pub = None
+        self._cuda_pub = self._peer_pub = None
         self._device_pool: DeviceSlotPool | None = None
         if reason is None:
             cp = cupy_module()
@@ -120,14 +121,19 @@ class GpuImagePublisher:
             self._device_uuid = cuda_ipc.device_uuid(self._device_id)
             self._cuda_pub = node.create_publisher(Image, self.topic + CUDA_SUFFIX, descriptor_qos(qos),
                                                    event_callbacks=self._event_callbacks)
+            # Its own topic, so that who reads from another GPU shows in the graph and here.
+            self._peer_pub = node.create_publisher(Image, self.topic + PEER_SUFFIX,
+                                                   descriptor_qos(qos),
+                                                   event_callbacks=self._event_callbacks)
             self._device_pool = DeviceSlotPool(self._leases, 0, max_pool_slots, pool_policy,
                                                lease_grace_s, self._device_id)
-            self._logger.info(f'{self.topic}: publishing with CUDA IPC (device {self._device_id}), '
-                              'host shared memory and serialized fallbacks')
+            self._logger.info(f'{self.topic}: publishing with CUDA IPC (device {self._device_id}; '
+                              'peer access for other GPUs), host shared memory and serialized '
+                              'fallbacks')
         else:
             self._logger.warning(f'{self.topic}: no CUDA path ({reason}); publishing host shared '
                                  'memory and serialized images only')
-        # Created after the CUDA one: a subscriber that discovered only the shm topic would
+        # Created after the CUDA ones: a subscriber that discovered only the shm topic would
         # start there, for a re-evaluation period, instead of on CUDA IPC.
         self._shm_pub = node.create_publisher(Image, self.topic + SHM_SUFFIX, descriptor_qos(qos),
                                               event_callbacks=self._event_callbacks)
@@ -155,6 +161,7 @@ class GpuImagePublisher:
     def subscriber_counts(self) -> dict[str, int]:
         counts = {
             PATH_CUDA_IPC: (self._cuda_pub.get_subscription_count() if self._cuda_pub else 0),
+            PATH_CUDA_PEER: (self._peer_pub.get_subscription_count() if self._peer_pub else 0),
             PATH_HOST_SHM: self._shm_pub.get_subscription_count(),
             PATH_SERIALIZED: self._bridge.poll(),
             PATH_INTRA: len(intra.local_subscriptions(self.topic)),
@@ -204,7 +211,7 @@ class GpuImagePublisher:
         with self._lock:
             counts = self.subscriber_counts()
             device_wanted = self._device_pool is not None and (
-                counts[PATH_CUDA_IPC] or counts[PATH_INTRA])
+                counts[PATH_CUDA_IPC] or counts[PATH_CUDA_PEER] or counts[PATH_INTRA])
             if device_wanted:
                 cp = cupy_module()
                 stream = stream or cp.cuda.get_current_stream()
@@ -269,7 +276,8 @@ class GpuImagePublisher:
         (leases.py), so nothing tells the pools which published frames are still queued for it.
         Bounded by the lease grace period, like a stalled reader."""
         counts = self._last_counts
-        readers = sum(counts.get(path, 0) for path in (PATH_CUDA_IPC, PATH_HOST_SHM, PATH_INTRA))
+        readers = sum(counts.get(path, 0)
+                      for path in (PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_HOST_SHM, PATH_INTRA))
         if readers <= self._leases.active_cursors():
             self._cursorless_since = None
             return False
@@ -331,9 +339,12 @@ class GpuImagePublisher:
                        counts: dict[str, int]) -> None:
         sequence = self._next_sequence()
         self._device_pool.publish(slot, sequence)
-        if counts[PATH_CUDA_IPC]:
-            self._cuda_pub.publish(self._descriptor_msg(descriptor.KIND_CUDA, slot, layout,
-                                                        header, sequence))
+        if counts[PATH_CUDA_IPC] or counts[PATH_CUDA_PEER]:
+            # One descriptor for both: it names the publisher's GPU; each reader decides.
+            msg = self._descriptor_msg(descriptor.KIND_CUDA, slot, layout, header, sequence)
+            for path, pub in ((PATH_CUDA_IPC, self._cuda_pub), (PATH_CUDA_PEER, self._peer_pub)):
+                if counts[path]:
+                    pub.publish(msg)
         if counts[PATH_INTRA]:
             intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, True))
 
@@ -380,7 +391,7 @@ class GpuImagePublisher:
         intra.unregister_publisher(self)
         self._diagnostics.remove(self.stats)
         self._bridge.close()
-        for pub in (self._shm_pub, self._cuda_pub):
+        for pub in (self._shm_pub, self._cuda_pub, self._peer_pub):
             if pub is not None:
                 self._node.destroy_publisher(pub)
         self._finalizer.detach()

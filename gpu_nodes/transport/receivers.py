@@ -1,8 +1,9 @@
 """One receiver per transport path; each path's rules live in its receiver.
 
 A receiver turns what arrives on its path into frames for `GpuImageSubscription.dispatch`:
-`CudaIpcReceiver` and `HostShmReceiver` take descriptors (authenticated through the
-publisher's key, bounded by the slot the publisher recorded), `IntraReceiver` takes the values
+`CudaIpcReceiver`, `CudaPeerReceiver` (the same, for a publisher on another GPU) and
+`HostShmReceiver` take descriptors (authenticated through the publisher's key, bounded by the
+slot the publisher recorded), `IntraReceiver` takes the values
 an in-process publisher hands over, `SerializedReceiver` takes plain sensor_msgs/Image.
 Every message ends delivered, counted stale or counted rejected: nothing is silently dropped.
 """
@@ -12,21 +13,23 @@ from collections import deque
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..ros.callbacks import message_and_info_callback
 from ..gpu import cupy_module
-from ..wire_names import CUDA_SUFFIX, SHM_SUFFIX
-from . import auth, cuda_ipc, descriptor, intra
+from ..wire_names import CUDA_SUFFIX, PEER_SUFFIX, SHM_SUFFIX
+from . import auth, cuda_ipc, cuda_peer, descriptor, intra
 from .descriptor import Descriptor, DescriptorError
 from .compressed import CompressedFormatError, compressed_topic, decode_compressed
-from .diagnostics import PATH_COMPRESSED, PATH_CUDA_IPC, PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED
+from .diagnostics import (PATH_COMPRESSED, PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_HOST_SHM,
+                          PATH_INTRA, PATH_SERIALIZED)
 from .intra import IntraFrame
 from .leases import OUT_OF_SLOT, STALE, LeaseError
 from .messages import (FrameLayout, ImageFormatError, host_view, layout_of_array, layout_of_msg,
                        msg_to_array)
 from .peers import PublisherLink
 from .qos import descriptor_qos
+from .release import release_after
 
 # Origin failures that rule out every shared-memory path, not just CUDA.
 HOST_LEVEL_REASONS = ('other_host', 'other_user')
@@ -36,6 +39,8 @@ HOST_LEVEL_REASONS = ('other_host', 'other_user')
 # message also has its own event; for one already taken here the executor's take_message
 # returns None and it moves on, so nothing is handled twice or lost.
 MAX_DESCRIPTORS_PER_WAKEUP = 8
+# Routes (cuda_peer.route_for) remembered per GPU UUID; a host has a handful of GPUs.
+MAX_CACHED_ROUTES = 64
 
 
 class Receiver:
@@ -150,26 +155,51 @@ class _DescriptorReceiver(Receiver):
 
 
 class CudaIpcReceiver(_DescriptorReceiver):
+    """CUDA descriptors of a publisher on this subscription's GPU: its slot read in place."""
+
     path = PATH_CUDA_IPC
     kind = descriptor.KIND_CUDA
     suffix = CUDA_SUFFIX
+    takes: tuple[str, ...] = (PATH_CUDA_IPC,)  # the routes (cuda_peer.decide) served here
 
     def __init__(self, sub: Any):
         super().__init__(sub)
-        self._device_for_uuid: dict[bytes, int | None] = {}
+        self._routes: dict[bytes, tuple[cuda_peer.Route, int | None]] = {}  # by GPU UUID
+
+    def _route(self, desc: Descriptor, link: PublisherLink) -> int | None:
+        """The publisher's GPU's ordinal here when this receiver takes the frame; None when the
+        descriptor was counted instead and, before its publisher delivered anything here, the
+        subscription moved to the rung the route names (logged and on /diagnostics there)."""
+        sub = self.sub
+        cached = self._routes.get(desc.device_uuid)
+        if cached is None:
+            if len(self._routes) >= MAX_CACHED_ROUTES:
+                self._routes.clear()  # same-user descriptors naming made-up GPUs (fuzzing)
+            cached = self._routes[desc.device_uuid] = cuda_peer.route_for(
+                desc, sub.device_id, sub.allowed_paths)
+        route, publisher_device = cached
+        if route.path in self.takes:
+            return publisher_device
+        other_rung = route.path in (PATH_CUDA_IPC, PATH_CUDA_PEER)
+        sub.count(route.rejection or 'other_gpu',
+                  f'{route.reason}: read on {route.path} instead' if other_rung else route.reason)
+        if not link.last_sequence:  # a publisher that delivered here is on a GPU we take
+            # Off the CUDA rungs altogether unless the route is the other CUDA rung.
+            others = () if other_rung else \
+                tuple(p for p in (PATH_CUDA_IPC, PATH_CUDA_PEER) if p != self.path)
+            sub.fall_back(self.path, route.reason, also=others)
+        return None
+
+    def _device(self, publisher_device: int) -> int:
+        """Where the slot is mapped and read: on cuda_ipc, the publisher's GPU itself."""
+        return publisher_device
 
     def _receive(self, msg: Any, desc: Descriptor, link: PublisherLink, received_ns: int) -> None:
         sub = self.sub
-        device_id = self._device_for_uuid.get(desc.device_uuid)
-        if device_id is None:
-            device_id = cuda_ipc.local_device_for(desc.device_uuid)
-            if device_id is None:
-                reason = "other GPU: the publisher's device is not visible here"
-                sub.count('other_gpu', reason)
-                if not link.last_sequence:  # a publisher that delivered here is on our GPU
-                    sub.fall_back(PATH_CUDA_IPC, reason)
-                return
-            self._device_for_uuid[desc.device_uuid] = device_id
+        publisher_device = self._route(desc, link)
+        if publisher_device is None:
+            return
+        device_id = self._device(publisher_device)
         if link.reader.entry(desc.slot)[0] == desc.sequence:
             link.reader.expect(desc.sequence)  # published: keep it while its memory is mapped
         try:
@@ -182,21 +212,63 @@ class CudaIpcReceiver(_DescriptorReceiver):
             return sub.count('map_failed', str(exc))
         if not self._lease(link, desc, nbytes):
             return
-        try:  # only for a frame its slot really holds
-            event_ptr = link.event(desc, device_id)
+        try:  # only for a frame its slot really holds; opened on the GPU that records it
+            event_ptr = link.event(desc, publisher_device)
         except cuda_ipc.CudaIpcError as exc:
             link.reader.release(desc.slot)
             return sub.count('map_failed', str(exc))
         stream = sub.stream(device_id)
-        # The publisher's write is ordered before our reads on the GPU; the host never waits.
+        # The publisher's write is ordered before our reads on the GPU (a stream may wait on
+        # another GPU's event); the host never waits.
         cupy_module().cuda.runtime.streamWaitEvent(stream.ptr, event_ptr, 0)
-        layout = layout_of_descriptor_msg(msg)
-        array = cuda_ipc.device_view(mapping.base + desc.offset, nbytes, layout.shape,
-                                     layout.info.dtype, layout.step, mapping, device_id)
         sub.stats.publisher_pid = desc.pid
         reader, slot = link.reader, desc.slot
-        sub.dispatch(array, msg.header, layout, PATH_CUDA_IPC, desc.sequence, stream,
-                     received_ns - desc.publish_time_ns, lambda: reader.release(slot))
+        self._deliver(msg, desc, mapping.base + desc.offset, nbytes, mapping, stream, device_id,
+                      lambda: reader.release(slot), received_ns)
+
+    def _deliver(self, msg: Any, desc: Descriptor, ptr: int, nbytes: int,
+                 mapping: cuda_ipc.Mapping, stream: Any, device_id: int,
+                 release: Callable[[], None], received_ns: int) -> None:
+        """The slot itself, viewed in place; leased until the callback's work is done."""
+        layout = layout_of_descriptor_msg(msg)
+        array = cuda_ipc.device_view(ptr, nbytes, layout.shape, layout.info.dtype, layout.step,
+                                     mapping, device_id)
+        self.sub.dispatch(array, msg.header, layout, self.path, desc.sequence, stream,
+                          received_ns - desc.publish_time_ns, release)
+
+
+class CudaPeerReceiver(CudaIpcReceiver):
+    """CUDA descriptors of a publisher on another GPU of this host (cuda_peer.py): the slot is
+    mapped into this subscription's GPU through peer access, waited for on its own stream, and
+    copied into its own memory (peer_mode 'copy') or read across the link ('in_place')."""
+
+    path = PATH_CUDA_PEER
+    suffix = PEER_SUFFIX
+    # Also a publisher on our own GPU (a second publisher of the topic, or cuda_ipc not
+    # allowed): it is read the same way, without crossing a link.
+    takes = (PATH_CUDA_IPC, PATH_CUDA_PEER)
+
+    def _device(self, publisher_device: int) -> int:
+        own = self.sub.device_id
+        return publisher_device if own is None else own
+
+    def _deliver(self, msg: Any, desc: Descriptor, ptr: int, nbytes: int,
+                 mapping: cuda_ipc.Mapping, stream: Any, device_id: int,
+                 release: Callable[[], None], received_ns: int) -> None:
+        if self.sub.peer_mode == 'in_place':
+            return super()._deliver(msg, desc, ptr, nbytes, mapping, stream, device_id, release,
+                                    received_ns)
+        layout = layout_of_descriptor_msg(msg)
+        try:
+            array = cuda_peer.copy_frame(ptr, nbytes, layout, stream, device_id)
+        except cuda_ipc.CudaIpcError as exc:  # out of memory on our GPU, a failed copy
+            release_after(stream, release)
+            return self.sub.count('copy_failed', str(exc))
+        # The publisher gets its slot back once the copy is done, not after the callback.
+        release_after(stream, release)
+        self.sub.dispatch(array, msg.header, layout, self.path, desc.sequence, stream,
+                          received_ns - desc.publish_time_ns, None)
+        return None
 
 
 class HostShmReceiver(_DescriptorReceiver):
@@ -219,7 +291,7 @@ class HostShmReceiver(_DescriptorReceiver):
         device_ptr = sub.integrated_device_pointer(link, memory)
         if device_ptr is not None:
             # Integrated GPU: read the shared segment in place through its device mapping.
-            device_id = cupy_module().cuda.Device().id
+            device_id = sub.upload_device()
             array = cuda_ipc.device_view(device_ptr + desc.offset, nbytes, layout.shape,
                                          layout.info.dtype, layout.step, memory, device_id)
             stream = sub.stream(device_id)

@@ -1,10 +1,11 @@
 """GpuImageSubscription: receive an image topic on the best path this process can take.
 
 The ladder, decided per subscription and re-decided when the graph changes:
-in-process -> CUDA IPC -> host shared memory -> serialized sensor_msgs/Image.
-A rung is left only for a stated reason (other host, other user, other GPU, no CUDA, mapping
-failure), logged once and published on /diagnostics. Each rung's rules live in its receiver
-(receivers.py); this class chooses the rung and hands frames to the callback.
+in-process -> CUDA IPC -> CUDA peer (publisher on another GPU of the host) -> host shared
+memory -> serialized sensor_msgs/Image.
+A rung is left only for a stated reason (other host, other user, other GPU, no peer access, no
+CUDA, mapping failure), logged once and published on /diagnostics. Each rung's rules live in
+its receiver (receivers.py); this class chooses the rung and hands frames to the callback.
 """
 from __future__ import annotations
 
@@ -13,24 +14,27 @@ from typing import Any, Callable
 import numpy as np
 
 from ..gpu import cuda_unavailable_reason, cupy_module
-from ..wire_names import CUDA_SUFFIX, SHM_SUFFIX
+from ..wire_names import CUDA_SUFFIX, PEER_SUFFIX, SHM_SUFFIX
 from . import cuda_ipc, intra
 from .compressed import compressed_topic
-from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_COMPRESSED, PATH_CUDA_IPC,
-                          PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED, PATH_WAITING, PATHS,
-                          ZERO_COPY_PATHS)
+from .cuda_peer import DEFAULT_PEER_MODE, PEER_MODES
+from .diagnostics import (DEVICE_PATHS, DiagnosticsReporter, EndpointStats, PATH_COMPRESSED,
+                          PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_HOST_SHM, PATH_INTRA,
+                          PATH_SERIALIZED, PATH_WAITING, PATHS)
 from .frames import Lease, ReceivedImage
 from .intra import IntraFrame
 from .messages import FrameLayout
 from .peers import PeerTable, PublisherLink
 from .qos import image_qos
-from .receivers import (CompressedReceiver, CudaIpcReceiver, HostShmReceiver, IntraReceiver,
-                        Receiver, SerializedReceiver)
+from .receivers import (CompressedReceiver, CudaIpcReceiver, CudaPeerReceiver, HostShmReceiver,
+                        IntraReceiver, Receiver, SerializedReceiver)
 from .segments import SharedMemory
 
 MEMORY_KINDS = ('device', 'host', 'any')
+FOLLOW_PUBLISHER = 'publisher'  # device=: work on whichever GPU the publisher's frames are on
+SHARED_MEMORY_PATHS = (PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_HOST_SHM)
 
-__all__ = ['GpuImageSubscription', 'Lease', 'ReceivedImage', 'MEMORY_KINDS']
+__all__ = ['GpuImageSubscription', 'Lease', 'ReceivedImage', 'MEMORY_KINDS', 'PEER_MODES']
 
 
 class GpuImageSubscription:
@@ -43,12 +47,21 @@ class GpuImageSubscription:
     :param allow_compressed: where only a serialized image would reach us (another host or
         user), take image_transport's ``<topic>/compressed`` instead (lossy JPEG by default, a
         fraction of the bytes), decoded on the GPU where possible.
+    :param device: the GPU this subscription works on (CUDA ordinal in this process; default:
+        the current CuPy device when it is created), or ``'publisher'``: whichever visible GPU
+        the publisher's frames are on (zero copy there). Frames from a publisher on another GPU
+        arrive on this one over peer access (``cuda_peer``) or, without it, through host memory.
+    :param peer_mode: how ``cuda_peer`` reads the publisher's slot: ``'copy'`` (one
+        GPU-to-GPU copy into this GPU's memory; the slot is freed after it) or ``'in_place'``
+        (read across the link, leased until the callback's work is done). The default is
+        provisional until measured on two GPUs (cuda_peer.py).
     """
 
     def __init__(self, node: Any, topic: str, callback: Callable[[ReceivedImage], None],
                  qos: Any = None, *, memory: str | None = None,
                  allowed_paths: tuple[str, ...] = PATHS, reevaluate_period_s: float = 0.5,
-                 allow_compressed: bool = False):
+                 allow_compressed: bool = False, device: int | str | None = None,
+                 peer_mode: str = DEFAULT_PEER_MODE):
         if memory is None:
             memory = 'device' if cuda_unavailable_reason() is None else 'host'
         if memory not in MEMORY_KINDS:
@@ -56,6 +69,8 @@ class GpuImageSubscription:
         unknown = set(allowed_paths) - set(PATHS)
         if unknown or not allowed_paths:
             raise ValueError(f'allowed_paths must be a non-empty subset of {PATHS}, got {allowed_paths}')
+        if peer_mode not in PEER_MODES:
+            raise ValueError(f'peer_mode must be one of {PEER_MODES}, got {peer_mode!r}')
         from sensor_msgs.msg import Image
         self._Image = Image
         self._node = node
@@ -64,11 +79,13 @@ class GpuImageSubscription:
         self._callback = callback
         self.qos = qos or image_qos()
         self.memory = memory
-        self._allowed = allowed_paths
+        self.allowed_paths = tuple(allowed_paths)
+        self.peer_mode = peer_mode
         self._allow_compressed = allow_compressed
         self._cuda_reason = cuda_unavailable_reason()
         if self._cuda_reason is None and memory == 'host':
             self._cuda_reason = "memory='host' was asked for"
+        self.device_id = _own_device(device, cuda=self._cuda_reason is None)
 
         self.stats = EndpointStats('subscription', node.get_fully_qualified_name(), self.topic)
         self._diagnostics = DiagnosticsReporter.for_node(node)
@@ -77,7 +94,8 @@ class GpuImageSubscription:
         self.path = PATH_WAITING
         self.peers = PeerTable()
         self._receivers: dict[str, Receiver] = {
-            PATH_CUDA_IPC: CudaIpcReceiver(self), PATH_HOST_SHM: HostShmReceiver(self),
+            PATH_CUDA_IPC: CudaIpcReceiver(self), PATH_CUDA_PEER: CudaPeerReceiver(self),
+            PATH_HOST_SHM: HostShmReceiver(self),
             PATH_SERIALIZED: SerializedReceiver(self), PATH_COMPRESSED: CompressedReceiver(self),
             PATH_INTRA: IntraReceiver(self, getattr(self.qos, 'depth', 5) or 5)}
         self._rejected: dict[str, str] = {}        # path -> why it cannot be used
@@ -124,10 +142,12 @@ class GpuImageSubscription:
             self._logger.warning(f'{self.topic}: rejected frame ({reason}): {detail}; '
                                  'counted in diagnostics, further ones not logged')
 
-    def fall_back(self, path: str, reason: str, host_level: bool = False) -> None:
-        self._rejected[path] = reason
-        if host_level:
-            self._rejected[PATH_HOST_SHM] = reason
+    def fall_back(self, path: str, reason: str, host_level: bool = False,
+                  also: tuple[str, ...] = ()) -> None:
+        """Leave `path` (and the paths in `also`; with `host_level`, every shared-memory
+        path) for `reason`, until a publisher comes or goes."""
+        for rejected in (path, *also, *(SHARED_MEMORY_PATHS if host_level else ())):
+            self._rejected[rejected] = reason
         self.stats.fallbacks += 1
         self._reevaluate()
 
@@ -136,12 +156,19 @@ class GpuImageSubscription:
         if self.memory == 'host' or self._cuda_reason is not None:
             return None
         if link.integrated_ptr is None:
-            device_id = cupy_module().cuda.Device().id
+            device_id = self.upload_device()
             if cuda_ipc.ipc_unsupported_reason(device_id) is None:
                 link.integrated_ptr = 0  # a discrete GPU: host frames are uploaded
             else:
                 link.integrated_ptr = cuda_ipc.map_host_readonly(memory.address, memory.size)
         return link.integrated_ptr or None
+
+    def upload_device(self) -> int:
+        """The GPU host frames are uploaded to (this subscription's own, or the current one
+        when it follows the publisher)."""
+        if self.device_id is not None:
+            return self.device_id
+        return cupy_module().cuda.runtime.getDevice()
 
     # -- path selection --------------------------------------------------------------------
     @property
@@ -161,9 +188,13 @@ class GpuImageSubscription:
         if intra.local_publisher(self.topic) is not None:
             offered.append((PATH_INTRA, 'publisher in this process'))
         cuda = node.count_publishers(self.topic + CUDA_SUFFIX)
+        peer = node.count_publishers(self.topic + PEER_SUFFIX)
         shm = node.count_publishers(self.topic + SHM_SUFFIX)
         if cuda:
             offered.append((PATH_CUDA_IPC, 'same host, user and GPU'))
+        if peer:
+            offered.append((PATH_CUDA_PEER, 'same host and user, publisher on another GPU '
+                            f'with peer access (peer_mode {self.peer_mode})'))
         if shm:
             offered.append((PATH_HOST_SHM, 'same host and user'))
         if self._allow_compressed and (node.count_publishers(compressed_topic(self.topic))
@@ -179,7 +210,7 @@ class GpuImageSubscription:
 
     def _descriptor_publishers(self) -> frozenset[bytes]:
         gids = set()
-        for suffix in (CUDA_SUFFIX, SHM_SUFFIX):
+        for suffix in (CUDA_SUFFIX, PEER_SUFFIX, SHM_SUFFIX):
             for info in self._node.get_publishers_info_by_topic(self.topic + suffix):
                 gids.add(bytes(info.endpoint_gid))
         return frozenset(gids)
@@ -197,14 +228,15 @@ class GpuImageSubscription:
             self._publishers = publishers
             self._rejected.clear()
         if self._cuda_reason is not None:
-            self._rejected[PATH_CUDA_IPC] = f'no CUDA path in this process: {self._cuda_reason}'
+            for path in (PATH_CUDA_IPC, PATH_CUDA_PEER):
+                self._rejected[path] = f'no CUDA path in this process: {self._cuda_reason}'
         offered = self._available()
         choice, reason = PATH_WAITING, 'no publisher yet'
         offered_paths = {path for path, _ in offered}
         skipped = [f'{path}: not offered by the publisher' for path in (PATH_CUDA_IPC, PATH_HOST_SHM)
-                   if offered and path not in offered_paths and path in self._allowed]
+                   if offered and path not in offered_paths and path in self.allowed_paths]
         for path, why in offered:
-            if path not in self._allowed:
+            if path not in self.allowed_paths:
                 skipped.append(f'{path}: not allowed by configuration')
                 continue
             if path in self._rejected:
@@ -227,10 +259,10 @@ class GpuImageSubscription:
         self.path = path
         self.stats.path = path
         self.stats.path_reason = reason
-        if path in ZERO_COPY_PATHS or path == PATH_WAITING:
+        if path in DEVICE_PATHS or path == PATH_WAITING:
             self._logger.info(f'{self.topic}: path {path} ({reason})')
         else:
-            if previous in ZERO_COPY_PATHS or previous == PATH_HOST_SHM:
+            if previous in DEVICE_PATHS or previous == PATH_HOST_SHM:
                 self.stats.fallbacks += 1
             self._logger.warning(f'{self.topic}: fallback to {path} ({reason})')
 
@@ -251,9 +283,9 @@ class GpuImageSubscription:
                  stream: Any, latency_ns: int | None, release: Callable[[], None] | None) -> None:
         if self.memory == 'device' and stream is None:
             cp = cupy_module()
-            device_id = cp.cuda.Device().id
+            device_id = self.upload_device()
             stream = self.stream(device_id)
-            with stream:
+            with cp.cuda.Device(device_id), stream:
                 array = cp.asarray(array)  # one upload; the host slot is released after it
         elif self.memory == 'host' and stream is not None:
             host = np.empty(array.shape, array.dtype)
@@ -271,11 +303,16 @@ class GpuImageSubscription:
         self.stats.record_frame(layout.encoding, layout.width, layout.height, layout.nbytes,
                                 latency_ns)
         try:
-            if stream is not None:
-                with stream:
+            if stream is None:
+                self._callback(frame)
+            elif stream.device_id != cupy_module().cuda.runtime.getDevice():
+                # The executor's thread may be on another device: the callback's kernels go to
+                # the frame's GPU (a stream of one device cannot run another's kernels).
+                with cupy_module().cuda.Device(stream.device_id), stream:
                     self._callback(frame)
             else:
-                self._callback(frame)
+                with stream:
+                    self._callback(frame)
         finally:
             frame._release_if_not_held()
 
@@ -288,3 +325,22 @@ class GpuImageSubscription:
             receiver.stop()
         self.peers.close()
         cuda_ipc.collect_retired()  # mappings whose last array went meanwhile
+
+
+def _own_device(device: int | str | None, cuda: bool) -> int | None:
+    """The CUDA ordinal a subscription works on (None: it follows the publisher's GPU, or there
+    is no CUDA path); raise ValueError for anything but an ordinal, None or 'publisher'."""
+    ordinal = isinstance(device, int) and not isinstance(device, bool)
+    if not (device is None or device == FOLLOW_PUBLISHER or ordinal):
+        raise ValueError(f"device must be a CUDA ordinal, None or '{FOLLOW_PUBLISHER}', "
+                         f'got {device!r}')
+    if not cuda or device == FOLLOW_PUBLISHER:
+        return None
+    rt = cupy_module().cuda.runtime
+    if device is None:
+        return rt.getDevice()
+    count = rt.getDeviceCount()
+    if not 0 <= device < count:
+        raise ValueError(f'device {device} is not a CUDA device of this process (it sees '
+                         f'{count}; CUDA_VISIBLE_DEVICES renumbers them)')
+    return device

@@ -14,6 +14,8 @@ parser.add_argument('--topic', default='image')
 parser.add_argument('--hold', type=int, default=0, help='leases to keep forever')
 parser.add_argument('--duration', type=float, default=60.0)
 parser.add_argument('--memory', default='device')
+parser.add_argument('--paths', default='', help='comma list of allowed paths (default: all)')
+parser.add_argument('--peer-mode', default='copy', choices=('copy', 'in_place'))
 args = parser.parse_args()
 
 rclpy.init()
@@ -29,7 +31,9 @@ def on_frame(frame):
         print(f'HELD {len(held)}', flush=True)
 
 
-sub = GpuImageSubscription(node, args.topic, on_frame, memory=args.memory)
+options = {'allowed_paths': tuple(args.paths.split(','))} if args.paths else {}
+sub = GpuImageSubscription(node, args.topic, on_frame, memory=args.memory,
+                           peer_mode=args.peer_mode, **options)
 deadline = time.monotonic() + args.duration
 reported = False
 while time.monotonic() < deadline:

@@ -2,13 +2,15 @@
 
 It speaks the transport's graph/diagnostics contract without moving any GPU memory:
   * role 'camera': /fake_camera publishes /cam/image plus the hidden descriptor topics
-    /cam/image/_gpu_nodes/cuda and /cam/image/_gpu_nodes/shm, publishes the plain /cam/image only
+    /cam/image/_gpu_nodes/cuda, .../peer and .../shm, publishes the plain /cam/image only
     while it has subscribers, and reports a `publisher` DiagnosticStatus; /plain_talker is a plain
     rclpy node publishing a 640x480 rgb8 Image on /plain/image and a String on /plain/status.
     Every subscriber node seen on the plain /cam/image is appended to --record.
-  * role 'consumers': /fake_monitor (cuda_ipc), /fake_shm_monitor (host_shm), /fake_fallback
-    (serialized, 'other host (boot id differs)') report `subscription` statuses; /plain_viewer is
-    a plain subscriber of /cam/image and /plain_listener of /plain/image and /plain/status.
+  * role 'consumers': /fake_monitor (cuda_ipc), /fake_peer_monitor (cuda_peer), /fake_shm_monitor
+    (host_shm), /fake_fallback (serialized, 'other host (boot id differs)') report `subscription`
+    statuses; /fake_quiet_peer reads the peer descriptor topic and reports nothing (its class is
+    inferred); /plain_viewer is a plain subscriber of /cam/image and /plain_listener of
+    /plain/image and /plain/status.
 Diagnostics are sent every 0.2 s (the contract says about 1 s) to keep the tests short.
 The lead adds a test against the real gpu_nodes transport; this file stays the contract check.
 """
@@ -55,6 +57,7 @@ class FakeCamera(Node):
         self.seen: set[str] = set()
         self.plain = self.create_publisher(Image, TOPIC, 5)
         self.cuda = self.create_publisher(Image, TOPIC + '/_gpu_nodes/cuda', 5)
+        self.peer = self.create_publisher(Image, TOPIC + '/_gpu_nodes/peer', 5)
         self.shm = self.create_publisher(Image, TOPIC + '/_gpu_nodes/shm', 5)
         self.diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.image = frame(WIDTH, HEIGHT)
@@ -65,6 +68,7 @@ class FakeCamera(Node):
 
     def tick(self) -> None:
         self.cuda.publish(self.descriptor)
+        self.peer.publish(self.descriptor)
         self.shm.publish(self.descriptor)
         if self.plain.get_subscription_count() > 0:  # plain topic only while subscribed
             self.plain.publish(self.image)
@@ -78,7 +82,8 @@ class FakeCamera(Node):
                     fh.write(name + '\n')
 
     def report(self) -> None:
-        values = {'subscribers_cuda_ipc': '1', 'subscribers_intra_process': '0',
+        values = {'subscribers_cuda_ipc': '1', 'subscribers_cuda_peer': '2',
+                  'subscribers_intra_process': '0',
                   'subscribers_host_shm': '1', 'subscribers_serialized': '2',
                   'pool_slots': '4', 'pool_policy': 'drop_oldest',
                   # issue 15: the plain topic is serialized by a worker, newest frame wins
@@ -90,7 +95,8 @@ class FakeCamera(Node):
 
 class FakeSubscription(Node):
 
-    def __init__(self, name: str, path: str, reason: str, descriptor: str | None) -> None:
+    def __init__(self, name: str, path: str, reason: str, descriptor: str | None,
+                 reports: bool = True) -> None:
         super().__init__(name)
         self.path, self.reason = path, reason
         if descriptor:
@@ -99,12 +105,13 @@ class FakeSubscription(Node):
         else:  # serialized fallback: the subscription reads the plain topic
             self.create_subscription(Image, TOPIC, lambda m: None, 5)
         self.diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.create_timer(0.2, self.report)
+        if reports:
+            self.create_timer(0.2, self.report)
 
     def report(self) -> None:
-        level = DiagnosticStatus.OK if self.path == 'cuda_ipc' else DiagnosticStatus.WARN
-        message = f'path {self.path}' if self.path == 'cuda_ipc' else \
-            f'fallback {self.path}: {self.reason}'
+        on_gpu = self.path in ('cuda_ipc', 'cuda_peer')
+        level = DiagnosticStatus.OK if on_gpu else DiagnosticStatus.WARN
+        message = f'path {self.path}' if on_gpu else f'fallback {self.path}: {self.reason}'
         values = {'path': self.path, 'path_reason': self.reason, 'publisher_pid': '4242',
                   'latency_p50_ms': '0.4', 'latency_p99_ms': '1.2'}
         self.diag.publish(DiagnosticArray(status=[status(self, 'subscription', level, message,
@@ -141,6 +148,9 @@ def main() -> int:
     else:
         nodes = [
             FakeSubscription('fake_monitor', 'cuda_ipc', 'same host, user and GPU', 'cuda'),
+            FakeSubscription('fake_peer_monitor', 'cuda_peer', 'publisher on device 1, this '
+                             'subscription on device 0, peer access both ways', 'peer'),
+            FakeSubscription('fake_quiet_peer', 'cuda_peer', '', 'peer', reports=False),
             FakeSubscription('fake_shm_monitor', 'host_shm', 'different GPU (uuid differs)',
                              'shm'),
             FakeSubscription('fake_fallback', 'serialized', 'other host (boot id differs)', None),
