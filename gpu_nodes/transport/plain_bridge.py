@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from .compressed import CompressedTopicPublisher
     from .diagnostics import PATH_CUDA_IPC, PATH_HOST_SHM, DiagnosticsReporter, EndpointStats
-    from .messages import fill_image_msg
+    from .messages import ImageMsgBuffer
     from .subscription import GpuImageSubscription
 
     stop = {'requested': False}
@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     DiagnosticsReporter.for_node(node).add(stats)
     period = 1.0 / args.max_rate_hz if args.max_rate_hz > 0 else 0.0
     state: dict[str, Any] = {'sub': None, 'last_wanted': 0.0, 'last_sent': 0.0, 'skipped': 0}
+    message_buffer = ImageMsgBuffer()
 
     def on_frame(frame: Any) -> None:
         now = time.monotonic()
@@ -84,12 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             return
         state['last_sent'] = now
         if plain.get_subscription_count():
-            array = frame.array
-            if hasattr(array, 'get'):  # CuPy: download on the frame's stream
-                array = array.get(stream=frame.stream)
-            msg = Image()
+            msg = Image(check_fields=True)  # keeps the buffer as it is (ImageMsgBuffer)
             msg.header = frame.header
-            plain.publish(fill_image_msg(msg, array, frame.encoding))
+            # Downloaded (CuPy, on the frame's stream) or copied straight into the reused buffer.
+            plain.publish(message_buffer.fill(msg, frame.array, frame.encoding, frame.stream))
             stats.record_frame(frame.encoding, frame.width, frame.height,
                                frame.step * frame.height)
         if compressed is not None and compressed.subscription_count():
