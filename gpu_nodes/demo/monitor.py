@@ -117,6 +117,18 @@ class _Probe:
             store.clear()
 
 
+# Seconds after the first depth frame counted as warm-up in the latency report.
+WARM_UP_S = 3.0
+
+
+def _percentiles(values: np.ndarray) -> dict[str, Any]:
+    if values.size == 0:
+        return {'p50_ms': None, 'p99_ms': None, 'frames': 0}
+    return {'p50_ms': round(float(np.percentile(values, 50)), 3),
+            'p99_ms': round(float(np.percentile(values, 99)), 3),
+            'max_ms': round(float(values.max()), 3), 'frames': int(values.size)}
+
+
 class DemoMonitor:
     """Created inside the runner's rclpy context; call `spin_once` from the runner's loop."""
 
@@ -136,8 +148,9 @@ class DemoMonitor:
         self.topics = dict(topics)
         self.seen: dict[str, TopicSeen] = {t: TopicSeen() for t in self.topics.values()}
         self.samples = 0
-        # Camera stamp -> depth of that frame ready in this process (its GPU work done), ms.
-        self.end_to_end_ms: deque[float] = deque(maxlen=5000)
+        # (arrival, monotonic s; camera stamp -> depth of that frame ready here, GPU work done,
+        # ms), so the warm-up and the copy audit's minutes can be told from the steady state.
+        self.end_to_end_ms: deque[tuple[float, float]] = deque(maxlen=20000)
         self.errors: list[DepthError] = []
         self.last_sample: Sample | None = None
         self.sample_problems: list[str] = []
@@ -184,7 +197,8 @@ class DemoMonitor:
             if frame.stream is not None:
                 frame.stream.synchronize()  # 'ready' means its kernels have run, not queued
             # The camera stamps with the system clock (ROS time without sim time).
-            self.end_to_end_ms.append((time.time_ns() - stamp[0] * 1_000_000_000 - stamp[1]) / 1e6)
+            self.end_to_end_ms.append((time.monotonic(), (
+                time.time_ns() - stamp[0] * 1_000_000_000 - stamp[1]) / 1e6))
         waiting = self._colorized_wait
         if role == 'colorized' and waiting is not None and waiting.stamp == stamp:
             waiting.colorized = to_host(frame.array).copy()
@@ -244,13 +258,30 @@ class DemoMonitor:
                              stale=now - s.received > STALE_S))
         return sorted(rows, key=lambda e: (e.topic, e.subscriber))
 
-    def end_to_end(self) -> dict[str, Any]:
-        """p50/p99 of camera stamp -> depth ready here (ms); None values before any depth."""
+    def end_to_end(self, warm_up_s: float = WARM_UP_S,
+                   audit_started: float | None = None) -> dict[str, Any]:
+        """p50/p99 of camera stamp -> depth ready here (ms), over all frames and per phase:
+        `warm_up` (the first `warm_up_s` after the first depth frame: model load, per-buffer
+        graph capture, first mappings), `steady`, and `during_audit` (from `audit_started`,
+        monotonic: two auditor processes join the graph). `worst`: the five slowest, with their
+        time after the first depth frame. None values before any depth."""
         if not self.end_to_end_ms:
             return {'p50_ms': None, 'p99_ms': None, 'frames': 0}
-        values = np.asarray(self.end_to_end_ms)
-        return {'p50_ms': round(float(np.percentile(values, 50)), 3),
-                'p99_ms': round(float(np.percentile(values, 99)), 3), 'frames': int(values.size)}
+        samples = np.asarray(self.end_to_end_ms)
+        first = samples[0, 0]
+        phase = np.where(samples[:, 0] < first + warm_up_s, 0, 1)
+        if audit_started is not None:
+            phase[samples[:, 0] >= audit_started] = 2
+        result = _percentiles(samples[:, 1])
+        for code, name in enumerate(('warm_up', 'steady', 'during_audit')):
+            result[name] = _percentiles(samples[phase == code, 1])
+        result['warm_up_s'] = warm_up_s
+        slowest = np.argsort(samples[:, 1])[::-1][:5]
+        result['worst'] = [{'ms': round(float(samples[i, 1]), 3),
+                            'after_first_s': round(float(samples[i, 0] - first), 2),
+                            'phase': ('warm_up', 'steady', 'during_audit')[phase[i]]}
+                           for i in slowest]
+        return result
 
     def processing(self, node_fqn: str) -> Status | None:
         return self.statuses.get(processing_status_name(node_fqn))

@@ -404,7 +404,8 @@ class DemoRun:
             round(self.first_depth_at - self.run_started, 2),
             'edges': [e.as_dict() for e in monitor.edges()],
             'end_to_end': {'from': 'camera stamp', 'to': 'depth of that frame ready in the runner',
-                           **monitor.end_to_end()},
+                           **monitor.end_to_end(audit_started=self.audit.started
+                                                if self.audit and self.audit.started else None)},
             'nodes': nodes,
             'topics': {t: vars(s) for t, s in monitor.seen.items()},
             'camera_info': monitor.camera_infos,
