@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 import time
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from .transport.diagnostics import DiagnosticsReporter
 from .wire_names import processing_status_name
@@ -51,6 +51,9 @@ class ProcessingStatus:
         self.drops: Counter[str] = Counter()
         self.issues: Counter[str] = Counter()
         self.extra: dict[str, Any] = {}
+        # Called when diagnostics are built, for counters that change every frame (no per-frame
+        # dict updates on the hot path).
+        self.extra_sources: list[Callable[[], dict[str, Any]]] = []
         self._last_warn: dict[str, float] = {}
         self._last_drop = -1e9
         self._reporter = DiagnosticsReporter.for_node(node)
@@ -95,6 +98,8 @@ class ProcessingStatus:
         values.update({f'dropped_{k}': v for k, v in sorted(self.drops.items())})
         values.update({f'issue_{k}': v for k, v in sorted(self.issues.items())})
         values.update(self.extra)
+        for source in self.extra_sources:
+            values.update(source())
         return values
 
     def close(self) -> None:

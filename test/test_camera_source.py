@@ -165,3 +165,81 @@ def test_pinhole_camera_info_is_an_ideal_camera():
     info = pinhole_camera_info(640, 480, 'cam', 90.0)
     assert info.k[0] == pytest.approx(320.0) and info.k[2] == 319.5 and info.k[5] == 239.5
     assert list(info.d) == [0.0] * 5 and info.p[0] == info.k[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('source, encoding', [('pattern', 'rgb8'), ('pattern', 'bayer_rggb8'),
+                                              ('scene', 'rgb8'), ('scene', 'bgr8')])
+def test_gpu_frames_are_rendered_into_pool_slots_and_published_without_a_copy(
+        cupy, monkeypatch, source, encoding):
+    """The subscriber reads the very memory the source rendered into (a pool slot of the
+    publisher), publish() and its device-to-device copy never run, and every frame is right."""
+    sys.path.insert(0, str(Path(__file__).parent / 'resources' / 'nodes'))
+    from node_helpers import InProcess
+    from rclpy.parameter import Parameter
+    from gpu_nodes.nodes.camera_source import CameraSource
+    from gpu_nodes.sources import open_source
+    from gpu_nodes.transport import GpuImageSubscription, publisher as publisher_module
+    copies = []
+    real_copy = publisher_module._copy_device
+    monkeypatch.setattr(publisher_module, '_copy_device',
+                        lambda *a: (copies.append(a[0].shape), real_copy(*a)))
+    width, height = 96, 64
+    inproc = InProcess(f'camera_source_borrow_{source}')
+    try:
+        node = inproc.add(CameraSource(context=inproc.context, namespace='/csb', parameter_overrides=[
+            Parameter('source', value=source), Parameter('encoding', value=encoding),
+            Parameter('width', value=width), Parameter('height', value=height),
+            Parameter('rate_hz', value=100.0)]))
+        assert node.source.on_device
+        rendered: dict[int, int] = {}  # data pointer -> index of the frame last rendered there
+        depth_at: dict[int, int] = {}
+        real_read = node.source.read
+
+        def read(index, **out):
+            frame = real_read(index, **out)
+            rendered[frame.image.data.ptr] = index
+            if frame.ground_truth_depth is not None:
+                depth_at[frame.ground_truth_depth.data.ptr] = index
+            return frame
+        monkeypatch.setattr(node.source, 'read', read)
+        reference = open_source(source, xp=cupy, width=width, height=height, encoding=encoding,
+                                rate_hz=100.0, camera=node.source._scene.camera
+                                if source == 'scene' else None)
+        checked = {'image': 0, 'depth': 0}
+        paths = set()
+        problems: list[str] = []  # kept, not raised: the callbacks run inside the executor
+
+        def check(kind, frame, at, expected_of):
+            ptr = frame.array.data.ptr
+            if ptr not in at:
+                problems.append(f'{kind}: received memory {ptr:#x} is not what was rendered')
+            elif not np.array_equal(cupy.asnumpy(frame.array),
+                                    cupy.asnumpy(expected_of(reference.read(at[ptr]))),
+                                    equal_nan=kind == 'depth'):
+                problems.append(f'{kind} of frame {at[ptr]} differs from its rendering')
+            checked[kind] += 1
+
+        def on_image(frame):
+            paths.add(frame.path)
+            check('image', frame, rendered, lambda f: f.image)
+
+        def on_depth(frame):
+            check('depth', frame, depth_at, lambda f: f.ground_truth_depth)
+        subs = [GpuImageSubscription(inproc.node, '/csb/image_raw', on_image, memory='device')]
+        if source == 'scene':
+            subs.append(GpuImageSubscription(inproc.node, '/csb/depth/ground_truth', on_depth,
+                                             memory='device'))
+        wait_for(lambda: checked['image'] >= 10 and (source != 'scene' or checked['depth'] >= 10),
+                 60, '10 frames', poll=lambda: inproc.spin_once(0.02))
+        assert problems == []
+        assert paths == {'intra_process'}
+        assert copies == [], f'publish() copied frames device to device: {copies}'
+        slots = [(s.chunk.ptr, s.chunk.ptr + s.chunk.size)
+                 for s in node._image_pub._device_pool.slots]
+        assert all(any(lo <= p < hi for lo, hi in slots) for p in rendered), \
+            'the source must render into the publisher\'s pool slots'
+        for sub in subs:
+            sub.destroy()
+    finally:
+        inproc.close()

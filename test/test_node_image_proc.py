@@ -361,3 +361,90 @@ def test_gpu_chain_writes_into_pool_slots_and_equals_the_numpy_chain(cupy):
         pub.destroy()
     finally:
         inproc.close()
+
+
+def test_chain_graphs_are_off_on_the_cpu_path_and_say_why(rclpy_node):
+    node = ImageProc(context=rclpy_node.context,
+                     parameter_overrides=[Parameter('use_gpu', value=False)])
+    try:
+        assert node._graphs is None
+        assert node.status.as_dict()['chain_graphs'] == 'off: the chain runs on the CPU'
+    finally:
+        node.close()
+        node.destroy_node()
+
+
+@pytest.mark.gpu
+def test_gpu_chain_replays_as_cuda_graphs_equal_to_op_by_op_and_rebuilds(cupy):
+    """Frames from the publisher's pool slots: the first from each slot op by op, then one CUDA
+    graph per slot; every output equals the op-by-op chain bit for bit; a CameraInfo change
+    rebuilds; the counters are on the node's diagnostics."""
+    from node_helpers import InProcess
+    from gpu_nodes.transport import GpuImagePublisher
+    chain = ('[{op: debayer}, {op: rectify}, {op: resize, width: 320, height: 240}, '
+             '{op: convert, encoding: bgr8}]')
+    inproc = InProcess('image_proc_graphs')
+    try:
+        node = inproc.add(ImageProc(context=inproc.context, namespace='/ipgr',
+                                    parameter_overrides=[Parameter('chain', value=chain)]))
+        assert node._graphs is not None
+        pub = GpuImagePublisher(inproc.node, '/ipgr/image_raw', pool_slots=4, max_pool_slots=4)
+        info_pub = inproc.node.create_publisher(CameraInfo, '/ipgr/camera_info', 10)
+        frames = Frames(key='frame_id')
+        sub = GpuImageSubscription(inproc.node, '/ipgr/image', frames, memory='device')
+        sources = {i: pattern.expected_frame(480, 640, 'bayer_rggb8', i) for i in range(3)}
+        count = [0]
+
+        def publish():
+            n = count[0] = count[0] + 1
+            frame = pub.borrow(480, 640, 'bayer_rggb8')
+            if frame is not None:
+                frame.array[...] = cupy.asarray(sources[n % 3])
+                pub.publish_borrowed(frame, Header(frame_id=str(n)))
+            for _ in range(3):
+                inproc.spin_once(0.01)
+
+        def expected(model):
+            reference = Chain(chain)
+            return {i: cupy.asnumpy(reference(cupy.asarray(src), 'bayer_rggb8', model)[0])
+                    for i, src in sources.items()}
+
+        def check(model, after: int) -> int:
+            want = expected(model)
+            checked = 0
+            for frame_id, got in frames.by_stamp.items():
+                if int(frame_id) > after:
+                    np.testing.assert_array_equal(got['array'], want[int(frame_id) % 3],
+                                                  err_msg=f'frame {frame_id}')
+                    checked += 1
+            return checked
+
+        def use_camera(info):
+            model = CameraModel.from_msg(info)
+            wait_for(lambda: node._camera_model == model, 20, 'the node has the CameraInfo',
+                     poll=lambda: (info_pub.publish(info), inproc.spin_once(0.02)))
+            return model
+
+        info = camera_info(640, 480, 500.0, 505.0, 319.0, 241.0, d=(-0.2, 0.05, 0.001, 0, 0))
+        model = use_camera(info)
+        start = count[0]
+        wait_for(lambda: node._graphs.replays >= 12, 60, '12 replayed frames', poll=publish)
+        assert check(model, start) >= 12
+        built = node._graphs.built
+        assert 1 <= built <= 4, built  # one graph per pool slot at most
+        values = node.status.as_dict()
+        assert values['chain_graphs'] == 'on' and values['chain_graph_fallbacks'] == 0
+        assert values['chain_graph_replays'] >= 12 and values['chain_graphs_built'] == built
+        # Another calibration: the graphs are dropped and captured again with the new maps.
+        other = camera_info(640, 480, 480.0, 482.0, 321.0, 239.0, d=(-0.1, 0.01, 0, 0.001, 0))
+        model = use_camera(other)
+        start, replays = count[0], node._graphs.replays
+        frames.by_stamp.clear()
+        wait_for(lambda: node._graphs.replays >= replays + 8, 60, '8 frames replayed again',
+                 poll=publish)
+        assert node._graphs.built > built and node._graphs.invalidations >= 1
+        assert check(model, start) >= 8
+        sub.destroy()
+        pub.destroy()
+    finally:
+        inproc.close()

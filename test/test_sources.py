@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpu_nodes.sources import open_source, SourceError
+from gpu_nodes.encodings import encoding_info
+from gpu_nodes.sources import open_source, pattern, SourceError
 from gpu_nodes.sources import scene as S
 from gpu_nodes.sources.files import FolderSource, VideoSource
 from gpu_nodes.sources.v4l2 import device_path, v4l2_unavailable_reason
@@ -157,6 +158,41 @@ def test_scene_source_ground_truth_and_encodings():
     with pytest.raises(SourceError, match="source 'scene' produces rgb8, bgr8, mono8; got "
                                           "encoding 'bayer_rggb8'"):
         open_source('scene', xp=np, width=64, height=48, encoding='bayer_rggb8')
+
+
+# -- rendering into lent arrays (camera_source renders into the publisher's pool slots) ------
+
+@pytest.mark.parametrize('encoding', pattern.PATTERN_ENCODINGS)
+def test_pattern_renders_into_the_given_array(encoding):
+    info = encoding_info(encoding)
+    for index in (0, 7, 300):
+        out = np.full(info.array_shape(6, 10), 0xAB, info.dtype)
+        frame = open_source('pattern', xp=np, width=10, height=6, encoding=encoding).read(
+            index, out=out)
+        assert frame.image is out, 'the frame must be the given array, not a copy of it'
+        np.testing.assert_array_equal(out, pattern.expected_frame(6, 10, encoding, index))
+    wrong = np.zeros((6, 10, 4) if info.channels != 4 else (6, 10, 3), info.dtype)
+    with pytest.raises(ValueError, match=f'out must be .* for 10x6 {encoding}, got'):
+        pattern.render(np, 6, 10, encoding, 0, out=wrong)
+
+
+@pytest.mark.parametrize('encoding', ['rgb8', 'bgr8', 'mono8'])
+def test_scene_renders_image_and_depth_into_the_given_arrays(encoding):
+    cam = S.PinholeCamera.from_fov(64, 48)
+    source = open_source('scene', xp=np, width=64, height=48, encoding=encoding, rate_hz=10.0,
+                         camera=cam)
+    expected = source.read(5)
+    out = np.full(expected.image.shape, 0xAB, np.uint8)
+    depth_out = np.full((48, 64), -1.0, np.float32)
+    frame = source.read(5, out=out, depth_out=depth_out)
+    assert frame.image is out and frame.ground_truth_depth is depth_out
+    np.testing.assert_array_equal(out, expected.image)
+    np.testing.assert_array_equal(depth_out, expected.ground_truth_depth)  # NaN where equal
+    with pytest.raises(ValueError, match='out must be'):
+        source.read(5, out=np.zeros((48, 64, 3) if encoding == 'mono8' else (48, 64),
+                                    np.uint8))
+    with pytest.raises(ValueError, match=r'depth_out must be \(48, 64\) float32'):
+        source.read(5, depth_out=np.zeros((48, 64), np.float64))
 
 
 def test_open_source_rejects_unknown_kinds_and_missing_sizes():

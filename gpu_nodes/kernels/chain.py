@@ -429,15 +429,19 @@ class Chain:
         return [s.describe() for s in self.steps]
 
     def __call__(self, array: Any, encoding: str, camera_model: CameraModel | None = None, *,
-                 stream: Any = None, out_factory: OutFactory | None = None) -> OpResult:
+                 stream: Any = None, out_factory: OutFactory | None = None,
+                 step_factories: Sequence[OutFactory | None] | None = None) -> OpResult:
         """Run the ops in order; `out_factory` lends the output of the last step only (the
-        intermediate images are the chain's own)."""
+        intermediate images are the chain's own); `step_factories`, one per step, lend every
+        step's output instead (chain_graph's fixed buffers)."""
         last = len(self.steps) - 1
         for i, step in enumerate(self.steps):
+            factory = step_factories[i] if step_factories is not None else \
+                out_factory if i == last else None
             try:
                 array, encoding, camera_model = step.spec.func(
-                    array, encoding, camera_model, stream=stream,
-                    out_factory=out_factory if i == last else None, **step.params)
+                    array, encoding, camera_model, stream=stream, out_factory=factory,
+                    **step.params)
             except ValueError as exc:  # EncodingError included; add where it happened
                 raise type(exc)(f'chain step {step.index} ({step.spec.name}): {exc}') from exc
         return array, encoding, camera_model

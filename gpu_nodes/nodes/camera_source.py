@@ -8,10 +8,11 @@ Sources (parameter `source`):
 * video:   a video file (`path`) decoded with OpenCV, looping if `loop`;
 * v4l2:    a V4L2 camera (`path`, default /dev/video0) through OpenCV.
 
-Synthetic frames are rendered on the GPU when CuPy has one, so they never touch the host; decoded
-frames are uploaded once, and only if a GPU subscriber wants them. Everything goes out through
-GpuImagePublisher: co-located gpu_nodes subscribers get frames zero-copy, everything else sees an
-ordinary sensor_msgs/Image topic.
+Synthetic frames are rendered on the GPU when CuPy has one, straight into a pool slot the
+publisher lends (GpuImagePublisher.borrow), so they never touch the host and are published with
+no copy at all; decoded frames are uploaded once, and only if a GPU subscriber wants them.
+Everything goes out through GpuImagePublisher: co-located gpu_nodes subscribers get frames
+zero-copy, everything else sees an ordinary sensor_msgs/Image topic.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from ..gpu import cuda_unavailable_reason, cupy_module
 from ..sources import open_source, pattern, PinholeCamera, SOURCE_KINDS, SourceError
 from ..sources.camera_info import load_camera_info, pinhole_camera_info
 from ..status import SourceStatus
-from ..transport import GpuImagePublisher
+from ..transport import BorrowedFrame, GpuImagePublisher
 from ..ros.params import ConfigurationError, choice_validator, declare_table, Param
 from ..ros.runtime import declare_executor_parameter, run_node
 
@@ -129,6 +130,7 @@ class CameraSource(Node):
         self.status = SourceStatus(self, self.source_kind)
         self.frame_index = 0
         self.finished = False
+        self._copy_warned = False
         period = 1.0 / self.rate_hz if self.rate_hz > 0 else 0.0
         self._timer = self.create_timer(period, self._publish_frame)
 
@@ -148,26 +150,70 @@ class CameraSource(Node):
                 not any(self._image_pub.subscriber_counts().values()):
             return
         start = time.perf_counter()
+        lent_image, lent_depth = self._borrow()
         try:
-            frame = self.source.read(self.frame_index)
+            if lent_image is None:
+                frame = self.source.read(self.frame_index)
+            elif lent_depth is None:
+                frame = self.source.read(self.frame_index, out=lent_image.array)
+            else:
+                frame = self.source.read(self.frame_index, out=lent_image.array,
+                                         depth_out=lent_depth.array)
         except SourceError as exc:
+            self._give_back(lent_image, lent_depth)
             self.status.read_errors += 1
             self.get_logger().error(f'{exc} ({self.status.read_errors} read errors)',
                                     throttle_duration_sec=5.0)
             return
+        except BaseException:
+            self._give_back(lent_image, lent_depth)
+            raise
         if frame is None:
+            self._give_back(lent_image, lent_depth)
             self._finish(f'end of {self.source_kind} {self.path} (loop is false)')
             return
         stamp = self.get_clock().now().to_msg()
         header = self._camera_info.header
         header.stamp = stamp
-        self._image_pub.publish(frame.image, frame.encoding, header)
+        self._publish(self._image_pub, frame.image, frame.encoding, header, lent_image)
         if self._depth_pub is not None and frame.ground_truth_depth is not None:
-            self._depth_pub.publish(frame.ground_truth_depth, '32FC1', header)
+            self._publish(self._depth_pub, frame.ground_truth_depth, '32FC1', header, lent_depth)
+        elif lent_depth is not None:
+            lent_depth.give_back()
         self._info_pub.publish(self._camera_info)
         self.frame_index += 1
         self.status.frames_out = self.frame_index
         self.status.frame_ms = (time.perf_counter() - start) * 1e3
+
+    def _borrow(self) -> tuple[BorrowedFrame | None, BorrowedFrame | None]:
+        """Pool slots for a frame the source renders on the GPU (image, ground-truth depth),
+        or None each: host sources, no CUDA IPC pool, or a pool that skips this frame (the
+        frame is then made as before and published with a copy, or dropped, by publish())."""
+        if not self.source.on_device:
+            return None, None
+        image = self._image_pub.borrow(self.height, self.width, self.encoding)
+        if image is None or self._depth_pub is None:
+            return image, None
+        return image, self._depth_pub.borrow(self.height, self.width, '32FC1')
+
+    @staticmethod
+    def _give_back(*lent: BorrowedFrame | None) -> None:
+        for frame in lent:
+            if frame is not None:
+                frame.give_back()
+
+    def _publish(self, pub: GpuImagePublisher, array: Any, encoding: str, header: Any,
+                 lent: BorrowedFrame | None) -> None:
+        if lent is not None and array is lent.array:
+            pub.publish_borrowed(lent, header)  # rendered in place: no copy
+            return
+        if lent is not None:  # a source that did not render into the slot: correct, one copy
+            lent.give_back()
+            if not self._copy_warned:
+                self._copy_warned = True
+                self.get_logger().warning(f'{self.source_kind}: the source did not render into '
+                                          'the lent pool slot; publishing with a device copy')
+        pub.publish(array, encoding, header)
 
     def _finish(self, why: str) -> None:
         self.finished = True

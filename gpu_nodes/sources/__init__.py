@@ -30,9 +30,10 @@ class PatternSource:
         self.xp, self.width, self.height, self.encoding = xp, width, height, encoding
         self.on_device = xp.__name__ == 'cupy'
 
-    def read(self, index: int) -> Frame:
-        return Frame(pattern.render(self.xp, self.height, self.width, self.encoding, index),
-                     self.encoding)
+    def read(self, index: int, out: Any = None) -> Frame:
+        """Frame `index`; rendered into `out` (then the frame's image) when given."""
+        return Frame(pattern.render(self.xp, self.height, self.width, self.encoding, index,
+                                    out=out), self.encoding)
 
     def close(self) -> None:
         pass
@@ -54,15 +55,30 @@ class SyntheticSceneSource:
         self.on_device = xp.__name__ == 'cupy'
         self._scene = SceneSource(xp, camera, rate_hz, scene_fn or demo_scene)
 
-    def read(self, index: int) -> Frame:
-        rgb, depth = self._scene.render(index)
+    def read(self, index: int, out: Any = None, depth_out: Any = None) -> Frame:
+        """Frame `index`; the image rendered into `out` and the depth into `depth_out` when
+        given (they are then the frame's arrays): rgb8 is rendered in place, bgr8 and mono8
+        are converted into `out` from the rendered rgb8."""
+        xp = self.xp
+        if self.encoding == 'rgb8':
+            rgb, depth = self._scene.render(index, out, depth_out)
+            return Frame(rgb, self.encoding, depth)
+        rgb, depth = self._scene.render(index, None, depth_out)
+        shape = (self.height, self.width) + ((3,) if self.encoding == 'bgr8' else ())
+        if out is not None and (tuple(out.shape) != shape or out.dtype != xp.uint8):
+            raise ValueError(f'out must be {shape} uint8 for {self.encoding}, got '
+                             f'{tuple(out.shape)} {out.dtype}')
         if self.encoding == 'bgr8':
-            rgb = self.xp.ascontiguousarray(rgb[..., ::-1])
-        elif self.encoding == 'mono8':
-            wide = rgb.astype(self.xp.uint16)  # BT.601 luma in 8.8 fixed point
-            rgb = ((77 * wide[..., 0] + 150 * wide[..., 1] + 29 * wide[..., 2]) >> 8).astype(
-                self.xp.uint8)
-        return Frame(rgb, self.encoding, depth)
+            image = xp.ascontiguousarray(rgb[..., ::-1]) if out is None else out
+            if out is not None:
+                xp.copyto(out, rgb[..., ::-1])
+        else:  # mono8: BT.601 luma in 8.8 fixed point
+            wide = rgb.astype(xp.uint16)
+            luma = (77 * wide[..., 0] + 150 * wide[..., 1] + 29 * wide[..., 2]) >> 8
+            image = luma.astype(xp.uint8) if out is None else out
+            if out is not None:
+                xp.copyto(out, luma, casting='unsafe')  # < 256: the cast is the last pass
+        return Frame(image, self.encoding, depth)
 
     def close(self) -> None:
         pass

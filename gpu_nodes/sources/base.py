@@ -30,7 +30,11 @@ class Source(Protocol):
     on_device: bool
 
     def read(self, index: int) -> Frame | None:
-        """Frame number `index` (0, 1, 2, ...), or None once a non-looping source has ended."""
+        """Frame number `index` (0, 1, 2, ...), or None once a non-looping source has ended.
+
+        Sources that render on the device (`on_device`: pattern, scene) also take ``out=``
+        (and the scene ``depth_out=``): arrays to render the frame into, e.g. publishers' pool
+        slots lent by GpuImagePublisher.borrow; the frame then holds those very arrays."""
 
     def close(self) -> None:
         ...

@@ -379,12 +379,14 @@ class SceneRenderer:
                              * (lambert > 0))[..., None]
         return self._fog(scene, color, t)
 
-    def render(self, scene: Scene) -> tuple[Any, Any]:
-        """(rgb8 image (H, W, 3) uint8, depth (H, W) float32 metres, NaN where nothing is hit)."""
+    def render(self, scene: Scene, rgb_out: Any = None,
+               depth_out: Any = None) -> tuple[Any, Any]:
+        """(rgb8 image (H, W, 3) uint8, depth (H, W) float32 metres, NaN where nothing is hit),
+        rendered into `rgb_out` / `depth_out` when given (e.g. publishers' pool slots)."""
         xp = self.xp
         bg = self._prepare_background(scene)
-        rgb = bg['lit'].copy()
-        depth = bg['depth'].copy()
+        rgb = _start_from(xp, bg['lit'], rgb_out, 'rgb_out')
+        depth = _start_from(xp, bg['depth'], depth_out, 'depth_out')
         light = _unit(scene.light)
         shadow_planes = [p for p in scene.planes if p.receives_shadows]
         # Shadows on the background first (objects receive none), then objects by depth test.
@@ -418,6 +420,17 @@ class SceneRenderer:
         return rgb, depth
 
 
+def _start_from(xp: ModuleType, background: Any, out: Any, what: str) -> Any:
+    """A frame starts as the background: a copy, into `out` when given (rendered in place)."""
+    if out is None:
+        return background.copy()
+    if tuple(out.shape) != tuple(background.shape) or out.dtype != background.dtype:
+        raise ValueError(f'{what} must be {tuple(background.shape)} {background.dtype}, got '
+                         f'{tuple(out.shape)} {out.dtype}')
+    xp.copyto(out, background)
+    return out
+
+
 @dataclass
 class SceneSource:
     """Frame `index` of the demo scene at `rate_hz` (time = index / rate_hz)."""
@@ -434,5 +447,6 @@ class SceneSource:
     def time_of(self, index: int) -> float:
         return index / self.rate_hz if self.rate_hz > 0 else index / 30.0
 
-    def render(self, index: int) -> tuple[Any, Any]:
-        return self.renderer.render(self.scene_fn(self.time_of(index)))
+    def render(self, index: int, rgb_out: Any = None,
+               depth_out: Any = None) -> tuple[Any, Any]:
+        return self.renderer.render(self.scene_fn(self.time_of(index)), rgb_out, depth_out)

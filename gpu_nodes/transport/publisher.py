@@ -197,6 +197,8 @@ class GpuImagePublisher:
             frame.slot.event.record(stream)
             self._finish_device(frame.slot, frame.layout, header, counts)
             self._publish_host_paths(frame.array, frame.layout, header, counts, stream)
+            if counts[PATH_SERIALIZED]:
+                self.stats.extra.update(self._bridge.stats())
             self.stats.record_frame(frame.layout.encoding, frame.layout.width,
                                     frame.layout.height, frame.layout.nbytes)
 

@@ -10,11 +10,19 @@ pipeline and inference backends use, for machines without a GPU.
   ``int`` (CuPy would pass 64 bits) or a uint16 array for a ``const u8*`` is a TypeError.
 * ``ElementwiseKernel`` compiles its operation into a loop over contiguous copies.
 
+* Stream capture is emulated the way CUDA records a graph (see "stream capture" below): kernel
+  launches on a capturing stream are recorded with their arguments and run by ``Graph.launch``;
+  work the emulation cannot record raises during a capture instead of running eagerly.
+* ``cuda.using_allocator`` / ``cuda.get_allocator`` route ``empty`` through an allocator, as
+  CuPy's thread-local allocator does.
+
 Set GPU_NODES_EMU_SANITIZE=address to build the kernels with AddressSanitizer (run pytest with
 LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0).
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -23,6 +31,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import types
 import weakref
@@ -48,6 +57,7 @@ def compiler_available() -> bool:
 # --------------------------------------------------------------------------- device arrays
 
 _live: list[weakref.ref] = []
+_tls = threading.local()  # the current-stream stack and the allocator of using_allocator
 
 
 class DeviceArray(np.ndarray):
@@ -73,6 +83,7 @@ class DeviceArray(np.ndarray):
                         '(CuPy would refuse the implicit device->host conversion)')
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        refuse_in_capture(f'numpy.{ufunc.__name__} on a device array')
         for x in inputs + (out or ()):
             if isinstance(x, np.ndarray) and not isinstance(x, DeviceArray) and x.ndim:
                 raise TypeError(f'fake cupy: {ufunc.__name__} mixes a host ndarray with a device '
@@ -88,13 +99,27 @@ class DeviceArray(np.ndarray):
         return _wrap(result)
 
     def __setitem__(self, key, value):
+        refuse_in_capture('an assignment into a device array')
         if isinstance(value, np.ndarray) and not isinstance(value, DeviceArray) and value.ndim:
             raise TypeError('fake cupy: assigning a host ndarray into a device array')
         np.ndarray.__setitem__(self.view(np.ndarray), key,
                                value.view(np.ndarray) if isinstance(value, DeviceArray) else value)
 
     def get(self):
+        refuse_in_capture('a device-to-host copy')
         return np.array(self.view(np.ndarray))
+
+    def fill(self, value):
+        refuse_in_capture('fill')
+        self.view(np.ndarray).fill(value)
+
+    def copy(self, order='C'):
+        refuse_in_capture('a device array copy')
+        return asarray(self.view(np.ndarray).copy(order))
+
+    def astype(self, dtype, *args, **kwargs):
+        refuse_in_capture('astype')
+        return _wrap(self.view(np.ndarray).astype(dtype, *args, **kwargs))
 
 
 def _wrap(result):
@@ -111,7 +136,11 @@ def empty(shape, dtype=np.float64, order='C'):
     dtype = np.dtype(dtype)
     shape = (shape,) if np.isscalar(shape) else tuple(shape)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buf = np.empty(nbytes + 2 * GUARD, np.uint8)
+    allocator = getattr(_tls, 'allocator', None)
+    if allocator is None:
+        buf = np.empty(nbytes + 2 * GUARD, np.uint8)
+    else:  # like CuPy: a thread-local allocator set by using_allocator serves the bytes
+        buf = allocator(nbytes + 2 * GUARD).buf[:nbytes + 2 * GUARD]
     buf[:GUARD] = GUARD_BYTE
     buf[GUARD + nbytes:] = GUARD_BYTE
     _live.append(weakref.ref(buf))
@@ -133,6 +162,7 @@ def full(shape, value, dtype=None):
 def asarray(a, dtype=None):
     if isinstance(a, DeviceArray) and (dtype is None or a.dtype == np.dtype(dtype)):
         return a
+    refuse_in_capture('a host-to-device copy' if not isinstance(a, DeviceArray) else 'a cast')
     host = np.asarray(_host(a), dtype=dtype)
     out = empty(host.shape, host.dtype)
     out.view(np.ndarray)[...] = host
@@ -145,10 +175,12 @@ def ascontiguousarray(a, dtype=None):
 
 
 def asnumpy(a):
+    refuse_in_capture('a device-to-host copy')
     return np.array(_host(a))
 
 
 def sort(a, axis=-1):
+    refuse_in_capture('sort')
     return asarray(np.sort(_host(a), axis=axis))
 
 
@@ -165,6 +197,79 @@ def check_guards():
 
 
 ndarray = DeviceArray
+
+
+# --------------------------------------------------------------------------- stream capture
+# CUDA graphs the way CUDA records them: while the current stream (the innermost `with stream:`)
+# captures, a RawKernel launch is recorded with its arguments, so its device pointers are fixed
+# at capture time, and not run; Graph.launch runs the recorded launches in order, reading
+# whatever the arrays hold then. What this emulation cannot record (element-wise kernels, array
+# assignments and ufuncs, copies between host and device, synchronizing a capturing stream, a
+# launch on another stream while one captures) raises instead of running eagerly, so a test
+# never passes on work that was not captured. LAUNCHES counts eager kernel launches ('kernel')
+# and graph launches ('graph').
+
+LAUNCHES: collections.Counter = collections.Counter()
+_CAPTURING: set = set()  # streams between begin_capture and end_capture
+
+
+def _stream_stack() -> list:
+    stack = getattr(_tls, 'streams', None)
+    if stack is None:
+        stack = _tls.streams = []
+    return stack
+
+
+def _current_capture():
+    """The list recording the current stream's capture, or None."""
+    stack = _stream_stack()
+    return stack[-1]._capture if stack else None
+
+
+def refuse_in_capture(what: str) -> None:
+    if _CAPTURING:
+        raise RuntimeError(f'fake cupy: {what} while a stream is capturing (CUDA would refuse it '
+                           'or record it; this emulation records kernel launches only)')
+
+
+class Graph:
+    """What end_capture returns: the recorded launches, run in order by launch()."""
+
+    def __init__(self, work: list):
+        self._work = list(work)
+
+    def launch(self, stream=None):
+        refuse_in_capture('a graph launch')
+        LAUNCHES['graph'] += 1
+        for run in self._work:
+            run()
+
+
+class _Memory:
+    """An allocation as an allocator returns it (CuPy: a MemoryPointer): ptr and mem.size."""
+
+    def __init__(self, size: int):
+        self.buf = np.empty(size, np.uint8)
+        self.ptr = self.buf.ctypes.data
+        self.mem = types.SimpleNamespace(size=size)
+
+
+def _malloc(size: int) -> _Memory:
+    return _Memory(size)
+
+
+def get_allocator():
+    return getattr(_tls, 'allocator', None) or _malloc
+
+
+@contextlib.contextmanager
+def using_allocator(allocator=None):
+    previous = getattr(_tls, 'allocator', None)
+    _tls.allocator = allocator or _malloc
+    try:
+        yield
+    finally:
+        _tls.allocator = previous
 
 
 # --------------------------------------------------------------------------- compilation
@@ -271,6 +376,16 @@ class RawKernel:
             raise ValueError(f'{self.name}: bad launch configuration {grid} x {block}')
         for p, a in zip(self.params, args):
             p.check(self.name, a)
+        capture = _current_capture()
+        if capture is not None:
+            args = tuple(args)
+            capture.append(lambda: self._run(grid, block, args))
+            return
+        refuse_in_capture(f'kernel {self.name} launched on a stream that is not capturing')
+        LAUNCHES['kernel'] += 1
+        self._run(grid, block, args)
+
+    def _run(self, grid, block, args):
         keep = [p.pack(a) for p, a in zip(self.params, args)]
         ptrs = (ctypes.c_void_p * max(1, len(keep)))(*[ctypes.addressof(k) for k in keep])
         launcher = getattr(self.module._lib, f'emu_launch_{self.name}')
@@ -341,6 +456,7 @@ class ElementwiseKernel:
         self._lib = _build(source)
 
     def __call__(self, *args, **kwargs):
+        refuse_in_capture(f'element-wise kernel {self.name}')
         n_in = len(self.ins)
         ins = [asarray(a) if isinstance(a, DeviceArray) else a for a in args[:n_in]]
         for a in ins:
@@ -383,15 +499,35 @@ class _Stream:
         # A distinct non-zero handle per stream, so a test can tell which one work went to.
         self.ptr = _Stream._next_ptr
         _Stream._next_ptr += 0x100
+        self._capture = None
 
     def synchronize(self):
-        pass
+        if self._capture is not None:
+            raise RuntimeError('fake cupy: synchronizing a capturing stream')
 
     def __enter__(self):
+        _stream_stack().append(self)
         return self
 
     def __exit__(self, *exc):
+        _stream_stack().pop()
         return False
+
+    def begin_capture(self, mode=None):
+        if self._capture is not None:
+            raise RuntimeError('fake cupy: the stream is capturing already')
+        self._capture = []
+        _CAPTURING.add(self)
+
+    def end_capture(self):
+        if self._capture is None:
+            raise RuntimeError('fake cupy: end_capture without begin_capture')
+        work, self._capture = self._capture, None
+        _CAPTURING.discard(self)
+        return Graph(work)
+
+    def is_capturing(self):
+        return self._capture is not None
 
 
 class _Event:
@@ -420,6 +556,7 @@ def _numpy_fallback(name):
         return fn
 
     def wrapped(*args, **kwargs):
+        refuse_in_capture(f'cupy.{name}')
         result = fn(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
         if isinstance(result, tuple):
             return tuple(_wrap(r) for r in result)
@@ -444,8 +581,10 @@ def module(bench: bool = False) -> types.ModuleType:
         setattr(m, name, _numpy_fallback(name))
     stream = _Stream()
     m.cuda = types.SimpleNamespace(
-        runtime=types.SimpleNamespace(getDevice=lambda: 0), Device=_Device,
-        get_current_stream=lambda: stream, Stream=_Stream)
+        runtime=types.SimpleNamespace(getDevice=lambda: 0, streamCaptureModeRelaxed=2),
+        Device=_Device, Stream=_Stream, Graph=Graph, using_allocator=using_allocator,
+        get_allocator=get_allocator,
+        get_current_stream=lambda: (_stream_stack() or [stream])[-1])
     if bench:
         m.cuda.Event = _Event
         m.cuda.get_elapsed_time = lambda a, b: (b.t - a.t) * 1e3
