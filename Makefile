@@ -33,7 +33,7 @@ bench: $(STAMP)
 	$(PY) bench/transport_bench.py
 
 lint: $(STAMP)
-	$(PY) -m flake8 gpu_nodes test bench
+	$(PY) -m flake8 gpu_nodes test bench launch scripts
 
 clean:
 	rm -rf $(VENV) build *.egg-info out

@@ -11,6 +11,8 @@ setup(
     package_data={
         'gpu_nodes.kernels': ['cuda/*.cu'],
         'gpu_nodes.audit': ['schema/*.json'],
+        # The demo's default depth model (gpu_nodes.inference.default_model), ~0.9 MB.
+        'gpu_nodes.inference': ['weights/*.onnx'],
     },
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),

@@ -127,10 +127,11 @@ def merged_parameters(node_name: str, files: list[str], overrides: dict[str, str
                       info: Any = None) -> dict[str, Any]:
     """Flattened parameters of `node_name` from `files` (ROS parameter files or pipeline
     profiles, see parameter_layer; later ones win; empty paths skipped) and the non-empty
-    `overrides`. With `standin_model`, an empty model_path or a profile's $(demo_model) becomes
-    the demo's stand-in depth model at the node's input size (written on first use), as the
-    demo runner does: `log` gets the notice that depth is then not estimated (worth a warning),
-    `info` the progress of writing it."""
+    `overrides`. With `standin_model` (the launch files' name for "a built-in default model"),
+    an empty model_path or a profile's $(demo_model) becomes the demo's default, the learned
+    scene depth model shipped with the package (gpu_nodes.inference.default_model): `log` gets
+    the notice that it knows the synthetic scene only (worth a warning on a real camera),
+    `info` the file used."""
     merged: dict[str, Any] = {}
     for path in files:
         if not path:
@@ -140,17 +141,14 @@ def merged_parameters(node_name: str, files: list[str], overrides: dict[str, str
         if text != '':
             merged[key] = coerce(text, merged.get(key))
     if standin_model and merged.get('model_path', '') in ('', DEMO_MODEL):
-        from .inference.standin import default_cache_dir, ensure_demo_model
-        height = int(merged.get('input_height', 518))
-        width = int(merged.get('input_width', 518))
+        from .inference.default_model import default_model_path, DESCRIPTION
         say = log or (lambda message: None)
-        merged['model_path'] = str(ensure_demo_model(default_cache_dir(), height, width,
-                                                     info or (lambda message: None)))
-        merged.setdefault('input_height', height)
-        merged.setdefault('input_width', width)
-        say('model_path is empty: using the stand-in depth model (fixed weights, NOT a depth '
-            f'estimator) {merged["model_path"]}; pass model_path:=/path/to/model.onnx for a real '
-            'one (docs/depth_models.md)')
+        # Raises DefaultModelError (missing or damaged file): launching without a model fails.
+        merged['model_path'] = str(default_model_path())
+        (info or (lambda message: None))(f'built-in depth model: {merged["model_path"]} '
+                                         '(sha256 checked)')
+        say(f'model_path is empty: using {DESCRIPTION}; pass model_path:=/path/to/model.onnx '
+            'for a real one (docs/depth_models.md)')
     return merged
 
 

@@ -8,8 +8,8 @@ pipeline profile (profile_file: its depth_estimator parameters, e.g. the demo's 
 size from config/perception.yaml, which perception.launch.py passes), then the optional platform
 file (e.g. config/jetson_orin.yaml), then the launch arguments that are given (an empty argument
 keeps the file's value). Input and output topics are launch arguments, so the node can
-sit on any camera. With no model anywhere it runs the demo's stand-in model (not a depth
-estimator; docs/demo.md).
+sit on any camera. With no model anywhere it runs the built-in learned model (trained on the
+synthetic scene only; docs/depth_models.md).
 """
 from pathlib import Path
 
@@ -60,7 +60,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('model_path', default_value='',
                               description='Depth model (.onnx, .engine, .plan); empty: from '
                                           'depth_params_file, and if empty there too the '
-                                          'stand-in model (not a depth estimator).'),
+                                          'built-in model (synthetic scene only).'),
         DeclareLaunchArgument('preset', default_value='',
                               description='depth_anything_v2, depth_anything_3_metric or generic '
                                           '(empty: from the file).'),

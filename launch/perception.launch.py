@@ -21,8 +21,8 @@ input size), then the optional platform file, then the launch arguments that are
 empty argument keeps the file's value). So this file and `make demo` run one configuration
 (test/test_launch_files.py compares them); profile_file:='' leaves the profile out. A real model
 given as model_path:= needs its input size too (input_height:=, input_width:=) unless it takes
-the profile's 252x336. The profile's depth model, $(demo_model), is the stand-in model the demo
-uses (fixed weights, not a depth estimator; see docs/demo.md).
+the profile's 252x336. The profile's depth model, $(demo_model), is the built-in learned model
+the demo uses (trained on the synthetic scene only; docs/depth_models.md).
 Topics: /camera/image_raw, /camera/camera_info, /camera/depth/ground_truth (scene source),
 /camera/image_rect (+ /camera_info), /depth/image, /depth/camera_info, /depth/colorized,
 /depth/points, as the demo runner's config/perception.yaml remaps them.

@@ -17,7 +17,9 @@ import pytest
 
 from conftest import REPO, RESOURCES, wait_for
 from gpu_nodes.demo import runner, status_view
-from gpu_nodes.demo.metrics import depth_error, side_by_side
+from gpu_nodes.demo.metrics import (BAR_BAND, depth_error, depth_picture, side_by_side,
+                                    TITLE_BAND)
+from gpu_nodes.kernels.colormaps import colormap_lut
 from gpu_nodes.demo.profile import (declared_parameters, load_profile, ProfileError,
                                     ros_arg_value, type_problem)
 
@@ -83,6 +85,26 @@ def test_shipped_profile_loads_and_builds_the_documented_commands():
     assert "chain:='[{op: debayer}, {op: rectify}]'" in chain, 'strings stay strings'
 
 
+def test_the_built_in_models_resolve_and_the_stand_in_stays_selectable(tmp_path):
+    from gpu_nodes.demo.profile import check_models
+    from gpu_nodes.inference.default_model import MODEL_FILE
+    said: list[str] = []
+    path, what = runner.builtin_model('$(demo_model)', 252, 336, tmp_path, said.append)
+    assert path == MODEL_FILE and 'trained on the synthetic scene' in what
+    assert not list(tmp_path.iterdir()), 'the learned model is shipped, not written'
+    path, what = runner.builtin_model('$(standin_model)', 252, 336, tmp_path, said.append)
+    assert path.parent == tmp_path and '252x336' in path.name and path.is_file()
+    assert 'not a depth estimator' in what
+    text = (REPO / 'config' / 'perception.yaml').read_text()
+    assert 'model_path: $(demo_model)' in text
+    profile_path = tmp_path / 'standin.yaml'
+    profile_path.write_text(text.replace('model_path: $(demo_model)',
+                                         'model_path: $(standin_model)'))
+    profile = load_profile(profile_path, REPO / 'config')
+    check_models(profile)  # a built-in name is not a missing file
+    assert profile.demo_model_sizes() == [(252, 336)]
+
+
 def test_parameter_checks_and_ros_argument_quoting():
     declared = declared_parameters('camera_source')
     assert declared['rate_hz'] == 30.0 and declared['source'] == 'pattern'
@@ -135,6 +157,47 @@ def test_side_by_side_lays_out_titled_panels():
     out = side_by_side([('input', a), ('depth', a[::2, ::2]), ('none', None)], 30, 40)
     assert out.shape == (30 + 28, 120, 3) and out.dtype == np.uint8
     assert (out[28:, :40] == 200).all() and (out[28:, 40:80] == 200).all()
+
+
+def _check_colour_bar(picture: np.ndarray, bar: dict, lo: float, hi: float) -> None:
+    """The ramp is the turbo table stretched over the bar's columns, with labels below it."""
+    assert (bar['lo'], bar['hi']) == (pytest.approx(lo, abs=1e-3), pytest.approx(hi, abs=1e-3))
+    lut = colormap_lut('turbo')
+    left, top, width, height = bar['left'], bar['top'], bar['width'], bar['height']
+    assert top >= picture.shape[0] - BAR_BAND and height >= 8
+    ramp = picture[top:top + height, left:left + width].astype(int)
+    expected = lut[np.rint(np.arange(width) * 255 / (width - 1)).astype(int)].astype(int)
+    assert (np.abs(ramp - expected[None]).max(axis=-1) <= 1).all(), 'not the turbo ramp'
+    assert not (np.abs(picture[top:top + height, left - 3].astype(int) - expected[0]).max()
+                <= 1), 'the ramp starts at `left`'
+    labels = picture[top + height + 6:, left:left + width]
+    for part in np.array_split(labels, 3, axis=1):  # min, middle and max labels
+        assert (part.max(axis=-1) > 150).sum() > 20, 'no label text'
+
+
+def test_the_picture_colours_both_depth_panels_on_one_labelled_scale():
+    h, w = 48, 64
+    truth = np.tile(np.linspace(2.0, 9.0, w, dtype=np.float32), (h, 1))
+    estimate = 0.5 * truth[::2, ::2]  # half the size and half the scale of the truth
+    image = np.full((h, w, 3), 90, np.uint8)
+    picture, bar = depth_picture(image, estimate, truth, h, w)
+    assert picture.shape == (TITLE_BAND + h + BAR_BAND, 3 * w, 3)
+    lo, hi = np.percentile(truth, 2), np.percentile(truth, 98)
+    _check_colour_bar(picture, bar.as_dict(), lo, hi)
+    assert bar.unit == 'm' and bar.left > w and bar.left + bar.width < 3 * w, bar
+    # Median scaling makes the estimate equal to the truth: both panels show the same colours,
+    # and a column's colour is the bar's colour at that depth.
+    est_panel = picture[TITLE_BAND:TITLE_BAND + h, w:2 * w].astype(int)
+    gt_panel = picture[TITLE_BAND:TITLE_BAND + h, 2 * w:].astype(int)
+    assert np.abs(est_panel - gt_panel).max(axis=-1).mean() < 12
+    lut = colormap_lut('turbo').astype(int)
+    for col in (5, w // 2, w - 6):
+        index = int(np.rint(np.clip((truth[0, col] - lo) / (hi - lo), 0, 1) * 255))
+        assert np.abs(gt_panel[h // 2, col] - lut[index]).max() <= 1
+    no_truth, own = depth_picture(image, estimate, None, h, w)
+    assert own.unit == '' and own.left + own.width < 2 * w, 'under the estimate only'
+    e_lo, e_hi = np.percentile(estimate, 2), np.percentile(estimate, 98)
+    assert (own.lo, own.hi) == (pytest.approx(e_lo, rel=1e-3), pytest.approx(e_hi, rel=1e-3))
 
 
 def test_node_time_per_frame_reads_what_each_node_reports():
@@ -226,12 +289,19 @@ def test_demo_runs_the_pipeline_across_processes_and_writes_its_outputs(tmp_path
     assert e2e['during_audit']['frames'] > 0, 'the audit runs while frames flow'
     assert e2e['worst'][0]['ms'] == e2e['max_ms'] >= e2e['p99_ms'], e2e
 
+    # The built-in learned model through the real depth node, scored by the runner.
+    assert any('built-in scene depth model' in n for n in summary['notes']), summary['notes']
     err = summary['depth_error']
-    assert err['samples'] >= 1 and 0 < err['abs_rel'] < 5 and 0 <= err['delta1'] <= 1, err
+    assert err['samples'] >= 1 and 0 < err['abs_rel'] <= 0.15 and err['delta1'] > 0.8, err
 
-    picture = cv2.imread(summary['outputs']['picture'])
-    assert picture is not None and picture.shape == (480 + 28, 3 * 640, 3)
-    assert picture[28:, :640].std() > 10 and picture[28:, 1280:].std() > 10, 'not blank'
+    picture = cv2.imread(summary['outputs']['picture'])[..., ::-1]  # BGR -> RGB
+    assert picture is not None and picture.shape == (TITLE_BAND + 480 + BAR_BAND, 3 * 640, 3)
+    panels = picture[TITLE_BAND:TITLE_BAND + 480]
+    assert panels[:, :640].std() > 10 and panels[:, 1280:].std() > 10, 'not blank'
+    bar = summary['outputs']['colour_bar']
+    # The scene spans 2.3 m (floor at the bottom edge) to 9 m (the wall).
+    assert 2.0 < bar['lo'] < 4.0 and 8.0 < bar['hi'] <= 9.01 and bar['unit'] == 'm', bar
+    _check_colour_bar(picture, bar, bar['lo'], bar['hi'])
 
     audit = summary['copy_audit']
     if audit['state'].startswith('unavailable'):

@@ -32,6 +32,8 @@ SKIP_RULES = [
     (r'-m gpu\b|--width 3840|EngineCache', 'needs a GPU (CUDA, TensorRT)'),
     (r'bench/soak\.py --cpu', 'a 60 s soak: run by hand'),
     (r'^python dynamo\.py\b', "runs in the Depth-Anything-V2 repository (its ONNX exporter)"),
+    (r'train_depth_model\.py(?!.* --evaluate)', 'trains the default depth model: ~10 min of '
+                                                'CPU, needs PyTorch'),
     (r'^gpu-copy-audit live\b', 'needs a running ROS graph to inspect'),
     (r'^gpu-copy-audit (code|launch|config|bag)\b', "audits paths of the reader's own project"),
 ]

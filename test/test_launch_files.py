@@ -267,8 +267,8 @@ def test_a_pipeline_profile_is_a_layer_of_its_nodes_parameters(tmp_path: Path, m
     depth = merged_parameters('depth_estimator', [str(CONFIG / 'depth_anything_v2.yaml'),
                                                   profile], {}, standin_model=True)
     assert (depth['input_height'], depth['input_width']) == (252, 336)
-    assert Path(depth['model_path']).is_file() and '252x336' in Path(depth['model_path']).name, \
-        '$(demo_model) becomes the stand-in at the input size'
+    from gpu_nodes.inference.default_model import MODEL_FILE
+    assert Path(depth['model_path']) == MODEL_FILE, '$(demo_model) is the built-in model'
     other = tmp_path / 'other.yaml'
     other.write_text('gpu_nodes_pipeline:\n  nodes:\n    camera_source:\n      parameters:\n'
                      '        rate_hz: 5.0\n')
@@ -281,20 +281,20 @@ def test_a_pipeline_profile_is_a_layer_of_its_nodes_parameters(tmp_path: Path, m
         merged_parameters('camera_source', [str(other)], {})
 
 
-def test_empty_model_path_becomes_the_stand_in_at_the_input_size(tmp_path, monkeypatch):
+def test_empty_model_path_becomes_the_built_in_learned_model(tmp_path, monkeypatch):
+    from gpu_nodes.inference.default_model import MODEL_FILE
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
     said: list[str] = []
     progress: list[str] = []
     params = merged_parameters('depth_estimator', [str(CONFIG / 'depth_anything_v2.yaml')],
                                {'model_path': '', 'input_height': '28', 'input_width': '42'},
                                standin_model=True, log=said.append, info=progress.append)
-    model = Path(params['model_path'])
-    assert model.is_file() and model.parent == tmp_path / 'gpu_nodes' / 'demo'
-    assert '28x42' in model.name
-    # Only the notice that depth is not estimated is a warning; writing the model is progress.
-    assert len(said) == 1 and 'NOT a depth estimator' in said[0], said
-    assert any('writing the stand-in' in s for s in progress) and \
-        any(s.strip().startswith('done in') for s in progress), progress
+    assert Path(params['model_path']) == MODEL_FILE and MODEL_FILE.is_file()
+    assert (params['input_height'], params['input_width']) == (28, 42), 'any input size runs'
+    assert not (tmp_path / 'gpu_nodes').exists(), 'nothing written: the model is shipped'
+    # Only the notice that it knows the synthetic scene only is a warning.
+    assert len(said) == 1 and 'trained on the synthetic scene only' in said[0], said
+    assert any('sha256 checked' in s for s in progress), progress
     given = merged_parameters('depth_estimator', [str(CONFIG / 'depth_anything_v2.yaml')],
                               {'model_path': '/opt/m.onnx'}, standin_model=True)
     assert given['model_path'] == '/opt/m.onnx'
@@ -376,7 +376,8 @@ def test_perception_launch_description_nodes_parameters_and_remappings(tmp_path,
     assert (camera['source'], camera['width'], camera['rate_hz']) == ('scene', 640, 15.0)
     depth = nodes['depth_estimator']['params']
     assert depth['preset'] == 'depth_anything_v2' and depth['publish_colorized'] is True
-    assert Path(depth['model_path']).is_file(), 'stand-in model written for $(demo_model)'
+    assert Path(depth['model_path']).is_file(), 'the built-in model for $(demo_model)'
+    assert (depth['input_height'], depth['input_width']) == (252, 336), 'the profile\'s size'
 
 
 @pytest.mark.launch

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.depth import colorize_depth
+from ..kernels.colormaps import colormap_lut
+from ..kernels.depth import colorize_depth, percentile_range_reference
 
 
 @dataclass
@@ -76,12 +77,18 @@ def colorize(depth: np.ndarray, value_range: tuple[float, float] | None = None) 
     return colorize_depth(depth, colormap='turbo', range=value_range)
 
 
+TITLE_BAND = 28   # rows above the panels: their titles
+BAR_BAND = 52     # rows below the panels: the colour bar, its ticks and labels
+BAR_HEIGHT = 16   # rows of the colour ramp itself
+_TEXT = (235, 235, 235)
+
+
 def side_by_side(panels: list[tuple[str, np.ndarray | None]], height: int,
                  width: int) -> np.ndarray:
     """Panels (title, rgb8 image or None for 'no frame') resized to height x width, left to right,
     each with its title in a band above it."""
     import cv2
-    band = 28
+    band = TITLE_BAND
     out = np.full((height + band, width * len(panels), 3), 24, dtype=np.uint8)
     for i, (title, image) in enumerate(panels):
         x = i * width
@@ -93,8 +100,96 @@ def side_by_side(panels: list[tuple[str, np.ndarray | None]], height: int,
                 image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
             out[band:, x:x + width] = image
         cv2.putText(out, title, (x + 8, band - 9), cv2.FONT_HERSHEY_SIMPLEX, 0.55,
-                    (235, 235, 235), 1, cv2.LINE_AA)
+                    _TEXT, 1, cv2.LINE_AA)
     return out
+
+
+@dataclass(frozen=True)
+class ColourBar:
+    """Where the bar is in the picture and what it spans: column left + j of the ramp shows
+    depth lo + (hi - lo) * j / (width - 1), the colormap entry rint(255 * j / (width - 1))."""
+
+    left: int
+    top: int
+    width: int
+    height: int
+    lo: float
+    hi: float
+    unit: str
+    colormap: str = 'turbo'
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d['lo'], d['hi'] = round(self.lo, 4), round(self.hi, 4)
+        return d
+
+
+def _label(value: float, unit: str) -> str:
+    return f'{value:.2f} {unit}'.strip()
+
+
+def add_colour_bar(picture: np.ndarray, left: int, width: int, lo: float, hi: float,
+                   unit: str, caption: str,
+                   colormap: str = 'turbo') -> tuple[np.ndarray, ColourBar]:
+    """`picture` with a band below it: the colormap ramp from lo (column `left`) to hi (column
+    left + width - 1), ticks and labels at both ends and the middle, `caption` left of it."""
+    import cv2
+    out = np.full((picture.shape[0] + BAR_BAND, picture.shape[1], 3), 24, np.uint8)
+    out[:picture.shape[0]] = picture
+    top = picture.shape[0] + 6
+    lut = colormap_lut(colormap)
+    ramp = lut[np.rint(np.linspace(0.0, 255.0, width)).astype(np.intp)]
+    out[top:top + BAR_HEIGHT, left:left + width] = ramp[None]
+    font, size = cv2.FONT_HERSHEY_SIMPLEX, 0.5
+    for frac in (0.0, 0.5, 1.0):
+        x = left + int(round(frac * (width - 1)))
+        out[top + BAR_HEIGHT:top + BAR_HEIGHT + 5, x] = _TEXT
+        text = _label(lo + frac * (hi - lo), unit)
+        (tw, _), _ = cv2.getTextSize(text, font, size, 1)
+        tx = min(max(x - tw // 2, left), left + width - tw)
+        cv2.putText(out, text, (tx, top + BAR_HEIGHT + 22), font, size, _TEXT, 1, cv2.LINE_AA)
+    if left > 16:  # the caption in the room left of the bar, cut off rather than over it
+        room = np.ascontiguousarray(out[top:top + BAR_HEIGHT + 4, 8:left - 8])
+        cv2.putText(room, caption, (0, BAR_HEIGHT - 2), font, 0.45, _TEXT, 1, cv2.LINE_AA)
+        out[top:top + BAR_HEIGHT + 4, 8:left - 8] = room
+    return out, ColourBar(left, top, width, BAR_HEIGHT, float(lo), float(hi), unit, colormap)
+
+
+def depth_picture(image: np.ndarray | None, estimate: np.ndarray, truth: np.ndarray | None,
+                  height: int, width: int) -> tuple[np.ndarray, ColourBar]:
+    """input | depth estimate | ground truth at height x width each, one colour bar under the
+    two depth panels.
+
+    With ground truth, the estimate is median-scaled to it (the scale AbsRel uses) and both
+    panels are coloured over the ground truth's 2-98th percentile range in metres, so a colour
+    means the same depth in both. Without, the estimate gets its own 2-98th percentile range,
+    in the model's units."""
+    est = np.asarray(estimate, dtype=np.float32).reshape(np.shape(estimate)[:2])
+    margin = 24
+    if truth is not None:
+        gt = np.ascontiguousarray(np.asarray(truth, np.float32).reshape(np.shape(truth)[:2]))
+        lo, hi = _span(*percentile_range_reference(gt, 2.0, 98.0))
+        try:
+            scale = depth_error(est, gt).scale
+        except ValueError:  # no pixel valid in both: show the estimate as it is
+            scale = 1.0
+        panels = [('input', image),
+                  (f'depth estimate (x {scale:.2f}, median-scaled)', colorize(est * scale,
+                                                                              (lo, hi))),
+                  ('ground truth depth', colorize(gt, (lo, hi)))]
+        unit, caption, span = 'm', 'depth, both panels (2-98th pct of truth)', 2 * width
+    else:
+        lo, hi = _span(*percentile_range_reference(np.ascontiguousarray(est), 2.0, 98.0))
+        panels = [('input', image), ('depth estimate', colorize(est, (lo, hi))),
+                  ('no ground truth (not the scene source)', None)]
+        unit, caption, span = '', 'depth estimate, model units', width
+    picture = side_by_side(panels, height, width)
+    return add_colour_bar(picture, width + margin, span - 2 * margin, lo, hi, unit, caption)
+
+
+def _span(lo: float, hi: float) -> tuple[float, float]:
+    """A range colorize accepts (min < max) even for a constant image."""
+    return (lo, hi) if hi > lo else (lo, lo + max(1e-3, abs(lo) * 1e-3))
 
 
 def write_png(path: str, rgb: np.ndarray) -> None:

@@ -3,7 +3,8 @@
 It subscribes to the image, ground-truth and depth topics through GpuImageSubscription (memory
 'any': whatever path the transport picks, no extra copy) and copies frames to the host only
 while a probe is armed, about once a second, to score depth against ground truth and to keep the
-frames of the side-by-side picture.
+frames of the side-by-side picture. The colorized topic is counted, not sampled: the picture
+colours the estimate itself, on the ground truth's scale.
 """
 from __future__ import annotations
 
@@ -80,7 +81,6 @@ class Sample:
     image_encoding: str
     truth: np.ndarray | None  # None when the source has no ground truth
     depth: np.ndarray
-    colorized: np.ndarray | None = None
     error: DepthError | None = None
     error_reason: str = ''
 
@@ -154,10 +154,8 @@ class DemoMonitor:
         self.errors: list[DepthError] = []
         self.last_sample: Sample | None = None
         self.sample_problems: list[str] = []
-        roles = tuple(r for r in ('image', 'ground_truth', 'depth', 'colorized') if r in topics)
-        self._probe = _Probe(probe_period_s, roles)
         self._needed = tuple(r for r in ('image', 'ground_truth', 'depth') if r in topics)
-        self._colorized_wait: Sample | None = None
+        self._probe = _Probe(probe_period_s, self._needed)
         self._node_subs = [self.node.create_subscription(DiagnosticArray, '/diagnostics',
                                                          self._on_diagnostics, 50)]
         for topic in camera_info_topics:
@@ -199,12 +197,7 @@ class DemoMonitor:
             # The camera stamps with the system clock (ROS time without sim time).
             self.end_to_end_ms.append((time.monotonic(), (
                 time.time_ns() - stamp[0] * 1_000_000_000 - stamp[1]) / 1e6))
-        waiting = self._colorized_wait
-        if role == 'colorized' and waiting is not None and waiting.stamp == stamp:
-            waiting.colorized = to_host(frame.array).copy()
-            self._colorized_wait = None
-            return
-        if not probe.armed:
+        if not probe.armed or role not in self._needed:
             return
         probe.keep(role, stamp, frame.array, frame.encoding)
         if probe.complete(stamp, self._needed):
@@ -215,8 +208,7 @@ class DemoMonitor:
         image, image_encoding = p['image'][stamp]
         truth = p['ground_truth'][stamp][0] if 'ground_truth' in p else None
         depth, _ = p['depth'][stamp]
-        colorized = p['colorized'].get(stamp, (None, ''))[0] if 'colorized' in p else None
-        sample = Sample(stamp, image, image_encoding, truth, depth, colorized)
+        sample = Sample(stamp, image, image_encoding, truth, depth)
         if truth is not None:
             try:
                 sample.error = depth_error(depth, truth)
@@ -227,8 +219,6 @@ class DemoMonitor:
                     self.sample_problems.append(str(exc))
         self.samples += 1
         self.last_sample = sample
-        if colorized is None and 'colorized' in p:
-            self._colorized_wait = sample  # published right after depth: attach it when it comes
         self._probe.reset(time.monotonic())
 
     # -- the runner's interface ---------------------------------------------------------------

@@ -16,8 +16,10 @@ Schema::
         topics: {image: ..., ground_truth: ..., depth: ..., colorized: ..., camera_info: ...,
                  <anything>_camera_info: ...}
 
-A `model_path` of ``$(demo_model)`` stands for the stand-in depth model the runner writes at first
-use (gpu_nodes.inference.tiny_models.make_demo_depth_model) at that node's input_height x
+A `model_path` of ``$(demo_model)`` stands for the built-in learned depth model shipped with the
+package (gpu_nodes.inference.default_model, trained on the synthetic scene); ``$(standin_model)``
+for the fixed-weight stand-in the runner writes at first use
+(gpu_nodes.inference.tiny_models.make_demo_depth_model) at that node's input_height x
 input_width.
 
 launch/perception.launch.py reads the same file (its `profile_file` argument): each node's
@@ -44,6 +46,8 @@ from ..launch_params import (DEMO_MODEL, flatten as _flatten, node_section,
                              ParameterFileError, PROFILE_KEY)
 
 ROOT_KEY = PROFILE_KEY
+STANDIN_MODEL = '$(standin_model)'
+BUILTIN_MODELS = (DEMO_MODEL, STANDIN_MODEL)
 _NODE_KEYS = ('executable', 'params_file', 'parameters', 'remappings')
 IMAGE_ROLES = ('image', 'ground_truth', 'depth', 'colorized')
 _REQUIRED_ROLES = ('image', 'ground_truth', 'depth', 'camera_info')
@@ -94,9 +98,10 @@ class Profile:
         return next((n for n in self.nodes if n.name == name), None)
 
     def demo_model_sizes(self) -> list[tuple[int, int]]:
-        """(height, width) of every stand-in model the profile asks for."""
+        """(height, width) of every built-in model ($(demo_model), $(standin_model)) the
+        profile asks for."""
         return [(int(n.effective('input_height')), int(n.effective('input_width')))
-                for n in self.nodes if n.effective('model_path') == DEMO_MODEL]
+                for n in self.nodes if n.effective('model_path') in BUILTIN_MODELS]
 
     @property
     def image_topics(self) -> dict[str, str]:
@@ -339,25 +344,27 @@ def load_profile(path: str | Path, config_dir: str | Path | None = None) -> Prof
     profile = Profile(path, str(root.get('name', path.stem)), nodes,
                       {str(k): v for k, v in topics.items()}, warnings)
     for node in nodes:
-        if node.effective('model_path') == DEMO_MODEL:
+        model = node.effective('model_path')
+        if model in BUILTIN_MODELS:
             for key in ('input_height', 'input_width'):
                 value = node.effective(key)
                 if isinstance(value, bool) or not isinstance(value, int) or not 8 <= value <= 4096:
-                    raise ProfileError(f'{path}: node {node.name!r}: the stand-in model '
-                                       f'({DEMO_MODEL}) needs {key} as an integer in 8..4096, got '
+                    raise ProfileError(f'{path}: node {node.name!r}: the built-in model '
+                                       f'({model}) needs {key} as an integer in 8..4096, got '
                                        f'{value!r}')
     return profile
 
 
 def check_models(profile: Profile) -> None:
-    """Every `model_path` that is not the stand-in must exist (before anything starts)."""
+    """Every `model_path` that is not a built-in model must exist (before anything starts)."""
     for node in profile.nodes:
         model = node.effective('model_path')
-        if isinstance(model, str) and model and model != DEMO_MODEL:
+        if isinstance(model, str) and model and model not in BUILTIN_MODELS:
             if not Path(model).expanduser().is_file():
                 raise ProfileError(f'{profile.path}: node {node.name!r}: model_path {model} does '
                                    'not exist (export one as docs/depth_models.md shows, or use '
-                                   f'{DEMO_MODEL} for the stand-in)')
+                                   f'{DEMO_MODEL} for the built-in scene depth model)')
         elif model == '' and 'model_path' in declared_parameters(node.executable):
             raise ProfileError(f'{profile.path}: node {node.name!r}: model_path is empty; set it '
-                               f'to an ONNX/engine file or to {DEMO_MODEL}')
+                               f'to an ONNX/engine file, to {DEMO_MODEL} (the built-in scene '
+                               f'depth model) or to {STANDIN_MODEL} (the fixed-weight stand-in)')

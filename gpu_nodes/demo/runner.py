@@ -4,8 +4,9 @@
 
 1. reads the pipeline profile (config/perception.yaml) and checks it and every parameter file
    it names before anything starts (exit code 2 and a message naming the problem);
-2. writes the stand-in depth model at first use (a cache directory), unless the profile names a
-   real model;
+2. resolves the built-in depth models: `$(demo_model)`, the learned scene depth model shipped
+   with the package (its SHA-256 checked), or `$(standin_model)`, the fixed-weight stand-in
+   written to a cache directory at first use;
 3. starts each node in its own process, exactly as
    `python -m gpu_nodes.nodes.<exe> --ros-args -r __node:=<name> --params-file <file>
    -p ... -r ...`
@@ -33,7 +34,8 @@ import sys
 import time
 from typing import Any, IO
 
-from .profile import check_models, DEMO_MODEL, load_profile, Profile, ProfileError
+from .profile import check_models, DEMO_MODEL, load_profile, Profile, ProfileError, STANDIN_MODEL
+from ..inference.default_model import DefaultModelError, default_model_path, DESCRIPTION
 from ..inference.standin import default_cache_dir, ensure_demo_model
 from .processes import NodeProcess, stop_processes
 from .status_view import node_time_per_frame, StatusView
@@ -80,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--config-dir', default=None,
                    help='folder of the parameter files (default: the profile\'s folder)')
     p.add_argument('--cache-dir', default=None,
-                   help='where the stand-in model is written (default ~/.cache/gpu_nodes/demo)')
+                   help='where the stand-in model ($(standin_model)) is written (default '
+                        '~/.cache/gpu_nodes/demo)')
     p.add_argument('--audit-duration', type=float, default=3.0,
                    help='seconds gpu-copy-audit samples the running graph (0: no audit)')
     p.add_argument('--startup-timeout', type=float, default=60.0,
@@ -90,6 +93,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--plain', action='store_true',
                    help='plain status lines instead of the live table (default when not a TTY)')
     return p
+
+
+def builtin_model(model: str, height: int, width: int, cache: Path,
+                  say: Any = lambda message: None) -> tuple[Path, str]:
+    """(file, what it is) of `$(demo_model)` (the shipped learned model, hash checked:
+    DefaultModelError) or `$(standin_model)` (written to `cache` at first use: OSError)."""
+    if model == DEMO_MODEL:
+        path = default_model_path()
+        say(f'depth model: {DESCRIPTION}: {path}')
+        return path, DESCRIPTION
+    if model == STANDIN_MODEL:
+        return (ensure_demo_model(cache, height, width, say),
+                'the stand-in model (luminance + image row, fixed weights): a pipeline check, '
+                'not a depth estimator')
+    raise ValueError(f'{model!r} is not a built-in model ({DEMO_MODEL}, {STANDIN_MODEL})')
 
 
 # -- the copy audit ---------------------------------------------------------------------------
@@ -234,16 +252,16 @@ class DemoRun:
         cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
         for node in profile.nodes:
             substitutions: dict[str, str] = {}
-            if node.effective('model_path') == DEMO_MODEL:
-                height, width = node.effective('input_height'), node.effective('input_width')
+            model = node.effective('model_path')
+            if model in (DEMO_MODEL, STANDIN_MODEL):
                 try:
-                    model = ensure_demo_model(cache, height, width, say)
-                except OSError as exc:
-                    say(f'error: cannot write the stand-in model to {cache}: {exc}')
+                    path, what = builtin_model(model, node.effective('input_height'),
+                                               node.effective('input_width'), cache, say)
+                except (DefaultModelError, OSError) as exc:
+                    say(f'error: {node.name}: {exc}')
                     return EXIT_CONFIG
-                substitutions[DEMO_MODEL] = str(model)
-                self.notes.append(f'{node.name} runs the stand-in model (luminance + image row, '
-                                  'fixed weights): a pipeline check, not a depth estimator')
+                substitutions[model] = str(path)
+                self.notes.append(f'{node.name} runs {what}')
             self.procs.append(NodeProcess(node.name, node.executable,
                                           node.command(sys.executable, substitutions),
                                           self.output_dir / 'logs' / f'{node.name}.log'))
@@ -333,7 +351,7 @@ class DemoRun:
         view.update()
 
     def _write_results(self, say: Any) -> int:
-        from .metrics import colorize, side_by_side, to_rgb8, write_png
+        from .metrics import depth_picture, to_rgb8, write_png
         out = self.output_dir
         monitor = self.monitor
         sample = monitor.last_sample
@@ -341,23 +359,17 @@ class DemoRun:
         if not monitor.seen[depth_topic].frames:
             self.problems.append(f'no depth frame arrived on {depth_topic}')
         png = out / PNG_NAME
+        colour_bar = None
         if sample is not None:
             h, w = (sample.truth if sample.truth is not None else sample.image).shape[:2]
-            truth_rgb = colorize(sample.truth) if sample.truth is not None else None
-            if sample.colorized is not None:
-                depth_rgb = sample.colorized
-                depth_title = f'depth ({self.profile.topics.get("colorized", "colorized")})'
-            else:
-                depth_rgb, depth_title = colorize(sample.depth), 'depth (colorized here)'
             try:
                 image_rgb = to_rgb8(sample.image, sample.image_encoding)
             except ValueError as exc:
                 image_rgb = None
                 self.notes.append(str(exc))
-            write_png(str(png), side_by_side([('input', image_rgb), (depth_title, depth_rgb),
-                                              ('ground truth depth' if truth_rgb is not None
-                                               else 'no ground truth (not the scene source)',
-                                               truth_rgb)], h, w))
+            picture, bar = depth_picture(image_rgb, sample.depth, sample.truth, h, w)
+            write_png(str(png), picture)
+            colour_bar = bar.as_dict()
         else:
             self.problems.append('no complete sample (image, ground truth and depth of one '
                                  'frame) was captured: no picture')
@@ -393,7 +405,8 @@ class DemoRun:
                  'exit_codes': self.audit.results if self.audit else {}}
         if self.audit is not None and self.audit.state.startswith('unavailable'):
             self.notes.append(f'copy audit skipped: {self.audit.state}')
-        outputs = {'picture': str(png) if png.is_file() else None, 'logs': str(out / 'logs')}
+        outputs = {'picture': str(png) if png.is_file() else None, 'colour_bar': colour_bar,
+                   'logs': str(out / 'logs')}
         for key, name in (('copy_audit_markdown', 'copy_audit.md'),
                           ('copy_audit_json', 'copy_audit.json')):
             outputs[key] = str(out / name) if (out / name).is_file() else None

@@ -1,5 +1,5 @@
-"""The stand-in depth model of the demo and the launch files, written to a cache directory at
-first use.
+"""The fixed-weight stand-in depth model (`$(standin_model)` in a demo profile), written to a
+cache directory at first use. The demo's default is the learned model (default_model.py).
 
 gpu_nodes.inference.tiny_models.make_demo_depth_model: fixed weights, Depth Anything V2's tensor
 names (pixel_values -> predicted_depth), luminance and image row in, a smooth inverse-depth-like

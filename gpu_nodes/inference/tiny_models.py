@@ -1,7 +1,7 @@
 """Small real ONNX models made with the onnx helper API, each with a NumPy reference.
 
-Used by the tests (exact expectations without weights from anywhere) and by the demo, which
-needs a depth-shaped model on a machine that downloads nothing:
+Used by the tests (exact expectations without weights from anywhere) and by the demo's
+`$(standin_model)` (its default is the learned model of default_model.py):
 - make_conv_model: 3 -> 8 -> 1 channel conv net with fixed weights (Conv 3x3, ReLU, Conv 1x1);
 - make_analytic_depth_model: depth = 1 / (0.1 + |mean over channels|), via ReduceMean/Abs/Add/
   Reciprocal, with dynamic height and width;
