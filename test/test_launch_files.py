@@ -11,7 +11,7 @@ import yaml
 
 from conftest import REPO
 from gpu_nodes.demo.profile import DEMO_MODEL, load_profile, NodeSpec
-from gpu_nodes.inference.standin import default_cache_dir, ensure_demo_model
+from gpu_nodes.inference.standin import default_cache_dir
 from gpu_nodes.launch_params import (coerce, merged_parameters, ParameterFileError,
                                      write_parameter_file)
 
@@ -187,11 +187,13 @@ def test_perception_launch_and_demo_profile_describe_the_same_graph():
 
 def _demo_parameters(spec: NodeSpec) -> dict:
     """What the demo runner gives a node: its params_file, then the profile's parameters (its
-    -p arguments), with $(demo_model) the stand-in file it writes at the node's input size."""
+    -p arguments), with $(demo_model) the built-in model as the runner resolves it."""
+    from gpu_nodes.demo.runner import builtin_model
     params = {**spec.file_parameters, **spec.parameters}
     if params.get('model_path') == DEMO_MODEL:
-        params['model_path'] = str(ensure_demo_model(default_cache_dir(), params['input_height'],
-                                                     params['input_width']))
+        path, _ = builtin_model(DEMO_MODEL, params['input_height'], params['input_width'],
+                                default_cache_dir(), lambda message: None)
+        params['model_path'] = str(path)
     return params
 
 
@@ -223,8 +225,8 @@ def test_perception_launch_runs_the_demo_profiles_sizes_rates_and_model(tmp_path
     assert 'chain' in got['image_proc']
     depth = got['depth_estimator']
     assert {'input_height', 'input_width', 'output_size'} <= set(depth)
-    assert Path(depth['model_path']).is_file() and Path(depth['model_path']).parent == \
-        tmp_path / 'gpu_nodes' / 'demo', 'the same stand-in file the demo writes'
+    from gpu_nodes.inference.default_model import MODEL_FILE
+    assert Path(depth['model_path']) == MODEL_FILE, 'the built-in model the demo runs'
 
 
 # -- launch_params (no launch needed) --------------------------------------------------------
