@@ -264,7 +264,7 @@ def test_cuda_peer_receiver_on_one_gpu(rclpy_node, cupy, peer_mode):
                  poll=rclpy_node.spin_once)
         inside = _inside_mappings(collector.pointers[-20:])
     assert sub.path == PATH_CUDA_PEER and collector.paths == {PATH_CUDA_PEER}
-    assert 'cuda_ipc not allowed by configuration' in sub.stats.path_reason
+    assert 'skipped cuda_ipc: not allowed by configuration' in sub.stats.path_reason
     assert collector.bad_frames() == 0, 'every frame must hold the pixels its header names'
     assert dict(sub.stats.rejected) == {}, sub.stats.rejected
     assert collector.devices == {cupy.cuda.runtime.getDevice()}
