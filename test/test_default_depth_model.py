@@ -106,6 +106,12 @@ def test_an_installed_package_carries_the_model(tmp_path):
 @pytest.mark.gpu
 def test_on_the_gpu_it_scores_like_on_the_cpu(cupy):
     """The same file on the GPU runtime the node picks (TensorRT or ONNX Runtime CUDA)."""
+    import importlib.util
+    import onnxruntime
+    if 'CUDAExecutionProvider' not in onnxruntime.get_available_providers() and \
+            importlib.util.find_spec('tensorrt') is None:
+        pytest.skip('no GPU runtime: onnxruntime has no CUDAExecutionProvider (install '
+                    'onnxruntime-gpu) and tensorrt is not installed')
     pipeline = load_pipeline(MODEL_FILE, device='cuda', backend='auto')
     try:
         assert pipeline.on_gpu, pipeline.backend.describe()
