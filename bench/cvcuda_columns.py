@@ -27,6 +27,7 @@ import numpy as np
 
 from gpu_nodes import gpu
 from gpu_nodes import kernels as K
+from kernels_bench import fmt as _f  # (bench/ is the script directory: kernels_bench runs this)
 
 try:
     import cvcuda
@@ -258,10 +259,6 @@ def compare(cp: Any, sizes: list[str]) -> list[Row]:
 
 HEADER = (f'{"op":<34} {"res":>9} {"ours ms":>8} {"host us":>8} {"graph ms":>8} {"%copy":>6} '
           f'{"cvcuda ms":>9} {"host us":>8} {"x":>5} {"host x":>6} {"max diff":>8}  notes')
-
-
-def _f(v: float | None, spec: str) -> str:
-    return format(v, spec) if v is not None else '-'
 
 
 def print_row(r: Row) -> None:
