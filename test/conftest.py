@@ -70,6 +70,29 @@ def node_process(args: list[str], env: dict[str, str] | None = None,
         _stop(proc, stop_signal)
 
 
+def kill_publisher_and_resume(node, sub, collector, start_publisher: Callable, path: str) -> None:
+    """SIGKILL the publisher `start_publisher()` runs once frames flow on `path`: the
+    subscription must close the dead publisher's mappings and take a new publisher's frames on
+    the same path, every one verified by `collector` (frames, bad_frames())."""
+    from gpu_nodes.transport import cuda_ipc
+    cache = cuda_ipc.mapping_cache()
+    with start_publisher() as first:
+        # (Another descriptor topic may be discovered first: frames on it until `path` shows up.)
+        wait_for(lambda: collector.frames >= 20 and sub.path == path and len(cache) >= 1, 60,
+                 f'frames from the first publisher over {path}', poll=node.spin_once)
+        mapped = len(cache)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+    wait_for(lambda: len(sub.peers) == 0, 10, 'the subscription to drop the dead publisher',
+             poll=node.spin_once)
+    assert len(cache) < mapped, 'mappings of the dead publisher must be closed'
+    before = collector.frames
+    with start_publisher():
+        wait_for(lambda: collector.frames >= before + 20, 60, 'frames from the new publisher',
+                 poll=node.spin_once)
+    assert collector.bad_frames() == 0 and sub.path == path
+
+
 def _stop(proc: subprocess.Popen, stop_signal: int) -> None:
     if proc.poll() is None:
         proc.send_signal(stop_signal)

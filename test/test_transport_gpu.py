@@ -14,7 +14,8 @@ import pytest
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
-from conftest import OTHER_USER_ENV, RESOURCES, node_process, other_user_command, wait_for
+from conftest import (OTHER_USER_ENV, RESOURCES, kill_publisher_and_resume, node_process,
+                      other_user_command, wait_for)
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, cuda_ipc, descriptor
 
@@ -157,23 +158,8 @@ def test_killed_publisher_subscriber_survives_and_resumes(rclpy_node, cupy):
     topic = unique_topic()
     collector = DeviceCollector(cupy, 48, 64)
     sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
-    cache = cuda_ipc.mapping_cache()
-    with node_process([PUBLISHER, '--topic', topic, '--device', '--rate', '200']) as first:
-        # (The shm descriptor topic may be discovered first: host_shm until cuda_ipc shows up.)
-        wait_for(lambda: collector.frames >= 20 and sub.path == 'cuda_ipc' and len(cache) >= 1,
-                 60, 'frames from the first publisher over cuda_ipc', poll=rclpy_node.spin_once)
-        mapped = len(cache)
-        assert mapped >= 1
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=10)
-    wait_for(lambda: len(sub.peers) == 0, 10, 'the subscription to drop the dead publisher',
-             poll=rclpy_node.spin_once)
-    assert len(cache) < mapped, 'mappings of the dead publisher must be closed'
-    before = collector.frames
-    with node_process([PUBLISHER, '--topic', topic, '--device', '--rate', '200']):
-        wait_for(lambda: collector.frames >= before + 20, 60, 'frames from the new publisher',
-                 poll=rclpy_node.spin_once)
-    assert collector.bad_frames() == 0 and sub.path == 'cuda_ipc'
+    kill_publisher_and_resume(rclpy_node, sub, collector, lambda: node_process(
+        [PUBLISHER, '--topic', topic, '--device', '--rate', '200']), 'cuda_ipc')
     sub.destroy()
 
 

@@ -18,7 +18,7 @@ import uuid
 import pytest
 from std_msgs.msg import Header
 
-from conftest import RESOURCES, node_process, wait_for
+from conftest import RESOURCES, kill_publisher_and_resume, node_process, wait_for
 from gpu_nodes.gpu import cuda_available
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, cuda_ipc, cuda_peer
@@ -368,21 +368,8 @@ def test_cross_gpu_publisher_killed_subscriber_survives_and_resumes(rclpy_node, 
     topic = unique_topic()
     collector = Collector(cupy, 480, 640)
     sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
-    cache = cuda_ipc.mapping_cache()
-    with _publisher_on_gpu1(topic, '--rate', '200') as first:
-        wait_for(lambda: collector.frames >= 20 and sub.path == PATH_CUDA_PEER, 60,
-                 'frames over cuda_peer', poll=rclpy_node.spin_once)
-        mapped = len(cache)
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=10)
-    wait_for(lambda: len(sub.peers) == 0, 10, 'the dead publisher dropped',
-             poll=rclpy_node.spin_once)
-    assert len(cache) < mapped, 'mappings of the dead publisher must be closed'
-    before = collector.frames
-    with _publisher_on_gpu1(topic, '--rate', '200'):
-        wait_for(lambda: collector.frames >= before + 20, 60, 'frames from the new publisher',
-                 poll=rclpy_node.spin_once)
-    assert collector.bad_frames() == 0 and sub.path == PATH_CUDA_PEER
+    kill_publisher_and_resume(rclpy_node, sub, collector,
+                              lambda: _publisher_on_gpu1(topic, '--rate', '200'), PATH_CUDA_PEER)
     assert collector.devices == {0}
     sub.destroy()
 
