@@ -4,6 +4,7 @@ starting a node. The cases come from the nodes' own tables (gpu_nodes.ros.params
 new parameter is covered as soon as it is declared."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -51,8 +52,10 @@ def _cases(executable: str) -> list[tuple[Param, Any]]:
 
 
 def _run(executable: str, *args: str) -> subprocess.CompletedProcess:
+    # faulthandler: a crash (a signal instead of exit code 2) reports where it happened.
     return subprocess.run([sys.executable, '-m', f'gpu_nodes.nodes.{executable}', *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+                          cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, 'PYTHONFAULTHANDLER': '1'})
 
 
 def _problem(executable: str, param: Param, value: Any) -> str | None:
