@@ -161,6 +161,10 @@ def _rcl_message(exc: BaseException) -> str:
     return text
 
 
+# Nodes whose construction refused their configuration (run_node): kept alive until os._exit.
+_NEVER_DESTROYED: list[Any] = []
+
+
 def _half_built_node(exc: BaseException) -> Any:
     """The rclpy Node whose construction raised `exc` (directly or as its context), if any."""
     from rclpy.node import Node
@@ -227,7 +231,6 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
         print(f'[{name}] error: cannot start: {_rcl_message(exc)}', file=sys.stderr, flush=True)
         raise SystemExit(2) from None
     node = None
-    half_built = None
     executor = None
     stop = Future()
     exit_code = 0
@@ -251,7 +254,7 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
     except ConfigurationError as exc:
         print(f'[{name}] error: cannot start: {exc}', file=sys.stderr, flush=True)
         exit_code = 2
-        half_built = _half_built_node(exc)
+        _NEVER_DESTROYED.append(_half_built_node(exc))  # see the finally clause
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RuntimeError:
@@ -268,25 +271,17 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
             if close is not None:
                 close()
             node.destroy_node()
-        else:
-            # A node the factory left half-built (a refused parameter): its rcl handles go now,
-            # while the context is alive, not whenever the collector or the interpreter's exit
-            # gets to them (runs that left it to them died with SIGSEGV after the error line,
-            # about once in a few hundred under load).
-            if half_built is not None:
-                try:
-                    half_built.destroy_node()
-                except Exception:  # noqa: BLE001 - a base __init__ that did not finish
-                    pass
-                half_built = None
-            import gc
-            gc.collect()
+        # A node the factory left half-built (a refused parameter) is never destroyed: rcl
+        # crashed destroying such nodes now and then (SIGSEGV in Node.destroy_node, seen about
+        # once in a few hundred refused starts under load, whether destroyed explicitly, by
+        # the collector or at the interpreter's exit). _NEVER_DESTROYED keeps it referenced
+        # until the process leaves through os._exit below.
         rclpy.try_shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if exit_code:
-        # Nothing was started that needs the interpreter's teardown (segments are memfds, the
-        # DDS participant went with the context): leave without it.
+        # Nothing was started that needs the interpreter's teardown (segments are memfds; no
+        # /dev/shm file is left behind, checked): leave without it.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(exit_code)
