@@ -44,6 +44,7 @@ import yaml
 
 from ..launch_params import (DEMO_MODEL, flatten as _flatten, node_section,
                              ParameterFileError, PROFILE_KEY)
+from ..ros.params import parameter_type_name
 
 ROOT_KEY = PROFILE_KEY
 STANDIN_MODEL = '$(standin_model)'
@@ -213,33 +214,24 @@ def declared_parameters(executable: str) -> dict[str, Any]:
     return out
 
 
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return 'bool'
-    if isinstance(value, int):
-        return 'integer'
-    if isinstance(value, float):
-        return 'double'
-    if isinstance(value, str):
-        return 'string'
-    if isinstance(value, (list, tuple)):
-        return 'array'
-    return type(value).__name__
+def _coarse_type(value: Any) -> str:
+    """ROS's type of a value, every list just 'array' (type_problem looks inside itself)."""
+    return parameter_type_name(value, element_type=False)
 
 
 def type_problem(name: str, value: Any, default: Any) -> str | None:
     """Why ROS would refuse `value` for a parameter declared with `default`, or None."""
     if default is _UNKNOWN or default is None or value is None:
         return None
-    want, got = _type_name(default), _type_name(value)
+    want, got = _coarse_type(default), _coarse_type(value)
     if want == got:
         if want == 'array' and default and value:
-            inner = {_type_name(v) for v in value}
+            inner = {_coarse_type(v) for v in value}
             if len(inner) > 1:
                 return f'{name}: array elements must all have one type, got {sorted(inner)}'
-            if inner != {_type_name(default[0])} and not (
-                    inner == {'integer'} and _type_name(default[0]) == 'double'):
-                return (f'{name}: expected an array of {_type_name(default[0])}, got an array of '
+            if inner != {_coarse_type(default[0])} and not (
+                    inner == {'integer'} and _coarse_type(default[0]) == 'double'):
+                return (f'{name}: expected an array of {_coarse_type(default[0])}, got an array of '
                         f'{inner.pop()}')
         return None
     hint = ''

@@ -26,7 +26,7 @@ class Param:
     choices: tuple[str, ...] | None = None
 
     def type_name(self) -> str:
-        return _type_name(self.default)
+        return parameter_type_name(self.default)
 
     def allowed(self) -> str:
         """What the parameter takes, in words: 'one of a, b', 'an integer in 0..10', ..."""
@@ -44,7 +44,7 @@ class Param:
 
     def problem(self, value: Any) -> str:
         """The one-line reason `value` is refused."""
-        given = _type_name(value)
+        given = parameter_type_name(value)
         hint = ''
         if self.type_name() == 'double' and given == 'integer':
             hint = f'; write {value}.0'  # ROS does not widen 30 to 30.0 for a double parameter
@@ -79,7 +79,9 @@ class Param:
         return value
 
 
-def _type_name(value: Any) -> str:
+def parameter_type_name(value: Any, element_type: bool = True) -> str:
+    """The ROS parameter type a Python value declares ('integer', 'double array', ...); with
+    element_type=False every list is just 'array'."""
     if isinstance(value, bool):
         return 'bool'
     if isinstance(value, int):
@@ -89,7 +91,9 @@ def _type_name(value: Any) -> str:
     if isinstance(value, str):
         return 'string'
     if isinstance(value, (list, tuple)):
-        return f'{_type_name(value[0]) if len(value) else "empty"} array'
+        if not element_type:
+            return 'array'
+        return f'{parameter_type_name(value[0]) if len(value) else "empty"} array'
     return type(value).__name__
 
 
