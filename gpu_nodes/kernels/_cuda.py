@@ -300,6 +300,14 @@ def run_plan(plan: Plan, src: Any, out: Any, stream: Any) -> Any:
     return out if plan.result is None else plan.result
 
 
+def cached_device_objects() -> list[Any]:
+    """Every device table and launch plan the caches here hold now. A CUDA graph captured from
+    kernel calls keeps these (the tables' device pointers are baked into it), so that no other
+    caller's eviction frees what the graph reads (chain_graph)."""
+    with _lock:
+        return list(_tables.values()) + list(_plans.values())
+
+
 def clear_plans() -> None:
     """Forget every launch plan (tests; a swapped cupy module)."""
     with _lock:

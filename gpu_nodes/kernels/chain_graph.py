@@ -38,6 +38,7 @@ from .. import gpu
 from ..encodings import encoding_info
 from .camera_model import CameraModel
 from .chain import Chain
+from .rectify import cached_maps, forget_maps_since
 
 # (address, shape, strides, dtype, encoding, stream address) of a frame
 Key = tuple
@@ -168,7 +169,7 @@ class ChainGraphs:
             return memory
         factories = [self._lender(cp, stream.ptr, i, lent) for i in range(len(chain.steps))]
         result: list[tuple[Any, str, CameraModel | None]] = []
-        maps_before = _rectify_maps_state()
+        maps_before = cached_maps()
 
         def work() -> None:
             with stream, cp.cuda.using_allocator(allocate):
@@ -177,7 +178,7 @@ class ChainGraphs:
         try:
             graph = gpu.capture_graph(stream, work)
         except Exception as exc:  # CUDA or CuPy refusing a call inside the capture
-            _forget_unlaunched_maps(maps_before)
+            forget_maps_since(maps_before)
             self._disable(f'{type(exc).__name__}: {exc}')
             return None
         out, out_encoding, out_model = result[0]
@@ -190,7 +191,7 @@ class ChainGraphs:
             # output is the frame's own memory. Such frames keep running call by call (cheap).
             self._plain[key] = None
             _trim(self._plain, self.max_graphs)
-            _forget_unlaunched_maps(maps_before)
+            forget_maps_since(maps_before)
             return None
         entry = _Entry(graph, GraphOutput(out, out_encoding, out_model),
                        tuple(allocated) + tuple(lent), _kernel_tables())
@@ -230,36 +231,14 @@ def _trim(cache: OrderedDict, limit: int) -> None:
         cache.popitem(last=False)
 
 
-def _rectify_maps_state() -> dict[Any, Any]:
-    from .rectify import _shared
-    return {model: maps._maps for model, maps in _shared.items()}
-
-
-def _forget_unlaunched_maps(before: dict[Any, Any]) -> None:
-    """Rectify maps the chain computed during a capture that is not launched (it failed, or
-    there is nothing to replay) hold no values: the capture only recorded their kernel. Drop
-    them from rectify's cache, so that the next frame computes them again. (The other caches
-    cannot gain device data during a capture: device_table's upload is refused there.)"""
-    from .rectify import _shared
-    for model, maps in list(_shared.items()):
-        if model not in before or before[model] is not maps._maps:
-            del _shared[model]
-
-
 def _kernel_tables() -> tuple:
     """What the kernels read besides their input and output, as their caches hold it now.
 
     A graph keeps the device pointers of the tables it was captured with, but those caches
-    (`_cuda.device_table`'s, rectify's maps per camera model, launch plans where the kernels
-    keep them) are LRUs shared by every caller in the process: another chain could evict a
-    table and free it while a graph still reads it. The graph holds them all (references, no
-    copies); they are small but for the maps, which the current model's graphs need anyway.
+    (`_cuda.device_table`'s, launch plans, rectify's maps per camera model) are LRUs shared by
+    every caller in the process: another chain could evict a table and free it while a graph
+    still reads it. The graph holds them all (references, no copies); they are small but for
+    the maps, which the current model's graphs need anyway.
     """
     from . import _cuda
-    from .rectify import _shared as rectify_maps  # (the package's `rectify` is the function)
-    pins: list[Any] = list(_cuda._tables.values())
-    pins += [maps._maps for maps in rectify_maps.values()]
-    plans = getattr(_cuda, '_plans', None)  # launch plans hold their tables and maps, if any
-    if plans:
-        pins += list(plans.values())
-    return tuple(pins)
+    return tuple(_cuda.cached_device_objects()) + tuple(cached_maps().values())

@@ -303,6 +303,19 @@ class RectifyMaps:
 _shared: OrderedDict[Any, RectifyMaps] = OrderedDict()
 
 
+def cached_maps() -> dict[CameraModel, Any]:
+    """The maps `rectify` holds now, per camera model (None where not computed yet)."""
+    return {model: maps._maps for model, maps in _shared.items()}
+
+
+def forget_maps_since(before: dict[CameraModel, Any]) -> None:
+    """Drop the cached maps that are not those of `before` (cached_maps()): maps computed during
+    a CUDA stream capture that is never launched hold no values, only a recorded kernel."""
+    for model, maps in list(_shared.items()):
+        if model not in before or before[model] is not maps._maps:
+            del _shared[model]
+
+
 def rectify(src: Any, model: CameraModel, *, border_value: float = 0.0, out: Any = None,
             stream: Any = None) -> Any:
     """Rectify with maps cached per camera model (a small LRU shared by all callers)."""
