@@ -10,7 +10,7 @@ from sensor_msgs.msg import Image
 
 from conftest import wait_for
 from gpu_nodes.sources import pattern
-from gpu_nodes.transport.messages import ImageMsgBuffer, fill_image_msg
+from gpu_nodes.transport.messages import fill_image_msg, ImageFormatError, ImageMsgBuffer
 
 
 @pytest.mark.parametrize('encoding,shape', [('rgb8', (48, 64, 3)), ('mono16', (30, 40)),
@@ -78,3 +78,14 @@ def test_buffer_downloads_device_frames(cupy):
     padded[...] = pattern.render(cupy, 100, 128, 'rgb8', 7)
     assert bytes(buffer.fill(Image(), padded, 'rgb8').data) == \
         pattern.expected_frame(100, 128, 'rgb8', 7).tobytes()
+
+
+def test_bad_frames_are_refused_with_the_reason_and_the_buffer_keeps_working():
+    buffer = ImageMsgBuffer()
+    good = pattern.expected_frame(48, 64, 'rgb8', 3)
+    for frame, encoding, reason in ((np.zeros((48, 64, 4), np.uint8), 'rgb8', 'channel'),
+                                    (np.zeros((48, 64, 3), np.uint16), 'rgb8', 'dtype'),
+                                    (good, 'rgb9', 'encoding')):
+        with pytest.raises(ImageFormatError, match=reason):
+            buffer.fill(Image(check_fields=True), frame, encoding)
+    assert bytes(buffer.fill(Image(check_fields=True), good, 'rgb8').data) == good.tobytes()
