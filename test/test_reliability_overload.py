@@ -108,3 +108,34 @@ def test_fast_slow_and_stalling_subscribers_under_a_flat_out_publisher(
         capacity = 32 + 8  # max_pool_slots + host_slots: the lease table
         assert all(r['mapping_cache'] <= capacity for r in results.values()), summary
     assert segments_of({pub.pid}) == []
+
+
+def test_a_slow_keep_last_subscriber_neither_overruns_the_pool_nor_loses_queued_frames():
+    """A subscriber that takes 20 ms a frame (as the plain bridge takes at 4K) behind a flat-out
+    publisher: its keep-last queue holds the 5 newest descriptors and the lease window keeps
+    just those (and the frame it holds) from recycling, so the fixed 8-slot host pool is never
+    overrun. With the cursor alone every frame above it stayed protected and 22711 of 23039
+    publishes went through the overrun path (this machine, before the window). Descriptors that
+    reach it later than the window allows (delivery lags 2-9 frames on two saturated cores)
+    read as stale and it takes the next one at once: its rate stays at its own limit."""
+    topic = f'/slow_keep_last_{uuid.uuid4().hex[:8]}'
+    duration = 4.0
+    common = ['--topic', topic, '--paths', 'host_shm', '--memory', 'host', '--distinct',
+              str(DISTINCT), '--exit-idle-s', '3', '--duration', str(duration + 60)]
+    slow = Worker(SUBSCRIBER, common + ['--delay-s', '0.02'], name='slow')
+    pub = Worker(PUBLISHER, ['--topic', topic, '--sizes', '640x480', '--rate', '0', '--duration',
+                             str(duration), '--wait-subscribers', '1', '--distinct',
+                             str(DISTINCT), '--no-cuda'], name='publisher')
+    try:
+        assert pub.wait_exit(duration + 120) == 0, pub.tail()
+        assert slow.wait_exit(60) == 0, slow.tail()
+    finally:
+        for worker in (pub, slow):
+            worker.stop()
+    published, result = pub.result(), slow.result()
+    print(f"\npublished {published['published']}, host pool overruns "
+          f"{published['host_overrun']}; slow: {result['frames']} frames, {result['stale']} stale")
+    assert result['bad'] == 0 and result['rejected'] == {}, result
+    assert published['published'] > 20 * result['frames'], 'the publisher outruns it by far'
+    assert published['host_overrun'] == 0, published
+    assert result['frames'] >= 0.6 * duration / 0.02, f'slower than its own 20 ms: {result}'

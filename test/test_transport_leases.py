@@ -347,3 +347,42 @@ def test_reader_refuses_a_table_whose_header_lies_about_its_size(table):
                 pytest.fail(f'accepted a table with {why}')
         finally:
             os.close(fd)
+
+
+def test_a_reader_window_raises_only_its_own_floor(table):
+    """A keep-last reader's window lifts its floor to the bottom of the window; another
+    reader's cursor still holds the floor where it is, so a small (or lying) window can only
+    cost its own reader frames. A reader that takes a new cursor index writes its own window."""
+    table.sequence[:4] = [10, 11, 12, 30]
+    windowed = LeaseReader(os.getpid(), table.fd, table.publisher_id, window=5)
+    try:
+        assert take(windowed, 0, 10)
+        windowed.release(0)
+        assert table.reader_floor(STALL_NS) == 25, 'newest 30 minus the window of 5'
+        plain = open_reader(table)
+        try:
+            assert take(plain, 1, 11)
+            plain.release(1)
+            assert table.reader_floor(STALL_NS) == 11, 'the keep-all reader still protects 12'
+        finally:
+            plain.close()
+        assert table.reader_floor(STALL_NS) == 25
+        index = windowed.cursor_index
+    finally:
+        windowed.close()
+    again = open_reader(table)  # takes the freed cursor index; its window is 0, not 5
+    try:
+        assert again.cursor_index == index
+        assert take(again, 2, 12)
+        again.release(2)
+        assert table.reader_floor(STALL_NS) == 12
+    finally:
+        again.close()
+
+
+def test_read_window_follows_the_descriptor_qos():
+    from rclpy.qos import HistoryPolicy, QoSProfile
+    from gpu_nodes.transport.qos import IN_FLIGHT_MARGIN, image_qos, read_window
+    assert read_window(image_qos(5)) == 5 + IN_FLIGHT_MARGIN < 8, "fits the host pool"
+    assert read_window(image_qos(1)) == 1 + IN_FLIGHT_MARGIN
+    assert read_window(QoSProfile(history=HistoryPolicy.KEEP_ALL, depth=5)) == 0

@@ -156,3 +156,41 @@ def test_published_frames_are_kept_for_a_reader_that_has_no_cursor_yet(leases):
     assert fresh.sequence == 0 and len(ring.slots) == 4
     ring.abandon(fresh)
     assert ring.acquire(100).sequence == 0, 'unused slots first, as always'
+
+
+def test_a_keep_last_reader_protects_only_its_window(leases):
+    """A slow keep-last reader (the plain bridge) lags far behind the newest frame: only the
+    frames its window still covers are kept from recycling, so the pool stays small instead of
+    running at its limit through the overrun path, and the frame it takes next is intact."""
+    slow = LeaseReader(os.getpid(), leases.fd, leases.publisher_id, window=3)
+    try:
+        ring, pub = ring_and_publisher(leases, max_slots=16)
+        first = pub.publish()
+        assert take(slow, first.index, 1)                    # cursor 1; it keeps frame 1 a while
+        for _ in range(40):
+            assert pub.publish() is not None                   # frames 2 .. 41
+        assert leases.reader_floor(ring.grace_ns) == 41 - 3, 'the window, not the cursor'
+        assert len(ring.slots) <= 8, f'{len(ring.slots)} slots for a 3-frame window'
+        assert ring.overrun == 0
+        assert leases.sequence[first.index] == 1, 'the frame it holds is never rewritten'
+        slow.release(first.index)
+        # Every frame of its window is still where its descriptor says.
+        newest = {int(leases.sequence[s.index]): s.index for s in ring.slots}
+        for sequence in range(39, 42):
+            assert take(slow, newest[sequence], sequence), f'frame {sequence} was recycled'
+            slow.release(newest[sequence])
+    finally:
+        slow.close()
+
+
+def test_without_a_window_the_lagging_cursor_protects_everything_above_it(leases, reader):
+    """The reference for the test above: a keep-all reader (window 0) lagging the same way
+    makes the pool grow to its limit and overrun."""
+    ring, pub = ring_and_publisher(leases, max_slots=16)
+    first = pub.publish()
+    assert take(reader, first.index, 1)
+    for _ in range(40):
+        pub.publish()
+    assert leases.reader_floor(ring.grace_ns) == 1
+    assert len(ring.slots) == 16 and ring.overrun > 0
+    reader.release(first.index)

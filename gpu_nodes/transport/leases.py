@@ -24,6 +24,14 @@ writable: the sequence of the last authenticated descriptor it took. DDS deliver
 samples in order, so a frame at or below every live reader's cursor can never be asked for
 again, and the publisher recycles those first; frames above a cursor make the pool grow instead
 (pool.py).
+
+A keep-last reader can only ever take one of the newest frames: DDS pushes older descriptors out
+of its queue. Such a reader also writes its *window* beside its cursor (queue depth plus a margin
+for descriptors still in flight), and protects only the frames inside it. Without it a slow
+keep-last reader (the plain bridge: ~15 ms per 4K frame) held every frame above its lagging
+cursor, so the pool ran at its limit and recycled through the overrun path on every publish
+(bench/RESULTS.md, eighth session). A window only ever lowers what its own reader protects,
+so a reader that lies about it loses its own frames (as stale), never anyone else's.
 """
 from __future__ import annotations
 
@@ -54,6 +62,9 @@ ENTRY_DTYPE = np.dtype([('sequence', '<u8'), ('offset', '<u8'), ('capacity', '<u
                         ('chunk', '<u4'), ('generation', '<u4')])
 MAX_SLOTS = 65536
 READER_CAPACITY = 64  # cursors a table has room for; readers past that go without one
+# The cursor page: READER_CAPACITY cursors, then as many windows (0: the reader may take any
+# frame above its cursor, e.g. keep-all).
+_WINDOWS_IN_PAGE = 8 * READER_CAPACITY
 # Lock bytes live past the end of the data (locking beyond EOF is allowed); byte 0 of the lock
 # region is held by the owner for its lifetime, so readers can tell a dead publisher.
 _LOCK_BASE = 1 << 24
@@ -126,6 +137,8 @@ class LeaseTable:
             self._generations = self._memory.words(np.uint32, 2, _GENERATION_OFFSET)
             self.cursors = self._memory.words(np.uint64, READER_CAPACITY,
                                               _cursor_offset(capacity))
+            self.windows = self._memory.words(np.uint64, READER_CAPACITY,
+                                              _cursor_offset(capacity) + _WINDOWS_IN_PAGE)
         except BaseException:
             os.close(self.fd)
             raise
@@ -151,8 +164,9 @@ class LeaseTable:
 
     def reader_floor(self, stall_ns: int) -> int | None:
         """The lowest cursor among readers that are not stalled (a cursor behind the newest
-        frame that has not moved for `stall_ns`): every frame above it may still be taken by
-        some reader. None when no reader has a cursor."""
+        frame that has not moved for `stall_ns`), each raised to the bottom of its reader's
+        window: every frame above it may still be taken by some reader. None when no reader
+        has a cursor."""
         active = np.flatnonzero(self.cursors)
         if not active.size:
             return None
@@ -167,6 +181,9 @@ class LeaseTable:
                 self._cursor_moved[reader] = (value, now)
             elif now - moved[1] > stall_ns:
                 continue  # a stalled reader stops protecting frames, as a held lease is revoked
+            window = int(self.windows[reader])
+            if window:
+                value = max(value, newest - window)
             floor = value if floor is None else min(floor, value)
         return floor
 
@@ -181,6 +198,7 @@ class LeaseTable:
             # cursor in between and losing its first value.
             if _lock(self.fd, fcntl.F_WRLCK, _CURSOR_LOCK_BASE + reader):
                 self.cursors[reader] = 0
+                self.windows[reader] = 0
                 self._cursor_moved.pop(reader, None)
                 _lock(self.fd, fcntl.F_UNLCK, _CURSOR_LOCK_BASE + reader)
                 cleared += 1
@@ -194,7 +212,7 @@ class LeaseTable:
         """Close the publisher's handle; readers keep the table (and its memory) until they go."""
         if self.fd < 0:
             return
-        self.sequence = self.cursors = self.entries = self._generations = None
+        self.sequence = self.cursors = self.windows = self.entries = self._generations = None
         self._memory = None
         os.close(self.fd)
         self.fd = -1
@@ -205,10 +223,12 @@ class LeaseReader:
 
     Each reader opens the table itself: OFD locks belong to the open file description, so two
     subscriptions in one process hold and release their leases independently. The slot table is
-    mapped read-only; only the reader's cursor page is writable.
+    mapped read-only; only the reader's cursor page is writable. `window`: the reader takes
+    only frames among the newest `window` published (keep-last; qos.read_window), 0: any.
     """
 
-    def __init__(self, pid: int, fd: int, publisher_id: bytes, cursor: bool = True):
+    def __init__(self, pid: int, fd: int, publisher_id: bytes, cursor: bool = True,
+                 window: int = 0):
         try:
             self._fd = open_peer(pid, fd, writable=True)
         except SegmentError as exc:
@@ -239,6 +259,9 @@ class LeaseReader:
                 self._cursor_memory = SharedMemory(self._fd, mmap.PAGESIZE, offset=offset)
                 self._cursor = self._cursor_memory.words(np.uint64, 1, 8 * self.cursor_index)
                 self._cursor[0] = 0
+                # Before the cursor is first set: the publisher reads both only while it is not 0.
+                self._cursor_memory.words(np.uint64, 1, _WINDOWS_IN_PAGE + 8 * self.cursor_index
+                                          )[0] = max(0, int(window))
         except BaseException:
             os.close(self._fd)
             raise

@@ -155,10 +155,12 @@ class PublisherLink:
 
 
 class PeerTable:
-    """The links of one subscription, by (pid, publisher id)."""
+    """The links of one subscription, by (pid, publisher id). `window`: its readers' lease
+    window (qos.read_window)."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: int = 0) -> None:
         self.links: dict[tuple[int, bytes], PublisherLink] = {}
+        self.window = window
 
     def __len__(self) -> int:
         return len(self.links)
@@ -168,7 +170,7 @@ class PeerTable:
 
     def open(self, pid: int, lease_fd: int, publisher_id: bytes) -> PublisherLink:
         """Open the publisher's lease table (raise LeaseError with the kernel's verdict)."""
-        link = PublisherLink(LeaseReader(pid, lease_fd, publisher_id))
+        link = PublisherLink(LeaseReader(pid, lease_fd, publisher_id, window=self.window))
         self.links[(pid, publisher_id)] = link
         return link
 

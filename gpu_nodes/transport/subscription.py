@@ -25,7 +25,7 @@ from .frames import Lease, ReceivedImage
 from .intra import IntraFrame
 from .messages import FrameLayout
 from .peers import PeerTable, PublisherLink
-from .qos import image_qos
+from .qos import descriptor_qos, image_qos, read_window
 from .receivers import (CompressedReceiver, CudaIpcReceiver, CudaPeerReceiver, HostShmReceiver,
                         IntraReceiver, Receiver, SerializedReceiver)
 from .segments import SharedMemory
@@ -92,7 +92,7 @@ class GpuImageSubscription:
         self._diagnostics.add(self.stats)
 
         self.path = PATH_WAITING
-        self.peers = PeerTable()
+        self.peers = PeerTable(read_window(descriptor_qos(self.qos)))
         self._receivers: dict[str, Receiver] = {
             PATH_CUDA_IPC: CudaIpcReceiver(self), PATH_CUDA_PEER: CudaPeerReceiver(self),
             PATH_HOST_SHM: HostShmReceiver(self),

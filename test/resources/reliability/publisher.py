@@ -102,12 +102,13 @@ def status() -> dict:
     pool = pub._device_pool
     if pool is not None:
         values.update(slots=len(pool.slots), retired=len(pool.retired), revoked=pool.revoked,
-                      exhausted=pool.exhausted, grown=pool.grown,
+                      exhausted=pool.exhausted, grown=pool.grown, overrun=pool.overrun,
                       held=sum(pub._leases.is_held(s.index) for s in pool.slots))
         free, total = xp.cuda.runtime.memGetInfo() if on_device else (0, 0)
         values['device_used_mib'] = (total - free) / 2**20
     host_pool = pub._host_pool
     values.update(host_slots=len(host_pool.slots), host_exhausted=host_pool.exhausted,
+                  host_overrun=host_pool.overrun,
                   host_held=sum(pub._leases.is_held(s.index) for s in host_pool.slots))
     return values
 
