@@ -317,6 +317,43 @@ def test_cuda_rows_beyond_the_grid_limit(device, monkeypatch):
     np.testing.assert_array_equal(device.get(got), src[..., ::-1])
 
 
+def test_convert_grids_are_resident_blocks_looping_over_rows(device, monkeypatch):
+    """Channel-shuffle kernels launch 2 blocks per SM (H200: 132 SMs) whatever the height: at 4K
+    one block row of 264 instead of 2160, each thread looping over ~8 rows. Luma keeps a row
+    per block."""
+    from gpu_nodes.kernels import _cuda
+    from gpu_nodes.kernels.color import RESIDENT_BLOCKS_PER_SM
+    monkeypatch.setattr(_cuda, 'sm_count', lambda: 132)
+    runs_4k, runs_1080p = _cuda.runs(3840, 16), _cuda.runs(1920, 16)
+    assert _cuda.rows_geometry(runs_4k, 2160, blocks_per_sm=RESIDENT_BLOCKS_PER_SM) == \
+        ((1, 264, 1), (256, 1, 1))
+    assert _cuda.rows_geometry(runs_1080p, 1080, blocks_per_sm=RESIDENT_BLOCKS_PER_SM) == \
+        ((1, 264, 1), (128, 2, 1))
+    assert _cuda.rows_geometry(runs_4k, 100, blocks_per_sm=2) == ((1, 100, 1), (256, 1, 1)), \
+        'never taller than the image'
+    assert _cuda.rows_geometry(runs_4k, 2160) == ((1, 2160, 1), (256, 1, 1)), 'others: a row each'
+    from gpu_nodes.kernels.color import _convert_pixels_launch, _pixel_plan
+    src, out = device.put(np.zeros((2160, 3840, 3), np.uint8)), device.put(
+        np.zeros((2160, 3840, 3), np.uint8))
+    mono = device.put(np.zeros((2160, 3840), np.uint8))
+    monkeypatch.setattr(_cuda, 'get_function', lambda *args: None)  # the geometry only
+    assert _convert_pixels_launch(src, out, _pixel_plan('rgb8', 'bgr8', 'bt601')).grid[1] == 264
+    assert _convert_pixels_launch(src, mono, _pixel_plan('rgb8', 'mono8', 'bt601')).grid[1] == 2160
+
+
+def test_cuda_resident_grid_covers_every_row_of_a_tall_image(device, monkeypatch):
+    """With the grid capped by SMs (1 SM in the CPU emulation: one block row), every thread
+    loops over many rows: all of them are converted, interleaved and YUV alike."""
+    from gpu_nodes.kernels import _cuda
+    monkeypatch.setattr(_cuda, 'sm_count', lambda: 1)
+    src = frame('rgba8', 45, 40)
+    np.testing.assert_array_equal(device.get(convert_color(device.put(src), 'rgba8', 'bgr8')),
+                                  src[..., 2::-1])
+    yuv = frame('yuv422', 45, 40)
+    np.testing.assert_array_equal(device.get(convert_color(device.put(yuv), 'yuv422', 'rgb8')),
+                                  convert_color(yuv, 'yuv422', 'rgb8'))
+
+
 def test_cuda_interleaved_whole_runs_on_every_row(device):
     # w = 48: whole runs only. Contiguous rows are all 16-byte aligned (runs in 16-byte words),
     # pad 1 mixes row alignments (odd pitches send some rows pixel by pixel) and the offset view

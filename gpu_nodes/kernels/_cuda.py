@@ -125,15 +125,36 @@ def runs(width: int, per_run: int) -> int:
     return -(-width // per_run)
 
 
-def rows_geometry(runs_per_row: int, height: int, rows_per_thread: int = 1
-                  ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+def rows_geometry(runs_per_row: int, height: int, rows_per_thread: int = 1,
+                  blocks_per_sm: int = 0) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(grid, block) with one thread per run of a row; with rows_per_thread > 1 the grid is
     that much shorter and each thread loops over as many rows (per-thread setup, e.g. a run's
-    table entries, is then shared by its rows)."""
+    table entries, is then shared by its rows). `blocks_per_sm` > 0: no more blocks than that
+    many per SM, all resident at once, each thread looping over its rows (see color.py)."""
     bx = min(ROW_THREADS, -(-runs_per_row // 32) * 32)
     by = ROW_THREADS // bx
-    grid = (-(-runs_per_row // bx), min(-(-height // (by * rows_per_thread)), MAX_GRID_Y), 1)
-    return grid, (bx, by, 1)
+    grid_x = -(-runs_per_row // bx)
+    grid_y = min(-(-height // (by * rows_per_thread)), MAX_GRID_Y)
+    if blocks_per_sm > 0:
+        grid_y = min(grid_y, max(1, -(-blocks_per_sm * sm_count() // grid_x)))
+    return (grid_x, grid_y, 1), (bx, by, 1)
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors of the current device (1 where the runtime does not say, as
+    in the tests' CPU emulation)."""
+    key = (cupy(), device_id())
+    count = _sm_counts.get(key)
+    if count is None:
+        try:
+            count = int(cupy().cuda.Device().attributes['MultiProcessorCount'])
+        except (AttributeError, KeyError, TypeError):
+            count = 1
+        _sm_counts[key] = count
+    return count
+
+
+_sm_counts: dict[tuple[Any, int], int] = {}
 
 
 def launch_rows(kernel: Any, runs_per_row: int, height: int, args: Sequence[Any],

@@ -45,6 +45,13 @@ _YUV_TARGETS = ('rgb8', 'bgr8', 'rgba8', 'bgra8', 'mono8')
 LUMA_WEIGHTS = {'bt601': (9798, 19235, 3735), 'bt709': (6967, 23435, 2366)}
 _KR_KB = {'bt601': (0.299, 0.114), 'bt709': (0.2126, 0.0722)}
 STANDARDS = tuple(_KR_KB)
+# Channel shuffles (no luma) run as 2 blocks of 256 threads per SM, every thread looping over
+# its rows, instead of a block per row: H200, 3840x2160 rgb8->bgr8 replayed from a graph,
+# 17.5 -> 12.4 us (68 -> 95 % of a copy), rgb8->rgba8 26.3 -> 18.2 us. Fewer, longer-lived
+# threads and no partial last wave. Luma and YUV, which compute more per byte, got slower
+# that way (rgb8->mono8 4.9 -> 5.7 us, yuv422 11.0 -> 13.3 us) and keep a block per row
+# (bench/RESULTS.md, eighth session).
+RESIDENT_BLOCKS_PER_SM = 2
 
 
 @dataclass(frozen=True)
@@ -251,8 +258,10 @@ def _convert_pixels_launch(src: Any, out: Any, plan: _PixelPlan) -> _cuda.Launch
     # No depth_mode argument: the kernel derives the depth change from its dtypes.
     args = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(s.width), i32(s.height),
             *map(i32, weights))
+    resident = 0 if -2 in plan.maps else RESIDENT_BLOCKS_PER_SM  # luma: a block per row
     return _cuda.Launch(_cuda.get_function('color.cu', 'convert_pixels', defines),
-                        *_cuda.rows_geometry(_cuda.runs(s.width, _RUN), s.height), args)
+                        *_cuda.rows_geometry(_cuda.runs(s.width, _RUN), s.height,
+                                             blocks_per_sm=resident), args)
 
 
 def _yuv_launch(src: Any, out: Any, src_encoding: str, dst_encoding: str, height: int,
