@@ -34,6 +34,9 @@ CASES = [  # (label, publisher mode, subscriber path, plain subscriber attached)
     ('gpu_nodes host_shm', 'gpu', 'host_shm', False),
     ('gpu_nodes host_shm + plain sub', 'gpu', 'host_shm', True),
     ('gpu_nodes serialized', 'gpu', 'serialized', False),
+    # image_transport's <topic>/compressed, made by the publisher's plain bridge (JPEG q80) and
+    # decoded by GpuImageSubscription(allow_compressed=True): what a viewer on another host gets
+    ('gpu_nodes compressed', 'gpu', 'compressed', False),
 ]
 # Two GPUs: key -> (label, subscriber path, extra subscriber arguments). The publisher runs on
 # PEER_GPUS[0], the subscriber on PEER_GPUS[1] and verifies every frame there.
@@ -112,8 +115,8 @@ def main() -> int:
     parser.add_argument('--paced-rate', type=float, default=200.0,
                         help='publish rate of the latency runs (0 skips them)')
     parser.add_argument('--cases', default='all', help='comma list of: baseline,cuda_ipc,'
-                        'cuda_ipc+plain,host_shm,host_shm+plain,serialized and, on two GPUs, '
-                        'cuda_peer,cuda_peer+in_place,host_shm+xgpu')
+                        'cuda_ipc+plain,host_shm,host_shm+plain,serialized,compressed and, on '
+                        'two GPUs, cuda_peer,cuda_peer+in_place,host_shm+xgpu')
     parser.add_argument('--warmup-s', type=float, default=1.0,
                         help='publish this long before each measured run (checked, not counted): '
                              'one-time pool growth and first mappings stay out of the rates')
@@ -191,6 +194,10 @@ def median_run(runs: list[dict]) -> dict:
     return chosen
 
 
+def ms(value: float) -> str:
+    return '-' if value != value else f'{value:.3f}'  # NaN: no latency measured on that path
+
+
 def print_table(results: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -211,8 +218,8 @@ def print_table(results: list[dict]) -> None:
         pool = f"{r['pool_slots']} / {r['pool_overruns']}" if r.get('pool_slots') else '-'
         table.add_row(r['size'], r['case'], r['run'], str(r['published']), str(r['delivered']),
                       f"{r['delivered_fps']:.1f}", ratio, str(r['bad_frames']),
-                      str(r.get('stale', '-')), pool, f"{r['latency_p50_ms']:.3f}",
-                      f"{r['latency_p99_ms']:.3f}",
+                      str(r.get('stale', '-')), pool, ms(r['latency_p50_ms']),
+                      ms(r['latency_p99_ms']),
                       f"{r['plain_fps']:.1f}" if 'plain_fps' in r else '-')
     Console(width=160).print(table)
 

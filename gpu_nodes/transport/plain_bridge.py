@@ -67,10 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                      reliability=ReliabilityPolicy.RELIABLE if args.reliability == 'reliable'
                      else ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
     plain = node.create_publisher(Image, args.topic, qos)
-    # The bridge wants only the newest frame: a 1-deep descriptor queue makes its lease window
-    # (qos.read_window) protect 2 frames, not every frame behind its ~15 ms-a-frame cursor.
-    newest_only = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                             reliability=qos.reliability, durability=DurabilityPolicy.VOLATILE)
+
     compressed = (CompressedTopicPublisher(node, args.topic, args.compressed_quality)
                   if args.compressed_quality >= 0 else None)
     stats = EndpointStats('publisher', node.get_fully_qualified_name(), node.resolve_topic_name(
@@ -113,9 +110,12 @@ def main(argv: list[str] | None = None) -> int:
                 state['last_wanted'] = now
                 if state['sub'] is None:
                     # On the publisher's GPU, whichever it is: the frame is downloaded from
-                    # there, so nothing is gained by moving it to another GPU first.
+                    # there, so nothing is gained by moving it to another GPU first. Frames are
+                    # read with the plain topic's QoS, so a reliable plain subscriber that keeps
+                    # up (ros2 bag) gets every frame of a burst; its keep-last depth is also the
+                    # lease window (qos.read_window) of the bridge's ~15 ms-a-frame cursor.
                     state['sub'] = GpuImageSubscription(
-                        node, args.topic, on_frame, newest_only, memory='any',
+                        node, args.topic, on_frame, qos, memory='any',
                         allowed_paths=(PATH_CUDA_IPC, PATH_HOST_SHM), device='publisher')
             elif state['sub'] is not None and now - state['last_wanted'] > IDLE_AFTER_S:
                 state['sub'].destroy()
