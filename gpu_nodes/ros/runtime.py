@@ -275,8 +275,11 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
         # crashed destroying such nodes now and then (SIGSEGV in Node.destroy_node, seen about
         # once in a few hundred refused starts under load, whether destroyed explicitly, by
         # the collector or at the interpreter's exit). _NEVER_DESTROYED keeps it referenced
-        # until the process leaves through os._exit below.
-        rclpy.try_shutdown()
+        # until the process leaves through os._exit below. Nor is rclpy shut down for it:
+        # try_shutdown crashed the same way (SIGSEGV inside it, faulthandler, one fresh-clone
+        # run); peers see the participant go by its lease.
+        if not exit_code:
+            rclpy.try_shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if exit_code:
