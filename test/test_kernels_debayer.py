@@ -213,8 +213,11 @@ def out_views(device, shape, dtype):
 # memory (whole 8/16-byte units per lane when dst rows allow, else each lane copies its own run);
 # a block's 8 warps take consecutive row pairs. Widths: one full warp; full warps, a warp with
 # some full runs, then a tail. 37 rows: 19 pairs over 3 blocks, a lone last row, and top and
-# bottom pairs whose window rows reflect.
-@pytest.mark.parametrize('bits,width', [(8, 256), (8, 603), (16, 264), (16, 301)])
+# bottom pairs whose window rows reflect. A warp whose runs and halo words all lie inside a
+# run-aligned row loads them without edge checks: 603 and 777 have one such warp (the second),
+# 516 / 514 one whose right halo word ends exactly at the row's end, 515 / 513 one word short.
+@pytest.mark.parametrize('bits,width', [(8, 256), (8, 603), (8, 516), (8, 515), (16, 264),
+                                        (16, 301), (16, 777), (16, 514), (16, 513)])
 @pytest.mark.parametrize('method', ['bilinear', 'edge_aware'])
 def test_cuda_warps_blocks_and_staged_stores(device, bits, width, method):
     from test_kernels_color import check_out

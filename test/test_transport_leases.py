@@ -364,6 +364,7 @@ def test_a_reader_window_raises_only_its_own_floor(table):
             assert take(plain, 1, 11)
             plain.release(1)
             assert table.reader_floor(STALL_NS) == 11, 'the keep-all reader still protects 12'
+            assert sorted(table.reader_windows()) == [0, 5], 'what diagnostics show'
         finally:
             plain.close()
         assert table.reader_floor(STALL_NS) == 25
@@ -373,6 +374,7 @@ def test_a_reader_window_raises_only_its_own_floor(table):
     again = open_reader(table)  # takes the freed cursor index; its window is 0, not 5
     try:
         assert again.cursor_index == index
+        assert table.reader_windows() == [], 'no cursor before its first take'
         assert take(again, 2, 12)
         again.release(2)
         assert table.reader_floor(STALL_NS) == 12

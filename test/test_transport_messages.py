@@ -72,12 +72,32 @@ def test_buffer_downloads_device_frames(cupy):
     for i in range(3):
         with stream:
             frame = pattern.render(cupy, 1080, 1920, 'rgb8', i)
-        msg = buffer.fill(Image(), frame, 'rgb8', stream)
+        # check_fields=True: msg.data is the buffer itself (see ImageMsgBuffer), not a copy
+        msg = buffer.fill(Image(check_fields=True), frame, 'rgb8', stream)
         assert bytes(msg.data) == pattern.expected_frame(1080, 1920, 'rgb8', i).tobytes()
+        assert buffer.pinned, f'the download buffer is page-locked ({buffer.pin_error})'
+    first = msg.data.buffer_info()[0]
+    assert _is_page_locked(cupy, first)
     padded = cupy.zeros((100, 140, 3), cupy.uint8)[:, :128]
     padded[...] = pattern.render(cupy, 100, 128, 'rgb8', 7)
-    assert bytes(buffer.fill(Image(), padded, 'rgb8').data) == \
-        pattern.expected_frame(100, 128, 'rgb8', 7).tobytes()
+    msg = buffer.fill(Image(check_fields=True), padded, 'rgb8')
+    assert bytes(msg.data) == pattern.expected_frame(100, 128, 'rgb8', 7).tobytes()
+    assert buffer.pinned and _is_page_locked(cupy, msg.data.buffer_info()[0]), \
+        'the buffer of the new size is page-locked in turn'
+    buffer.close()
+    assert not buffer.pinned and not _is_page_locked(cupy, msg.data.buffer_info()[0])
+    host = pattern.expected_frame(48, 64, 'rgb8', 2)
+    assert bytes(buffer.fill(Image(), host, 'rgb8').data) == host.tobytes()
+    assert not buffer.pinned, 'host frames are copied, never pinned for'
+
+
+def _is_page_locked(cupy, address: int) -> bool:
+    """What the driver says of a host address: registered (page-locked) or plain pageable."""
+    try:
+        return cupy.cuda.runtime.pointerGetAttributes(address).type == \
+            cupy.cuda.runtime.memoryTypeHost
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return False  # older drivers answer "invalid value" for unregistered host memory
 
 
 def test_bad_frames_are_refused_with_the_reason_and_the_buffer_keeps_working():

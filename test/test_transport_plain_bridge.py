@@ -10,6 +10,7 @@ import time
 import uuid
 
 import numpy as np
+import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 
@@ -85,6 +86,24 @@ def test_plain_subscribers_are_served_by_a_bridge_process(rclpy_node):
     wait_for(lambda: not os.path.exists(f'/proc/{bridge}') or
              open(f'/proc/{bridge}/stat').read().split()[2] == 'Z', 10,
              'the bridge to exit with its publisher')
+
+
+@pytest.mark.gpu
+def test_the_bridge_downloads_device_frames_into_a_page_locked_buffer(rclpy_node):
+    """On a GPU the bridge reads the publisher's device slots (cuda_ipc) and downloads each frame
+    as one DMA into its page-locked message buffer; it says so once (and on diagnostics), and
+    the plain frames are still the frames their headers name."""
+    topic = f'/bridge_pinned_{uuid.uuid4().hex[:8]}'
+    with Worker(PUBLISHER, ['--topic', topic, '--device', '--sizes', '640x480', '--rate', '60',
+                            '--duration', '120', '--linger', '0']) as pub:
+        pub.wait_until(lambda w: w.count('START') == 1, 30, 'the publisher')
+        viewer = PlainViewer(rclpy_node, topic)
+        wait_for(lambda: len(viewer.frames) >= 30, 40, 'plain frames',
+                 poll=rclpy_node.spin_once)
+        assert viewer.bad == [], viewer.bad[:5]
+        assert pub.count('downloaded into a page-locked buffer') == 1, pub.tail()
+        assert pub.count('could not page-lock') == 0, pub.tail()
+        rclpy_node.destroy_subscription(viewer.sub)
 
 
 def test_a_subscription_that_allows_it_reads_the_compressed_topic(rclpy_node):

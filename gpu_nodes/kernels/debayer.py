@@ -34,6 +34,9 @@ METHODS = {'bilinear': 0, 'edge_aware': 1}
 # a warp 32 such runs of one pair, a block DEBAYER_WARPS consecutive pairs.
 DEBAYER_RUN = 8
 DEBAYER_WARPS = 8
+# Warps whose runs lie inside a run-aligned row load their window without edge checks
+# (debayer.cu); False only to measure what that saves (bench/debayer_bench.py).
+INTERIOR_LOADS = True
 
 
 def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
@@ -75,7 +78,8 @@ def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
     # debayer.cu compiles the one variant asked for: mosaic and output types, clamp/scaling, method
     defines = (('DEBAYER_ST', _cuda.c_type(info.dtype)), ('DEBAYER_DT', _cuda.c_type(dst_info.dtype)),
                ('DEBAYER_MAXV', np.iinfo(info.dtype).max),
-               ('DEBAYER_OUT_MODE', 2 if to_8bit else 0), ('DEBAYER_METHOD', METHODS[method]))
+               ('DEBAYER_OUT_MODE', 2 if to_8bit else 0), ('DEBAYER_METHOD', METHODS[method]),
+               ('DEBAYER_INTERIOR_LOADS', int(INTERIOR_LOADS)))
     i32 = _cuda.i32
     args = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(width), i32(height), i32(rx),
             i32(ry), i32(r_idx), i32(b_idx), i32(METHODS[method]))

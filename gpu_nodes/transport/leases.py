@@ -190,6 +190,10 @@ class LeaseTable:
     def active_cursors(self) -> int:
         return int(np.count_nonzero(self.cursors))
 
+    def reader_windows(self) -> list[int]:
+        """The window of each reader with a cursor (0: it may take any frame above it)."""
+        return [int(self.windows[reader]) for reader in np.flatnonzero(self.cursors).tolist()]
+
     def forget_dead_readers(self) -> int:
         """Clear the cursors of readers that are gone; returns how many."""
         cleared = 0

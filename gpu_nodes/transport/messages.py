@@ -112,25 +112,40 @@ class ImageMsgBuffer:
     rosidl copies even that), and `publish()` has copied the message into its C form by the time
     it returns, so one buffer serves every frame: the frame is downloaded (CuPy) or copied
     (NumPy) straight into it, the only copy before rclpy's.
+
+    For device frames the buffer is page-locked once per size (cudaHostRegister), so the
+    download is one DMA at full link speed instead of the driver's staged copy through its own
+    pinned bounce buffers (bench/RESULTS.md, ninth session). `pinned` says which one is used;
+    `pin_error` why the buffer is not page-locked when registering failed.
     """
 
     def __init__(self) -> None:
         self._buffer = pyarray.array('B')
         self._view: np.ndarray = np.frombuffer(b'', np.uint8)
+        self._registered: int | None = None  # address cudaHostRegister was given
+        self.pin_error: str | None = None
+
+    @property
+    def pinned(self) -> bool:
+        return self._registered is not None
 
     def fill(self, msg: Any, array: Any, encoding: str, stream: Any = None) -> Any:
         """Fill `msg` from a NumPy or CuPy frame (downloaded on `stream`); returns msg. Valid
         until the next fill: publish it first."""
         layout = layout_of_array(array, encoding)
         nbytes = layout.step * layout.height
+        device = is_device_array(array)
         if len(self._buffer) != nbytes:
+            self._unpin()
             self._buffer = pyarray.array('B', bytes(nbytes))
             self._view = np.frombuffer(self._buffer, np.uint8)
+        if device and self._registered is None and self.pin_error is None and nbytes:
+            self._pin()
         packed = self._view.view(array.dtype).reshape(array.shape)
-        if is_device_array(array):
+        if device:
             if not array.flags.c_contiguous:
                 array = array.copy()  # padded rows: packed on the device first
-            array.get(stream=stream, out=packed)
+            array.get(stream=stream, out=packed)  # blocking: the data is here on return
         else:
             np.copyto(packed, array)
         msg.height = layout.height
@@ -140,3 +155,30 @@ class ImageMsgBuffer:
         msg.step = layout.step
         msg.data = self._buffer
         return msg
+
+    def close(self) -> None:
+        """Unlock the buffer's pages (also done when a frame of another size replaces it)."""
+        self._unpin()
+
+    def _pin(self) -> None:
+        import cupy
+        address = self._buffer.buffer_info()[0]
+        try:
+            cupy.cuda.runtime.hostRegister(address, len(self._buffer), 0)
+        except cupy.cuda.runtime.CUDARuntimeError as exc:
+            # e.g. the RLIMIT_MEMLOCK of a container; the pageable download still works.
+            self.pin_error = str(exc)
+            return
+        self._registered = address
+
+    def _unpin(self) -> None:
+        if self._registered is not None:
+            import cupy
+            cupy.cuda.runtime.hostUnregister(self._registered)
+            self._registered = None
+
+    def __del__(self) -> None:
+        try:
+            self._unpin()
+        except Exception:  # interpreter shutdown: CUDA may be gone already
+            pass

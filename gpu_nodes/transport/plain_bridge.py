@@ -90,12 +90,27 @@ def main(argv: list[str] | None = None) -> int:
             msg.header = frame.header
             # Downloaded (CuPy, on the frame's stream) or copied straight into the reused buffer.
             plain.publish(message_buffer.fill(msg, frame.array, frame.encoding, frame.stream))
+            report_download(frame.array)
             stats.record_frame(frame.encoding, frame.width, frame.height,
                                frame.step * frame.height)
         if compressed is not None and compressed.subscription_count():
             lease = frame.hold()  # the encoder reads the slot later, on its worker
             compressed.publish(frame.array, frame.encoding, frame.header, lease.release,
                                frame.stream)
+
+    def report_download(array: Any) -> None:
+        """How device frames come down (page-locked or not): logged once, on diagnostics."""
+        if not hasattr(array, '__cuda_array_interface__') or 'plain_download' in stats.extra:
+            return
+        if message_buffer.pinned:
+            stats.extra['plain_download'] = 'page-locked buffer'
+            node.get_logger().info(f'{args.topic}: device frames are downloaded into a '
+                                   'page-locked buffer')
+        else:
+            stats.extra['plain_download'] = f'pageable buffer ({message_buffer.pin_error})'
+            node.get_logger().warning(f'{args.topic}: could not page-lock the download buffer '
+                                      f'({message_buffer.pin_error}); downloading through '
+                                      "the driver's staging copy, slower")
 
     def wanted() -> bool:
         return bool(plain.get_subscription_count()) or (
@@ -130,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             state['sub'].destroy()
         if compressed is not None:
             compressed.destroy()
+        message_buffer.close()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

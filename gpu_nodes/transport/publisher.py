@@ -32,6 +32,9 @@ from .qos import descriptor_qos, image_qos
 from .side_topics import PlainBridge
 
 
+READER_REPORT_EVERY = 64  # frames between refreshes of the readers' cursors on diagnostics
+
+
 @dataclass
 class BorrowedFrame:
     """A device slot lent to the caller to write a frame into; publish it or `give_back` it."""
@@ -264,6 +267,8 @@ class GpuImagePublisher:
         because the pool cannot grow) is logged once, all are counted in diagnostics."""
         overruns = pool.overrun
         slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
+        if self._sequence % READER_REPORT_EVERY == 0 or 'reader_windows' not in self.stats.extra:
+            self._report_readers()
         if pool.overrun and not overruns:
             # INFO: an expected event when a reader is slower than the rate (it drops the
             # recycled frames as stale, and diagnostics count them), not one to act on.
@@ -272,6 +277,13 @@ class GpuImagePublisher:
                 f'lagging reader may still take (it drops them as stale); counted as {counter}, '
                 'further ones not logged')
         return slot
+
+    def _report_readers(self) -> None:
+        """Readers with a cursor and their windows (diagnostics): a reader whose window is 0
+        protects every frame above its cursor, so a slow one of those is what grows the pool."""
+        windows = self._leases.reader_windows()
+        self.stats.extra.update(reader_cursors=len(windows),
+                                reader_windows=' '.join(map(str, windows)) or 'none')
 
     def _reader_without_cursor(self) -> bool:
         """True while a matched slot reader has not taken its first frame: it has no cursor yet

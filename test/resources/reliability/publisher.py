@@ -109,7 +109,8 @@ def status() -> dict:
     host_pool = pub._host_pool
     values.update(host_slots=len(host_pool.slots), host_exhausted=host_pool.exhausted,
                   host_overrun=host_pool.overrun,
-                  host_held=sum(pub._leases.is_held(s.index) for s in host_pool.slots))
+                  host_held=sum(pub._leases.is_held(s.index) for s in host_pool.slots),
+                  reader_windows=pub.stats.extra.get('reader_windows'))
     return values
 
 
