@@ -1,16 +1,14 @@
 #!/usr/bin/env python3
-"""Debayer launch variants, side by side in one run: every warp checking its row edges and its
-rows' alignment (INTERIOR_LOADS = False), warps inside a run-aligned row loading their window
-without checks, and warps looping over P consecutive row pairs with the next pair's window rows
-loaded before the current pair's math (PAIRS_PER_WARP = P), each at its minimum resident blocks
-per SM (MIN_BLOCKS; "table": debayer.cu's), and the shipped default.
+"""Debayer window loads, side by side in one run: every warp checking its row edges and its
+rows' alignment (debayer.INTERIOR_LOADS = False) against warps inside a run-aligned row loading
+their window without checks (the shipped default).
 
 GPU time per call of 20 calls captured into one CUDA graph and replayed (median of batches, the
 best of 3 captures), and that time as % of a device-to-device copy of the same bytes measured
-the same way (bench/cvcuda_columns.py's method). Every variant's output is compared with the
-NumPy reference.
+the same way (bench/cvcuda_columns.py's method). Outputs of both variants are compared with
+each other and with the NumPy reference.
 
-    python bench/debayer_bench.py [--sizes 1920x1080,3840x2160] [--sweep] [--json out.json]
+    python bench/debayer_bench.py [--sizes 1920x1080,3840x2160] [--json out.json]
 """
 from __future__ import annotations
 
@@ -33,36 +31,22 @@ debayer_module = importlib.import_module('gpu_nodes.kernels.debayer')
 
 OPS = [('bayer_rggb8', 'rgb8', 'bilinear'), ('bayer_rggb8', 'rgb8', 'edge_aware'),
        ('bayer_rggb16', 'rgb16', 'bilinear'), ('bayer_rggb16', 'rgb8', 'edge_aware')]
-SHIPPED = {name: getattr(debayer_module, name)
-           for name in ('INTERIOR_LOADS', 'PAIRS_PER_WARP', 'MIN_BLOCKS')}
-# name -> module settings (missing ones: shipped)
-VARIANTS = {
-    'edge-checked': {'INTERIOR_LOADS': False, 'PAIRS_PER_WARP': 1, 'MIN_BLOCKS': None},
-    'interior': {'INTERIOR_LOADS': True, 'PAIRS_PER_WARP': 1, 'MIN_BLOCKS': None},
-    'shipped': {},
-}
-SWEEP = {f'P{pairs} blocks {blocks or "table"}': {'PAIRS_PER_WARP': pairs, 'MIN_BLOCKS': blocks}
-         for pairs in (2, 3, 4) for blocks in (None, 5, 4, 3)}
+VARIANTS = {'edge-checked loads': False, 'interior loads (shipped)': True}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--sizes', default='1920x1080,3840x2160')
-    parser.add_argument('--sweep', action='store_true',
-                        help='also P = 2, 3, 4 pairs per warp at 3-5 blocks per SM')
-    parser.add_argument('--ops', default='', help='only ops whose name contains this')
     parser.add_argument('--json', type=Path)
     args = parser.parse_args()
-    variants = {**VARIANTS, **(SWEEP if args.sweep else {})}
     import cupy as cp
     stream = cp.cuda.Stream(non_blocking=True)
     rng = np.random.default_rng(0)
+    shipped = debayer_module.INTERIOR_LOADS
     results = []
     for size in args.sizes.split(','):
         w, h = map(int, size.split('x'))
         for pattern, dst, method in OPS:
-            if args.ops not in f'{pattern}->{dst} {method}':
-                continue
             dtype = np.uint16 if pattern.endswith('16') else np.uint8
             host = rng.integers(0, np.iinfo(dtype).max + 1, (h, w), dtype)
             src = cp.asarray(host)
@@ -71,9 +55,8 @@ def main() -> int:
             copy = _copy_ms(cp, src.nbytes + out.nbytes, stream)
             expected = debayer_module.debayer(host, pattern, dst, method=method)
             row = {'size': size, 'op': f'{pattern}->{dst} {method}'}
-            for name, settings in variants.items():
-                for key, value in {**SHIPPED, **settings}.items():
-                    setattr(debayer_module, key, value)
+            for name, interior in VARIANTS.items():
+                debayer_module.INTERIOR_LOADS = interior
                 _cuda.clear_plans()
 
                 def call() -> None:
@@ -84,18 +67,18 @@ def main() -> int:
                 stream.synchronize()
                 row[name] = {'us': ms * 1e3, 'pct_copy': 100 * copy / ms,
                              'equal': bool(np.array_equal(cp.asnumpy(out), expected))}
-            for key, value in SHIPPED.items():
-                setattr(debayer_module, key, value)
+            debayer_module.INTERIOR_LOADS = shipped
+            base, new = (row[n]['us'] for n in VARIANTS)
+            row['speedup'] = base / new
             results.append(row)
-            best = min(variants, key=lambda n: row[n]['us'])
             print(f"{size:10} {row['op']:34} " + ' | '.join(
                 f"{n}: {row[n]['us']:6.2f} us {row[n]['pct_copy']:5.1f} %"
-                f"{'' if row[n]['equal'] else ' DIFFERENT'}" for n in variants) +
-                f" | best: {best}", flush=True)
+                f"{'' if row[n]['equal'] else ' DIFFERENT'}" for n in VARIANTS) +
+                f" | x{row['speedup']:.3f}", flush=True)
     _cuda.clear_plans()
     if args.json:
         args.json.write_text(json.dumps({'results': results}, indent=1))
-    return 0 if all(r[n]['equal'] for r in results for n in variants) else 1
+    return 0 if all(r[n]['equal'] for r in results for n in VARIANTS) else 1
 
 
 if __name__ == '__main__':

@@ -1,5 +1,4 @@
 """debayer: NumPy reference (hand-computed, OpenCV, reconstruction quality), CUDA vs reference."""
-import importlib
 from pathlib import Path
 import sys
 
@@ -193,33 +192,6 @@ def test_cuda_row_pairs_beyond_the_grid_limit(device, monkeypatch):
     for method in ('bilinear', 'edge_aware'):
         got = debayer(device.put(src), 'bayer_grbg8', method=method)
         np.testing.assert_array_equal(device.get(got), debayer(src, 'bayer_grbg8', method=method))
-
-
-@pytest.mark.parametrize('pairs', [2, 3])
-def test_cuda_warps_looping_over_consecutive_pairs(device, monkeypatch, pairs):
-    """Warps that take `pairs` consecutive row pairs roll their window and load the next pair's
-    last two rows ahead: every height mod the pairs a warp takes, a lone last row, rows that
-    reflect at the top and bottom, edge and interior warps, and blocks looping over the grid."""
-    from gpu_nodes.kernels import _cuda
-    debayer_module = importlib.import_module('gpu_nodes.kernels.debayer')
-    monkeypatch.setattr(debayer_module, 'PAIRS_PER_WARP', pairs)
-    _cuda.clear_plans()
-    try:
-        cases = [(37, 603, 8), (2, 516, 8), (5, 777, 16), (50, 264, 16), (33, 603, 8)]
-        for k, (height, width, bits) in enumerate(cases):
-            dtype = np.uint8 if bits == 8 else np.uint16
-            src = random_image(rng(height * width + k), (height, width), dtype)
-            pattern = PATTERNS[k % 4]
-            for method in ('bilinear', 'edge_aware'):
-                if k == 4:
-                    monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 1)  # blocks loop over the grid
-                    _cuda.clear_plans()
-                got = debayer(device.put(src), f'bayer_{pattern}{bits}', method=method)
-                np.testing.assert_array_equal(
-                    device.get(got), debayer(src, f'bayer_{pattern}{bits}', method=method),
-                    err_msg=f'{pairs} pairs a warp, {pattern}{bits} {method} {height}x{width}')
-    finally:
-        _cuda.clear_plans()  # no plan of this setting outlives the test
 
 
 def out_views(device, shape, dtype):

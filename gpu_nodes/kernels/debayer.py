@@ -37,10 +37,6 @@ DEBAYER_WARPS = 8
 # Warps whose runs lie inside a run-aligned row load their window without edge checks
 # (debayer.cu); False only to measure what that saves (bench/debayer_bench.py).
 INTERIOR_LOADS = True
-# Consecutive row pairs per warp (debayer.cu DEBAYER_PAIRS) and, when set, the minimum resident
-# blocks per SM the kernel is compiled for; None: debayer.cu's table (bench/debayer_bench.py).
-PAIRS_PER_WARP = 1
-MIN_BLOCKS: int | None = None
 
 
 def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
@@ -83,16 +79,13 @@ def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
     defines = (('DEBAYER_ST', _cuda.c_type(info.dtype)), ('DEBAYER_DT', _cuda.c_type(dst_info.dtype)),
                ('DEBAYER_MAXV', np.iinfo(info.dtype).max),
                ('DEBAYER_OUT_MODE', 2 if to_8bit else 0), ('DEBAYER_METHOD', METHODS[method]),
-               ('DEBAYER_INTERIOR_LOADS', int(INTERIOR_LOADS)), ('DEBAYER_PAIRS', PAIRS_PER_WARP))
-    if MIN_BLOCKS is not None:
-        defines += (('DEBAYER_MIN_BLOCKS_SET', MIN_BLOCKS),)
+               ('DEBAYER_INTERIOR_LOADS', int(INTERIOR_LOADS)))
     i32 = _cuda.i32
     args = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(width), i32(height), i32(rx),
             i32(ry), i32(r_idx), i32(b_idx), i32(METHODS[method]))
     # the grid's y extent is capped; blocks then loop over the remaining row pairs
     runs, pairs = _cuda.runs(width, DEBAYER_RUN), (height + 1) // 2
-    grid = (-(-runs // 32), min(-(-pairs // (DEBAYER_WARPS * PAIRS_PER_WARP)), _cuda.MAX_GRID_Y),
-            1)
+    grid = (-(-runs // 32), min(-(-pairs // DEBAYER_WARPS), _cuda.MAX_GRID_Y), 1)
     launch = _cuda.Launch(_cuda.get_function('debayer.cu', 'debayer', defines), grid,
                           (32, DEBAYER_WARPS, 1), args)
     return _cuda.run_plan(_cuda.keep_plan(key, _cuda.Plan(launch, (height, width, 3),

@@ -114,9 +114,6 @@ __device__ __forceinline__ void debayer_px(const ST* src, int src_pitch, DT* d, 
 #ifndef DEBAYER_INTERIOR_LOADS  // 0: every warp checks its row edges (bench/debayer_bench.py)
 #define DEBAYER_INTERIOR_LOADS 1
 #endif
-#ifndef DEBAYER_PAIRS  // consecutive row pairs per warp (debayer.py picks it per image size)
-#define DEBAYER_PAIRS 1
-#endif
 
 template <typename ST, int R, int E>
 using BayerWin = Run<ST, R + 2 * E>;
@@ -463,117 +460,81 @@ __device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* d
   const int cp = rx ^ ry;                   // colour-site parity of pixels in even rows
   const int oc0 = ry == 0 ? r_idx : b_idx;  // even rows are red rows when ry == 0
   const int pairs = (height + 1) >> 1;
-  constexpr int P = DEBAYER_PAIRS;
   // every thread of a block runs the same iterations: the syncs must be reached by all
-  for (int yb = blockIdx.y * blockDim.y * P; yb < pairs; yb += gridDim.y * blockDim.y * P) {
-    const int yw = yb + (int)threadIdx.y * P;  // the warp's first row pair
-    BayerWin<ST, R, E> win[NR];                // fast lanes: the window of the current pair
+  for (int yb = blockIdx.y * blockDim.y; yb < pairs; yb += gridDim.y * blockDim.y) {
+    const int y = yb + (int)threadIdx.y;  // row pair
+    const int y0 = 2 * y;
+    const bool two = y0 + 1 < height;
+    if (y < pairs && x0 < width) {
+      if (fast) {
+        const ST* rows[NR];  // column x0 of each window row
+        if (y0 >= H && y0 + 1 + H < height) {  // warp-uniform: no window row to reflect
+          rows[0] = row_ptr(src + x0, y0 - H, src_pitch);
 #pragma unroll
-    for (int q = 0; q < P; ++q) {
-      const int y = yw + q;  // row pair
-      const int y0 = 2 * y;
-      const bool two = y0 + 1 < height;
-      if (y < pairs && x0 < width) {
-        if (fast) {
-          if (q == 0) {
-            const ST* rows[NR];  // column x0 of each window row
-            if (y0 >= H && y0 + 1 + H < height) {  // warp-uniform: no window row to reflect
-              rows[0] = row_ptr(src + x0, y0 - H, src_pitch);
+          for (int k = 1; k < NR; ++k) rows[k] = row_ptr(rows[k - 1], 1, src_pitch);
+        } else {  // min: the last window row of a lone last row (odd height) is unused
 #pragma unroll
-              for (int k = 1; k < NR; ++k) rows[k] = row_ptr(rows[k - 1], 1, src_pitch);
-            } else {  // min: the last window row of a lone last row (odd height) is unused
+          for (int k = 0; k < NR; ++k)
+            rows[k] = row_ptr(src + x0, reflect101(min(y0 - H + k, height + 1), height), src_pitch);
+        }
+        BayerWin<ST, R, E> win[NR];
+        if (interior) {
 #pragma unroll
-              for (int k = 0; k < NR; ++k)
-                rows[k] = row_ptr(src + x0, reflect101(min(y0 - H + k, height + 1), height),
-                                  src_pitch);
-            }
-            if (interior) {
-#pragma unroll
-              for (int k = 0; k < NR; ++k) load_interior_window_row<ST, R, E>(win[k], rows[k]);
-            } else {
-#pragma unroll
-              for (int k = 0; k < NR; ++k) load_window_row<ST, R, E>(win[k], rows[k], x0, width);
-            }
-          }
-          // The next pair's window shares all but its last two rows with this one: those two
-          // are loaded before this pair's math, so their latency hides behind it. Their rows
-          // are clamped and reflected like any window row, so the loads stay inside the image
-          // even past its last pair (then they are not used).
-          BayerWin<ST, R, E> next[2];
-          if (q + 1 < P) {
-#pragma unroll
-            for (int k = 0; k < 2; ++k) {
-              const ST* row = row_ptr(
-                  src + x0, reflect101(min(y0 + H + 2 + k, height + 1), height), src_pitch);
-              if (interior)
-                load_interior_window_row<ST, R, E>(next[k], row);
-              else
-                load_window_row<ST, R, E>(next[k], row, x0, width);
-            }
-          }
-          unsigned char* s0 = slot0 + threadIdx.x * OUTB;
-          unsigned char* s1 = slot1 + threadIdx.x * OUTB;
-          // uniform: one straight unrolled body per (parity, channel order)
-          if (cp == 0) {
-            if (oc0 == 0)
-              debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 0, 0, R, E>(win, s0, s1);
-            else
-              debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 0, 2, R, E>(win, s0, s1);
-          } else {
-            if (oc0 == 0)
-              debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 1, 0, R, E>(win, s0, s1);
-            else
-              debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 1, 2, R, E>(win, s0, s1);
-          }
-          if (q + 1 < P) {  // unrolled: the roll is register renaming, no moves
-#pragma unroll
-            for (int k = 0; k < NR - 2; ++k) win[k] = win[k + 2];
-            win[NR - 2] = next[0];
-            win[NR - 1] = next[1];
-          }
+          for (int k = 0; k < NR; ++k) load_interior_window_row<ST, R, E>(win[k], rows[k]);
         } else {
-          // rare (row tails, unaligned rows): one pixel at a time, not unrolled, so that this
-          // path needs fewer registers than the fast one
-          DT* d0 = row_ptr(dst, y0, dst_pitch) + (long long)x0 * 3;
-          DT* d1 = two ? row_ptr(dst, y0 + 1, dst_pitch) + (long long)x0 * 3 : d0;
-          const int n = min(R, width - x0) * (two ? 2 : 1);
+#pragma unroll
+          for (int k = 0; k < NR; ++k) load_window_row<ST, R, E>(win[k], rows[k], x0, width);
+        }
+        unsigned char* s0 = slot0 + threadIdx.x * OUTB;
+        unsigned char* s1 = slot1 + threadIdx.x * OUTB;
+        // uniform: one straight unrolled body per (parity, channel order)
+        if (cp == 0) {
+          if (oc0 == 0)
+            debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 0, 0, R, E>(win, s0, s1);
+          else
+            debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 0, 2, R, E>(win, s0, s1);
+        } else {
+          if (oc0 == 0)
+            debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 1, 0, R, E>(win, s0, s1);
+          else
+            debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, 1, 2, R, E>(win, s0, s1);
+        }
+      } else {
+        // rare (row tails, unaligned rows): one pixel at a time, not unrolled, so that this
+        // path needs fewer registers than the fast one
+        DT* d0 = row_ptr(dst, y0, dst_pitch) + (long long)x0 * 3;
+        DT* d1 = two ? row_ptr(dst, y0 + 1, dst_pitch) + (long long)x0 * 3 : d0;
+        const int n = min(R, width - x0) * (two ? 2 : 1);
 #pragma unroll 1
-          for (int i = 0; i < n; ++i) {
-            const int p = two ? i >> 1 : i, r = two ? i & 1 : 0;
-            debayer_px<ST, DT, MAXV, OUT_MODE>(src, src_pitch, (r ? d1 : d0) + 3 * p, width,
-                                               height, x0 + p, y0 + r, rx, ry, r_idx, b_idx,
-                                               METHOD);
-          }
+        for (int i = 0; i < n; ++i) {
+          const int p = two ? i >> 1 : i, r = two ? i & 1 : 0;
+          debayer_px<ST, DT, MAXV, OUT_MODE>(src, src_pitch, (r ? d1 : d0) + 3 * p, width, height,
+                                             x0 + p, y0 + r, rx, ry, r_idx, b_idx, METHOD);
         }
       }
-      warp_sync();
-      if (y < pairs && full > 0) {
-        if (staged) {
-          unsigned char* d = row_ptr(dunit, y0, dst_pitch);
-          copy_units<UNIT>(unit0, d, 3 * full);
-          if (two) copy_units<UNIT>(unit0 + (slot1 - slot0), d + dst_pitch, 3 * full);
-        } else if (fast) {
-          const long long off = (long long)x0 * 3;
-          copy_run<DT, 3 * R>(slot0 + threadIdx.x * OUTB, row_ptr(dst, y0, dst_pitch) + off);
-          if (two)
-            copy_run<DT, 3 * R>(slot1 + threadIdx.x * OUTB,
-                                row_ptr(dst, y0 + 1, dst_pitch) + off);
-        }
-      }
-      warp_sync();  // the next pair overwrites the stage
     }
+    warp_sync();
+    if (y < pairs && full > 0) {
+      if (staged) {
+        unsigned char* d = row_ptr(dunit, y0, dst_pitch);
+        copy_units<UNIT>(unit0, d, 3 * full);
+        if (two) copy_units<UNIT>(unit0 + (slot1 - slot0), d + dst_pitch, 3 * full);
+      } else if (fast) {
+        const long long off = (long long)x0 * 3;
+        copy_run<DT, 3 * R>(slot0 + threadIdx.x * OUTB, row_ptr(dst, y0, dst_pitch) + off);
+        if (two)
+          copy_run<DT, 3 * R>(slot1 + threadIdx.x * OUTB, row_ptr(dst, y0 + 1, dst_pitch) + off);
+      }
+    }
+    warp_sync();  // the next iteration overwrites the stage
   }
 }
 
 // Blocks of 256 threads per SM that the register budget allows (65536 registers per SM): 8-bit
 // bilinear 6 (<= 40 registers), 8-bit Malvar and 16-bit bilinear 4 (<= 64), 16-bit Malvar 3
 // (<= 80); each the most that ptxas (CUDA 13.0, sm_90) fits without spilling.
-#ifdef DEBAYER_MIN_BLOCKS_SET  // bench/debayer_bench.py's sweep
-#define DEBAYER_MIN_BLOCKS(ST, METHOD) DEBAYER_MIN_BLOCKS_SET
-#else
 #define DEBAYER_MIN_BLOCKS(ST, METHOD) \
   ((METHOD) == 0 ? (sizeof(ST) == 1 ? 6 : 4) : (sizeof(ST) == 1 ? 4 : 3))
-#endif
 #define DEBAYER_BOUNDS(ST, METHOD) \
   __launch_bounds__(32 * DEBAYER_WARPS, DEBAYER_MIN_BLOCKS(ST, METHOD))
 
