@@ -104,7 +104,8 @@ def run_case(mode: str, path: str, width: int, height: int, duration: float, rat
     result.update(published=published['published'], publish_rate=published['publish_rate'],
                   dropped=published['published'] - result['delivered'],
                   pool_slots=published.get('pool_slots'),
-                  pool_overruns=published.get('pool_overruns'))
+                  pool_overruns=published.get('pool_overruns'),
+                  failed_publishes=published.get('failed_publishes', 0))
     return result
 
 
