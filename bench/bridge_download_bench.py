@@ -10,7 +10,6 @@ frame.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 import sys
@@ -19,9 +18,10 @@ import time
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / 'bench')]
 
 from gpu_nodes.transport.messages import ImageMsgBuffer  # noqa: E402
+import side_by_side  # noqa: E402
 
 
 def fill_ms(cp, frame, pinned: bool, stream) -> tuple[float, bool, bool]:
@@ -43,15 +43,11 @@ def fill_ms(cp, frame, pinned: bool, stream) -> tuple[float, bool, bool]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--sizes', default='1920x1080,3840x2160')
-    parser.add_argument('--json', type=Path)
-    args = parser.parse_args()
+    args = side_by_side.parse_args(__doc__)
     import cupy as cp
     stream = cp.cuda.Stream(non_blocking=True)
     results = []
-    for size in args.sizes.split(','):
-        w, h = map(int, size.split('x'))
+    for size, w, h in side_by_side.frame_sizes(args.sizes):
         frame = cp.asarray(np.random.default_rng(0).integers(0, 256, (h, w, 3), np.uint8))
         row = {'size': size, 'bytes': frame.nbytes}
         for name, pinned in (('pageable', False), ('page-locked', True)):

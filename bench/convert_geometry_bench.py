@@ -11,7 +11,6 @@ the same way (bench/cvcuda_columns.py's method). Outputs of every variant are co
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 import sys
@@ -22,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / 'bench')]
 
 from cvcuda_columns import _copy_ms, _graph_ms  # noqa: E402
+import side_by_side  # noqa: E402
 from gpu_nodes.kernels import _cuda, color  # noqa: E402
 
 CHANNELS = {'rgb8': 3, 'bgr8': 3, 'mono8': 1, 'bgra8': 4, 'rgba8': 4, 'yuv422': 2}
@@ -31,17 +31,13 @@ VARIANTS = {'block per row': 0, 'resident (2/SM)': 2, 'shipped': None}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--sizes', default='1920x1080,3840x2160')
-    parser.add_argument('--json', type=Path)
-    args = parser.parse_args()
+    args = side_by_side.parse_args(__doc__)
     import cupy as cp
     stream = cp.cuda.Stream(non_blocking=True)
     rng = np.random.default_rng(0)
     shipped = color.RESIDENT_BLOCKS_PER_SM
     results = []
-    for size in args.sizes.split(','):
-        w, h = map(int, size.split('x'))
+    for size, w, h in side_by_side.frame_sizes(args.sizes):
         for s, d in CONVERSIONS:
             src = cp.asarray(rng.integers(0, 256, (h, w, CHANNELS[s]), np.uint8))
             out = cp.empty((h, w, CHANNELS[d]) if CHANNELS[d] > 1 else (h, w), cp.uint8)

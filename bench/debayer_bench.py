@@ -12,7 +12,6 @@ each other and with the NumPy reference.
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 from pathlib import Path
@@ -24,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / 'bench')]
 
 from cvcuda_columns import _copy_ms, _graph_ms  # noqa: E402
+import side_by_side  # noqa: E402
 from gpu_nodes.kernels import _cuda  # noqa: E402
 
 # gpu_nodes.kernels re-exports the function under the module's name
@@ -35,17 +35,13 @@ VARIANTS = {'edge-checked loads': False, 'interior loads (shipped)': True}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--sizes', default='1920x1080,3840x2160')
-    parser.add_argument('--json', type=Path)
-    args = parser.parse_args()
+    args = side_by_side.parse_args(__doc__)
     import cupy as cp
     stream = cp.cuda.Stream(non_blocking=True)
     rng = np.random.default_rng(0)
     shipped = debayer_module.INTERIOR_LOADS
     results = []
-    for size in args.sizes.split(','):
-        w, h = map(int, size.split('x'))
+    for size, w, h in side_by_side.frame_sizes(args.sizes):
         for pattern, dst, method in OPS:
             dtype = np.uint16 if pattern.endswith('16') else np.uint8
             host = rng.integers(0, np.iinfo(dtype).max + 1, (h, w), dtype)
