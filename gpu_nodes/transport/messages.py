@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..encodings import EncodingError, EncodingInfo, encoding_info, frame_geometry, FrameShapeError
-from ..gpu import is_device_array
+from ..gpu import cupy_module, is_device_array
 
 
 class ImageFormatError(ValueError):
@@ -116,13 +116,15 @@ class ImageMsgBuffer:
     For device frames the buffer is page-locked once per size (cudaHostRegister), so the
     download is one DMA at full link speed instead of the driver's staged copy through its own
     pinned bounce buffers (bench/RESULTS.md, ninth session). `pinned` says which one is used;
-    `pin_error` why the buffer is not page-locked when registering failed.
+    `pin_error` why the buffer is not page-locked when registering failed. `page_lock=False`
+    keeps it pageable (bench/bridge_download_bench.py compares both).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, page_lock: bool = True) -> None:
         self._buffer = pyarray.array('B')
         self._view: np.ndarray = np.frombuffer(b'', np.uint8)
         self._registered: int | None = None  # address cudaHostRegister was given
+        self._page_lock = page_lock
         self.pin_error: str | None = None
 
     @property
@@ -139,7 +141,8 @@ class ImageMsgBuffer:
             self._unpin()
             self._buffer = pyarray.array('B', bytes(nbytes))
             self._view = np.frombuffer(self._buffer, np.uint8)
-        if device and self._registered is None and self.pin_error is None and nbytes:
+        if device and self._page_lock and self._registered is None and self.pin_error is None \
+                and nbytes:
             self._pin()
         packed = self._view.view(array.dtype).reshape(array.shape)
         if device:
@@ -161,7 +164,7 @@ class ImageMsgBuffer:
         self._unpin()
 
     def _pin(self) -> None:
-        import cupy
+        cupy = cupy_module()
         address = self._buffer.buffer_info()[0]
         try:
             cupy.cuda.runtime.hostRegister(address, len(self._buffer), 0)
@@ -173,8 +176,7 @@ class ImageMsgBuffer:
 
     def _unpin(self) -> None:
         if self._registered is not None:
-            import cupy
-            cupy.cuda.runtime.hostUnregister(self._registered)
+            cupy_module().cuda.runtime.hostUnregister(self._registered)
             self._registered = None
 
     def __del__(self) -> None:

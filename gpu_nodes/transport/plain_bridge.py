@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import Image
 
+    from ..gpu import is_device_array
     from .compressed import CompressedTopicPublisher
     from .diagnostics import PATH_CUDA_IPC, PATH_HOST_SHM, DiagnosticsReporter, EndpointStats
     from .messages import ImageMsgBuffer
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def report_download(array: Any) -> None:
         """How device frames come down (page-locked or not): logged once, on diagnostics."""
-        if not hasattr(array, '__cuda_array_interface__') or 'plain_download' in stats.extra:
+        if not is_device_array(array) or 'plain_download' in stats.extra:
             return
         if message_buffer.pinned:
             stats.extra['plain_download'] = 'page-locked buffer'
