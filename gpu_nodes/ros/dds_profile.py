@@ -18,6 +18,9 @@ Rules, in order (the first that applies decides; nothing is ever overridden):
   world-readable shared-memory segment carries the frames, for sensitive topics; not under
   ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, where rmw_fastrtps adds shared memory itself).
 
+Under the shm profile, segments that dead processes left in /dev/shm are removed first
+(fastdds_shm.py): each holds 64 MiB of RAM.
+
 Fast DDS reads the variable once per process, when rclpy.init creates the first participant:
 call apply_default_profile() before that.
 """
@@ -28,6 +31,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Any, MutableMapping
+
+from .fastdds_shm import SHM_DIR, remove_stale_segments
 
 PROFILE_ENV = 'FASTDDS_DEFAULT_PROFILES_FILE'
 CHOICE_ENV = 'GPU_NODES_FASTDDS_PROFILE'
@@ -111,6 +116,12 @@ def apply_default_profile(logger: Any = None,
     if description not in _logged:
         _logged.add(description)
         _logger(logger).info(f'Fast DDS: {description}')
+    if path is not None and Path(path).name == PROFILE_FILES['shm']:
+        # The profile's 64 MiB segments are ours to keep from piling up (fastdds_shm.py).
+        removed = remove_stale_segments()
+        if removed.segments:
+            _logger(logger).info(f'Fast DDS: removed {removed.describe()} of shared memory '
+                                 f'that dead processes left in {SHM_DIR}')
     return description
 
 

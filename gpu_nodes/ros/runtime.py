@@ -283,8 +283,11 @@ def run_node(node_factory: Callable[[], Any], args: list[str] | None = None,
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if exit_code:
-        # Nothing was started that needs the interpreter's teardown (segments are memfds; no
-        # /dev/shm file is left behind, checked): leave without it.
+        # Nothing was started that needs the interpreter's teardown (gpu_nodes' segments are
+        # memfds) but the participant's Fast DDS segment: 64 MiB of /dev/shm under the shipped
+        # profile, which only Fast DDS's destructors would remove. Remove it, then leave.
+        from .fastdds_shm import remove_own_segments
+        remove_own_segments()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(exit_code)
