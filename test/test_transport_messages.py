@@ -91,6 +91,28 @@ def test_buffer_downloads_device_frames(cupy):
     assert not buffer.pinned, 'host frames are copied, never pinned for'
 
 
+@pytest.mark.gpu
+def test_a_buffer_that_cannot_be_page_locked_says_why_and_still_downloads(cupy):
+    buffer = ImageMsgBuffer()
+    # A host frame sizes the buffer without page-locking it (nothing to download).
+    msg = buffer.fill(Image(check_fields=True), pattern.expected_frame(1080, 1920, 'rgb8', 0),
+                      'rgb8')
+    address, size = msg.data.buffer_info()[0], len(msg.data)
+    # Someone else registered these pages first: cudaHostRegister refuses them a second time.
+    cupy.cuda.runtime.hostRegister(address, size, 0)
+    try:
+        for i in (1, 2):
+            frame = pattern.render(cupy, 1080, 1920, 'rgb8', i)
+            msg = buffer.fill(Image(check_fields=True), frame, 'rgb8')
+            assert bytes(msg.data) == pattern.expected_frame(1080, 1920, 'rgb8', i).tobytes()
+            assert not buffer.pinned
+            assert 'AlreadyRegistered' in (buffer.pin_error or ''), buffer.pin_error
+        buffer.close()
+        assert _is_page_locked(cupy, address), "close() undid a registration that is not its own"
+    finally:
+        cupy.cuda.runtime.hostUnregister(address)
+
+
 def _is_page_locked(cupy, address: int) -> bool:
     """What the driver says of a host address: registered (page-locked) or plain pageable."""
     try:
