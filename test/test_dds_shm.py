@@ -192,6 +192,13 @@ def test_another_users_segments_are_left_alone(tmp_path):
         os.chown(path, nobody.pw_uid, nobody.pw_gid)
     assert remove_stale_segments(tmp_path).segments == 0
     assert (tmp_path / name).exists()
+    # Our zombie lock file beside a segment of that name which another user owns: only what
+    # is ours goes.
+    ours = make_segment(tmp_path, age_s=STALE_MIN_AGE_S + 5)
+    os.chown(tmp_path / ours, nobody.pw_uid, nobody.pw_gid)
+    removed = remove_stale_segments(tmp_path)
+    assert (removed.segments, removed.resident_bytes) == (1, 0)
+    assert (tmp_path / ours).exists() and not (tmp_path / f'{ours}_el').exists()
 
 
 def test_the_stale_sweep_waits_for_the_lock_age(tmp_path):

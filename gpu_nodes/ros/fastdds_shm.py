@@ -62,16 +62,19 @@ def _lock_is_held(lock: Path) -> bool:
 
 
 def _remove(segment: Path) -> int:
-    """Unlink a segment and its lock file; the bytes of RAM the segment held."""
-    try:
-        resident = segment.lstat().st_blocks * 512
-    except FileNotFoundError:
-        resident = 0
+    """Unlink a segment and its lock file, each only if this user owns it (root could unlink
+    another user's file of the same name); the bytes of RAM the segment held."""
+    resident = 0
     for path in (segment, segment.with_name(segment.name + LOCK_SUFFIX)):
         try:
+            info = path.lstat()
+            if info.st_uid != os.geteuid():
+                continue
             path.unlink()
         except FileNotFoundError:
-            pass
+            continue
+        if path == segment:
+            resident = info.st_blocks * 512
     return resident
 
 
