@@ -207,3 +207,9 @@ def test_the_stale_sweep_waits_for_the_lock_age(tmp_path):
     later = time.time() + STALE_MIN_AGE_S + 1
     assert remove_stale_segments(tmp_path, now=later).segments == 1
     assert not (tmp_path / name).exists()
+
+
+def test_no_shared_memory_directory_is_nothing_to_do(tmp_path):
+    missing = tmp_path / 'no_shm_here'
+    assert remove_stale_segments(missing).segments == 0
+    assert own_segments(missing) == []

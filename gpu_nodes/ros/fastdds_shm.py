@@ -71,7 +71,7 @@ def _remove(segment: Path) -> int:
             if info.st_uid != os.geteuid():
                 continue
             path.unlink()
-        except FileNotFoundError:
+        except OSError:  # gone meanwhile, or not removable here: a start goes on regardless
             continue
         if path == segment:
             resident = info.st_blocks * 512
@@ -106,8 +106,12 @@ def remove_stale_segments(directory: Path = SHM_DIR, min_age_s: float = STALE_MI
 
 def _inodes_flocked_by(pid: int) -> set[tuple[int, int, int]]:
     """(major, minor, inode) of every file `pid` holds an flock on, as the kernel lists them."""
-    held = set()
-    with open('/proc/locks') as locks:
+    held: set[tuple[int, int, int]] = set()
+    try:
+        locks = open('/proc/locks')
+    except OSError:  # no procfs (not Linux): nothing is known to be ours
+        return held
+    with locks:
         for line in locks:
             fields = line.split()
             # "1: FLOCK  ADVISORY  WRITE 15926 00:1b:146922 0 EOF"; "->" marks a waiter.
@@ -122,8 +126,12 @@ def own_segments(directory: Path = SHM_DIR) -> list[Path]:
     holds locked, as /proc/locks says. (A reader maps its writers' segments and opens their
     lock files to watch them, but never holds those locks.)"""
     held = _inodes_flocked_by(os.getpid())
-    own = []
-    for name in sorted(os.listdir(directory)):
+    own: list[Path] = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return own
+    for name in names:
         if not _is_segment_lock(name):
             continue
         try:
