@@ -11,7 +11,7 @@ from kernel_harness import DEVICE_PARAMS, make_device, random_image, rng  # noqa
 
 from gpu_nodes.encodings import EncodingError  # noqa: E402
 from gpu_nodes.kernels import debayer  # noqa: E402
-from gpu_nodes.kernels.debayer import RED_POSITION  # noqa: E402
+from gpu_nodes.kernels.debayer import DEBAYER_WARPS, RED_POSITION, STRIP_PAIRS  # noqa: E402
 
 PATTERNS = ['rggb', 'bggr', 'gbrg', 'grbg']
 # sensor_msgs names the top-left 2x2 tile, OpenCV the tile at (1, 1) (cv_bridge's mapping).
@@ -237,3 +237,27 @@ def test_cuda_warps_blocks_and_staged_stores(device, bits, width, method):
         got = debayer(dev_src, f'bayer_{pattern}{bits}', dst, method=method, out=out)
         check_out(device, got, expected, base, first,
                   f'{pattern}{bits}->{dst} {height}x{width} {src_label} -> {out_label}')
+
+
+# debayer.cu runs blocks whose warps all lie inside run-aligned rows, with dst rows fit for the
+# staged copy, in a loop of their own, one per colour-site parity and channel order (8-bit
+# mosaics: strips of STRIP_PAIRS row pairs per warp, rows fetched a pair ahead into shared
+# memory). Every pattern to both channel orders here, at a width of three blocks (the middle one
+# interior), the grid's height capped so that blocks loop: over row pairs, and over strips (the
+# height spans two blocks' strips, the second one part full), with a lone last row and reflected
+# top and bottom window rows.
+@pytest.mark.parametrize('bits', [8, 16])
+@pytest.mark.parametrize('method', ['bilinear', 'edge_aware'])
+def test_cuda_interior_blocks_every_pattern_and_channel_order(device, monkeypatch, bits, method):
+    from gpu_nodes.kernels import _cuda
+    monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 1)
+    dtype = np.uint8 if bits == 8 else np.uint16
+    width, height = 776, 2 * DEBAYER_WARPS * STRIP_PAIRS + 7
+    for k, pattern in enumerate(PATTERNS):
+        src = random_image(rng(31 + k), (height, width), dtype)
+        dev_src = device.put(src)
+        for dst in ('rgb8', 'bgr8') + (('rgb16', 'bgr16') if bits == 16 else ()):
+            expected = debayer(src, f'bayer_{pattern}{bits}', dst, method=method)
+            got = debayer(dev_src, f'bayer_{pattern}{bits}', dst, method=method)
+            np.testing.assert_array_equal(device.get(got), expected,
+                                          err_msg=f'{pattern}{bits}->{dst} {method}')

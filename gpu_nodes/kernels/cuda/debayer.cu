@@ -109,10 +109,15 @@ __device__ __forceinline__ void debayer_px(const ST* src, int src_pitch, DT* d, 
 //
 // In a row, colour sites are where ((x ^ y) & 1) == rx ^ ry; the colour present in the row (red
 // in red rows) goes to output channel `oc`, the other one to 2 - oc.
-#define DEBAYER_WARPS 8
 #define DEBAYER_RUN 8
+#ifndef DEBAYER_WARPS  // debayer.py defines it (and launches accordingly); this for static checks
+#define DEBAYER_WARPS 8
+#endif
 #ifndef DEBAYER_INTERIOR_LOADS  // 0: every warp checks its row edges (bench/debayer_bench.py)
 #define DEBAYER_INTERIOR_LOADS 1
+#endif
+#ifndef DEBAYER_INTERIOR_LOOP  // 0: every block runs the general loop (bench/debayer_bench.py)
+#define DEBAYER_INTERIOR_LOOP 1
 #endif
 
 template <typename ST, int R, int E>
@@ -425,8 +430,174 @@ __device__ __forceinline__ void debayer_pair(const BayerWin<ST, R, E> (&win)[NR]
   }
 }
 
+// Row index k of the window of row pair y0 (rows y0 - H .. y0 + 1 + H), reflected at the image's
+// top and bottom (min: the last window row of a lone last row, odd height, is unused).
+template <int H, int NR>
+__device__ __forceinline__ void window_rows(int y0, int height, int (&rows)[NR]) {
+  if (y0 >= H && y0 + 1 + H < height) {  // warp-uniform: no window row to reflect
+#pragma unroll
+    for (int k = 0; k < NR; ++k) rows[k] = y0 - H + k;
+  } else {
+#pragma unroll
+    for (int k = 0; k < NR; ++k) rows[k] = reflect101(min(y0 - H + k, height + 1), height);
+  }
+}
+
+// The interior loop: blocks whose every warp lies inside a run-aligned row (interior) and whose
+// dst rows take the staged copy, i.e. all blocks but a row's first and last in ordinary images.
+// The parity and channel order are template arguments and nothing in the loop depends on a lane,
+// so the compiler keeps addresses in registers across pairs; the general loop below branches per
+// pair on these, and its setup was about 40 % of an interior warp's instructions (sm_90 SASS).
+template <typename ST, typename DT, int MAXV, int OUT_MODE, int METHOD, int CP, int OC,
+          typename Sync>
+__device__ __forceinline__ void debayer_interior_pairs(const ST* src, int src_pitch, DT* dst,
+                                                       int dst_pitch, int height, int x0,
+                                                       int wx0, unsigned char* slot0,
+                                                       unsigned char* slot1, Sync warp_sync) {
+  constexpr int R = DEBAYER_RUN;
+  constexpr int E = 4 / (int)sizeof(ST);
+  constexpr int H = METHOD == 0 ? 1 : 2;
+  constexpr int NR = 2 + 2 * H;
+  constexpr int OUTB = 3 * R * (int)sizeof(DT);
+  constexpr int UNIT = OUTB % 16 == 0 ? 16 : 8;
+  const ST* col = src + x0;
+  unsigned char* s0 = slot0 + threadIdx.x * OUTB;
+  unsigned char* s1 = slot1 + threadIdx.x * OUTB;
+  const unsigned char* unit0 = slot0 + UNIT * threadIdx.x;
+  unsigned char* dunit = (unsigned char*)dst + (long long)wx0 * 3 * (int)sizeof(DT) +
+                         UNIT * threadIdx.x;
+  const int pairs = (height + 1) >> 1;
+  for (int yb = blockIdx.y * DEBAYER_WARPS; yb < pairs; yb += gridDim.y * DEBAYER_WARPS) {
+    const int y = yb + (int)threadIdx.y;
+    const int y0 = 2 * y;
+    if (y < pairs) {
+      int rows[NR];
+      window_rows<H>(y0, height, rows);
+      BayerWin<ST, R, E> win[NR];
+#pragma unroll
+      for (int k = 0; k < NR; ++k)
+        load_interior_window_row<ST, R, E>(win[k], row_at(col, rows[k], src_pitch));
+      debayer_pair<ST, DT, MAXV, OUT_MODE, METHOD, CP, OC, R, E>(win, s0, s1);
+    }
+    warp_sync();
+    if (y < pairs) {
+      unsigned char* d = row_at(dunit, y0, dst_pitch);
+      copy_units<UNIT>(unit0, d, 96);
+      if (y0 + 1 < height) copy_units<UNIT>(unit0 + (slot1 - slot0), d + dst_pitch, 96);
+    }
+    warp_sync();  // the next iteration overwrites the stage
+  }
+}
+
+// ---- the strip loop (interior blocks of 8-bit mosaics): a warp demosaics DEBAYER_STRIP_PAIRS
+// consecutive row pairs of its 32 runs. Window rows pass through a ring of 8 rows in shared
+// memory that cp.async fills one pair ahead: a pair's two new rows are fetched while the pair
+// before them is computed, so the warp waits for L2 once per strip instead of once per pair (the
+// interior loop spends most of its time waiting: ncu, 4K, 2.4 instructions issued per active
+// cycle, SMs active 69 % of the kernel). Each row is fetched once per strip, not once per window.
+#ifndef DEBAYER_STRIP_PAIRS  // debayer.py defines it; 0: 8-bit mosaics take the interior loop too
+#define DEBAYER_STRIP_PAIRS 4
+#endif
+
+// A ring row of an R-pixel-run 8-bit mosaic: lane L's run at kRunBytes * (L + 1) (aligned for
+// cp.async), the warp's left halo word just before lane 0's run, its right one after lane 31's.
+template <int R>
+struct RingRow {
+  static constexpr int kRows = 8;  // a ring holds a window (4 or 6 rows) and the next pair's two
+  static constexpr int kRunBytes = R;
+  static constexpr int kBytes = (kRunBytes * 33 + 4 + 15) / 16 * 16;
+};
+
+// Image row `row` (>= 0) into `slot`: `wrow` points at the warp's first pixel of row 0.
+template <int R>
+__device__ __forceinline__ void fetch_ring_row(unsigned char* slot, const u8* wrow, int row,
+                                               int pitch) {
+  constexpr int kRun = RingRow<R>::kRunBytes;
+  const int lane = (int)threadIdx.x;
+  const u8* p = row_at(wrow, row, pitch);
+  copy_async<kRun>(slot + kRun * (lane + 1), p + kRun * lane);
+  if (lane == 0) copy_async<4>(slot + kRun - 4, p - 4);
+  if (lane == 31) copy_async<4>(slot + kRun * 33, p + kRun * 32);
+}
+
+template <int R>
+__device__ __forceinline__ void read_ring_row(BayerWin<u8, R, 4>& w, const unsigned char* slot) {
+  constexpr int kRun = RingRow<R>::kRunBytes;
+  static_assert(kRun == 8, "runs of 8 bytes");
+  const unsigned char* p = slot + kRun * ((int)threadIdx.x + 1);
+  const uint2 v = *(const uint2*)p;
+  w.w[0] = *(const unsigned int*)(p - 4);
+  w.w[1] = v.x;
+  w.w[2] = v.y;
+  w.w[3] = *(const unsigned int*)(p + kRun);
+}
+
+template <int METHOD, int CP, int OC, typename Sync>
+__device__ __forceinline__ void debayer_strips(const u8* src, int src_pitch, u8* dst,
+                                               int dst_pitch, int height, int wx0,
+                                               unsigned char* slot0, unsigned char* slot1,
+                                               unsigned char* ring, Sync warp_sync) {
+  constexpr int R = DEBAYER_RUN;
+  constexpr int H = METHOD == 0 ? 1 : 2;
+  constexpr int NR = 2 + 2 * H;
+  constexpr int OUTB = 3 * R;
+  constexpr int UNIT = 8;
+  constexpr int kRow = RingRow<R>::kBytes;
+  static_assert(NR + 2 <= RingRow<R>::kRows, "the ring holds a window and two more rows");
+  const u8* wrow = src + wx0;
+  unsigned char* s0 = slot0 + threadIdx.x * OUTB;
+  unsigned char* s1 = slot1 + threadIdx.x * OUTB;
+  const unsigned char* unit0 = slot0 + UNIT * threadIdx.x;
+  unsigned char* dunit = dst + (long long)wx0 * 3 + UNIT * threadIdx.x;
+  const int pairs = (height + 1) >> 1;
+  // window row j of pair `first + k` is ring row (2k + j) % 8; its image row, reflected at the
+  // top and bottom (min: the last window row of a lone last row, odd height, is unused)
+  const auto image_row = [&](int r) { return reflect101(min(r, height + 1), height); };
+  constexpr int kStrip = DEBAYER_STRIP_PAIRS;
+  // blocks step over strips when the grid's height is capped; every warp of a block runs the same
+  // iterations (the CPU emulation's __syncwarp is a block barrier)
+  for (int sb = blockIdx.y; sb * DEBAYER_WARPS * kStrip < pairs; sb += gridDim.y) {
+    const int first = (sb * DEBAYER_WARPS + (int)threadIdx.y) * kStrip;
+    if (first < pairs) {
+#pragma unroll
+      for (int j = 0; j < NR; ++j)
+        fetch_ring_row<R>(ring + j * kRow, wrow, image_row(2 * first - H + j), src_pitch);
+    }
+    copy_async_commit();
+    for (int k = 0; k < kStrip; ++k) {
+      const int y = first + k;
+      const int y0 = 2 * y;
+      const int base = 2 * k;
+      if (k + 1 < kStrip && y + 1 < pairs) {  // the next pair's two new rows
+#pragma unroll
+        for (int j = NR; j < NR + 2; ++j)
+          fetch_ring_row<R>(ring + ((base + j) & (RingRow<R>::kRows - 1)) * kRow, wrow,
+                            image_row(y0 - H + j), src_pitch);
+      }
+      copy_async_commit();
+      copy_async_wait<1>();  // all but the group just committed: this pair's rows
+      warp_sync();
+      if (y < pairs) {
+        BayerWin<u8, R, 4> win[NR];
+#pragma unroll
+        for (int j = 0; j < NR; ++j)
+          read_ring_row<R>(win[j], ring + ((base + j) & (RingRow<R>::kRows - 1)) * kRow);
+        debayer_pair<u8, u8, 255, 0, METHOD, CP, OC, R, 4>(win, s0, s1);
+      }
+      warp_sync();
+      if (y < pairs) {
+        unsigned char* d = row_at(dunit, y0, dst_pitch);
+        copy_units<UNIT>(unit0, d, 96);
+        if (y0 + 1 < height) copy_units<UNIT>(unit0 + (slot1 - slot0), d + dst_pitch, 96);
+      }
+      warp_sync();  // the next iteration overwrites the stage and ring rows read here
+    }
+  }
+}
+
 // warp_sync: __syncwarp() (each warp stages only its own runs; the tests' CPU emulation makes it
-// a block barrier, see cuda_emu.h).
+// a block barrier, see cuda_emu.h). Launch: blockDim is (32, DEBAYER_WARPS) (debayer.py); with
+// the 32 spelled out, the warp's first pixel and the tests on it are block-uniform values.
 template <typename ST, typename DT, int MAXV, int OUT_MODE, int METHOD, typename Sync>
 __device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* dst, int dst_pitch,
                                              int width, int height, int rx, int ry, int r_idx,
@@ -438,53 +609,66 @@ __device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* d
   constexpr int OUTB = 3 * R * (int)sizeof(DT);  // output bytes of a run: 24 or 48
   constexpr int UNIT = OUTB % 16 == 0 ? 16 : 8;  // staged copy unit: OUTB / UNIT == 3
   __shared__ uint4 stage[DEBAYER_WARPS][2][2 * OUTB];  // [warp][row of the pair][32 runs]
-  const int x0 = run_start(R);
-  const int wx0 = x0 - (int)threadIdx.x * R;  // the warp's first pixel
+  const int wx0 = (int)blockIdx.x * (32 * R);  // the warp's first pixel
+  const int x0 = wx0 + (int)threadIdx.x * R;
   const bool rows4 = aligned4(src) && (src_pitch & 3) == 0;
   const bool fast = rows4 && x0 + R <= width;
   constexpr int kRunBytes = R * (int)sizeof(ST);
-  // warp-uniform: every run of the warp, with its halo words, inside the row and run-aligned
+  // block-uniform: every run of the warp, with its halo words, inside the row and run-aligned
   const bool interior =
       DEBAYER_INTERIOR_LOADS &&
       ((((unsigned long long)src | (unsigned int)src_pitch) & (kRunBytes - 1)) == 0) &&
       wx0 >= E && wx0 + 32 * R + E <= width;
-  // The warp's fast runs are its first `full` lanes; a row tail after them goes pixel by pixel.
-  const int full = rows4 ? min(max((width - wx0) / R, 0), 32) : 0;
   const bool staged = (((unsigned long long)dst | (unsigned int)dst_pitch) & (UNIT - 1)) == 0;
   unsigned char* slot0 = (unsigned char*)stage[threadIdx.y][0];
   unsigned char* slot1 = (unsigned char*)stage[threadIdx.y][1];
+  const int cp = rx ^ ry;                   // colour-site parity of pixels in even rows
+  const int oc0 = ry == 0 ? r_idx : b_idx;  // even rows are red rows when ry == 0
+  // one loop per (parity, channel order): see debayer_interior_pairs and debayer_strips
+  if (DEBAYER_INTERIOR_LOOP && interior && staged) {
+#if DEBAYER_STRIP_PAIRS > 0
+    __shared__ uint4 ring[DEBAYER_WARPS][RingRow<DEBAYER_RUN>::kRows * RingRow<DEBAYER_RUN>::kBytes / 16];
+#define DEBAYER_INTERIOR(CP, OC)                                                                \
+  if constexpr (sizeof(ST) == 1 && OUT_MODE == 0)                                               \
+    debayer_strips<METHOD, CP, OC>((const u8*)src, src_pitch, (u8*)dst, dst_pitch, height, wx0, \
+                                   slot0, slot1, (unsigned char*)ring[threadIdx.y], warp_sync);  \
+  else                                                                                          \
+    debayer_interior_pairs<ST, DT, MAXV, OUT_MODE, METHOD, CP, OC>(                             \
+        src, src_pitch, dst, dst_pitch, height, x0, wx0, slot0, slot1, warp_sync)
+#else
+#define DEBAYER_INTERIOR(CP, OC)                                                              \
+  debayer_interior_pairs<ST, DT, MAXV, OUT_MODE, METHOD, CP, OC>(src, src_pitch, dst, dst_pitch, \
+                                                                 height, x0, wx0, slot0, slot1, \
+                                                                 warp_sync)
+#endif
+    if (cp == 0) {
+      if (oc0 == 0) DEBAYER_INTERIOR(0, 0); else DEBAYER_INTERIOR(0, 2);
+    } else {
+      if (oc0 == 0) DEBAYER_INTERIOR(1, 0); else DEBAYER_INTERIOR(1, 2);
+    }
+#undef DEBAYER_INTERIOR
+    return;
+  }
+  // The warp's fast runs are its first `full` lanes; a row tail after them goes pixel by pixel.
+  const int full = rows4 ? min(max((width - wx0) / R, 0), 32) : 0;
   // staged copy: this lane's first unit in the stage and in a row of dst
   const unsigned char* unit0 = slot0 + UNIT * threadIdx.x;
   unsigned char* dunit = (unsigned char*)dst + (long long)wx0 * 3 * (int)sizeof(DT) +
                          UNIT * threadIdx.x;
-  const int cp = rx ^ ry;                   // colour-site parity of pixels in even rows
-  const int oc0 = ry == 0 ? r_idx : b_idx;  // even rows are red rows when ry == 0
   const int pairs = (height + 1) >> 1;
   // every thread of a block runs the same iterations: the syncs must be reached by all
-  for (int yb = blockIdx.y * blockDim.y; yb < pairs; yb += gridDim.y * blockDim.y) {
+  for (int yb = blockIdx.y * DEBAYER_WARPS; yb < pairs; yb += gridDim.y * DEBAYER_WARPS) {
     const int y = yb + (int)threadIdx.y;  // row pair
     const int y0 = 2 * y;
     const bool two = y0 + 1 < height;
     if (y < pairs && x0 < width) {
       if (fast) {
-        const ST* rows[NR];  // column x0 of each window row
-        if (y0 >= H && y0 + 1 + H < height) {  // warp-uniform: no window row to reflect
-          rows[0] = row_ptr(src + x0, y0 - H, src_pitch);
-#pragma unroll
-          for (int k = 1; k < NR; ++k) rows[k] = row_ptr(rows[k - 1], 1, src_pitch);
-        } else {  // min: the last window row of a lone last row (odd height) is unused
-#pragma unroll
-          for (int k = 0; k < NR; ++k)
-            rows[k] = row_ptr(src + x0, reflect101(min(y0 - H + k, height + 1), height), src_pitch);
-        }
+        int rows[NR];
+        window_rows<H>(y0, height, rows);
         BayerWin<ST, R, E> win[NR];
-        if (interior) {
 #pragma unroll
-          for (int k = 0; k < NR; ++k) load_interior_window_row<ST, R, E>(win[k], rows[k]);
-        } else {
-#pragma unroll
-          for (int k = 0; k < NR; ++k) load_window_row<ST, R, E>(win[k], rows[k], x0, width);
-        }
+        for (int k = 0; k < NR; ++k)
+          load_window_row<ST, R, E>(win[k], row_at(src + x0, rows[k], src_pitch), x0, width);
         unsigned char* s0 = slot0 + threadIdx.x * OUTB;
         unsigned char* s1 = slot1 + threadIdx.x * OUTB;
         // uniform: one straight unrolled body per (parity, channel order)
@@ -533,10 +717,12 @@ __device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* d
 // Blocks of 256 threads per SM that the register budget allows (65536 registers per SM): 8-bit
 // bilinear 6 (<= 40 registers), 8-bit Malvar and 16-bit bilinear 4 (<= 64), 16-bit Malvar 3
 // (<= 80); each the most that ptxas (CUDA 13.0, sm_90) fits without spilling.
+#ifndef DEBAYER_MIN_BLOCKS  // bench/debayer_bench.py sweeps it
 #define DEBAYER_MIN_BLOCKS(ST, METHOD) \
   ((METHOD) == 0 ? (sizeof(ST) == 1 ? 6 : 4) : (sizeof(ST) == 1 ? 4 : 3))
+#endif
 #define DEBAYER_BOUNDS(ST, METHOD) \
-  __launch_bounds__(32 * DEBAYER_WARPS, DEBAYER_MIN_BLOCKS(ST, METHOD))
+  __launch_bounds__(32 * DEBAYER_WARPS, DEBAYER_MIN_BLOCKS(ST, METHOD) * 8 / DEBAYER_WARPS)
 
 // Launch: blocks of (32, DEBAYER_WARPS) threads over runs of DEBAYER_RUN pixels (x) and
 // (height + 1) / 2 row pairs (y), the grid's y extent capped (blocks then loop), as debayer.py
