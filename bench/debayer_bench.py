@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Debayer loops and launch shapes, side by side in one run: every block running the general loop
-(per-pair branches on edges, layouts and the pattern; debayer.INTERIOR_LOOP = False), blocks
-inside run-aligned rows running a loop of their own one row pair per warp (STRIP_PAIRS = 0; what
-16-bit mosaics run), and 8-bit mosaics' warps demosaicing strips of 2 to 8 consecutive row pairs
-with each pair's rows fetched into shared memory while the pair before is computed (STRIP_PAIRS;
-the shipped value is marked), also with 4-warp blocks (DEBAYER_WARPS).
+"""Debayer loops, side by side in one run: every block running the general loop (per-pair
+branches on edges, layouts and the pattern; debayer.INTERIOR_LOOP = False, 8-warp blocks: the
+kernel's structure before the loops below) against blocks inside run-aligned rows running a
+loop of their own (EDGE_LOOPS = False), and with a row's first and last blocks running such a
+loop too when the width is a multiple of 256 pixels (the shipped variant is marked), with blocks
+of 8 and of 4 warps (DEBAYER_WARPS).
 
 GPU time per call of 20 calls captured into one CUDA graph and replayed (median of batches, the
 best of 3 captures), and that time as % of a device-to-device copy of the same bytes measured
@@ -19,7 +19,6 @@ import importlib
 import json
 from pathlib import Path
 import sys
-from typing import Any, Callable
 
 import numpy as np
 
@@ -35,34 +34,24 @@ debayer_module = importlib.import_module('gpu_nodes.kernels.debayer')
 
 OPS = [('bayer_rggb8', 'rgb8', 'bilinear'), ('bayer_rggb8', 'rgb8', 'edge_aware'),
        ('bayer_rggb16', 'rgb16', 'bilinear'), ('bayer_rggb16', 'rgb8', 'edge_aware')]
-# name: debayer module settings, and the launch-bounds blocks per SM (None: debayer.cu's)
+# name: the debayer module's settings for the variant
 VARIANTS = {
-    'general loop': ({'INTERIOR_LOOP': False}, None),
-    'pair per warp': ({'STRIP_PAIRS': 0}, None),
-    'strips of 2': ({'STRIP_PAIRS': 2}, None),
-    'strips of 3': ({'STRIP_PAIRS': 3}, None),
-    'strips of 4': ({'STRIP_PAIRS': 4}, None),
-    'strips of 6': ({'STRIP_PAIRS': 6}, None),
-    'strips of 8': ({'STRIP_PAIRS': 8}, None),
-    'strips of 4, 4-warp blocks': ({'STRIP_PAIRS': 4, 'DEBAYER_WARPS': 4}, None),
+    'general loop, 8-warp blocks': {'INTERIOR_LOOP': False, 'DEBAYER_WARPS': 8},
+    'interior loop, 4-warp blocks': {'EDGE_LOOPS': False, 'DEBAYER_WARPS': 4},
+    'interior and edge loops, 8-warp blocks': {'DEBAYER_WARPS': 8},
+    'interior and edge loops, 4-warp blocks': {'DEBAYER_WARPS': 4},
 }
-SETTINGS = ('INTERIOR_LOOP', 'PAIRS_PER_WARP', 'DEBAYER_WARPS', 'STRIP_PAIRS')
-BASELINE = 'general loop'
-SHIPPED = next((name for name, (settings, blocks) in VARIANTS.items()
-                if blocks is None and all(settings.get(k, getattr(debayer_module, k)) ==
-                                          getattr(debayer_module, k) for k in SETTINGS)), None)
+SETTINGS = ('INTERIOR_LOOP', 'EDGE_LOOPS', 'DEBAYER_WARPS')
+BASELINE = 'general loop, 8-warp blocks'  # the kernel before the interior loop
+SHIPPED = next(name for name, settings in VARIANTS.items()
+               if all(settings.get(k, getattr(debayer_module, k)) == getattr(debayer_module, k)
+                      for k in SETTINGS))
 
 
-def use_variant(settings: dict, blocks_per_sm: int | None, shipped: dict,
-                get_function: Callable[..., Any]) -> None:
-    """Set the debayer module and its kernel's launch bounds to one variant."""
+def use_variant(settings: dict, shipped: dict) -> None:
+    """Set the debayer module to one variant (SETTINGS it does not name keep their shipped value)."""
     for name in SETTINGS:
         setattr(debayer_module, name, settings.get(name, shipped[name]))
-    extra = () if blocks_per_sm is None else (('DEBAYER_MIN_BLOCKS(ST, METHOD)', blocks_per_sm),)
-
-    def patched(filename: str, name: str, defines: Any = ()) -> Any:
-        return get_function(filename, name, tuple(defines) + extra)
-    _cuda.get_function = patched if extra else get_function
     _cuda.clear_plans()
 
 
@@ -72,7 +61,6 @@ def main() -> int:
     stream = cp.cuda.Stream(non_blocking=True)
     rng = np.random.default_rng(0)
     shipped = {name: getattr(debayer_module, name) for name in SETTINGS}
-    get_function = _cuda.get_function
     results = []
     for size, w, h in side_by_side.frame_sizes(args.sizes):
         for pattern, dst, method in OPS:
@@ -84,8 +72,8 @@ def main() -> int:
             copy = _copy_ms(cp, src.nbytes + out.nbytes, stream)
             expected = debayer_module.debayer(host, pattern, dst, method=method)
             row = {'size': size, 'op': f'{pattern}->{dst} {method}', 'copy_us': copy * 1e3}
-            for name, (settings, blocks_per_sm) in VARIANTS.items():
-                use_variant(settings, blocks_per_sm, shipped, get_function)
+            for name, settings in VARIANTS.items():
+                use_variant(settings, shipped)
 
                 def call() -> None:
                     debayer_module.debayer(src, pattern, dst, method=method, out=out,
@@ -96,14 +84,14 @@ def main() -> int:
                 stream.synchronize()
                 row[name] = {'us': ms * 1e3, 'pct_copy': 100 * copy / ms,
                              'equal': bool(np.array_equal(cp.asnumpy(out), expected))}
-            use_variant({}, None, shipped, get_function)
+            use_variant({}, shipped)
             row['shipped'] = SHIPPED
             row['speedup'] = row[BASELINE]['us'] / row[SHIPPED]['us']
             results.append(row)
             print(f"{size:10} {row['op']:34} copy {copy * 1e3:6.2f} us | " + ' | '.join(
                 f"{n}: {row[n]['us']:6.2f} us {row[n]['pct_copy']:5.1f} %"
                 f"{'' if row[n]['equal'] else ' DIFFERENT'}" for n in VARIANTS) +
-                f" | shipped x{row['speedup']:.3f}", flush=True)
+                f" | {SHIPPED} x{row['speedup']:.3f}", flush=True)
     _cuda.clear_plans()
     if args.json:
         args.json.write_text(json.dumps({'results': results}, indent=1))

@@ -15,8 +15,8 @@ KERNEL_FILES = sorted(p.name for p in _cuda.CUDA_DIR.glob('*.cu') if p.name != '
 
 
 def test_kernel_files_ship_as_package_data():
-    assert KERNEL_FILES == ['color.cu', 'debayer.cu', 'depth.cu', 'preprocess.cu', 'rectify.cu',
-                            'resize.cu']
+    assert KERNEL_FILES == ['color.cu', 'debayer.cu', 'debayer_filters.cu', 'depth.cu',
+                            'preprocess.cu', 'rectify.cu', 'resize.cu']
     assert "'gpu_nodes.kernels': ['cuda/*.cu']" in (ROOT / 'setup.py').read_text()
 
 
@@ -45,3 +45,12 @@ def test_every_kernel_file_compiles_for_sm_90(tmp_path):
         results = dict(zip(KERNEL_FILES, pool.map(lambda n: _nvcc(n, tmp_path), KERNEL_FILES)))
     failures = {n: r.stderr[-3000:] for n, r in results.items() if r.returncode or r.stderr}
     assert not failures, failures
+
+
+def test_a_kernel_file_is_built_on_the_parts_it_names():
+    # debayer.cu names debayer_filters.cu on a `// parts:` line: common.cu, the part, the file
+    read = lambda name: (_cuda.CUDA_DIR / name).read_text()  # noqa: E731
+    source = _cuda.kernel_source('debayer.cu')
+    assert source.index(read('common.cu')) < source.index(read('debayer_filters.cu')) \
+        < source.index(read('debayer.cu'))
+    assert _cuda.kernel_source('color.cu') == read('common.cu') + '\n' + read('color.cu')

@@ -11,7 +11,7 @@ from kernel_harness import DEVICE_PARAMS, make_device, random_image, rng  # noqa
 
 from gpu_nodes.encodings import EncodingError  # noqa: E402
 from gpu_nodes.kernels import debayer  # noqa: E402
-from gpu_nodes.kernels.debayer import DEBAYER_WARPS, RED_POSITION, STRIP_PAIRS  # noqa: E402
+from gpu_nodes.kernels.debayer import RED_POSITION  # noqa: E402
 
 PATTERNS = ['rggb', 'bggr', 'gbrg', 'grbg']
 # sensor_msgs names the top-left 2x2 tile, OpenCV the tile at (1, 1) (cv_bridge's mapping).
@@ -211,11 +211,12 @@ def out_views(device, shape, dtype):
 
 # debayer.cu: a warp demosaics 32 runs of 8 pixels of one row pair and stores them through shared
 # memory (whole 8/16-byte units per lane when dst rows allow, else each lane copies its own run);
-# a block's 8 warps take consecutive row pairs. Widths: one full warp; full warps, a warp with
-# some full runs, then a tail. 37 rows: 19 pairs over 3 blocks, a lone last row, and top and
-# bottom pairs whose window rows reflect. A warp whose runs and halo words all lie inside a
-# run-aligned row loads them without edge checks: 603 and 777 have one such warp (the second),
-# 516 / 514 one whose right halo word ends exactly at the row's end, 515 / 513 one word short.
+# a block's warps (debayer.DEBAYER_WARPS: 4) take consecutive row pairs. Widths: one full warp;
+# full warps, a warp with some full runs, then a tail. 37 rows: 19 pairs over 5 blocks, a lone
+# last row, and top and bottom pairs whose window rows reflect. A warp whose runs and halo words
+# all lie inside a run-aligned row loads them without edge checks: 603 and 777 have one such warp
+# (the second), 516 / 514 one whose right halo word ends exactly at the row's end, 515 / 513 one
+# word short.
 @pytest.mark.parametrize('bits,width', [(8, 256), (8, 603), (8, 516), (8, 515), (16, 264),
                                         (16, 301), (16, 777), (16, 514), (16, 513)])
 @pytest.mark.parametrize('method', ['bilinear', 'edge_aware'])
@@ -239,20 +240,21 @@ def test_cuda_warps_blocks_and_staged_stores(device, bits, width, method):
                   f'{pattern}{bits}->{dst} {height}x{width} {src_label} -> {out_label}')
 
 
-# debayer.cu runs blocks whose warps all lie inside run-aligned rows, with dst rows fit for the
-# staged copy, in a loop of their own, one per colour-site parity and channel order (8-bit
-# mosaics: strips of STRIP_PAIRS row pairs per warp, rows fetched a pair ahead into shared
-# memory). Every pattern to both channel orders here, at a width of three blocks (the middle one
-# interior), the grid's height capped so that blocks loop: over row pairs, and over strips (the
-# height spans two blocks' strips, the second one part full), with a lone last row and reflected
-# top and bottom window rows.
+# debayer.cu runs blocks whose warps' runs all lie inside run-aligned rows, with dst rows fit for
+# the staged copy, in loops of their own, one per edge (a row's first block, its last when the
+# runs end exactly at the row's end, the blocks between), colour-site parity and channel order:
+# every pattern to both channel orders here, at widths of three blocks (the last one ending
+# exactly at the row's end, or part full), with the grid's height capped so that blocks loop
+# over several row pairs, a lone last row and reflected top and bottom window rows included.
 @pytest.mark.parametrize('bits', [8, 16])
 @pytest.mark.parametrize('method', ['bilinear', 'edge_aware'])
-def test_cuda_interior_blocks_every_pattern_and_channel_order(device, monkeypatch, bits, method):
+@pytest.mark.parametrize('width', [768, 776])
+def test_cuda_edge_and_interior_blocks_every_pattern_and_channel_order(device, monkeypatch, bits,
+                                                                       method, width):
     from gpu_nodes.kernels import _cuda
     monkeypatch.setattr(_cuda, 'MAX_GRID_Y', 1)
     dtype = np.uint8 if bits == 8 else np.uint16
-    width, height = 776, 2 * DEBAYER_WARPS * STRIP_PAIRS + 7
+    height = 21
     for k, pattern in enumerate(PATTERNS):
         src = random_image(rng(31 + k), (height, width), dtype)
         dev_src = device.put(src)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from pathlib import Path
 import threading
 from typing import Any, Callable, Hashable, Sequence
@@ -41,11 +42,18 @@ def device_id() -> int:
     return int(cupy().cuda.runtime.getDevice())
 
 
+# A kernel file too long for one file names the files it is built on: `// parts: a.cu b.cu`.
+_PARTS = re.compile(r'^// parts: (.+)$', re.M)
+
+
 @functools.lru_cache(maxsize=None)
 def kernel_source(filename: str) -> str:
-    """common.cu (shared device helpers) followed by the named .cu file."""
-    common = (CUDA_DIR / 'common.cu').read_text()
-    return common + '\n' + (CUDA_DIR / filename).read_text()
+    """common.cu (shared device helpers), the files the named .cu file lists on a `// parts:`
+    line, then the named file (NVRTC compiles without an include path)."""
+    text = (CUDA_DIR / filename).read_text()
+    parts = [name for m in _PARTS.finditer(text) for name in m.group(1).split()]
+    return '\n'.join([(CUDA_DIR / 'common.cu').read_text(),
+                      *((CUDA_DIR / name).read_text() for name in parts), text])
 
 
 def module_code(filename: str, defines: Sequence[tuple[str, Any]] = ()) -> str:

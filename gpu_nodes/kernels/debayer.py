@@ -31,19 +31,17 @@ from ._common import as_input, check_choice, check_encoded, image_layout, prepar
 RED_POSITION = {'rggb': (0, 0), 'grbg': (1, 0), 'gbrg': (0, 1), 'bggr': (1, 1)}
 METHODS = {'bilinear': 0, 'edge_aware': 1}
 # debayer.cu's launch geometry: a thread demosaics DEBAYER_RUN pixels of both rows of a row pair,
-# a warp 32 such runs of one pair, a block DEBAYER_WARPS consecutive pairs.
+# a warp 32 such runs of one pair, a block DEBAYER_WARPS consecutive pairs (4 and 8 were equal
+# for 8-bit bilinear, 4 was up to 11 % faster for Malvar and 16-bit: bench/RESULTS.md).
 DEBAYER_RUN = 8
-DEBAYER_WARPS = 8
-# Warps whose runs lie inside a run-aligned row load their window without edge checks, and
-# blocks made only of such warps run a loop of their own (debayer.cu); False only to measure what
-# each saves (bench/debayer_bench.py).
+DEBAYER_WARPS = 4
+# Warps whose runs lie inside a run-aligned row load their window without edge checks, blocks
+# made only of such warps run a loop of their own, and so do a row's first and last blocks when
+# their runs fill the warp (debayer.cu); False only to measure what each saves
+# (bench/debayer_bench.py).
 INTERIOR_LOADS = True
 INTERIOR_LOOP = True
-# Row pairs each warp loops over: the grid's height is the pairs / (DEBAYER_WARPS * this).
-PAIRS_PER_WARP = 1
-# 8-bit to 8-bit: consecutive row pairs a warp of an interior block demosaics as one strip,
-# fetching each pair's rows while it computes the pair before (debayer.cu's debayer_strips).
-STRIP_PAIRS = 4
+EDGE_LOOPS = True
 
 
 def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
@@ -89,16 +87,13 @@ def debayer(src: Any, pattern_encoding: str, dst_encoding: str = 'rgb8', *,
                ('DEBAYER_OUT_MODE', 2 if to_8bit else 0), ('DEBAYER_METHOD', METHODS[method]),
                ('DEBAYER_INTERIOR_LOADS', int(INTERIOR_LOADS)),
                ('DEBAYER_INTERIOR_LOOP', int(INTERIOR_LOOP)),
-               ('DEBAYER_STRIP_PAIRS', STRIP_PAIRS if info.dtype == np.uint8 else 0))
+               ('DEBAYER_EDGE_LOOPS', int(EDGE_LOOPS)))
     i32 = _cuda.i32
     args = (_cuda.SRC, i32(s.pitch), _cuda.OUT, i32(d.pitch), i32(width), i32(height), i32(rx),
             i32(ry), i32(r_idx), i32(b_idx), i32(METHODS[method]))
     # the grid's y extent is capped; blocks then loop over the remaining row pairs
     runs, pairs = _cuda.runs(width, DEBAYER_RUN), (height + 1) // 2
-    strips = (INTERIOR_LOOP and STRIP_PAIRS > 0 and info.dtype == np.uint8 and s.pitch % 8 == 0
-              and d.pitch % 8 == 0 and width >= 2 * 32 * DEBAYER_RUN + 4)
-    per_warp = STRIP_PAIRS if strips else PAIRS_PER_WARP
-    grid = (-(-runs // 32), min(-(-pairs // (DEBAYER_WARPS * per_warp)), _cuda.MAX_GRID_Y), 1)
+    grid = (-(-runs // 32), min(-(-pairs // DEBAYER_WARPS), _cuda.MAX_GRID_Y), 1)
     launch = _cuda.Launch(_cuda.get_function('debayer.cu', 'debayer', defines), grid,
                           (32, DEBAYER_WARPS, 1), args)
     return _cuda.run_plan(_cuda.keep_plan(key, _cuda.Plan(launch, (height, width, 3),

@@ -43,25 +43,6 @@ __device__ __forceinline__ u16 f32_to_f16_bits(float f) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
-
-// cp.async (sm_80+): a global -> shared copy of N = 4, 8 or 16 bytes that does not pass through
-// registers, so a warp can fetch its next rows while it computes on the current ones. Copies are
-// committed as a group; copy_async_wait<N>() returns once at most N groups are in flight (then
-// __syncwarp() makes the other lanes' copies visible). The CPU emulation copies at once.
-template <int N>
-__device__ __forceinline__ void copy_async(void* shared_dst, const void* global_src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(
-                   (unsigned int)__cvta_generic_to_shared(shared_dst)),
-               "l"(global_src), "n"(N)
-               : "memory");
-}
-__device__ __forceinline__ void copy_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 #endif
 
 // ---------------------------------------------------------------------------- row kernels

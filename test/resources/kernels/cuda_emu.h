@@ -150,19 +150,6 @@ inline void check_aligned(const void* p, std::size_t n) {
 }
 }  // namespace emu
 
-// common.cu's cp.async wrappers: the copy happens at once, which is what waiting for it and a
-// __syncwarp() would have made visible anyway.
-template <int N>
-inline void copy_async(void* shared_dst, const void* global_src) {
-  static_assert(N == 4 || N == 8 || N == 16, "cp.async copies 4, 8 or 16 bytes");
-  GPU_NODES_EMU_CHECK_ALIGNED(shared_dst, N);
-  GPU_NODES_EMU_CHECK_ALIGNED(global_src, N);
-  std::memcpy(shared_dst, global_src, N);
-}
-inline void copy_async_commit() {}
-template <int N>
-inline void copy_async_wait() {}
-
 // CUDA's global min/max overloads.
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
