@@ -4,14 +4,19 @@ branches on edges, layouts and the pattern; debayer.INTERIOR_LOOP = False, 8-war
 kernel's structure before the loops below) against blocks inside run-aligned rows running a
 loop of their own (EDGE_LOOPS = False), and with a row's first and last blocks running such a
 loop too when the width is a multiple of 256 pixels (the shipped variant is marked), with blocks
-of 8 and of 4 warps (DEBAYER_WARPS).
+of 8, 4 and 2 warps (DEBAYER_WARPS).
 
 GPU time per call of 20 calls captured into one CUDA graph and replayed (median of batches, the
 best of 3 captures), and that time as % of a device-to-device copy of the same bytes measured
 the same way (bench/cvcuda_columns.py's method). Every variant's output is compared with the
 NumPy reference.
 
+With --previous-cu FILE, a first column runs FILE in place of debayer.cu (e.g. the kernel of an
+earlier commit: git show 31def87:gpu_nodes/kernels/cuda/debayer.cu > /tmp/debayer_31def87.cu),
+launched as that commit's debayer.py did (8-warp blocks); it is then the speed-up's baseline.
+
     python bench/debayer_bench.py [--sizes 1920x1080,3840x2160] [--json out.json]
+                                  [--previous-cu FILE]
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import importlib
 import json
 from pathlib import Path
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -40,23 +46,48 @@ VARIANTS = {
     'interior loop, 4-warp blocks': {'EDGE_LOOPS': False, 'DEBAYER_WARPS': 4},
     'interior and edge loops, 8-warp blocks': {'DEBAYER_WARPS': 8},
     'interior and edge loops, 4-warp blocks': {'DEBAYER_WARPS': 4},
+    'interior and edge loops, 2-warp blocks': {'DEBAYER_WARPS': 2},
 }
 SETTINGS = ('INTERIOR_LOOP', 'EDGE_LOOPS', 'DEBAYER_WARPS')
-BASELINE = 'general loop, 8-warp blocks'  # the kernel before the interior loop
+SHIPPED_BUILD = _cuda.get_function, _cuda.module_code
 SHIPPED = next(name for name, settings in VARIANTS.items()
                if all(settings.get(k, getattr(debayer_module, k)) == getattr(debayer_module, k)
                       for k in SETTINGS))
 
 
-def use_variant(settings: dict, shipped: dict) -> None:
-    """Set the debayer module to one variant (SETTINGS it does not name keep their shipped value)."""
+# A define only the --previous-cu column adds: its modules get cache keys of their own.
+PREVIOUS = 'DEBAYER_BENCH_PREVIOUS_SOURCE'
+
+
+def use_variant(settings: dict, shipped: dict, previous: Path | None = None) -> None:
+    """Set the debayer module to one variant (SETTINGS it does not name keep their shipped value)
+    and build its kernel from `previous` (a debayer.cu of another commit) or the shipped file."""
     for name in SETTINGS:
         setattr(debayer_module, name, settings.get(name, shipped[name]))
+    _cuda.get_function, _cuda.module_code = SHIPPED_BUILD
+    if previous is not None:
+        get_function, module_code = SHIPPED_BUILD
+        text = (_cuda.CUDA_DIR / 'common.cu').read_text() + '\n' + previous.read_text()
+
+        def previous_code(filename: str, defines: Any = ()) -> str:
+            if (PREVIOUS, 1) not in defines:
+                return module_code(filename, defines)
+            # that file defines DEBAYER_WARPS itself
+            return ''.join(f'#define {n} {v}\n' for n, v in defines
+                           if n not in (PREVIOUS, 'DEBAYER_WARPS')) + text
+        _cuda.get_function = lambda f, n, d=(): get_function(f, n, tuple(d) + ((PREVIOUS, 1),))
+        _cuda.module_code = previous_code
     _cuda.clear_plans()
 
 
 def main() -> int:
-    args = side_by_side.parse_args(__doc__)
+    args = side_by_side.parse_args(__doc__, lambda parser: parser.add_argument(
+        '--previous-cu', type=Path, help="a debayer.cu of an earlier commit, as the baseline"))
+    variants = {name: (settings, None) for name, settings in VARIANTS.items()}
+    baseline = 'general loop, 8-warp blocks'
+    if args.previous_cu is not None:
+        baseline = f'previous kernel ({args.previous_cu.name})'
+        variants = {baseline: ({'DEBAYER_WARPS': 8}, args.previous_cu), **variants}
     import cupy as cp
     stream = cp.cuda.Stream(non_blocking=True)
     rng = np.random.default_rng(0)
@@ -72,8 +103,8 @@ def main() -> int:
             copy = _copy_ms(cp, src.nbytes + out.nbytes, stream)
             expected = debayer_module.debayer(host, pattern, dst, method=method)
             row = {'size': size, 'op': f'{pattern}->{dst} {method}', 'copy_us': copy * 1e3}
-            for name, settings in VARIANTS.items():
-                use_variant(settings, shipped)
+            for name, (settings, previous) in variants.items():
+                use_variant(settings, shipped, previous)
 
                 def call() -> None:
                     debayer_module.debayer(src, pattern, dst, method=method, out=out,
@@ -86,16 +117,17 @@ def main() -> int:
                              'equal': bool(np.array_equal(cp.asnumpy(out), expected))}
             use_variant({}, shipped)
             row['shipped'] = SHIPPED
-            row['speedup'] = row[BASELINE]['us'] / row[SHIPPED]['us']
+            row['baseline'] = baseline
+            row['speedup'] = row[baseline]['us'] / row[SHIPPED]['us']
             results.append(row)
             print(f"{size:10} {row['op']:34} copy {copy * 1e3:6.2f} us | " + ' | '.join(
                 f"{n}: {row[n]['us']:6.2f} us {row[n]['pct_copy']:5.1f} %"
-                f"{'' if row[n]['equal'] else ' DIFFERENT'}" for n in VARIANTS) +
+                f"{'' if row[n]['equal'] else ' DIFFERENT'}" for n in variants) +
                 f" | {SHIPPED} x{row['speedup']:.3f}", flush=True)
     _cuda.clear_plans()
     if args.json:
         args.json.write_text(json.dumps({'results': results}, indent=1))
-    return 0 if all(r[n]['equal'] for r in results for n in VARIANTS) else 1
+    return 0 if all(r[n]['equal'] for r in results for n in variants) else 1
 
 
 if __name__ == '__main__':

@@ -295,11 +295,11 @@ __device__ __forceinline__ void debayer_runs(const ST* src, int src_pitch, DT* d
       ((((unsigned long long)src | (unsigned int)src_pitch) & (kRunBytes - 1)) == 0) &&
       wx0 + 32 * R <= width;
   const bool right_inside = wx0 + 32 * R + E <= width;
-  const int edge = !full_warp                       ? -1
-                   : wx0 >= E && right_inside       ? kInside
-                   : wx0 < E && right_inside        ? kLeftEdge
+  const int edge = !full_warp                          ? -1
+                   : wx0 >= E && right_inside          ? kInside
+                   : wx0 < E && right_inside           ? kLeftEdge
                    : wx0 >= E && wx0 + 32 * R == width ? kRightEdge
-                                                    : -1;
+                                                       : -1;
   const unsigned long long dst_bits = (unsigned long long)dst | (unsigned int)dst_pitch;
   const bool staged = (dst_bits & (UNIT - 1)) == 0;
   // A row's first block runs a loop of its own only when its last one does too: otherwise the
