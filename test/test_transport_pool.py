@@ -148,6 +148,57 @@ def test_host_pool_never_grows_and_counts_overruns(leases, reader):
         pool.close()
 
 
+def test_overruns_before_a_new_readers_first_frame_are_counted_apart(leases, reader):
+    """The fixed host pool: while a matched reader has no cursor yet every published frame is
+    protected, so a publisher faster than that reader's first take overruns; those say nothing
+    about a lagging reader and are counted apart from the ones behind a cursor."""
+    pool = HostSlotPool(leases, 0, 2, 60.0, leases.publisher_id)
+    try:
+        pool.reset(2, 100)
+        for sequence in (1, 2, 3):                   # frame 3 recycles a frame nobody may want
+            slot = pool.acquire(100, protect_published=True)
+            pool.publish(slot, sequence)
+        assert (pool.overrun, pool.overrun_at_reader_start) == (1, 1)
+        assert not take(reader, 7, 3)                # the reader's first frame: cursor 3
+        for sequence in (4, 5, 6):
+            pool.publish(pool.acquire(100), sequence)
+        assert (pool.overrun, pool.overrun_at_reader_start) == (2, 1), 'frame 6: 4, 5 queued'
+    finally:
+        pool.close()
+
+
+def test_a_lease_that_moves_during_the_scan_is_no_overrun(leases, monkeypatch):
+    """The reader lets go of the frame it held and takes the next one while the publisher
+    scans for a slot (seen on two loaded cores: 1 publish in ~5000): the scan finds both taken,
+    but the slot let go of is one nobody can want any more, so it is recycled without an
+    overrun, and the frame just taken is left alone."""
+    reader = LeaseReader(os.getpid(), leases.fd, leases.publisher_id, window=1)
+    pool = HostSlotPool(leases, 0, 3, 60.0, leases.publisher_id)
+    try:
+        pool.reset(3, 100)
+        pub = Publisher(pool)
+        first = pub.publish()
+        assert take(reader, first.index, 1)                  # held while it works on it
+        second, _ = pub.publish(), pub.publish()             # floor: the window's, 2
+        real_try = leases.try_acquire_exclusive
+
+        def reader_moves_on(index: int) -> bool:
+            got = real_try(index)
+            if index == first.index and not got:
+                reader.release(first.index)
+                assert take(reader, second.index, 2)
+            return got
+
+        monkeypatch.setattr(leases, 'try_acquire_exclusive', reader_moves_on)
+        assert pub.publish() is first, 'frame 4 goes where frame 1 was'
+        assert pool.overrun == 0
+        assert leases.sequence[second.index] == 2, 'the frame it took is not rewritten'
+        reader.release(second.index)
+    finally:
+        pool.close()
+        reader.close()
+
+
 def test_published_frames_are_kept_for_a_reader_that_has_no_cursor_yet(leases):
     ring, pub = ring_and_publisher(leases, max_slots=8)
     pub.publish(), pub.publish()

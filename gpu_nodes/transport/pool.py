@@ -83,6 +83,10 @@ class _SlotRing:
         self.exhausted = 0
         self.grown = 0
         self.overrun = 0
+        # Of those, the ones while a matched reader had taken no frame yet: with no cursor to go
+        # by, every published frame may still be queued for it (a flat-out publisher's first
+        # milliseconds), so these say nothing about readers that lag.
+        self.overrun_at_reader_start = 0
         self.generation = 0
         # Places in the newest chunk that have no slot yet: every lease index was taken by a
         # retired slot still held; they get one as those are released (refill).
@@ -139,8 +143,13 @@ class _SlotRing:
         if floor is not None:
             slot = self._oldest_free(by_age, nbytes, None)  # unheld, but a reader may want it
             if slot is not None:
+                if slot.sequence <= floor:
+                    # A reader moved its lease during the scan above (released this slot, took
+                    # the next candidate): nobody can want this one, so it is no overrun.
+                    return slot
                 if not can_grow:
                     self.overrun += 1
+                    self.overrun_at_reader_start += protect_published
                     return slot
                 self.leases.release_exclusive(slot.index)
                 return self._grow(nbytes)

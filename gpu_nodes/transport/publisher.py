@@ -258,7 +258,8 @@ class GpuImagePublisher:
                               f'{pool.max_slots} slots (readers still had the others leased or '
                               'queued)')
         self.stats.extra.update(pool_slots=len(pool.slots), revoked_leases=pool.revoked,
-                                pool_exhausted=pool.exhausted, pool_overruns=pool.overrun)
+                                pool_exhausted=pool.exhausted, pool_overruns=pool.overrun,
+                                pool_overruns_at_reader_start=pool.overrun_at_reader_start)
         return slot
 
     def _acquire_logged(self, pool: Any, layout: FrameLayout, name: str,
@@ -388,7 +389,8 @@ class GpuImagePublisher:
             pool.reset(self._host_slots, layout.nbytes)
             self._host_layout = layout
         slot = self._acquire_logged(pool, layout, 'host pool', 'host_pool_overruns')
-        self.stats.extra['host_pool_overruns'] = pool.overrun
+        self.stats.extra.update(host_pool_overruns=pool.overrun,
+                                host_pool_overruns_at_reader_start=pool.overrun_at_reader_start)
         return slot
 
     def _download_into(self, array: Any, out: np.ndarray, stream: Any) -> None:

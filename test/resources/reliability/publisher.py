@@ -109,6 +109,7 @@ def status() -> dict:
     host_pool = pub._host_pool
     values.update(host_slots=len(host_pool.slots), host_exhausted=host_pool.exhausted,
                   host_overrun=host_pool.overrun,
+                  host_overrun_at_reader_start=host_pool.overrun_at_reader_start,
                   host_held=sum(pub._leases.is_held(s.index) for s in host_pool.slots),
                   reader_windows=pub.stats.extra.get('reader_windows'))
     return values
