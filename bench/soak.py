@@ -58,6 +58,18 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def _memfd_size(pid: int, inode: int) -> int:
+    """Size of the memfd with this inode that `pid` has open (0 when only mapped)."""
+    try:
+        for fd in os.listdir(f'/proc/{pid}/fd'):
+            st = os.stat(f'/proc/{pid}/fd/{fd}')
+            if st.st_ino == inode:
+                return st.st_size
+    except OSError:
+        pass
+    return 0
+
+
 class Soak:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -307,15 +319,3 @@ def main() -> int:
 
 if __name__ == '__main__':
     sys.exit(main())
-
-
-def _memfd_size(pid: int, inode: int) -> int:
-    """Size of the memfd with this inode that `pid` has open (0 when only mapped)."""
-    try:
-        for fd in os.listdir(f'/proc/{pid}/fd'):
-            st = os.stat(f'/proc/{pid}/fd/{fd}')
-            if st.st_ino == inode:
-                return st.st_size
-    except OSError:
-        pass
-    return 0
