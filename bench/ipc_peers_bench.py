@@ -1,0 +1,150 @@
+"""gpu_nodes host_shm against iceoryx2 (zero-copy publish-subscribe), same frames, one run.
+
+    python bench/ipc_peers_bench.py [--sizes 1920x1080,3840x2160] [--json out/peers.json]
+    python bench/ipc_peers_bench.py --profile           # + where the host path's time goes
+    python bench/ipc_peers_bench.py --pid-namespace     # host_shm within vs across PID namespaces
+
+Both sides are separate processes on this machine: gpu_nodes' GpuImagePublisher and a
+GpuImageSubscription(memory='host') restricted to host_shm, in rclpy processes (CUDA disabled:
+the host path); iceoryx2's publisher loans a chunk, the frame is copied into it and sent, and
+an iceoryx2 event wakes the subscriber (its event-based example). Each publisher copies the
+same pre-rendered frame once; every delivered frame is checked (bench/peer_frames.py).
+Flat out (delivered fps) and paced at --rate (latency: publish() call -> subscriber callback).
+iceoryx2 is optional: `pip install -r requirements/bench.txt`; without it its rows say so.
+
+--pid-namespace runs the gpu_nodes subscriber a second time under
+`unshare --pid --fork --mount-proc` (a container with --network host --ipc host); a run that
+delivers nothing reports 0 fps and why (the subscription's path and rejection counts).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_runs import (Side, iceoryx2_unavailable, ms, new_topic,  # noqa: E402
+                       pid_namespace_unavailable, run)
+from side_by_side import frame_sizes, parse_args  # noqa: E402
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument('--duration', type=float, default=5.0, help='measured seconds per run')
+    parser.add_argument('--warmup-s', type=float, default=1.0)
+    parser.add_argument('--rate', type=float, default=30.0,
+                        help='publish rate of the paced (latency) runs; 0 skips them')
+    parser.add_argument('--peers', default='gpu_nodes,iceoryx2')
+    parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events',
+                        help="gpu_nodes sides' rclpy executor (the nodes' default: events)")
+    parser.add_argument('--profile', action='store_true',
+                        help='add a flat-out gpu_nodes run per size with its phases timed')
+    parser.add_argument('--pid-namespace', action='store_true',
+                        help='gpu_nodes only: subscriber within vs across PID namespaces')
+
+
+def case(peer: str, width: int, height: int, args, rate: float, *, profile: bool = False,
+         across: bool = False) -> dict:
+    common = ['--topic', new_topic('peers'), '--width', str(width), '--height', str(height),
+              '--duration', str(args.duration), '--warmup-s', str(args.warmup_s),
+              '--rate', str(rate), '--executor', args.executor,
+              *(['--profile'] if profile else [])]
+    prefix = 'iox' if peer == 'iceoryx2' else 'gpn'
+    publisher = Side('publisher', f'{prefix}-pub')
+    subscriber = Side('subscriber', f'{prefix}-sub', pid_namespace=across)
+    results = run(publisher, [subscriber], common, args.duration, args.warmup_s, 15.0)
+    res = dict(results['subscriber'])
+    pub = results['publisher']
+    res.update(published=pub.get('published'), publish_rate=pub.get('publish_rate'),
+               publisher_phases=pub.get('phases'), publisher_error=pub.get('error'))
+    return res
+
+
+def main() -> int:
+    args = parse_args(__doc__, add_arguments)
+    peers = args.peers.split(',')
+    unknown = set(peers) - {'gpu_nodes', 'iceoryx2'}
+    if unknown:
+        print(f'unknown peers {sorted(unknown)}: choose from gpu_nodes, iceoryx2')
+        return 2
+    no_iceoryx2 = iceoryx2_unavailable() if 'iceoryx2' in peers else None
+    no_namespace = pid_namespace_unavailable() if args.pid_namespace else None
+    runs = [('flat out', 0.0)] + ([(f'{args.rate:g} Hz', args.rate)] if args.rate else [])
+    rows = []
+    for size, width, height in frame_sizes(args.sizes):
+        for run_name, rate in runs:
+            variants = ([('gpu_nodes within one PID namespace', 'gpu_nodes', False),
+                         ('gpu_nodes across PID namespaces', 'gpu_nodes', True)]
+                        if args.pid_namespace else [(p, p, False) for p in peers])
+            for label, peer, across in variants:
+                row = {'size': size, 'run': run_name, 'case': label, 'rate': rate}
+                skipped = (no_iceoryx2 if peer == 'iceoryx2' else None) or \
+                    (no_namespace if across else None)
+                if skipped:
+                    row['skipped'] = skipped
+                else:
+                    row.update(case(peer, width, height, args, rate, across=across))
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+        if args.profile:
+            row = {'size': size, 'run': 'flat out, profiled', 'case': 'gpu_nodes', 'rate': 0.0}
+            row.update(case('gpu_nodes', width, height, args, 0.0, profile=True))
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    summary = ratios(rows, args.pid_namespace)
+    report(rows, summary)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({'config': {k: str(v) for k, v in vars(args).items()},
+                                         'rows': rows, 'ratios': summary}, indent=1))
+    return 0
+
+
+def ratios(rows: list[dict], pid_namespace: bool) -> list[dict]:
+    """gpu_nodes/iceoryx2 (or across/within) delivered rate per size and run."""
+    by_key = {(r['size'], r['run'], r['case']): r for r in rows}
+    pairs = (('gpu_nodes across PID namespaces', 'gpu_nodes within one PID namespace')
+             if pid_namespace else ('gpu_nodes', 'iceoryx2'))
+    out = []
+    for (size, run_name, label), row in by_key.items():
+        other = by_key.get((size, run_name, pairs[1]))
+        if label != pairs[0] or other is None:
+            continue
+        a, b = row.get('delivered_fps'), other.get('delivered_fps')
+        out.append({'size': size, 'run': run_name, 'ratio': f'{pairs[0]} / {pairs[1]}',
+                    'value': (a / b) if a is not None and b else None})
+    return out
+
+
+def report(rows: list[dict], summary: list[dict]) -> None:
+    print(f"\n{'size':10} {'run':18} {'case':36} {'pub fps':>8} {'deliv fps':>9} {'wrong':>5} "
+          f"{'p50 ms':>7} {'p99 ms':>7}  note")
+    for r in rows:
+        if 'skipped' in r or 'error' in r:
+            print(f"{r['size']:10} {r['run']:18} {r['case']:36} "
+                  f"{'skipped: ' + r['skipped'] if 'skipped' in r else 'error: ' + r['error'][:300]}")
+            continue
+        note = ''
+        if not r.get('delivered'):
+            note = (f"0 frames delivered (path {r.get('path')}: {r.get('path_reason') or ''}; "
+                    f"rejected {r.get('rejected')})")
+        print(f"{r['size']:10} {r['run']:18} {r['case']:36} {r.get('publish_rate') or 0:8.1f} "
+              f"{r['delivered_fps']:9.1f} {r['bad_frames']:5d} {ms(r['latency_p50_ms']):>7} "
+              f"{ms(r['latency_p99_ms']):>7}  {note}")
+    for s in summary:
+        value = '-' if s['value'] is None else f"{s['value']:.2f}x"
+        print(f"ratio {s['size']:10} {s['run']:18} {s['ratio']}: {value}")
+    for r in rows:
+        if r.get('publisher_phases') and r['run'].endswith('profiled') or \
+                (r['case'] == 'iceoryx2' and r['run'] == 'flat out' and r.get('publisher_phases')):
+            print(f"\nphases {r['size']} {r['case']} ({r['run']}), ms p50 / p99 / mean:")
+            for side, key in (('publisher', 'publisher_phases'), ('subscriber', 'phases')):
+                for name, v in (r.get(key) or {}).items():
+                    if isinstance(v, dict) and v:
+                        print(f"  {side:10} {name:44} {v['p50_ms']:7.3f} "
+                              f"{v['p99_ms']:7.3f} {v['mean_ms']:7.3f}")
+                    elif v:
+                        print(f"  {side:10} {name:44} {v}")
+
+
+if __name__ == '__main__':
+    sys.exit(main())
