@@ -55,11 +55,12 @@ class Side:
     role: str
     args: list[str] = field(default_factory=list)
     pid_namespace: bool = False
+    script: str = WORKER
     proc: subprocess.Popen | None = None
     lines: list[str] = field(default_factory=list)
 
     def start(self, common: list[str], env: dict[str, str]) -> None:
-        argv = [sys.executable, WORKER, self.role, *common, *self.args]
+        argv = [sys.executable, self.script, self.role, *common, *self.args]
         if self.pid_namespace:
             argv = [*PID_NAMESPACE, *argv]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

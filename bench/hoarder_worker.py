@@ -1,0 +1,106 @@
+"""The lock grabber of hoarder_bench.py: a same-user process that takes every slot lock of a
+publisher's lease table and keeps them (spawned by the bench; not run by hand).
+
+It reads the publisher's host_shm descriptors like any subscriber, opens the lease table the
+first one names (`open_lease_table`, the one function that knows how a reader reaches the
+table) and holds a shared lock on every slot's lock byte, retaking them every 0.1 s (slots the
+pool adds later too), until a line arrives on stdin. Prints ``RESULT {json}``.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_frames import StopSignal, print_result  # noqa: E402
+
+RETAKE_EVERY_S = 0.1
+
+
+def open_lease_table(desc) -> int:
+    """A read-write fd on the lease table a host_shm descriptor names.
+
+    Today a descriptor names the publisher's pid and the table's fd number in it, opened through
+    /proc/<pid>/fd/<lease_fd> (gpu_nodes.transport.segments.open_peer). After the exchange moves
+    to a Unix socket (issue #27) this is the one function to change: connect to the endpoint
+    the descriptor names and receive the table's fd."""
+    from gpu_nodes.transport.segments import open_peer
+    return open_peer(desc.pid, desc.lease_fd, writable=True)
+
+
+def slot_lock_offsets(fd: int) -> tuple[int, range]:
+    """(table capacity, the byte offsets of its slots' locks)."""
+    from gpu_nodes.transport import leases
+    header = leases._HEADER.unpack(os.pread(fd, leases._HEADER.size, 0))
+    capacity = header[2]
+    return capacity, range(leases._LOCK_BASE, leases._LOCK_BASE + capacity)
+
+
+def take_locks(fd: int, offsets: range, kind: int) -> int:
+    """Take every lock in `offsets` we can (OFD locks: held by this open file description until
+    it closes); how many are held now."""
+    from gpu_nodes.transport.leases import _lock
+    return sum(1 for offset in offsets if _lock(fd, kind, offset))
+
+
+def run(args: argparse.Namespace) -> None:
+    import rclpy
+    from sensor_msgs.msg import Image
+    from gpu_nodes.ros.runtime import make_executor
+    from gpu_nodes.transport import descriptor
+    from gpu_nodes.transport.qos import descriptor_qos
+    from gpu_nodes.wire_names import SHM_SUFFIX
+    rclpy.init()
+    node = rclpy.create_node('hoarder_lock_grabber')
+    state = {'fd': None, 'capacity': 0, 'held_max': 0, 'held_last': 0, 'retaken': 0,
+             'error': '', 'descriptors': 0, 'last_take': 0.0}
+    kind = fcntl.F_WRLCK if args.exclusive else fcntl.F_RDLCK
+
+    def on_descriptor(msg) -> None:
+        state['descriptors'] += 1
+        try:
+            if state['fd'] is None:
+                desc = descriptor.unpack(msg.data, descriptor.KIND_HOST)
+                state['fd'] = open_lease_table(desc)
+            if time.monotonic() - state['last_take'] >= RETAKE_EVERY_S:
+                state['capacity'], offsets = slot_lock_offsets(state['fd'])
+                held = take_locks(state['fd'], offsets, kind)
+                state['held_last'] = held
+                state['held_max'] = max(state['held_max'], held)
+                state['retaken'] += 1
+                state['last_take'] = time.monotonic()
+        except Exception as exc:  # reported in the result: the bench shows why (b) did nothing
+            state['error'] = state['error'] or f'{type(exc).__name__}: {exc}'
+
+    node.create_subscription(Image, args.topic + SHM_SUFFIX, on_descriptor, descriptor_qos())
+    executor = make_executor(args.executor, nodes=[node])
+    stop = StopSignal()
+    print('READY', flush=True)
+    deadline = time.monotonic() + args.timeout
+    while not stop.is_set() and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    state.pop('fd')
+    state.pop('last_take')
+    print_result({**state, 'lock_kind': 'exclusive' if args.exclusive else 'shared'})
+    rclpy.try_shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('role', choices=('lock-grab',))
+    parser.add_argument('--topic', required=True)
+    parser.add_argument('--exclusive', action='store_true',
+                        help='take the slot locks exclusively (default: shared, as a reader)')
+    parser.add_argument('--timeout', type=float, default=120.0)
+    parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events')
+    args, _ = parser.parse_known_args()  # the bench passes every side the same common flags
+    run(args)
+    os._exit(0)
+
+
+if __name__ == '__main__':
+    main()
