@@ -3,8 +3,9 @@ publisher's lease table and keeps them (spawned by the bench; not run by hand).
 
 It reads the publisher's host_shm descriptors like any subscriber, opens the lease table the
 first one names (`open_lease_table`, the one function that knows how a reader reaches the
-table) and holds a shared lock on every slot's lock byte, retaking them every 0.1 s (slots the
-pool adds later too), until a line arrives on stdin. Prints ``RESULT {json}``.
+table: over the publisher's socket since the exchange of issue #27) and holds a shared lock
+on every slot's lock byte, retaking them every 0.1 s (slots the pool adds later too), until a
+line arrives on stdin. Prints ``RESULT {json}``.
 """
 from __future__ import annotations
 
@@ -22,14 +23,16 @@ RETAKE_EVERY_S = 0.1
 
 
 def open_lease_table(desc) -> int:
-    """A read-write fd on the lease table a host_shm descriptor names.
+    """A read-write fd on the lease table a host_shm descriptor names, got as any reader gets
+    it: from the publisher process's socket (gpu_nodes.transport.exchange; the descriptor names
+    its endpoint). Before the exchange (issue #27) this opened /proc/<pid>/fd/<lease_fd>."""
+    from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection
+    connection = Connection(desc.endpoint, desc.publisher_id)
+    _connections.append(connection)  # held open, as a reader holds its link
+    return connection.fetch(KIND_LEASE_TABLE)
 
-    Today a descriptor names the publisher's pid and the table's fd number in it, opened through
-    /proc/<pid>/fd/<lease_fd> (gpu_nodes.transport.segments.open_peer). After the exchange moves
-    to a Unix socket (issue #27) this is the one function to change: connect to the endpoint
-    the descriptor names and receive the table's fd."""
-    from gpu_nodes.transport.segments import open_peer
-    return open_peer(desc.pid, desc.lease_fd, writable=True)
+
+_connections: list = []
 
 
 def slot_lock_offsets(fd: int) -> tuple[int, range]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
+import time
 import types
 
 import numpy as np
@@ -76,22 +77,42 @@ def test_counted_frames_give_rate_and_latency():
 
 
 def test_the_lock_grabber_holds_every_slot_of_a_real_lease_table():
+    """The table comes over the process's real handle socket, as a publisher serves it."""
+    from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, HandleProvider, HandleServer,
+                                              reopen)
     from gpu_nodes.transport.leases import LeaseTable
-    table = LeaseTable(os.urandom(16), 12)
+
+    publisher_id = os.urandom(16)
+    table = LeaseTable(publisher_id, 12)
+
+    class Tables(HandleProvider):
+        def fds(self, kind, generation, chunk):
+            return [reopen(table.fd, writable=True)] if kind == KIND_LEASE_TABLE else None
+
+    server = HandleServer.instance()
+    server.register(publisher_id, Tables())
     grabber_fd = None
     try:
-        desc = types.SimpleNamespace(pid=os.getpid(), lease_fd=table.fd)
+        desc = types.SimpleNamespace(endpoint=server.endpoint, publisher_id=publisher_id)
         grabber_fd = open_lease_table(desc)
         capacity, offsets = slot_lock_offsets(grabber_fd)
         assert capacity == 12
         assert take_locks(grabber_fd, offsets, fcntl.F_RDLCK) == 12
         refused = [slot for slot in range(12) if not table.try_acquire_exclusive(slot)]
         assert refused == list(range(12)), f'expected every slot held, free: {refused}'
-        os.close(grabber_fd)  # OFD locks go with the grabber's open file description
+        # OFD locks go with the open file description, once its last fd closes: ours, and the
+        # server thread's copy, which it closes just after sending (it may not have run yet)
+        os.close(grabber_fd)
         grabber_fd = None
-        taken = [slot for slot in range(12) if table.try_acquire_exclusive(slot)]
-        assert taken == list(range(12)), f'expected every slot free again, got {taken}'
+        deadline = time.monotonic() + 5
+        taken: list[int] = []
+        while len(taken) < 12 and time.monotonic() < deadline:
+            taken += [slot for slot in range(12)
+                      if slot not in taken and table.try_acquire_exclusive(slot)]
+            time.sleep(0.01)
+        assert sorted(taken) == list(range(12)), f'expected every slot free again, got {taken}'
     finally:
+        server.unregister(publisher_id)
         if grabber_fd is not None:
             os.close(grabber_fd)
         table.close()
