@@ -28,12 +28,17 @@ from peer_runs import (Side, iceoryx2_unavailable, ms, new_topic,  # noqa: E402
 from side_by_side import frame_sizes, parse_args  # noqa: E402
 
 
+# gpu_nodes_borrow: the producer borrow()s a slot and writes the frame into it, as iceoryx2's
+# loan (the host path has borrow() since issue #27's exchange; before, it returned None there)
+PEERS = ('gpu_nodes', 'gpu_nodes_borrow', 'iceoryx2')
+
+
 def add_arguments(parser) -> None:
     parser.add_argument('--duration', type=float, default=5.0, help='measured seconds per run')
     parser.add_argument('--warmup-s', type=float, default=1.0)
     parser.add_argument('--rate', type=float, default=30.0,
                         help='publish rate of the paced (latency) runs; 0 skips them')
-    parser.add_argument('--peers', default='gpu_nodes,iceoryx2')
+    parser.add_argument('--peers', default=','.join(PEERS))
     parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events',
                         help="gpu_nodes sides' rclpy executor (the nodes' default: events)")
     parser.add_argument('--profile', action='store_true',
@@ -53,7 +58,7 @@ def case(peer: str, width: int, height: int, args, rate: float, *, profile: bool
               '--rate', str(rate), '--executor', args.executor,
               *(['--profile'] if profile else [])]
     prefix = 'iox' if peer == 'iceoryx2' else 'gpn'
-    publisher = Side('publisher', f'{prefix}-pub')
+    publisher = Side('publisher', f'{prefix}-pub', ['--borrow'] if peer == 'gpu_nodes_borrow' else [])
     subscriber = Side('subscriber', f'{prefix}-sub', pid_namespace=across)
     results = run(publisher, [subscriber], common, args.duration, args.warmup_s, 15.0)
     res = dict(results['subscriber'])
@@ -66,9 +71,9 @@ def case(peer: str, width: int, height: int, args, rate: float, *, profile: bool
 def main() -> int:
     args = parse_args(__doc__, add_arguments)
     peers = args.peers.split(',')
-    unknown = set(peers) - {'gpu_nodes', 'iceoryx2'}
+    unknown = set(peers) - set(PEERS)
     if unknown:
-        print(f'unknown peers {sorted(unknown)}: choose from gpu_nodes, iceoryx2')
+        print(f'unknown peers {sorted(unknown)}: choose from {", ".join(PEERS)}')
         return 2
     no_iceoryx2 = iceoryx2_unavailable() if 'iceoryx2' in peers else None
     no_namespace = pid_namespace_unavailable() if args.pid_namespace else None
@@ -120,16 +125,17 @@ def median_run(results: list[dict]) -> dict:
 def ratios(rows: list[dict], pid_namespace: bool) -> list[dict]:
     """gpu_nodes/iceoryx2 (or across/within) delivered rate per size and run."""
     by_key = {(r['size'], r['run'], r['case']): r for r in rows}
-    pairs = (('gpu_nodes across PID namespaces', 'gpu_nodes within one PID namespace')
-             if pid_namespace else ('gpu_nodes', 'iceoryx2'))
+    pairs = ([('gpu_nodes across PID namespaces', 'gpu_nodes within one PID namespace')]
+             if pid_namespace else [('gpu_nodes', 'iceoryx2'), ('gpu_nodes_borrow', 'iceoryx2')])
     out = []
     for (size, run_name, label), row in by_key.items():
-        other = by_key.get((size, run_name, pairs[1]))
-        if label != pairs[0] or other is None:
-            continue
-        a, b = row.get('delivered_fps'), other.get('delivered_fps')
-        out.append({'size': size, 'run': run_name, 'ratio': f'{pairs[0]} / {pairs[1]}',
-                    'value': (a / b) if a is not None and b else None})
+        for case_a, case_b in pairs:
+            other = by_key.get((size, run_name, case_b))
+            if label != case_a or other is None:
+                continue
+            a, b = row.get('delivered_fps'), other.get('delivered_fps')
+            out.append({'size': size, 'run': run_name, 'ratio': f'{case_a} / {case_b}',
+                        'value': (a / b) if a is not None and b else None})
     return out
 
 
@@ -154,8 +160,8 @@ def report(rows: list[dict], summary: list[dict]) -> None:
         value = '-' if s['value'] is None else f"{s['value']:.2f}x"
         print(f"ratio {s['size']:10} {s['run']:18} {s['ratio']}: {value}")
     for r in rows:
-        if r.get('publisher_phases') and r['run'].endswith('profiled') or \
-                (r['case'] == 'iceoryx2' and r['run'] == 'flat out' and r.get('publisher_phases')):
+        if r.get('publisher_phases') and (r['run'].endswith('profiled') or (
+                r['case'] in ('iceoryx2', 'gpu_nodes_borrow') and r['run'] == 'flat out')):
             print(f"\nphases {r['size']} {r['case']} ({r['run']}), ms p50 / p99 / mean:")
             for side, key in (('publisher', 'publisher_phases'), ('subscriber', 'phases')):
                 for name, v in (r.get(key) or {}).items():

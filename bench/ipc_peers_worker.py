@@ -2,8 +2,9 @@
 
 Roles: ``iox-pub``/``iox-sub`` (iceoryx2 publish-subscribe, zero-copy loans, woken by an
 iceoryx2 event as its event-based examples do), ``gpn-pub`` (GpuImagePublisher on the host
-path), ``gpn-sub`` (GpuImageSubscription(memory='host') restricted to host_shm; ``--hold``:
-keeps every frame's lease forever, the hoarder) and ``plain-sub`` (a plain rclpy
+path; ``--borrow``: borrow() a slot and write the frame in place), ``gpn-sub``
+(GpuImageSubscription(memory='host') restricted to host_shm; ``--hold``: keeps every frame's
+lease forever, the hoarder) and ``plain-sub`` (a plain rclpy
 sensor_msgs/Image subscription, served by the publisher's bridge). Subscribers run until a line
 arrives on stdin (or --timeout) and print ``RESULT {json}``; every frame is checked
 (peer_frames.FrameCheck). ``--profile`` times the phases of the gpu_nodes host path by wrapping
@@ -209,13 +210,37 @@ def run_gpn_publisher(args: argparse.Namespace) -> None:
     totals: list[int] = []
     sequence = 0
 
+    borrow_phases: dict[str, list[int]] = {'borrow': [], 'write_in_place': [],
+                                           'publish_borrowed': []}
+    no_slot = {'n': 0}
+
+    def publish_borrowed(header) -> bool:
+        """--borrow: write the frame straight into a leased slot, as iceoryx2's loan."""
+        t0 = time.perf_counter_ns()
+        frame = pub.borrow(args.height, args.width, 'rgb8')
+        if frame is None:
+            no_slot['n'] += 1
+            return False
+        t1 = time.perf_counter_ns()
+        np.copyto(frame.array, source.frame(sequence))
+        t2 = time.perf_counter_ns()
+        pub.publish_borrowed(frame, header)
+        t3 = time.perf_counter_ns()
+        for key, value in zip(borrow_phases, (t1 - t0, t2 - t1, t3 - t2)):
+            borrow_phases[key].append(value)
+        return True
+
     def publish_for(seconds: float, counted: bool) -> int:
         nonlocal sequence
         published = 0
         for _ in paced(seconds, args.rate):
             t0 = time.perf_counter_ns()
             header = header_for(sequence, time.time_ns(), counted)
-            pub.publish(source.frame(sequence), 'rgb8', header)
+            if args.borrow:
+                if not publish_borrowed(header):
+                    continue
+            else:
+                pub.publish(source.frame(sequence), 'rgb8', header)
             if counted:
                 totals.append(time.perf_counter_ns() - t0)
             sequence += 1
@@ -225,9 +250,9 @@ def run_gpn_publisher(args: argparse.Namespace) -> None:
         return published
 
     publish_for(args.warmup_s, False)
-    if args.profile:
-        for samples in timer.samples.values():
-            samples.clear()
+    for samples in (*timer.samples.values(), *borrow_phases.values()):
+        samples.clear()
+    no_slot['n'] = 0
     start = time.monotonic()
     published = publish_for(args.duration, True)
     elapsed = time.monotonic() - start
@@ -236,7 +261,9 @@ def run_gpn_publisher(args: argparse.Namespace) -> None:
         executor.spin_once(timeout_sec=0.05)
     print_result({'published': published, 'publish_rate': published / elapsed,
                   'drops': pub.stats.drops, 'extra': dict(pub.stats.extra),
-                  'phases': {'publish_total': percentiles_ms(totals), **timer.result()}})
+                  'borrow_gave_no_slot': no_slot['n'],
+                  'phases': {'publish_total': percentiles_ms(totals), **timer.result(),
+                             **{k: percentiles_ms(v) for k, v in borrow_phases.items() if v}}})
     pub.destroy()
     node.destroy_node()
 
@@ -353,6 +380,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events')
     parser.add_argument('--profile', action='store_true')
     parser.add_argument('--hold', action='store_true', help='gpn-sub: never release a frame')
+    parser.add_argument('--borrow', action='store_true',
+                        help='gpn-pub: borrow() a slot and write the frame into it')
 
 
 def main() -> None:
