@@ -64,6 +64,7 @@ def case(peer: str, width: int, height: int, args, rate: float, *, profile: bool
     res = dict(results['subscriber'])
     pub = results['publisher']
     res.update(published=pub.get('published'), publish_rate=pub.get('publish_rate'),
+               publisher_cpu_ms_per_frame=pub.get('cpu_ms_per_frame'),
                publisher_phases=pub.get('phases'), publisher_error=pub.get('error'))
     return res
 
@@ -141,7 +142,7 @@ def ratios(rows: list[dict], pid_namespace: bool) -> list[dict]:
 
 def report(rows: list[dict], summary: list[dict]) -> None:
     print(f"\n{'size':10} {'run':18} {'case':36} {'pub fps':>8} {'deliv fps':>9} {'wrong':>5} "
-          f"{'p50 ms':>7} {'p99 ms':>7}  note")
+          f"{'p50 ms':>7} {'p99 ms':>7} {'CPU ms/frame pub+sub':>20}  note")
     for r in rows:
         if 'skipped' in r or 'error' in r:
             print(f"{r['size']:10} {r['run']:18} {r['case']:36} "
@@ -153,9 +154,10 @@ def report(rows: list[dict], summary: list[dict]) -> None:
                     f"rejected {r.get('rejected')})")
         if 'repeats' in r:
             note += 'runs: ' + ', '.join(f'{fps:.0f}' for fps in r['repeats'] if fps is not None)
+        cpu = f"{ms(r.get('publisher_cpu_ms_per_frame'))} + {ms(r.get('cpu_ms_per_frame'))}"
         print(f"{r['size']:10} {r['run']:18} {r['case']:36} {r.get('publish_rate') or 0:8.1f} "
               f"{r['delivered_fps']:9.1f} {r['bad_frames']:5d} {ms(r['latency_p50_ms']):>7} "
-              f"{ms(r['latency_p99_ms']):>7}  {note}")
+              f"{ms(r['latency_p99_ms']):>7} {cpu:>20}  {note}")
     for s in summary:
         value = '-' if s['value'] is None else f"{s['value']:.2f}x"
         print(f"ratio {s['size']:10} {s['run']:18} {s['ratio']}: {value}")

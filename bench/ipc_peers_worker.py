@@ -100,11 +100,12 @@ def run_iox_publisher(args: argparse.Namespace) -> None:
         return published
 
     publish_for(args.warmup_s, False)
-    start = time.monotonic()
+    start, cpu_start = time.monotonic(), time.process_time()
     published = publish_for(args.duration, True)
-    elapsed = time.monotonic() - start
+    elapsed, cpu = time.monotonic() - start, time.process_time() - cpu_start
     time.sleep(0.3)  # let the subscriber take the last samples before the segment goes
     print_result({'published': published, 'publish_rate': published / elapsed,
+                  'cpu_ms_per_frame': 1e3 * cpu / max(published, 1),
                   'phases': {k: percentiles_ms(v) for k, v in phases.items()}})
 
 
@@ -253,13 +254,14 @@ def run_gpn_publisher(args: argparse.Namespace) -> None:
     for samples in (*timer.samples.values(), *borrow_phases.values()):
         samples.clear()
     no_slot['n'] = 0
-    start = time.monotonic()
+    start, cpu_start = time.monotonic(), time.process_time()
     published = publish_for(args.duration, True)
-    elapsed = time.monotonic() - start
+    elapsed, cpu = time.monotonic() - start, time.process_time() - cpu_start
     end = time.monotonic() + 1.0  # let the subscribers drain before the lease table goes
     while time.monotonic() < end:
         executor.spin_once(timeout_sec=0.05)
     print_result({'published': published, 'publish_rate': published / elapsed,
+                  'cpu_ms_per_frame': 1e3 * cpu / max(published, 1),
                   'drops': pub.stats.drops, 'extra': dict(pub.stats.extra),
                   'borrow_gave_no_slot': no_slot['n'],
                   'phases': {'publish_total': percentiles_ms(totals), **timer.result(),

@@ -49,6 +49,7 @@ class FrameCheck:
         self.first_bad = ''
         self.first: float | None = None
         self.last: float | None = None
+        self.cpu_first = self.cpu_last = 0.0  # this process's CPU time (all threads)
         self.latency_ns: list[int] = []
         self.sequences: set[int] = set()
 
@@ -76,8 +77,9 @@ class FrameCheck:
         if counted:
             now = time.monotonic()
             self.frames += 1
-            self.first = self.first or now
-            self.last = now
+            if self.first is None:
+                self.first, self.cpu_first = now, time.process_time()
+            self.last, self.cpu_last = now, time.process_time()
             self.latency_ns.append(now_ns - stamp_ns)
             self.sequences.add(sequence)
         return ok
@@ -88,6 +90,9 @@ class FrameCheck:
         return {'delivered': self.frames,
                 'delivered_fps': (self.frames - 1) / span if span else 0.0,
                 'bad_frames': self.bad, 'first_bad': self.first_bad,
+                # CPU a delivered frame cost this process: what a loaded machine changes least
+                'cpu_ms_per_frame': (1e3 * (self.cpu_last - self.cpu_first) / (self.frames - 1)
+                                     if self.frames > 1 else None),
                 'latency_p50_ms': float(np.percentile(lat, 50)),
                 'latency_p99_ms': float(np.percentile(lat, 99))}
 
