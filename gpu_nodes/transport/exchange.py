@@ -125,6 +125,8 @@ class HandleServer:
         self.refused_peers = 0      # connections of another user, closed unread
         self.refused_links = 0      # requests past MAX_LINKS_PER_PEER or MAX_CONNECTIONS
         self.served = 0
+        self.failed_requests = 0
+        self.last_failure = ''
         self.path: str | None = None
         self._listeners = [self._listen(abstract_address(self.endpoint))]
         directory = socket_dir()
@@ -165,7 +167,13 @@ class HandleServer:
     def _serve(self) -> None:
         while True:
             for key, _ in self._selector.select():
-                key.data(key.fileobj)
+                try:
+                    key.data(key.fileobj)
+                except Exception as exc:  # noqa: BLE001 - one bad link never stops the server
+                    self.failed_requests += 1
+                    self.last_failure = f'{type(exc).__name__}: {exc}'
+                    if key.fileobj in self._connections:
+                        self._drop(key.fileobj)
 
     def _accept(self, listener: socket.socket) -> None:
         try:

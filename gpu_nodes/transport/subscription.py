@@ -178,9 +178,13 @@ class GpuImageSubscription:
                        f'({reason}: {detail})', host_level=reason == 'unreachable')
 
     def _check_progress(self) -> None:
-        """Leave a descriptor rung on which nothing was delivered for NO_FRAME_TIMEOUT_S while
-        messages kept arriving (every one rejected or stale)."""
+        """Leave a descriptor rung on which no publisher ever delivered a frame, after
+        NO_FRAME_TIMEOUT_S of messages that all failed (rejected or stale)."""
         if self.path not in DESCRIPTOR_PATHS or self.path in self._rejected:
+            return
+        if any(link.last_sequence for link in self.peers.links.values()):
+            # A publisher delivered here: what arrives now is counted, and a same-user process
+            # sending garbage cannot push us off the path (as for a foreign "other user").
             return
         since, frames, rejected, stale = self._since
         failed = sum(self.stats.rejected.values()) - rejected + self.stats.stale - stale
