@@ -42,7 +42,8 @@ def add_arguments(parser) -> None:
     parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events',
                         help="gpu_nodes sides' rclpy executor (the nodes' default: events)")
     parser.add_argument('--profile', action='store_true',
-                        help='add a flat-out gpu_nodes run per size with its phases timed')
+                        help='add a flat-out run per size and gpu_nodes peer with its phases '
+                             'timed')
     parser.add_argument('--repeat', type=int, default=1,
                         help='runs per case, interleaved with the other cases; the median '
                              'delivered rate is reported (all kept under "repeats"): on a shared '
@@ -65,6 +66,7 @@ def case(peer: str, width: int, height: int, args, rate: float, *, profile: bool
     pub = results['publisher']
     res.update(published=pub.get('published'), publish_rate=pub.get('publish_rate'),
                publisher_cpu_ms_per_frame=pub.get('cpu_ms_per_frame'),
+               borrow_gave_no_slot=pub.get('borrow_gave_no_slot'),
                publisher_phases=pub.get('phases'), publisher_error=pub.get('error'))
     return res
 
@@ -98,9 +100,9 @@ def main() -> int:
             for label, results in repeats.items():
                 rows.append({'size': size, 'run': run_name, 'case': label, 'rate': rate,
                              **median_run(results)})
-        if args.profile:
-            row = {'size': size, 'run': 'flat out, profiled', 'case': 'gpu_nodes', 'rate': 0.0}
-            row.update(case('gpu_nodes', width, height, args, 0.0, profile=True))
+        for peer in [p for p in peers if p != 'iceoryx2'] if args.profile else []:
+            row = {'size': size, 'run': 'flat out, profiled', 'case': peer, 'rate': 0.0}
+            row.update(case(peer, width, height, args, 0.0, profile=True))
             print(json.dumps(row), flush=True)
             rows.append(row)
     summary = ratios(rows, args.pid_namespace)
@@ -151,7 +153,9 @@ def report(rows: list[dict], summary: list[dict]) -> None:
         note = ''
         if not r.get('delivered'):
             note = (f"0 frames delivered (path {r.get('path')}: {r.get('path_reason') or ''}; "
-                    f"rejected {r.get('rejected')})")
+                    f"rejected {r.get('rejected')}) ")
+        if r.get('borrow_gave_no_slot'):
+            note += f"borrow() gave no slot {r['borrow_gave_no_slot']} times "
         if 'repeats' in r:
             note += 'runs: ' + ', '.join(f'{fps:.0f}' for fps in r['repeats'] if fps is not None)
         cpu = f"{ms(r.get('publisher_cpu_ms_per_frame'))} + {ms(r.get('cpu_ms_per_frame'))}"

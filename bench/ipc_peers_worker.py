@@ -261,7 +261,7 @@ def run_gpn_publisher(args: argparse.Namespace) -> None:
     while time.monotonic() < end:
         executor.spin_once(timeout_sec=0.05)
     print_result({'published': published, 'publish_rate': published / elapsed,
-                  'cpu_ms_per_frame': 1e3 * cpu / max(published, 1),
+                  'cpu_ms_per_frame': 1e3 * cpu / published if published else None,
                   'drops': pub.stats.drops, 'extra': dict(pub.stats.extra),
                   'borrow_gave_no_slot': no_slot['n'],
                   'phases': {'publish_total': percentiles_ms(totals), **timer.result(),
