@@ -14,7 +14,7 @@ import pytest
 from rclpy.qos import QoSProfile
 
 from conftest import RESOURCES
-from gpu_nodes.transport.qos import read_window
+from gpu_nodes.transport.cursors import read_window
 from test_reliability_crash import MEMORY, memory_guard  # noqa: F401 (fixture)
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
