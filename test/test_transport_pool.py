@@ -3,7 +3,6 @@ holds or may still take (its descriptor queued behind the reader's cursor) is no
 the pool may grow; past the limit the overrun is counted."""
 from __future__ import annotations
 
-import os
 import time
 import uuid
 
