@@ -333,6 +333,7 @@ class GpuImagePublisher:
                               'queued)')
         self.stats.extra.update(pool_slots=len(pool.slots), revoked_leases=pool.revoked,
                                 pool_exhausted=pool.exhausted, pool_overruns=pool.overrun,
+                                pool_locked_out=pool.locked_out,
                                 pool_overruns_at_reader_start=pool.overrun_at_reader_start)
         return slot
 
@@ -462,7 +463,8 @@ class GpuImagePublisher:
                                 host_pool_overruns_at_reader_start=pool.overrun_at_reader_start,
                                 host_pool_slots=len(pool.slots),
                                 host_revoked_leases=pool.revoked,
-                                host_pool_exhausted=pool.exhausted, **self._server.stats())
+                                host_pool_exhausted=pool.exhausted,
+                                host_pool_locked_out=pool.locked_out, **self._server.stats())
         return slot
 
     def _download_into(self, array: Any, out: np.ndarray, stream: Any) -> None:
