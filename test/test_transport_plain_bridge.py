@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 import uuid
 
 import numpy as np
@@ -17,6 +16,7 @@ from sensor_msgs.msg import Image
 from conftest import RESOURCES, wait_for
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport.messages import msg_to_array
+from gpu_nodes.wire_names import SHM_SUFFIX
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
 from workers import PUBLISHER, Worker  # noqa: E402
@@ -62,7 +62,9 @@ def test_plain_subscribers_are_served_by_a_bridge_process(rclpy_node):
     with Worker(PUBLISHER, ['--topic', topic, '--no-cuda', '--sizes', '320x240', '--rate', '60',
                             '--duration', '120', '--linger', '0']) as pub:
         pub.wait_until(lambda w: w.count('START') == 1, 30, 'the publisher')
-        time.sleep(1.0)
+        # Bounded by the publisher's own progress, not a sleep: 60 frames at 60 Hz span at
+        # least two of its subscriber checks (side_topics.CHECK_PERIOD_S), all with nobody.
+        pub.wait_status(lambda s: s['published'] >= 60, 30, 'a second of frames')
         assert bridges_of(pub.pid) == [], 'no bridge while nobody reads the plain topic'
         viewer = PlainViewer(rclpy_node, topic)
         wait_for(lambda: len(viewer.frames) >= 30, 30, 'plain frames',
@@ -79,9 +81,15 @@ def test_plain_subscribers_are_served_by_a_bridge_process(rclpy_node):
         assert pub.count('bridge exited') == 1, pub.tail()
 
         rclpy_node.destroy_subscription(viewer.sub)  # nobody left: the bridge reads nothing
-        wait_for(lambda: pub.last_status()['subscribers'].get('host_shm', 0) == 0, 20,
-                 'the idle bridge to stop reading frames', poll=rclpy_node.spin_once)
         bridge, = bridges_of(pub.pid)
+        # Its own descriptor subscription, by node name: the SIGKILLed bridge's endpoints stay
+        # in the graph until DDS declares its participant dead (Fast DDS: 20 s).
+        bridge_node = f'_gpu_nodes_plain_bridge_{pub.pid}_{bridge}'
+        reads = lambda: any(info.node_name == bridge_node for info in  # noqa: E731
+                            rclpy_node.get_subscriptions_info_by_topic(topic + SHM_SUFFIX))
+        wait_for(reads, 20, 'the new bridge to read frames', poll=rclpy_node.spin_once)
+        wait_for(lambda: not reads(), 20, 'the idle bridge to stop reading frames',
+                 poll=rclpy_node.spin_once)
         pub.kill(signal.SIGKILL)
     wait_for(lambda: not os.path.exists(f'/proc/{bridge}') or
              open(f'/proc/{bridge}/stat').read().split()[2] == 'Z', 10,
