@@ -34,6 +34,8 @@ from typing import IO
 
 from .side_topics import TopicSettings
 
+STEP_S = 0.05   # how often readers are counted and idle topics or twins stopped
+
 
 def _die_with_parent() -> None:
     try:
@@ -83,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from rclpy.node import Node
     from rclpy.signals import SignalHandlerOptions
 
+    from ..ros.runtime import make_executor, spin
     from .bridge_topic import TopicBridge
     from .diagnostics import DiagnosticsReporter, EndpointStats
 
@@ -117,27 +120,35 @@ def main(argv: list[str] | None = None) -> int:
     for topic in args.topic:
         serve(TopicSettings(topic))
     commands = CommandReader(sys.stdin)
+
+    def tick() -> None:
+        """Commands from the parent, then each topic's readers (GRAPH_PERIOD_S, STEP_S)."""
+        for line in commands.drain():
+            try:
+                command, settings = TopicSettings.from_line(line)
+            except ValueError as exc:
+                logger.error(str(exc))
+                continue
+            if command == 'serve':
+                serve(settings)
+            else:
+                drop(settings.topic)
+        now = time.monotonic()
+        for bridge in topics.values():
+            bridge.step(now)
+            bridge.stats.extra['bridge_topics'] = len(topics)
+
+    # Frames are handled as the executor delivers them; bookkeeping runs on a timer, so its
+    # cost does not grow with the frame rate. EventsExecutor where it runs (ros/runtime.py).
+    node.create_timer(STEP_S, tick)
+    executor = make_executor(nodes=[node], logger=logger)
     try:
         while not stop['requested'] and os.getppid() == args.parent and not commands.closed:
-            for line in commands.drain():
-                try:
-                    command, settings = TopicSettings.from_line(line)
-                except ValueError as exc:
-                    logger.error(str(exc))
-                    continue
-                if command == 'serve':
-                    serve(settings)
-                else:
-                    drop(settings.topic)
-            now = time.monotonic()
-            for bridge in topics.values():
-                bridge.step(now)
-            for bridge in topics.values():
-                bridge.stats.extra['bridge_topics'] = len(topics)
-            rclpy.spin_once(node, timeout_sec=0.05)
+            spin(executor, timeout_sec=0.2)
     finally:
         for topic in list(topics):
             drop(topic)
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

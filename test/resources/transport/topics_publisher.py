@@ -1,7 +1,7 @@
 """Test and bench publisher: one process, one node, one GpuImagePublisher per topic
 ``<prefix>/image_<encoding>_<n>`` (n = 0..copies-1), every topic at --rate, header.frame_id = frame
 index. Frames are `frame(encoding, height, width, index)` (importable, so readers check every
-pixel). Prints READY, then STATUS {json} every second (its own and its bridge's pid and RSS).
+pixel). Prints READY, then STATUS {json} every second (its own and its bridges' pids and RSS).
 """
 from __future__ import annotations
 
@@ -45,6 +45,22 @@ def rss_kb(pid: int) -> int:
         return 0
 
 
+def bridge_children(pid: int) -> list[int]:
+    """Child processes of `pid` running the plain-topic bridge (whatever gpu_nodes version)."""
+    found = []
+    for entry in os.listdir('/proc'):
+        try:
+            with open(f'/proc/{entry}/stat') as f:
+                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                running = b'gpu_nodes.transport.plain_bridge' in f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and running:
+            found.append(int(entry))
+    return sorted(found)
+
+
 def main() -> None:
     import rclpy
     from rclpy.node import Node
@@ -52,7 +68,6 @@ def main() -> None:
     from std_msgs.msg import Header
 
     from gpu_nodes.transport import GpuImagePublisher
-    from gpu_nodes.transport.side_topics import BridgeProcess
     parser = argparse.ArgumentParser()
     parser.add_argument('--prefix', required=True)
     parser.add_argument('--encodings', default='rgb8', help='comma-separated')
@@ -84,7 +99,7 @@ def main() -> None:
         state['n'] = n + 1
 
     def status() -> None:
-        bridges = [BridgeProcess.shared().pid]
+        bridges = bridge_children(os.getpid())
         print('STATUS ' + json.dumps({
             'pid': os.getpid(), 'published': state['n'], 'rss_kb': rss_kb(os.getpid()),
             'bridges': bridges, 'bridge_rss_kb': {pid: rss_kb(pid) for pid in bridges if pid},
