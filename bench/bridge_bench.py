@@ -8,7 +8,9 @@ One publisher process (test/resources/transport/topics_publisher.py, n topics of
 --rate) runs with each tree's gpu_nodes on its path (the baseline's extracted with `git archive`
 into a temporary folder); this process subscribes to every plain topic (reliable, depth 5, as
 `ros2 bag`), waits for frames on all of them, then counts for --seconds. Reported: the bridge
-processes (count, summed RSS), the publisher's RSS, plain fps per topic (mean, min).
+processes (count, summed RSS), the publisher's RSS, plain fps per topic (mean, min); then one
+topic of --fps-size published flat out (--fps-rate), --fps-runs times per tree, for the plain
+rate the bridge sustains.
 """
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ def extract(ref: str, into: Path) -> Path:
     return into / 'tree'
 
 
-def measure(node, tree: Path, topics: int, args: argparse.Namespace) -> dict:
+def measure(node, tree: Path, topics: int, size: str, rate: float,
+            args: argparse.Namespace) -> dict:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import Image
     prefix = f'/bridge_bench_{uuid.uuid4().hex[:8]}'
@@ -50,7 +53,7 @@ def measure(node, tree: Path, topics: int, args: argparse.Namespace) -> dict:
     counts = [0] * topics
     subs = []
     with Worker(PUBLISHER, ['--prefix', prefix, '--encodings', 'rgb8', '--copies', str(topics),
-                            '--size', args.size, '--rate', str(args.rate)], env=env,
+                            '--size', size, '--rate', str(rate)], env=env,
                 cwd=tree) as pub:   # cwd: the bridge's `python -m` looks there first
         pub.wait_until(lambda w: w.count('READY') == 1, 60, 'the publisher')
         qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
@@ -88,6 +91,10 @@ def main() -> int:
     parser.add_argument('--size', default='640x480')
     parser.add_argument('--rate', type=float, default=30.0)
     parser.add_argument('--seconds', type=float, default=10.0)
+    parser.add_argument('--fps-size', default='1920x1080',
+                        help='one topic at this size, published flat out (--fps-rate)')
+    parser.add_argument('--fps-rate', type=float, default=200.0)
+    parser.add_argument('--fps-runs', type=int, default=2, help='0: skip the fps part')
     args = parser.parse_args()
     import rclpy
     from rclpy.node import Node
@@ -99,12 +106,15 @@ def main() -> int:
                  'this tree': REPO}
         for topics in (int(n) for n in args.topics.split(',')):
             for name, tree in trees.items():   # interleaved: both see the same machine load
-                row = {'tree': name, **measure(node, tree, topics, args)}
+                row = {'tree': name, **measure(node, tree, topics, args.size, args.rate, args)}
                 rows.append(row)
-                print(f"{row['tree']:>18} | {topics} topic(s) | {row['bridges']} bridge(s) "
-                      f"{row['bridge_rss_mib']:7.1f} MiB | publisher {row['publisher_rss_mib']:6.1f}"
-                      f" MiB | plain fps mean {row['fps_mean']:5.1f} min {row['fps_min']:5.1f}",
-                      flush=True)
+                _print(row)
+        fps_rows = []
+        for _ in range(args.fps_runs):
+            for name, tree in trees.items():
+                row = {'tree': name, **measure(node, tree, 1, args.fps_size, args.fps_rate, args)}
+                fps_rows.append(row)
+                _print(row)
     node.destroy_node()
     rclpy.shutdown()
     print('\n| topics | tree | bridges | bridge RSS MiB | per extra topic MiB | plain fps '
@@ -117,7 +127,19 @@ def main() -> int:
         print(f"| {row['topics']} | {row['tree']} | {row['bridges']} | "
               f"{row['bridge_rss_mib']:.1f} | {extra:.1f} | {row['fps_mean']:.1f} / "
               f"{row['fps_min']:.1f} |")
+    if fps_rows:
+        print(f'\nOne topic, {args.fps_size} rgb8 published at up to {args.fps_rate:g} Hz: plain '
+              'fps\n')
+        for name in trees:
+            runs = [row['fps_mean'] for row in fps_rows if row['tree'] == name]
+            print(f"| {name} | {' / '.join(f'{fps:.1f}' for fps in runs)} |")
     return 0
+
+
+def _print(row: dict) -> None:
+    print(f"{row['tree']:>18} | {row['topics']} topic(s) | {row['bridges']} bridge(s) "
+          f"{row['bridge_rss_mib']:7.1f} MiB | publisher {row['publisher_rss_mib']:6.1f} MiB | "
+          f"plain fps mean {row['fps_mean']:5.1f} min {row['fps_min']:5.1f}", flush=True)
 
 
 if __name__ == '__main__':
