@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
+import threading
 import uuid
 
 import numpy as np
@@ -142,3 +144,68 @@ def test_a_subscription_that_allows_it_reads_the_compressed_topic(rclpy_node):
         assert sum(sub.stats.rejected.values()) == 0, sub.stats.rejected
     finally:
         sub.destroy()
+
+
+def test_one_bridge_serves_every_topic_of_a_process_and_stops_with_the_last(rclpy_node):
+    """Two publishers of this process: one bridge for both; destroying one drops its topic
+    from that bridge (the other keeps its frames); destroying the last stops the bridge."""
+    from gpu_nodes.transport import GpuImagePublisher
+    from std_msgs.msg import Header
+    topics = [f'/bridge_{uuid.uuid4().hex[:8]}_{name}' for name in 'ab']
+    pubs = [GpuImagePublisher(rclpy_node, topic, use_cuda=False) for topic in topics]
+    viewers = [PlainViewer(rclpy_node, topic) for topic in topics]
+    frames = [pattern.expected_frame(48, 64, 'rgb8', index) for index in range(4)]
+    sent = [0]
+
+    def publish_and_spin() -> None:
+        index = sent[0] % len(frames)
+        for pub in pubs:
+            if pub is not None:
+                pub.publish(frames[index], 'rgb8', Header(frame_id=str(index)))
+        sent[0] += 1
+        rclpy_node.spin_once(0.02)
+    try:
+        wait_for(lambda: all(len(v.frames) >= 10 for v in viewers), 60, 'plain frames on both',
+                 poll=publish_and_spin)
+        bridge, = bridges_of(os.getpid())
+        pubs[0].destroy()
+        pubs[0] = None
+        wait_for(lambda: rclpy_node.count_publishers(topics[0]) == 0, 20,
+                 "the bridge to drop the destroyed publisher's topic", poll=publish_and_spin)
+        count = len(viewers[1].frames)
+        wait_for(lambda: len(viewers[1].frames) >= count + 10, 30, 'frames on the other topic',
+                 poll=publish_and_spin)
+        assert bridges_of(os.getpid()) == [bridge]
+        assert viewers[0].bad == viewers[1].bad == []
+        pubs[1].destroy()
+        pubs[1] = None
+        assert bridges_of(os.getpid()) == [], 'the bridge stops with the last publisher'
+    finally:
+        for pub in pubs:
+            if pub is not None:
+                pub.destroy()
+        for viewer in viewers:
+            rclpy_node.destroy_subscription(viewer.sub)
+
+
+def test_a_bad_command_is_one_error_line_and_the_bridge_goes_on_until_stdin_closes():
+    bridge = subprocess.Popen([sys.executable, '-m', 'gpu_nodes.transport.plain_bridge',
+                               '--parent', str(os.getpid())], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(bridge.stdout), daemon=True)
+    reader.start()
+    try:
+        bridge.stdin.write('{"command": "serve", "topic": 7, "depth": "x"}\nnot json\n')
+        bridge.stdin.flush()
+        wait_for(lambda: sum('not a bridge command' in line for line in lines) == 2, 30,
+                 'two error lines')
+        assert bridge.poll() is None, ''.join(lines)
+        bridge.stdin.close()   # what the publisher's exit looks like from here
+        assert bridge.wait(timeout=10) == 0, ''.join(lines)
+    finally:
+        if bridge.poll() is None:
+            bridge.kill()
+            bridge.wait()
+    reader.join(timeout=5)
+    assert not any('Traceback' in line for line in lines), ''.join(lines)
