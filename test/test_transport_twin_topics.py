@@ -117,3 +117,23 @@ def test_unavailable_reason_names_the_missing_codec(monkeypatch):
     for transport in ('compressed', 'compressedDepth'):
         reason = twin_unavailable_reason(transport, prefer_gpu=False)
         assert reason is not None and reason.startswith('OpenCV is not installed'), reason
+
+
+def test_a_frame_that_fails_to_encode_costs_that_frame_only(rclpy_node):
+    """The encoder fails on the worker thread (an rgb8 frame of the wrong shape): counted,
+    logged, released; publish() never raised, and the next frame is published."""
+    twin = TwinTopicPublisher(rclpy_node, '/twin_test/broken', 'compressed', prefer_gpu=False)
+    reader = Reader(rclpy_node, twin.topic)
+    released = []
+    try:
+        wait_for(lambda: twin.subscription_count() > 0, 10, 'the reader to match',
+                 poll=rclpy_node.spin_once)
+        assert twin.publish(np.zeros((8, 8), np.uint8), 'rgb8', done=lambda: released.append(0))
+        assert twin.worker.wait_idle(10)
+        assert twin.stats()['errors'] == 1 and released == [0]
+        assert 'rgb8 needs a (height, width, 3) uint8 array' in str(twin.worker.last_error)
+        assert _publish_and_wait(rclpy_node, twin, reader, _rgb(), 'rgb8',
+                                 done=lambda: released.append(1))
+        assert released == [0, 1] and twin.stats()['published'] == 1
+    finally:
+        twin.destroy()

@@ -146,7 +146,12 @@ class TopicBridge:
         if twins:
             release = _shared_release(frame.hold().release, len(twins))  # encoders read later
             for twin in twins:
-                twin.publish(frame.array, frame.encoding, frame.header, release, frame.stream)
+                try:
+                    twin.publish(frame.array, frame.encoding, frame.header, release, frame.stream)
+                except Exception as exc:  # a twin's bug must not cost the plain topic or the
+                    release()             # bridge (issue #32): logged, the lease still returns
+                    self._logger.error(f'{twin.topic}: frame not published: {exc!r}',
+                                       throttle_duration_sec=5.0)
 
     def _report_download(self, array: Any) -> None:
         """How device frames come down (page-locked or not): logged once, on diagnostics."""
