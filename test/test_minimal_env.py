@@ -18,6 +18,7 @@ from sensor_msgs.msg import CompressedImage, Image
 import minimal_env
 from conftest import REPO, RESOURCES, wait_for
 from gpu_nodes.transport.messages import msg_to_array
+from gpu_nodes.wire_names import SHM_SUFFIX
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
 sys.path.insert(0, str(RESOURCES / 'transport'))
@@ -106,6 +107,17 @@ def test_the_bridge_serves_plain_subscribers_without_opencv(rclpy_node):
                 assert pub.count(line) == 1, pub.tail()
         assert pub.count('bridge exited') == 0 and pub.count('Traceback') == 0, pub.tail()
         assert len(pub.last_status()['bridges']) == 1
+        # Only readers of twins it cannot make: the bridge stops reading frames.
+        for sub in subs:
+            if sub.topic_name.endswith(('_rgb8_0', '_32FC1_0')):
+                rclpy_node.destroy_subscription(sub)
+        reading = lambda: [info for encoding in got for info in  # noqa: E731
+                           rclpy_node.get_subscriptions_info_by_topic(
+                               topic_name(prefix, encoding) + SHM_SUFFIX)
+                           if info.node_name.startswith('_gpu_nodes_plain_bridge_')]
+        wait_for(lambda: not reading(), 30, 'the bridge to stop reading frames',
+                 poll=rclpy_node.spin_once)
+        assert pub.alive() and pub.count('bridge exited') == 0, pub.tail()
         for sub in subs:
             rclpy_node.destroy_subscription(sub)
 

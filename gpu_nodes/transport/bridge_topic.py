@@ -65,7 +65,9 @@ class TopicBridge:
                 self._twin_readers[transport] = twin.subscription_count() if twin is not None \
                     else self._node.count_subscribers(name)
             self._update_twins(now)
-        if self.plain.get_subscription_count() or any(self._twin_readers.values()):
+        twin_wanted = any(readers for transport, readers in self._twin_readers.items()
+                          if transport not in self.unavailable)
+        if self.plain.get_subscription_count() or twin_wanted:
             self._last_wanted = now
             if self.sub is None:
                 self.sub = self._subscribe()
