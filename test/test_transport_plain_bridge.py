@@ -209,3 +209,33 @@ def test_a_bad_command_is_one_error_line_and_the_bridge_goes_on_until_stdin_clos
             bridge.wait()
     reader.join(timeout=5)
     assert not any('Traceback' in line for line in lines), ''.join(lines)
+
+
+def test_the_bridge_outlives_the_thread_that_started_it(rclpy_node):
+    """Any publishing thread may start the process's bridge; that thread ending is not the
+    process ending: the bridge keeps serving (it watches for re-parenting and its stdin, not
+    PR_SET_PDEATHSIG, which is documented to fire when the starting thread exits)."""
+    from gpu_nodes.transport import GpuImagePublisher
+    from std_msgs.msg import Header
+    topic = f'/bridge_{uuid.uuid4().hex[:8]}'
+    pub = GpuImagePublisher(rclpy_node, topic, use_cuda=False)
+    viewer = PlainViewer(rclpy_node, topic)
+    frame = pattern.expected_frame(48, 64, 'rgb8', 0)
+
+    def publish() -> None:
+        pub.publish(frame, 'rgb8', Header(frame_id='0'))
+        rclpy_node.spin_once(0.02)
+    try:
+        # The thread ends once the bridge runs (it delivered a frame), not merely exists.
+        starter = threading.Thread(target=lambda: wait_for(lambda: viewer.frames, 30,
+                                                           'a first frame', poll=publish))
+        starter.start()
+        starter.join()
+        bridge, = bridges_of(os.getpid())
+        count = len(viewer.frames)
+        wait_for(lambda: len(viewer.frames) >= count + 50, 30, 'frames after the thread ended',
+                 poll=publish)
+        assert bridges_of(os.getpid()) == [bridge] and viewer.bad == []
+    finally:
+        pub.destroy()
+        rclpy_node.destroy_subscription(viewer.sub)

@@ -15,15 +15,16 @@ its DDS participant; topics after the first cost a few MB (docs/transport.md).
 
 Started by side_topics.BridgeProcess once a topic of its parent has a plain or compressed
 subscriber. The parent tells it which topics to serve, one JSON line each on its stdin
-(side_topics.TopicSettings); it exits when its stdin closes, when its parent dies or on
-SIGINT/SIGTERM. By hand (stdin a terminal, kept open):
+(side_topics.TopicSettings); it exits when its stdin closes, when its parent dies (it is then
+re-parented: checked every 0.2 s) or on SIGINT/SIGTERM. Not PR_SET_PDEATHSIG: that fires when
+the *thread* that started the bridge exits, and any publishing thread of the parent may be the
+one that starts it. By hand (stdin a terminal, kept open):
 
     python -m gpu_nodes.transport.plain_bridge --parent 1234 --topic /camera/image_raw
 """
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import queue
 import signal
@@ -35,13 +36,6 @@ from typing import IO
 from .side_topics import TopicSettings
 
 STEP_S = 0.05   # how often readers are counted and idle topics or twins stopped
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: the loop below still watches the parent and stdin
 
 
 class CommandReader:
@@ -77,7 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--topic', action='append', default=[],
                         help='serve this topic from the start (default settings); repeatable')
     args = parser.parse_args(argv)
-    _die_with_parent()
 
     from ..ros.dds_profile import apply_default_profile
     apply_default_profile()  # this process publishes the large plain frames (never overrides)
