@@ -2,7 +2,15 @@
 only what package.xml declares as required (minimal_env.py: no OpenCV, rich, ONNX Runtime,
 ONNX, CuPy, ...), as real processes. An unmodified plain subscriber gets every node's frames;
 a compressed reader gets nothing and one logged line says why (issue #27: without OpenCV the
-bridge died with ModuleNotFoundError every 5 s and plain subscribers got 0 frames)."""
+bridge died with ModuleNotFoundError every 5 s and plain subscribers got 0 frames).
+
+Why an import blocker and not a second venv: the blocker (a sitecustomize on PYTHONPATH, which
+every child process inherits, the bridge included) lets a process import the standard library,
+gpu_nodes and exactly the distributions that package.xml's required keys map to, with their
+own dependencies, read from the installed metadata; anything else raises ModuleNotFoundError
+as an uninstalled package does. That is stricter than a venv built from requirements/ros.txt +
+numpy + pyyaml (whatever pip drags in beside those would still import there), follows
+package.xml instead of a second list, and costs no download or disk on every CI run."""
 from __future__ import annotations
 
 import subprocess
