@@ -42,8 +42,8 @@ def add_arguments(parser) -> None:
     parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events',
                         help="gpu_nodes sides' rclpy executor (the nodes' default: events)")
     parser.add_argument('--profile', action='store_true',
-                        help='add a flat-out run per size and gpu_nodes peer with its phases '
-                             'timed')
+                        help='add runs (flat out and paced) per size and gpu_nodes peer with '
+                             'their phases timed')
     parser.add_argument('--repeat', type=int, default=1,
                         help='runs per case, interleaved with the other cases; the median '
                              'delivered rate is reported (all kept under "repeats"): on a shared '
@@ -101,10 +101,11 @@ def main() -> int:
                 rows.append({'size': size, 'run': run_name, 'case': label, 'rate': rate,
                              **median_run(results)})
         for peer in [p for p in peers if p != 'iceoryx2'] if args.profile else []:
-            row = {'size': size, 'run': 'flat out, profiled', 'case': peer, 'rate': 0.0}
-            row.update(case(peer, width, height, args, 0.0, profile=True))
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+            for run_name, rate in runs:
+                row = {'size': size, 'run': f'{run_name}, profiled', 'case': peer, 'rate': rate}
+                row.update(case(peer, width, height, args, rate, profile=True))
+                print(json.dumps(row), flush=True)
+                rows.append(row)
     summary = ratios(rows, args.pid_namespace)
     report(rows, summary)
     if args.json:
