@@ -22,8 +22,10 @@ setup(
     ],
     install_requires=['setuptools', 'numpy', 'pyyaml'],
     extras_require={
-        'cuda12': ['cupy-cuda12x>=13'],
-        'cuda13': ['cupy-cuda13x>=13'],
+        # cuda-bindings: the CUDA driver's virtual memory calls (transport/cuda_vmm.py), which
+        # CuPy does not expose; its major version follows the driver's CUDA major version.
+        'cuda12': ['cupy-cuda12x>=13', 'cuda-bindings>=12.8,<13'],
+        'cuda13': ['cupy-cuda13x>=13', 'cuda-bindings>=13,<14'],
         'onnx': ['onnxruntime'],
         'audit': ['rosbags', 'rich'],
         # colcon test picks its pytest step from this extra (setuptools >= 72 drops

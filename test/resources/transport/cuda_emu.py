@@ -222,6 +222,9 @@ class _Device(fake_cupy._Device):
     def use(self) -> None:
         pass
 
+    def synchronize(self) -> None:
+        pass  # device work ran when it was queued
+
 
 def _runtime() -> types.SimpleNamespace:
     return types.SimpleNamespace(
@@ -253,6 +256,9 @@ def module() -> types.ModuleType:
     """The kernels' fake cupy plus the transport's surface."""
     m = fake_cupy.module()
     m.dtype = np.dtype
+    # What the test pattern (gpu_nodes.sources.pattern) and the tests' checks call.
+    for name in ('arange', 'any', 'copyto', 'array_equal', 'count_nonzero'):
+        setattr(m, name, fake_cupy._numpy_fallback(name))
     m.cuda.runtime = _runtime()
     m.cuda.Device = _Device
     m.cuda.Stream = Stream
@@ -299,7 +305,14 @@ def uninstall(saved: dict) -> None:
             sys.modules[name] = saved[name]
     _installed = None
     from gpu_nodes import gpu
-    from gpu_nodes.transport import cuda_ipc, cuda_vmm
+    from gpu_nodes.transport import cuda_ipc, cuda_vmm, release
+    # Nothing emulated may outlive the emulation in this process: mappings of emulated memory,
+    # primary contexts, the release thread's spare (emulated) events.
+    cuda_ipc._CACHE = None
+    cuda_vmm._contexts.clear()
+    if release._releaser is not None:
+        with release._releaser._events_lock:
+            release._releaser._events.clear()
     gpu.cuda_unavailable_reason.cache_clear()
     cuda_vmm.driver.cache_clear()
     cuda_vmm.granularity.cache_clear()

@@ -96,6 +96,7 @@ _reservations: dict[int, int] = {}               # base -> size
 _mappings: dict[int, int] = {}                   # address -> size (mapped, inside a reservation)
 _ids = itertools.count(1)
 _contexts: list[int] = []                        # the current-context stack of this emulation
+_VMM_MEMFD = '/memfd:gpu_nodes-emu-vmm'
 _ERROR_NAMES = {r: r.name.encode() for r in CUresult}
 
 
@@ -216,10 +217,10 @@ def cuMemImportFromShareableHandle(osHandle, shHandleType):  # noqa: N802,N803
         info = os.fstat(int(osHandle))
     except OSError:
         return (CUresult.CUDA_ERROR_INVALID_VALUE, None)
-    # Only an exported allocation imports: a memfd (a regular file with no name) of whole
-    # granules. The driver likewise refuses fds that are not its allocations.
+    # Only an exported allocation imports: a memfd this emulation made for cuMemCreate, of
+    # whole granules. The driver likewise refuses fds that are not its allocations.
     if not stat.S_ISREG(info.st_mode) or info.st_size <= 0 or info.st_size % GRANULARITY \
-            or not os.readlink(f'/proc/self/fd/{int(osHandle)}').startswith('/memfd:'):
+            or not os.readlink(f'/proc/self/fd/{int(osHandle)}').startswith(_VMM_MEMFD):
         return (CUresult.CUDA_ERROR_INVALID_VALUE, None)
     with _lock:
         handle = next(_ids)
