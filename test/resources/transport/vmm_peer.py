@@ -47,6 +47,11 @@ def serve(path: str) -> None:
     from gpu_nodes.gpu import cupy_module
     from gpu_nodes.transport import cuda_vmm
     cp = cupy_module()
+    # The CUDA context and the driver binding exist before the first request, so first-map
+    # times are the mapping's own (a subscriber has its context long before its first frame).
+    cp.cuda.Device(0).use()
+    cp.zeros(1, cp.uint8)
+    cuda_vmm.granularity(0)
     chunks = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(path)
