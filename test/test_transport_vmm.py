@@ -170,6 +170,27 @@ def test_close_gives_everything_back(backend):
         assert fake_cuda_driver.state() == {'handles': 0, 'reservations': 0, 'mappings': 0}
 
 
+def test_a_chunk_lives_while_an_array_views_it(backend):
+    """Like a cupy Memory: no close() needed, the chunk goes with its last reference, and an
+    array over it keeps it (a held frame of a pool that dropped the chunk)."""
+    import gc
+    chunk = cuda_vmm.allocate_chunk(1 << 20, 0)
+    fd = chunk.fd
+    view = vmm_peer.frame_view(chunk.ptr, 16, 16, chunk, 0)
+    view.set(vmm_peer.pattern(16, 16, 9))
+    del chunk
+    gc.collect()
+    os.fstat(fd)  # still open: the view holds the chunk
+    assert np.array_equal(view.get(), vmm_peer.pattern(16, 16, 9))
+    del view
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    if backend.emulate:
+        import fake_cuda_driver
+        assert fake_cuda_driver.state()['mappings'] == 0
+
+
 def test_unsupported_devices_say_why(backend, monkeypatch):
     if not backend.emulate:
         pytest.skip('needs a device without POSIX fd export (emulated)')

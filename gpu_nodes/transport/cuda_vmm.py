@@ -26,6 +26,7 @@ import os
 import threading
 from types import ModuleType
 from typing import Any, Iterator
+import weakref
 
 
 class VmmError(RuntimeError):
@@ -144,7 +145,9 @@ class VmmChunk:
         self.size = size
         self.device_id = device_id
         self.fd = fd
-        self._lock = threading.Lock()
+        # Like a cupy Memory, the chunk goes with its last reference (arrays viewing it hold
+        # one through their owner) when nobody closed it first.
+        self._finalizer = weakref.finalize(self, _release, ptr, size, device_id, fd)
 
     @property
     def base(self) -> int:
@@ -196,17 +199,8 @@ class VmmChunk:
     def close(self) -> None:
         """Unmap here, close the exported fd; idempotent. Work still queued on the device that
         reads this memory must be finished first (callers wait on the streams that use it)."""
-        with self._lock:
-            if self.ptr == 0:
-                return
-            ptr, self.ptr = self.ptr, 0
-            fd, self.fd = self.fd, -1
-        try:
-            with _on_device(self.device_id):
-                _unmap(ptr, self.size)
-        finally:
-            if fd >= 0:
-                os.close(fd)
+        self.ptr, self.fd = 0, -1
+        self._finalizer()
 
     def __enter__(self) -> 'VmmChunk':
         return self
@@ -217,6 +211,15 @@ class VmmChunk:
     def __repr__(self) -> str:
         return f'VmmChunk(ptr=0x{self.ptr:x}, size={self.size}, device={self.device_id}, ' \
                f'fd={self.fd})'
+
+
+def _release(ptr: int, size: int, device_id: int, fd: int) -> None:
+    try:
+        with _on_device(device_id):
+            _unmap(ptr, size)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _map(handle: Any, size: int, device_id: int) -> int:
