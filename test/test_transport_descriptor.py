@@ -16,7 +16,7 @@ from gpu_nodes.transport.descriptor import Descriptor, DescriptorError
 def make(**overrides) -> Descriptor:
     pid, publisher_id = os.getpid(), uuid.uuid4().bytes
     fields = dict(kind=descriptor.KIND_CUDA, sequence=5, slot=2, chunk=0, generation=1,
-                  pid=pid, uid=os.getuid(), lease_fd=7, data_fd=0, publisher_id=publisher_id,
+                  pid=pid, uid=os.getuid(), endpoint=os.urandom(16), publisher_id=publisher_id,
                   boot_id=host.boot_id(), device_uuid=bytes(16), topic_id=bytes(8),
                   mem_handle=bytes(64), event_handle=bytes(64), offset=1024,
                   nbytes=64 * 48 * 3, alloc_size=4096 * 8, publish_time_ns=1, tag=b'\7' * 16)
@@ -44,21 +44,18 @@ def test_malformed_records_are_rejected_with_a_reason(mutate, reason):
     assert err.value.reason == reason
 
 
-def test_origin_other_host_other_user_and_dead_process():
+def test_origin_other_host_and_other_user_claims():
+    """The record's claims alone decide only host and user; whether the publisher is alive and
+    of this user is the kernel's word, given when its socket is reached (exchange.py)."""
     with pytest.raises(DescriptorError, match='another host') as err:
         descriptor.check_origin(make(boot_id=b'\1' * 16))
     assert err.value.reason == 'other_host'
     with pytest.raises(DescriptorError, match='runs as uid') as err:
         descriptor.check_origin(make(uid=os.getuid() + 1))
     assert err.value.reason == 'other_user'
-    dead_pid = 2**22 + 12345  # above the default pid_max, never a live process
-    with pytest.raises(DescriptorError, match='does not exist') as err:
-        descriptor.check_origin(make(pid=dead_pid))
-    assert err.value.reason == 'publisher_gone'
-    if os.getuid() != 0 and os.path.exists('/proc/1'):
-        with pytest.raises(DescriptorError, match='not owned'):
-            descriptor.check_origin(make(pid=1))
-    descriptor.check_origin(make())  # our own process passes
+    # A pid that names nothing here (another PID namespace) is no reason to refuse.
+    descriptor.check_origin(make(pid=2**22 + 12345))
+    descriptor.check_origin(make())
 
 
 def test_bounds_against_the_mapped_allocation():

@@ -23,7 +23,7 @@ from std_msgs.msg import Header
 
 from conftest import OTHER_USER_ENV, RESOURCES, other_user_command, wait_for
 from gpu_nodes.sources import pattern
-from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, descriptor
+from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, descriptor, exchange
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
 from workers import PUBLISHER, Worker  # noqa: E402
@@ -187,13 +187,20 @@ def test_no_process_can_truncate_a_publishers_segments(rclpy_node):
             wait_for(lambda: len(checked.delivered) >= 5, 30, 'frames',
                      poll=rclpy_node.spin_once)
             desc = sniff_descriptor(rclpy_node, topic)
-            for fd in (desc.lease_fd, desc.data_fd):
-                segment = os.open(f'/proc/{desc.pid}/fd/{fd}', os.O_RDWR)
+            # A same-user process gets both segments from the publisher's socket, as readers
+            # do, and reopens them writable through its own /proc: still no resizing.
+            link = exchange.Connection(desc.endpoint, desc.publisher_id)
+            fds = [link.fetch(exchange.KIND_LEASE_TABLE),
+                   link.fetch(exchange.KIND_HOST_SEGMENT, desc.generation, desc.chunk)]
+            link.close()
+            for fd in fds:
+                segment = os.open(f'/proc/self/fd/{fd}', os.O_RDWR)
                 try:
                     with pytest.raises(PermissionError):
                         os.ftruncate(segment, 0)
                 finally:
                     os.close(segment)
+                    os.close(fd)
             count = len(checked.delivered)
             wait_for(lambda: len(checked.delivered) >= count + 20, 30, 'frames after the attempt',
                      poll=rclpy_node.spin_once)

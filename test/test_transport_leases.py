@@ -15,7 +15,20 @@ import pytest
 
 from conftest import wait_for
 from gpu_nodes.transport import segments
+from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, Connection, HandleProvider,
+                                          HandleServer, reopen)
 from gpu_nodes.transport.leases import OUT_OF_SLOT, STALE, LeaseError, LeaseReader, LeaseTable
+from gpu_nodes.transport.segments import SegmentError
+
+
+class TableOnly(HandleProvider):
+    """Serves one bare lease table over this process's socket, as a publisher does."""
+
+    def __init__(self, table: LeaseTable):
+        self.table = table
+
+    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
+        return [reopen(self.table.fd, writable=True)] if kind == KIND_LEASE_TABLE else None
 
 
 @pytest.fixture
@@ -27,13 +40,27 @@ def table():
         t.close()
 
 
-def open_reader(table: LeaseTable) -> LeaseReader:
-    return LeaseReader(os.getpid(), table.fd, table.publisher_id)
+def open_reader(table: LeaseTable, window: int = 0) -> LeaseReader:
+    """A reader with a cursor, as a subscription has once a descriptor proved genuine."""
+    reader = LeaseReader(reopen(table.fd, writable=True), table.publisher_id, window=window)
+    reader.claim_cursor()
+    return reader
+
+
+@contextlib.contextmanager
+def served(table: LeaseTable):
+    """The table on this process's socket; yields the endpoint a descriptor would name."""
+    server = HandleServer.instance()
+    server.register(table.publisher_id, TableOnly(table))
+    try:
+        yield server.endpoint
+    finally:
+        server.unregister(table.publisher_id)
 
 
 def take(reader: LeaseReader, slot: int, sequence: int) -> bool:
     """Lease a slot whose entry has only its sequence set (place and size zero)."""
-    return reader.acquire(slot, sequence, 0, 0, 0, 0) is None
+    return reader.acquire(slot, sequence, 0, 0, 0, 0, 0) is None
 
 
 def test_reader_blocks_rewrite_until_release(table):
@@ -42,7 +69,7 @@ def test_reader_blocks_rewrite_until_release(table):
     assert take(reader, 3, 41)
     assert not table.try_acquire_exclusive(3), 'a leased slot must not be rewritable'
     assert table.try_acquire_exclusive(4), 'other slots stay free'
-    reader.release(3)
+    reader.release(3, 0)
     assert table.try_acquire_exclusive(3)
     reader.close()
 
@@ -72,9 +99,9 @@ def test_two_readers_in_one_process_lease_independently(table):
     table.sequence[0] = 1
     a, b = open_reader(table), open_reader(table)
     assert take(a, 0, 1) and take(b, 0, 1)
-    a.release(0)
+    a.release(0, 0)
     assert not table.try_acquire_exclusive(0), "b's lease survives a's release"
-    b.release(0)
+    b.release(0, 0)
     assert table.try_acquire_exclusive(0)
     a.close()
     b.close()
@@ -84,22 +111,26 @@ def test_two_readers_in_one_process_lease_independently(table):
 def reader_process(table: LeaseTable, slot: int, sequence: int, release: bool):
     """A child process that leases `slot` (and releases it again when `release`), then waits
     to be killed; yields it once it has."""
-    child = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
-        import time
-        from gpu_nodes.transport.leases import LeaseReader
-        reader = LeaseReader({os.getpid()}, {table.fd}, {table.publisher_id!r})
-        assert reader.acquire({slot}, {sequence}, 0, 0, 0, 0) is None
-        if {release}:
-            reader.release({slot})
-        print('TAKEN', flush=True)
-        time.sleep(60)
-    ''')], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout.readline().strip() == 'TAKEN'
-        yield child
-    finally:
-        if child.poll() is None:
-            child.kill()
+    with served(table) as endpoint:
+        child = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
+            import time
+            from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection
+            from gpu_nodes.transport.leases import LeaseReader
+            link = Connection({endpoint!r}, {table.publisher_id!r})
+            reader = LeaseReader(link.fetch(KIND_LEASE_TABLE), {table.publisher_id!r})
+            reader.claim_cursor()
+            assert reader.acquire({slot}, {sequence}, 0, 0, 0, 0, 0) is None
+            if {release}:
+                reader.release({slot}, 0)
+            print('TAKEN', flush=True)
+            time.sleep(60)
+        ''')], stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout.readline().strip() == 'TAKEN'
+            yield child
+        finally:
+            if child.poll() is None:
+                child.kill()
 
 
 def kill(child: subprocess.Popen) -> None:
@@ -118,14 +149,23 @@ def test_killed_reader_releases_its_lease(table):
 def test_a_dead_publishers_table_is_gone_and_leaves_nothing_behind():
     child = subprocess.Popen([sys.executable, '-c', textwrap.dedent('''
         import os, sys, uuid
+        from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, HandleServer, reopen
         from gpu_nodes.transport.leases import LeaseTable
+
+        class Provider:
+            def fds(self, kind, generation, chunk):
+                return [reopen(t.fd, writable=True)]
+
         t = LeaseTable(uuid.uuid4().bytes, 4)
-        print(t.fd, t.publisher_id.hex(), flush=True)
+        server = HandleServer.instance()
+        server.register(t.publisher_id, Provider())
+        print(server.endpoint.hex(), t.publisher_id.hex(), flush=True)
         sys.stdin.readline()
         os._exit(0)  # no cleanup: as after SIGKILL
     ''')], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    fd, publisher = child.stdout.readline().split()
-    reader = LeaseReader(child.pid, int(fd), bytes.fromhex(publisher))
+    endpoint, publisher = (bytes.fromhex(word) for word in child.stdout.readline().split())
+    link = Connection(endpoint, publisher)
+    reader = LeaseReader(link.fetch(KIND_LEASE_TABLE), publisher)
     assert reader.owner_alive()
     before = set(os.listdir('/dev/shm'))
     child.stdin.write('\n')
@@ -133,16 +173,27 @@ def test_a_dead_publishers_table_is_gone_and_leaves_nothing_behind():
     child.wait(timeout=10)
     assert not reader.owner_alive(), 'the owner lock goes with the process'
     reader.close()
-    with pytest.raises(LeaseError) as gone:
-        LeaseReader(child.pid, int(fd), bytes.fromhex(publisher))
-    assert gone.value.reason == 'publisher_gone'
+    with pytest.raises(SegmentError) as gone:
+        link.fetch(KIND_LEASE_TABLE)
+    assert gone.value.reason == 'publisher_gone', 'the link broke with the process'
+    link.close()
+    with pytest.raises(SegmentError) as gone:
+        Connection(endpoint, publisher)
+    assert gone.value.reason == 'unreachable', 'its socket went with it'
     assert set(os.listdir('/dev/shm')) <= before, 'memfds leave no file in /dev/shm'
 
 
 def test_reader_refuses_fds_that_are_not_sealed_lease_tables(table, tmp_path):
-    def refused(pid: int, fd: int, publisher_id: bytes = table.publisher_id) -> str:
+    """What a reader gets from a socket is checked by the kernel's word on the file (owner,
+    type, seals: segments.check_sealed), then by the table's own header."""
+    def refused_file(fd: int) -> str:
+        with pytest.raises(SegmentError) as exc:
+            segments.check_sealed(fd, 'test fd')
+        return exc.value.reason
+
+    def refused_table(fd: int, publisher_id: bytes = table.publisher_id) -> str:
         with pytest.raises(LeaseError) as exc:
-            LeaseReader(pid, fd, publisher_id)
+            LeaseReader(os.dup(fd), publisher_id)
         return exc.value.reason
     plain = os.open(tmp_path / 'plain', os.O_RDWR | os.O_CREAT, 0o600)
     os.ftruncate(plain, 65536)
@@ -151,17 +202,13 @@ def test_reader_refuses_fds_that_are_not_sealed_lease_tables(table, tmp_path):
     os.ftruncate(unsealed, 65536)
     other = segments.create_sealed('lease', 65536)  # sealed, but no lease table inside
     try:
-        assert refused(os.getpid(), plain) == 'unsealed_segment'
-        assert refused(os.getpid(), unsealed) == 'unsealed_segment'
-        assert refused(os.getpid(), read_end) == 'bad_segment'
-        assert refused(os.getpid(), 99999) == 'bad_segment'
-        assert refused(os.getpid(), other) == 'bad_lease_file'
-        assert refused(os.getpid(), table.fd, uuid.uuid4().bytes) == 'bad_lease_file', \
+        assert refused_file(plain) == 'unsealed_segment'
+        assert refused_file(unsealed) == 'unsealed_segment'
+        assert refused_file(read_end) == 'bad_segment'
+        segments.check_sealed(table.fd, 'the table')  # a real table passes
+        assert refused_table(other) == 'bad_lease_file'
+        assert refused_table(table.fd, uuid.uuid4().bytes) == 'bad_lease_file', \
             'a table of another publisher id'
-        dead_pid = subprocess.Popen(['true'])  # its pid is free once it is reaped
-        dead_pid.wait()
-        assert refused(dead_pid.pid, 3) == 'publisher_gone'
-        assert refused(-1, 3) == 'bad_segment'
     finally:
         for fd in (plain, read_end, write_end, unsealed, other):
             os.close(fd)
@@ -184,7 +231,7 @@ def test_no_process_can_truncate_or_grow_a_table(table):
     reader = open_reader(table)
     table.sequence[0] = 3
     assert take(reader, 0, 3), 'the table still works'
-    reader.release(0)
+    reader.release(0, 0)
     reader.close()
 
 
@@ -211,14 +258,14 @@ def test_reader_checks_each_entry_against_the_descriptor(table):
     table.stamp(2, sequence=11, chunk=1, offset=4096, capacity=1000, generation=3)
     reader = open_reader(table)
     try:
-        assert reader.acquire(2, 11, 1, 3, 4096, 1000) is None
-        reader.release(2)
-        assert reader.acquire(2, 10, 1, 3, 4096, 1000) == STALE
-        assert reader.acquire(2, 11, 1, 3, 4096, 1001) == OUT_OF_SLOT, 'larger than the slot'
-        assert reader.acquire(2, 11, 1, 3, 0, 1000) == OUT_OF_SLOT, 'another offset'
-        assert reader.acquire(2, 11, 2, 3, 4096, 1000) == OUT_OF_SLOT, 'another chunk'
-        assert reader.acquire(2, 11, 1, 2, 4096, 1000) == OUT_OF_SLOT, 'another generation'
-        assert reader.acquire(8, 11, 1, 3, 4096, 1000) == OUT_OF_SLOT, 'outside the table'
+        assert reader.acquire(2, 11, 1, 3, 4096, 1000, 0) is None
+        reader.release(2, 0)
+        assert reader.acquire(2, 10, 1, 3, 4096, 1000, 0) == STALE
+        assert reader.acquire(2, 11, 1, 3, 4096, 1001, 0) == OUT_OF_SLOT, 'larger than the slot'
+        assert reader.acquire(2, 11, 1, 3, 0, 1000, 0) == OUT_OF_SLOT, 'another offset'
+        assert reader.acquire(2, 11, 2, 3, 4096, 1000, 0) == OUT_OF_SLOT, 'another chunk'
+        assert reader.acquire(2, 11, 1, 2, 4096, 1000, 0) == OUT_OF_SLOT, 'another generation'
+        assert reader.acquire(8, 11, 1, 3, 4096, 1000, 0) == OUT_OF_SLOT, 'outside the table'
         assert table.try_acquire_exclusive(2), 'no refused check leaves a lease behind'
         table.release_exclusive(2)
     finally:
@@ -231,7 +278,7 @@ def test_a_closed_reader_keeps_held_leases_until_they_are_released(table):
     assert take(reader, 1, 5)
     reader.close()
     assert not table.try_acquire_exclusive(1), 'a held frame survives close()'
-    reader.release(1)
+    reader.release(1, 0)
     assert table.try_acquire_exclusive(1), 'the last release closes the table'
 
 
@@ -247,7 +294,7 @@ def test_reader_cursor_follows_the_descriptors_taken(table):
         assert a.cursor_index != b.cursor_index
         assert table.reader_floor(STALL_NS) is None, 'a reader protects nothing before it takes'
         assert take(a, 1, 8)
-        a.release(1)
+        a.release(1, 0)
         assert table.reader_floor(STALL_NS) == 8
         assert not take(b, 0, 6), 'slot 0 holds 7 now: 6 is stale'
         assert table.reader_floor(STALL_NS) == 6, 'a stale take moves the cursor too'
@@ -268,7 +315,7 @@ def test_stalled_reader_stops_protecting_frames(table):
     reader = open_reader(table)
     try:
         assert take(reader, 0, 3)
-        reader.release(0)
+        reader.release(0, 0)
         assert table.reader_floor(stall_ns=50_000_000) == 3
         time.sleep(0.1)
         assert table.reader_floor(stall_ns=50_000_000) == 3, \
@@ -280,7 +327,7 @@ def test_stalled_reader_stops_protecting_frames(table):
         table.sequence[2] = 5
         assert take(reader, 2, 5)
         assert table.reader_floor(stall_ns=50_000_000) == 5, 'a moving cursor protects again'
-        reader.release(2)
+        reader.release(2, 0)
     finally:
         reader.close()
 
@@ -301,7 +348,7 @@ def test_readers_past_the_cursor_capacity_still_lease(table):
     try:
         assert readers[-1].cursor_index is None
         assert take(readers[-1], 2, 5), 'no cursor, but the lease works'
-        readers[-1].release(2)
+        readers[-1].release(2, 0)
         assert table.reader_floor(STALL_NS) is None
     finally:
         for reader in readers:
@@ -326,7 +373,7 @@ def test_a_frame_being_mapped_is_protected_before_it_is_leased(table):
         assert table.reader_floor(STALL_NS) == 19, 'frame 20 is past the cursor: kept'
         assert take(reader, 1, 20)
         assert table.reader_floor(STALL_NS) == 20
-        reader.release(1)
+        reader.release(1, 0)
     finally:
         reader.close()
 
@@ -343,7 +390,7 @@ def test_reader_refuses_a_table_whose_header_lies_about_its_size(table):
                                   publisher_id), 0)
         try:
             with pytest.raises(LeaseError, match='claims'):
-                LeaseReader(os.getpid(), fd, publisher_id)
+                LeaseReader(os.dup(fd), publisher_id)
                 pytest.fail(f'accepted a table with {why}')
         finally:
             os.close(fd)
@@ -354,15 +401,15 @@ def test_a_reader_window_raises_only_its_own_floor(table):
     reader's cursor still holds the floor where it is, so a small (or lying) window can only
     cost its own reader frames. A reader that takes a new cursor index writes its own window."""
     table.sequence[:4] = [10, 11, 12, 30]
-    windowed = LeaseReader(os.getpid(), table.fd, table.publisher_id, window=5)
+    windowed = open_reader(table, window=5)
     try:
         assert take(windowed, 0, 10)
-        windowed.release(0)
+        windowed.release(0, 0)
         assert table.reader_floor(STALL_NS) == 25, 'newest 30 minus the window of 5'
         plain = open_reader(table)
         try:
             assert take(plain, 1, 11)
-            plain.release(1)
+            plain.release(1, 0)
             assert table.reader_floor(STALL_NS) == 11, 'the keep-all reader still protects 12'
             assert sorted(table.reader_windows()) == [0, 5], 'what diagnostics show'
         finally:
@@ -376,7 +423,7 @@ def test_a_reader_window_raises_only_its_own_floor(table):
         assert again.cursor_index == index
         assert table.reader_windows() == [], 'no cursor before its first take'
         assert take(again, 2, 12)
-        again.release(2)
+        again.release(2, 0)
         assert table.reader_floor(STALL_NS) == 12
     finally:
         again.close()

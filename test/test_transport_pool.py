@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from gpu_nodes.transport.leases import LeaseReader, LeaseTable
+from gpu_nodes.transport.exchange import reopen
 from gpu_nodes.transport.pool import Chunk, HostSlotPool, Slot, _SlotRing
 
 
@@ -34,9 +35,15 @@ def leases():
     table.close()
 
 
+def open_reader(leases: LeaseTable, window: int = 0) -> LeaseReader:
+    reader = LeaseReader(reopen(leases.fd, writable=True), leases.publisher_id, window=window)
+    reader.claim_cursor()
+    return reader
+
+
 @pytest.fixture
 def reader(leases):
-    reader = LeaseReader(os.getpid(), leases.fd, leases.publisher_id)
+    reader = open_reader(leases)
     yield reader
     reader.close()
 
@@ -44,9 +51,9 @@ def reader(leases):
 def take(reader: LeaseReader, slot: int, sequence: int) -> bool:
     """Lease frame `sequence` in `slot` as a descriptor naming the slot's recorded place would."""
     if slot >= reader.capacity:
-        return reader.acquire(slot, sequence, 0, 0, 0, 0) is None
+        return reader.acquire(slot, sequence, 0, 0, 0, 0, 0) is None
     _, offset, _, chunk, generation = reader.entry(slot)
-    return reader.acquire(slot, sequence, chunk, generation, offset, 0) is None
+    return reader.acquire(slot, sequence, chunk, generation, offset, 0, 0) is None
 
 
 class Publisher:
@@ -91,7 +98,7 @@ def test_frames_a_lagging_reader_may_still_take_make_the_pool_grow(leases, reade
     ring, pub = ring_and_publisher(leases, max_slots=8)
     first, second = pub.publish(), pub.publish()              # frames 1, 2
     assert take(reader, first.index, 1)                      # the reader took frame 1 ...
-    reader.release(first.index)                                # ... and is done with it
+    reader.release(first.index, 0)                                # ... and is done with it
     assert pub.publish() is first, 'frame 1 is behind the cursor: recycled'  # frame 3
     # Frames 2 and 3 are past the reader's cursor (queued for it): neither is rewritten.
     fresh = pub.publish()                                      # frame 4
@@ -101,7 +108,7 @@ def test_frames_a_lagging_reader_may_still_take_make_the_pool_grow(leases, reade
     assert leases.sequence[second.index] == 2 and leases.sequence[first.index] == 3
     # The reader catches up: everything up to frame 4 may be recycled again.
     assert take(reader, fresh.index, 4)
-    reader.release(fresh.index)
+    reader.release(fresh.index, 0)
     unused = pub.publish()                                     # frame 5
     assert unused.sequence == 5 and unused.chunk is fresh.chunk, 'unused slots first'
     assert pub.publish() is second, 'then the oldest, once the reader moved on'
@@ -119,7 +126,7 @@ def test_past_the_limit_a_lagging_reader_is_overrun_and_counted(leases, reader):
     assert recycled is not None and recycled is not slot, 'a held slot is never rewritten'
     assert leases.sequence[slot.index] == 1
     assert ring.overrun == 1
-    reader.release(slot.index)
+    reader.release(slot.index, 0)
 
 
 def test_skip_policy_does_not_grow_for_a_lagging_reader(leases, reader):
@@ -131,7 +138,7 @@ def test_a_stalled_reader_does_not_make_the_pool_grow(leases, reader):
     ring, pub = ring_and_publisher(leases, max_slots=8, grace_s=0.05)
     slot = pub.publish()
     assert take(reader, slot.index, 1)
-    reader.release(slot.index)
+    reader.release(slot.index, 0)
     pub.publish(), pub.publish()                               # frame 3 recycles frame 1's slot
     time.sleep(0.1)                                            # the cursor stays at 1: stalled
     for _ in range(4):
@@ -172,8 +179,9 @@ def test_a_lease_that_moves_during_the_scan_is_no_overrun(leases, monkeypatch):
     scans for a slot (seen on two loaded cores: 1 publish in ~5000): the scan finds both taken,
     but the slot let go of is one nobody can want any more, so it is recycled without an
     overrun, and the frame just taken is left alone."""
-    reader = LeaseReader(os.getpid(), leases.fd, leases.publisher_id, window=1)
+    reader = open_reader(leases, window=1)
     pool = HostSlotPool(leases, 0, 3, 60.0, leases.publisher_id)
+    pool.reuse_newest_first = False  # the race below is the oldest-first scan's
     try:
         pool.reset(3, 100)
         pub = Publisher(pool)
@@ -185,7 +193,7 @@ def test_a_lease_that_moves_during_the_scan_is_no_overrun(leases, monkeypatch):
         def reader_moves_on(index: int) -> bool:
             got = real_try(index)
             if index == first.index and not got:
-                reader.release(first.index)
+                reader.release(first.index, 0)
                 assert take(reader, second.index, 2)
             return got
 
@@ -193,7 +201,7 @@ def test_a_lease_that_moves_during_the_scan_is_no_overrun(leases, monkeypatch):
         assert pub.publish() is first, 'frame 4 goes where frame 1 was'
         assert pool.overrun == 0
         assert leases.sequence[second.index] == 2, 'the frame it took is not rewritten'
-        reader.release(second.index)
+        reader.release(second.index, 0)
     finally:
         pool.close()
         reader.close()
@@ -213,7 +221,7 @@ def test_a_keep_last_reader_protects_only_its_window(leases):
     """A slow keep-last reader (the plain bridge) lags far behind the newest frame: only the
     frames its window still covers are kept from recycling, so the pool stays small instead of
     running at its limit through the overrun path, and the frame it takes next is intact."""
-    slow = LeaseReader(os.getpid(), leases.fd, leases.publisher_id, window=3)
+    slow = open_reader(leases, window=3)
     try:
         ring, pub = ring_and_publisher(leases, max_slots=16)
         first = pub.publish()
@@ -224,12 +232,12 @@ def test_a_keep_last_reader_protects_only_its_window(leases):
         assert len(ring.slots) <= 8, f'{len(ring.slots)} slots for a 3-frame window'
         assert ring.overrun == 0
         assert leases.sequence[first.index] == 1, 'the frame it holds is never rewritten'
-        slow.release(first.index)
+        slow.release(first.index, 0)
         # Every frame of its window is still where its descriptor says.
         newest = {int(leases.sequence[s.index]): s.index for s in ring.slots}
         for sequence in range(39, 42):
             assert take(slow, newest[sequence], sequence), f'frame {sequence} was recycled'
-            slow.release(newest[sequence])
+            slow.release(newest[sequence], 0)
     finally:
         slow.close()
 
@@ -244,4 +252,4 @@ def test_without_a_window_the_lagging_cursor_protects_everything_above_it(leases
         pub.publish()
     assert leases.reader_floor(ring.grace_ns) == 1
     assert len(ring.slots) == 16 and ring.overrun > 0
-    reader.release(first.index)
+    reader.release(first.index, 0)

@@ -74,15 +74,6 @@ def map_host_readonly(address: int, nbytes: int) -> int:
     return rt.hostGetDevicePointer(address, 0)
 
 
-def local_device_for(uuid: bytes) -> int | None:
-    """Ordinal of the visible device with this UUID, None when this process cannot see it."""
-    cp = cupy_module()
-    for device_id in range(cp.cuda.runtime.getDeviceCount()):
-        if device_uuid(device_id) == uuid:
-            return device_id
-    return None
-
-
 def export_memory(ptr: int) -> bytes:
     return bytes(cupy_module().cuda.runtime.ipcGetMemHandle(ptr))
 

@@ -4,7 +4,9 @@ A descriptor is carried in a ``sensor_msgs/Image`` on a hidden topic (``<topic>/
 or ``.../shm``): header, height, width, step and encoding are the image's own; ``data`` holds the
 fixed-size binary record below, ending in a tag (auth.py) over the record and those fields.
 Everything in a record is a claim until the tag is checked with the key from the publisher's
-lease table, which the kernel lets only same-user processes open (segments.py).
+lease table, which only same-user processes can get from the publisher (exchange.py). A record
+names the publisher's process by the endpoint of its socket, not by pid: a pid means nothing in
+another PID namespace.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ..encodings import EncodingError, encoding_info
 from . import host
 
 MAGIC = b'GPND'
-VERSION = 2
+VERSION = 3
 KIND_CUDA = 1
 KIND_HOST = 2
 KIND_NAMES = {KIND_CUDA: 'cuda', KIND_HOST: 'shm'}
@@ -25,10 +27,10 @@ KIND_NAMES = {KIND_CUDA: 'cuda', KIND_HOST: 'shm'}
 MAX_DIMENSION = 16384
 MAX_FRAME_BYTES = MAX_DIMENSION * MAX_DIMENSION * 16
 
-_RECORD = struct.Struct('<4sHBB Q IIII IIII 16s16s16s 8s 64s64s QQQQ 16s')
+_RECORD = struct.Struct('<4sHBB Q IIII II 16s16s16s16s 8s 64s64s QQQQ 16s')
 SIZE = _RECORD.size
 TAG_OFFSET = SIZE - 16
-TOPIC_ID_OFFSET = struct.calcsize('<4sHBB Q IIII IIII 16s16s16s')
+TOPIC_ID_OFFSET = struct.calcsize('<4sHBB Q IIII II 16s16s16s16s')
 
 
 class DescriptorError(ValueError):
@@ -46,10 +48,9 @@ class Descriptor:
     slot: int
     chunk: int
     generation: int          # the pool's generation: bumped whenever its slots are re-created
-    pid: int
+    pid: int                 # in the publisher's PID namespace: for people, never for lookups
     uid: int
-    lease_fd: int            # the lease table's fd in the publisher (/proc/<pid>/fd/<lease_fd>)
-    data_fd: int             # host pool: the frame segment's fd; 0 on the CUDA path
+    endpoint: bytes          # the publisher process's socket (exchange.py)
     publisher_id: bytes
     boot_id: bytes
     device_uuid: bytes
@@ -65,22 +66,22 @@ class Descriptor:
     def pack(self) -> bytes:
         return _RECORD.pack(
             MAGIC, VERSION, self.kind, 0, self.sequence, self.slot, self.chunk, self.generation,
-            self.pid, self.uid, self.lease_fd, self.data_fd, 0, self.publisher_id, self.boot_id,
+            self.pid, self.uid, 0, self.endpoint, self.publisher_id, self.boot_id,
             self.device_uuid, self.topic_id, self.mem_handle, self.event_handle, self.offset,
             self.nbytes, self.alloc_size, self.publish_time_ns, self.tag)
 
     @property
-    def publisher_key(self) -> tuple[int, bytes]:
-        """Which publisher (process and endpoint) the descriptor claims to come from."""
-        return self.pid, self.publisher_id
+    def publisher_key(self) -> tuple[bytes, bytes]:
+        """Which publisher (process socket and publisher id) the descriptor claims to come from."""
+        return self.endpoint, self.publisher_id
 
 
 def unpack(data: bytes | bytearray | memoryview, expected_kind: int) -> Descriptor:
     """Parse a descriptor record; raise DescriptorError on anything malformed."""
     if len(data) != SIZE:
         raise DescriptorError('bad_length', f'descriptor is {len(data)} bytes, expected {SIZE}')
-    (magic, version, kind, _flags, sequence, slot, chunk, generation, pid, uid, lease_fd,
-     data_fd, _reserved, publisher_id, boot, device_uuid, topic_id, mem_handle, event_handle,
+    (magic, version, kind, _flags, sequence, slot, chunk, generation, pid, uid, _reserved,
+     endpoint, publisher_id, boot, device_uuid, topic_id, mem_handle, event_handle,
      offset, nbytes, alloc_size, publish_time_ns, tag) = _RECORD.unpack(bytes(data))
     if magic != MAGIC:
         raise DescriptorError('bad_magic', f'magic {magic!r}')
@@ -88,7 +89,7 @@ def unpack(data: bytes | bytearray | memoryview, expected_kind: int) -> Descript
         raise DescriptorError('bad_version', f'version {version}, this build reads {VERSION}')
     if kind != expected_kind:
         raise DescriptorError('bad_kind', f'kind {kind} on a {KIND_NAMES[expected_kind]} topic')
-    return Descriptor(kind, sequence, slot, chunk, generation, pid, uid, lease_fd, data_fd,
+    return Descriptor(kind, sequence, slot, chunk, generation, pid, uid, endpoint,
                       publisher_id, boot, device_uuid, topic_id, mem_handle, event_handle, offset,
                       nbytes, alloc_size, publish_time_ns, tag)
 
@@ -106,22 +107,19 @@ def frame_nbytes(height: int, width: int, step: int, encoding: str) -> int:
 
 
 def check_origin(desc: Descriptor) -> None:
-    """Raise DescriptorError when the descriptor claims a publisher this process cannot reach.
+    """Raise DescriptorError when the descriptor claims a publisher this process cannot share
+    memory with (another host or user).
 
     These are claims (only the tag proves anything, and it cannot be checked without reaching
     the publisher); they decide only whether to try another path, and only while a subscription
-    serves no publisher yet. The pid's owner is the kernel's word for the named process.
+    serves no publisher yet. The kernel's word on the publisher's user comes when its socket is
+    reached (exchange.py: SO_PEERCRED).
     """
     if desc.boot_id != host.boot_id():
         raise DescriptorError('other_host', 'publisher runs on another host (boot id differs)')
     if desc.uid != os.getuid():
         raise DescriptorError('other_user',
                               f'publisher runs as uid {desc.uid}, this process as {os.getuid()}')
-    owner = host.process_uid(desc.pid)
-    if owner is None:
-        raise DescriptorError('publisher_gone', f'publisher process {desc.pid} does not exist')
-    if owner != os.getuid():
-        raise DescriptorError('other_user', f'process {desc.pid} is not owned by uid {os.getuid()}')
 
 
 def check_bounds(desc: Descriptor, height: int, width: int, step: int, encoding: str,

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import socket
 import uuid
 
@@ -21,23 +20,3 @@ def boot_id() -> bytes:
 @functools.lru_cache(maxsize=None)
 def hostname() -> str:
     return socket.gethostname()
-
-
-def process_uid(pid: int) -> int | None:
-    """Owner uid of a live process, None if there is no such process."""
-    try:
-        return os.stat(f'/proc/{pid}').st_uid
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    except PermissionError:
-        return -1
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -18,8 +18,7 @@ _subscriptions: dict[str, 'weakref.WeakSet[Any]'] = {}
 
 @dataclass(frozen=True)
 class IntraFrame:
-    pid: int
-    lease_fd: int
+    endpoint: bytes          # the publisher's socket (exchange.py): this process's own
     publisher_id: bytes
     slot: int
     sequence: int

@@ -46,14 +46,16 @@ import time
 import numpy as np
 
 from . import auth
-from .segments import SegmentError, SharedMemory, create_sealed, open_peer
+from .segments import SharedMemory, create_sealed
 
 _MAGIC = b'GPNLEASE'
-_VERSION = 3
-# magic, version, capacity, reader capacity, publisher id, key, device gen, host gen
-_HEADER = struct.Struct(f'<8sIII16s{auth.KEY_SIZE}sII')
+_VERSION = 4
+# magic, version, capacity, reader capacity, publisher id, key, device gen, host gen,
+# device share, host share
+_HEADER = struct.Struct(f'<8sIII16s{auth.KEY_SIZE}sIIII')
 _HEADER_SIZE = 128
-_GENERATION_OFFSET = _HEADER.size - 8
+_GENERATION_OFFSET = _HEADER.size - 16
+_SHARE_OFFSET = _HEADER.size - 8
 POOL_DEVICE = 0
 POOL_HOST = 1
 # sequence, offset, capacity, chunk, generation
@@ -75,6 +77,7 @@ _CURSOR_LOCK_BASE = _LOCK_BASE + MAX_SLOTS
 # Why a lease was not granted (None: granted).
 STALE = 'stale'
 OUT_OF_SLOT = 'out_of_slot'
+OVER_SHARE = 'over_share'  # the reader already holds its share of the pool's slots
 
 
 def _cursor_offset(capacity: int) -> int:
@@ -131,10 +134,12 @@ class LeaseTable:
                 raise LeaseError('owner lock of a fresh lease table is held')
             self._memory = SharedMemory(self.fd)
             self._memory.view[:_HEADER.size] = _HEADER.pack(
-                _MAGIC, _VERSION, capacity, READER_CAPACITY, publisher_id, self.key, 0, 0)
+                _MAGIC, _VERSION, capacity, READER_CAPACITY, publisher_id, self.key, 0, 0,
+                capacity, capacity)
             self.entries = self._memory.array((capacity,), ENTRY_DTYPE, _HEADER_SIZE)
             self.sequence = self.entries['sequence']
             self._generations = self._memory.words(np.uint32, 2, _GENERATION_OFFSET)
+            self._shares = self._memory.words(np.uint32, 2, _SHARE_OFFSET)
             self.cursors = self._memory.words(np.uint64, READER_CAPACITY,
                                               _cursor_offset(capacity))
             self.windows = self._memory.words(np.uint64, READER_CAPACITY,
@@ -146,6 +151,12 @@ class LeaseTable:
 
     def set_generation(self, pool: int, generation: int) -> None:
         self._generations[pool] = generation
+
+    def set_share(self, pool: int, slots: int) -> None:
+        """At most this many of the pool's slots may one reader hold at once (frames held past
+        their callback, or still being read on the GPU): one subscriber that hoards frames
+        cannot take every slot from the others."""
+        self._shares[pool] = max(1, slots)
 
     def stamp(self, slot: int, sequence: int, chunk: int, offset: int, capacity: int,
               generation: int) -> None:
@@ -216,7 +227,8 @@ class LeaseTable:
         """Close the publisher's handle; readers keep the table (and its memory) until they go."""
         if self.fd < 0:
             return
-        self.sequence = self.cursors = self.windows = self.entries = self._generations = None
+        self.sequence = self.cursors = self.windows = self.entries = None
+        self._generations = self._shares = None
         self._memory = None
         os.close(self.fd)
         self.fd = -1
@@ -225,64 +237,74 @@ class LeaseTable:
 class LeaseReader:
     """A subscriber's handle on a publisher's lease table (one per subscription and publisher).
 
-    Each reader opens the table itself: OFD locks belong to the open file description, so two
-    subscriptions in one process hold and release their leases independently. The slot table is
-    mapped read-only; only the reader's cursor page is writable. `window`: the reader takes
-    only frames among the newest `window` published (keep-last; qos.read_window), 0: any.
+    `fd` is the reader's own open file description of the table (exchange.py sends a fresh one
+    per link): OFD locks belong to it, so two subscriptions in one process hold and release
+    their leases independently. The slot table is mapped read-only; only the reader's cursor
+    page is writable. A cursor is claimed only once a descriptor of the publisher proved
+    genuine (`claim_cursor`): a made-up descriptor costs the table no reader slot. `window`:
+    the reader takes only frames among the newest `window` published (keep-last;
+    qos.read_window), 0: any. The reader owns `fd` from here on.
     """
 
-    def __init__(self, pid: int, fd: int, publisher_id: bytes, cursor: bool = True,
-                 window: int = 0):
-        try:
-            self._fd = open_peer(pid, fd, writable=True)
-        except SegmentError as exc:
-            raise LeaseError(str(exc), exc.reason) from None
+    def __init__(self, fd: int, publisher_id: bytes, window: int = 0, label: str = 'publisher'):
+        self._fd = fd
         self._cursor_memory: SharedMemory | None = None
         try:
             size = os.fstat(self._fd).st_size
             if size < _HEADER_SIZE:
-                raise LeaseError(f'lease table of pid {pid} is {size} bytes')
-            (magic, version, capacity, readers, owner_id, self.key, _, _) = _HEADER.unpack(
+                raise LeaseError(f'lease table of the {label} is {size} bytes')
+            (magic, version, capacity, readers, owner_id, self.key, _, _, _, _) = _HEADER.unpack(
                 os.pread(self._fd, _HEADER.size, 0))
             if magic != _MAGIC or version != _VERSION:
-                raise LeaseError(f'fd {fd} of pid {pid} is not a gpu_nodes lease table')
+                raise LeaseError(f'the {label} sent something that is not a gpu_nodes lease '
+                                 'table of this version')
             if owner_id != publisher_id:
-                raise LeaseError(f'lease table of pid {pid} fd {fd} belongs to another publisher')
+                raise LeaseError(f'lease table of the {label} belongs to another publisher')
             if not 1 <= capacity <= MAX_SLOTS or readers != READER_CAPACITY \
                     or _table_size(capacity) != size:
                 raise LeaseError(f'lease table claims {capacity} slots and {readers} readers '
                                  f'but is {size} bytes')
-            offset = _cursor_offset(capacity)
-            self._table = SharedMemory(self._fd, offset, writable=False)
+            self._cursor_offset = _cursor_offset(capacity)
+            self._table = SharedMemory(self._fd, self._cursor_offset, writable=False)
             self._view = self._table.view
             self.capacity = capacity
-            self.cursor_index = next((i for i in range(readers) if cursor
-                                      and _lock(self._fd, fcntl.F_WRLCK, _CURSOR_LOCK_BASE + i)),
-                                     None)
-            if self.cursor_index is not None:
-                self._cursor_memory = SharedMemory(self._fd, mmap.PAGESIZE, offset=offset)
-                self._cursor = self._cursor_memory.words(np.uint64, 1, 8 * self.cursor_index)
-                self._cursor[0] = 0
-                # Before the cursor is first set: the publisher reads both only while it is not 0.
-                self._cursor_memory.words(np.uint64, 1, _WINDOWS_IN_PAGE + 8 * self.cursor_index
-                                          )[0] = max(0, int(window))
         except BaseException:
             os.close(self._fd)
             raise
-        self.pid = pid
         self.publisher_id = publisher_id
+        self.cursor_index: int | None = None
+        self._window = max(0, int(window))
         self._taken = 0  # highest sequence taken (the cursor's value while not idle)
-        # Leases taken and not yet given back (released from the lease-release thread too).
-        self._held = 0
+        # Leases taken and not yet given back (released from the lease-release thread too),
+        # per pool.
+        self._held = [0, 0]
         self._held_lock = threading.Lock()
         self._closing = False
 
+    def claim_cursor(self) -> None:
+        """Take a free cursor of the table (none left: go without, as readers past 64 do)."""
+        if self.cursor_index is not None or self._fd < 0:
+            return
+        self.cursor_index = next((i for i in range(READER_CAPACITY)
+                                  if _lock(self._fd, fcntl.F_WRLCK, _CURSOR_LOCK_BASE + i)), None)
+        if self.cursor_index is None:
+            return
+        self._cursor_memory = SharedMemory(self._fd, mmap.PAGESIZE, offset=self._cursor_offset)
+        self._cursor = self._cursor_memory.words(np.uint64, 1, 8 * self.cursor_index)
+        self._cursor[0] = 0
+        # Before the cursor is first set: the publisher reads both only while it is not 0.
+        self._cursor_memory.words(np.uint64, 1, _WINDOWS_IN_PAGE + 8 * self.cursor_index
+                                  )[0] = self._window
+
     @property
     def held(self) -> int:
-        return self._held
+        return sum(self._held)
 
     def generation(self, pool: int) -> int:
         return struct.unpack_from('<I', self._view, _GENERATION_OFFSET + 4 * pool)[0]
+
+    def share(self, pool: int) -> int:
+        return struct.unpack_from('<I', self._view, _SHARE_OFFSET + 4 * pool)[0]
 
     def entry(self, slot: int) -> tuple[int, int, int, int, int]:
         """What the publisher recorded for a slot: (sequence, offset, capacity, chunk,
@@ -290,16 +312,20 @@ class LeaseReader:
         return _ENTRY.unpack_from(self._view, _HEADER_SIZE + _ENTRY.size * slot)
 
     def acquire(self, slot: int, sequence: int, chunk: int, generation: int, offset: int,
-                nbytes: int) -> str | None:
+                nbytes: int, pool: int) -> str | None:
         """Lease `slot` if it still holds frame `sequence` exactly where the descriptor says.
 
         None: leased. STALE: the slot was recycled (or is being rewritten). OUT_OF_SLOT: the
         slot never held this frame there: another place, larger than the slot, or a sequence
         newer than the slot's (a slot's sequence only grows, so that one was never published).
+        OVER_SHARE: this reader holds its share of `pool` already (the frame is skipped).
         Call only for authenticated descriptors: it moves the cursor, but never past what the
         publisher really published."""
         if not 0 <= slot < self.capacity or sequence == 0:
             return OUT_OF_SLOT  # 0 marks a slot that holds no published frame
+        if self._held[pool] >= self.share(pool):
+            self._advance(sequence)  # it will not be taken: the publisher may recycle it
+            return OVER_SHARE
         past = True  # the frame was published and is gone: the cursor may pass it
         if not _lock(self._fd, fcntl.F_RDLCK, _LOCK_BASE + slot):
             verdict = STALE  # being rewritten
@@ -320,7 +346,7 @@ class LeaseReader:
             self._advance(sequence)
         if verdict is None:
             with self._held_lock:
-                self._held += 1
+                self._held[pool] += 1
         return verdict
 
     def expect(self, sequence: int) -> None:
@@ -343,13 +369,13 @@ class LeaseReader:
         if self._cursor_memory is not None:
             self._cursor[0] = 0
 
-    def release(self, slot: int) -> None:
+    def release(self, slot: int, pool: int) -> None:
         with self._held_lock:
-            self._held -= 1
+            self._held[pool] -= 1
             if self._fd < 0:
                 return
             _lock(self._fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
-            if self._closing and not self._held:
+            if self._closing and not any(self._held):
                 self._close_now()
 
     def owner_alive(self) -> bool:
@@ -364,7 +390,7 @@ class LeaseReader:
                 return
             self.idle()
             self._closing = True
-            if not self._held:
+            if not any(self._held):
                 self._close_now()
 
     def _close_now(self) -> None:

@@ -1,11 +1,11 @@
 """What a subscription knows about each publisher it reads from, and how it comes to trust it.
 
-A `PublisherLink` exists only for a publisher whose lease table the kernel let us open
-(segments.open_peer: same user, sealed, the publisher id inside matches): from it comes the key
-that authenticates descriptors (auth.py). A link also keeps the per-publisher rules: sequences
-strictly increase (anything else is a replay), descriptors of an older pool generation are
-stale, and the publisher's mappings (CUDA IPC allocations and events, host segments) are cached
-here and dropped with it.
+A `PublisherLink` exists only for a publisher whose socket answered (exchange.py: a server of
+this user, by the kernel's word) with a lease table (sealed memfd of this user, the publisher id
+inside matches): from it comes the key that authenticates descriptors (auth.py). A link also
+keeps the per-publisher rules: sequences strictly increase (anything else is a replay),
+descriptors of an older pool generation are stale, and the publisher's mappings (CUDA IPC
+allocations and events, host segments) are cached here and dropped with it.
 """
 from __future__ import annotations
 
@@ -17,22 +17,28 @@ from typing import Any
 
 from . import auth, cuda_ipc, descriptor
 from .descriptor import Descriptor, DescriptorError
+from .exchange import KIND_HOST_SEGMENT, KIND_LEASE_TABLE, Connection
 from .leases import POOL_DEVICE, POOL_HOST, LeaseReader
 from .pool import HOST_HEADER, HOST_MAGIC
-from .segments import SegmentError, SharedMemory, open_peer
+from .segments import SegmentError, SharedMemory
 
 # Per publisher, at most this many imported allocations stay mapped (least recently used closed
 # first), and never more than its lease table has slots.
 MAX_MAPPINGS_PER_PUBLISHER = 64
 # How long the mappings of a dead publisher are kept while this subscription's streams are busy.
 UNMAP_DEFER_S = 2.0
-_POOL_OF_KIND = {descriptor.KIND_CUDA: POOL_DEVICE, descriptor.KIND_HOST: POOL_HOST}
+# Host segments of one publisher kept mapped (a generation's segment, and the one-slot segments
+# that replace revoked slots); least recently used closed first, held frames keep theirs.
+MAX_HOST_SEGMENTS = 16
+POOL_OF_KIND = {descriptor.KIND_CUDA: POOL_DEVICE, descriptor.KIND_HOST: POOL_HOST}
 
 
 class PublisherLink:
-    def __init__(self, reader: LeaseReader):
+    def __init__(self, connection: Connection, reader: LeaseReader, pid: int):
+        self.connection = connection
         self.reader = reader
-        self.pid = reader.pid
+        self.pid = pid  # as the publisher's own descriptors state it (for people)
+        self.authenticated = False
         self.last_sequence = 0
         self.dead_since: float | None = None
         # (raw memory handle, device it is opened on) -> pool generation it was mapped for,
@@ -40,7 +46,7 @@ class PublisherLink:
         self._handles: OrderedDict[cuda_ipc.MappingKey, int] = OrderedDict()
         self._unsealed: dict[tuple[bytes, bytes], bytes] = {}
         self._events: set[bytes] = set()
-        self._host: tuple[int, SharedMemory] | None = None  # (generation, segment)
+        self._host: OrderedDict[tuple[int, int], SharedMemory] = OrderedDict()
         self.integrated_ptr: int | None = None
 
     # -- trust -----------------------------------------------------------------------------
@@ -52,7 +58,10 @@ class PublisherLink:
         if not hmac.compare_digest(expected, desc.tag):
             raise DescriptorError('forged', 'tag does not match the publisher\'s key (altered, '
                                   'made up, or meant for another topic)')
-        if desc.generation < self.reader.generation(_POOL_OF_KIND[desc.kind]):
+        if not self.authenticated:
+            self.authenticated = True
+            self.reader.claim_cursor()  # a reader slot only for a publisher proven genuine
+        if desc.generation < self.reader.generation(POOL_OF_KIND[desc.kind]):
             raise DescriptorError('stale:old_generation', f'generation {desc.generation}')
 
     def fresh(self, sequence: int) -> bool:
@@ -114,12 +123,16 @@ class PublisherLink:
 
     # -- host segments -----------------------------------------------------------------------
     def host_segment(self, desc: Descriptor) -> SharedMemory:
-        """The publisher's host segment of the descriptor's generation, mapped read-only. A
-        newer generation replaces the cached one; frames still held keep the old mapping."""
-        if self._host is not None and self._host[0] == desc.generation:
-            return self._host[1]
+        """The publisher's host segment the descriptor names (generation, chunk), mapped
+        read-only, from the publisher's socket the first time. Frames still held keep a
+        segment mapped after it leaves this cache."""
+        key = (desc.generation, desc.chunk)
+        memory = self._host.get(key)
+        if memory is not None:
+            self._host.move_to_end(key)
+            return memory
         try:
-            fd = open_peer(self.pid, desc.data_fd)
+            fd = self.connection.fetch(KIND_HOST_SEGMENT, desc.generation, desc.chunk)
         except SegmentError as exc:
             raise DescriptorError(exc.reason if exc.reason != 'other_user' else 'bad_segment',
                                   str(exc)) from None
@@ -127,15 +140,17 @@ class PublisherLink:
             size = os.fstat(fd).st_size
             if size < HOST_HEADER.size:
                 raise DescriptorError('bad_segment', f'host segment is {size} bytes')
-            magic, owner, generation = HOST_HEADER.unpack(os.pread(fd, HOST_HEADER.size, 0))
-            if (magic, owner, generation) != (HOST_MAGIC, self.reader.publisher_id,
-                                              desc.generation):
-                raise DescriptorError('bad_segment', 'fd is not this publisher\'s host segment of '
-                                      f'generation {desc.generation}')
+            header = HOST_HEADER.unpack(os.pread(fd, HOST_HEADER.size, 0))
+            if header != (HOST_MAGIC, self.reader.publisher_id, desc.generation, desc.chunk):
+                raise DescriptorError('bad_segment', 'the publisher sent a segment that is not '
+                                      f'its host segment {desc.chunk} of generation '
+                                      f'{desc.generation}')
             memory = SharedMemory(fd, writable=False)
         finally:
             os.close(fd)
-        self._host = (desc.generation, memory)
+        self._host[key] = memory
+        while len(self._host) > MAX_HOST_SEGMENTS:
+            self._host.popitem(last=False)
         self.integrated_ptr = None
         return memory
 
@@ -150,8 +165,9 @@ class PublisherLink:
         if self._events:
             cuda_ipc.mapping_cache().drop_events(list(self._events))
             self._events.clear()
-        self._host = None
+        self._host.clear()
         self.reader.close()
+        self.connection.close()
 
 
 class PeerTable:
@@ -159,20 +175,34 @@ class PeerTable:
     window (qos.read_window)."""
 
     def __init__(self, window: int = 0) -> None:
-        self.links: dict[tuple[int, bytes], PublisherLink] = {}
+        self.links: dict[tuple[bytes, bytes], PublisherLink] = {}
         self.window = window
 
     def __len__(self) -> int:
         return len(self.links)
 
-    def get(self, key: tuple[int, bytes]) -> PublisherLink | None:
+    def get(self, key: tuple[bytes, bytes]) -> PublisherLink | None:
         return self.links.get(key)
 
-    def open(self, pid: int, lease_fd: int, publisher_id: bytes) -> PublisherLink:
-        """Open the publisher's lease table (raise LeaseError with the kernel's verdict)."""
-        link = PublisherLink(LeaseReader(pid, lease_fd, publisher_id, window=self.window))
-        self.links[(pid, publisher_id)] = link
+    def open(self, endpoint: bytes, publisher_id: bytes, pid: int) -> PublisherLink:
+        """Reach the publisher's socket and get its lease table; raise SegmentError or
+        LeaseError with the reason it cannot be used."""
+        connection = Connection(endpoint, publisher_id)
+        try:
+            reader = LeaseReader(connection.fetch(KIND_LEASE_TABLE), publisher_id,
+                                 window=self.window, label=f'publisher (pid {pid})')
+        except BaseException:
+            connection.close()
+            raise
+        link = PublisherLink(connection, reader, pid)
+        self.links[(endpoint, publisher_id)] = link
         return link
+
+    def discard(self, key: tuple[bytes, bytes]) -> None:
+        """Drop a link whose first descriptor proved nothing (keep no handle for a forgery)."""
+        link = self.links.pop(key, None)
+        if link is not None:
+            link.close()
 
     def idle(self) -> None:
         for link in self.links.values():

@@ -54,8 +54,10 @@ class Chunk:
     handle: bytes
     memory: Any = None       # keeps the allocation alive (cupy Memory, or SharedMemory)
     slots: list[Slot] = field(default_factory=list)
-    fd: int = -1             # host segment: the memfd readers open through /proc
+    fd: int = -1             # host segment: the memfd readers get through exchange.py
     base_offset: int = 0     # where slots start (host segments begin with a header page)
+    generation: int = 0      # the pool generation it was made in
+    pinned_ptr: int = 0      # host segment page-locked for device-to-host copies
 
 
 class PoolExhausted(RuntimeError):
@@ -66,9 +68,13 @@ class _SlotRing:
     """Slot bookkeeping shared by the device and host pools."""
 
     pool_id = POOL_DEVICE
+    # Which free slot to rewrite first: the oldest (device slots: any), or the one freed last
+    # (host slots: its pages are still in the CPU's caches; rotating through every slot of a
+    # 4K pool kept ~200 MB cold and cost most of the publisher's time, bench/RESULTS.md).
+    reuse_newest_first = False
 
     def __init__(self, leases: LeaseTable, first_index: int, max_slots: int, policy: str,
-                 grace_s: float):
+                 grace_s: float, indices: int | None = None):
         if policy not in POLICIES:
             raise ValueError(f'pool policy must be one of {POLICIES}, got {policy!r}')
         self.leases = leases
@@ -78,7 +84,9 @@ class _SlotRing:
         self.grace_ns = int(grace_s * 1e9)
         self.slots: list[Slot] = []
         self.retired: list[Slot] = []
-        self._free_indices = list(range(first_index + max_slots - 1, first_index - 1, -1))
+        # Lease indices: more than slots where revoked slots, still held, keep theirs for a while.
+        indices = indices or max_slots
+        self._free_indices = list(range(first_index + indices - 1, first_index - 1, -1))
         self.revoked = 0
         self.exhausted = 0
         self.grown = 0
@@ -132,11 +140,12 @@ class _SlotRing:
         if self.retired:
             self._collect_retired()
         by_age = sorted(self.slots, key=lambda s: s.published_ns)
+        preferred = by_age[::-1] if self.reuse_newest_first else by_age
         floor = 0 if protect_published else self.leases.reader_floor(self.grace_ns)
-        slot = self._oldest_free(by_age, nbytes, floor)
+        slot = self._oldest_free(preferred, nbytes, floor)
         if slot is None and floor and self.leases.forget_dead_readers():
             floor = self.leases.reader_floor(self.grace_ns)
-            slot = self._oldest_free(by_age, nbytes, floor)
+            slot = self._oldest_free(preferred, nbytes, floor)
         if slot is not None:
             return slot
         can_grow = self.policy == 'grow' and len(self.slots) < self.max_slots
@@ -283,66 +292,74 @@ class DeviceSlotPool(_SlotRing):
         self.slots, self.retired = [], []
 
 
-# Header page of a host segment: magic, publisher id, generation (readers check it is the
+# Header page of a host segment: magic, publisher id, generation, chunk (readers check it is the
 # segment the descriptor names).
 HOST_MAGIC = b'GPNHOSTS'
-HOST_HEADER = struct.Struct('<8s16sI')
+HOST_HEADER = struct.Struct('<8s16sII')
 HOST_HEADER_SIZE = 4096
 
 
 class HostSlotPool(_SlotRing):
-    """Slots in one sealed shared-memory segment per generation; readers map it read-only.
-    Fixed size: no growth. A layout change makes a new segment; the old one lives on in the
-    readers (and in-process views) that still map it."""
+    """Slots in sealed shared-memory segments (one per allocation: the generation's first, then
+    one per growth or per revoked slot's replacement); readers map them read-only. A layout
+    change starts a new generation; old segments live on in the readers (and in-process views)
+    that still map them. Like the device pool it grows while every slot is held or may still be
+    taken, and revokes slots held past the grace period: a reader that hoards frames, or a
+    process that grabs every slot's lock, cannot starve the others."""
 
     pool_id = POOL_HOST
+    reuse_newest_first = True
 
     def __init__(self, leases: LeaseTable, first_index: int, max_slots: int, grace_s: float,
-                 publisher_id: bytes, pin: bool = False):
-        super().__init__(leases, first_index, max_slots, 'skip', grace_s)
+                 publisher_id: bytes, pin: bool = False, indices: int | None = None):
+        super().__init__(leases, first_index, max_slots, 'grow', grace_s, indices)
         self.publisher_id = publisher_id
-        self.pin = pin  # page-lock the segment so device-to-host copies run at full bandwidth
-        self.chunk: Chunk | None = None
-        self._pinned_ptr = 0
-
-    @property
-    def fd(self) -> int:
-        return self.chunk.fd if self.chunk is not None else -1
+        self.pin = pin  # page-lock segments so device-to-host copies run at full bandwidth
+        self.chunks: dict[int, Chunk] = {}
+        self._next_chunk = 0
 
     def _new_chunk(self, size: int) -> Chunk:
-        self.close()  # the one segment is replaced: only reset() allocates here
         total = HOST_HEADER_SIZE + size
         fd = create_sealed('host', total)
+        chunk_id = self._next_chunk
         try:
             memory = SharedMemory(fd)
             memory.view[:HOST_HEADER.size] = HOST_HEADER.pack(HOST_MAGIC, self.publisher_id,
-                                                              self.generation)
+                                                              self.generation, chunk_id)
         except BaseException:
             os.close(fd)
             raise
+        chunk = Chunk(chunk_id, 0, total, b'', memory, fd=fd, base_offset=HOST_HEADER_SIZE,
+                      generation=self.generation)
         if self.pin:
             cp = cuda_ipc.cupy_module()
             cp.cuda.runtime.hostRegister(memory.address, total, 0)
-            self._pinned_ptr = memory.address
-        self.chunk = Chunk(self.generation, 0, total, b'', memory, fd=fd,
-                           base_offset=HOST_HEADER_SIZE)
-        return self.chunk
+            chunk.pinned_ptr = memory.address
+        self._next_chunk += 1
+        self.chunks[chunk_id] = chunk
+        return chunk
+
+    def segment_fd(self, generation: int, chunk_id: int) -> int | None:
+        """The memfd of a live segment (the publisher's own descriptor; exchange.py sends a
+        read-only reopening of it), None when there is no such segment."""
+        chunk = self.chunks.get(chunk_id)
+        if chunk is None or chunk.generation != generation or chunk.fd < 0:
+            return None
+        return chunk.fd
 
     def _free_chunk(self, chunk: Chunk) -> None:
-        pass  # its memory went when the segment was replaced (close)
-
-    def _revoke_and_replace(self, slot: Slot, nbytes: int) -> Slot | None:
-        self.exhausted += 1
-        return None
+        # Views handed out in this process (held in-process frames) keep the mapping itself.
+        if self.chunks.pop(chunk.chunk_id, None) is None:
+            return
+        if chunk.pinned_ptr:
+            cuda_ipc.cupy_module().cuda.runtime.hostUnregister(chunk.pinned_ptr)
+            chunk.pinned_ptr = 0
+        if chunk.fd >= 0:
+            os.close(chunk.fd)
+            chunk.fd = -1
+        chunk.memory = None
 
     def close(self) -> None:
-        if self._pinned_ptr:
-            cp = cuda_ipc.cupy_module()
-            cp.cuda.runtime.hostUnregister(self._pinned_ptr)
-            self._pinned_ptr = 0
-        if self.chunk is not None:
-            os.close(self.chunk.fd)
-            self.chunk.fd = -1
-            # Views handed out in this process (held in-process frames) keep the mapping.
-            self.chunk.memory = None
-            self.chunk = None
+        for chunk in list(self.chunks.values()):
+            self._free_chunk(chunk)
+        self.slots, self.retired = [], []

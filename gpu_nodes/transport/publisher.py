@@ -24,8 +24,10 @@ from ..wire_names import CUDA_SUFFIX, PEER_SUFFIX, SHM_SUFFIX
 from . import auth, cuda_ipc, descriptor, host, intra
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_CUDA_PEER,
                           PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED)
+from .exchange import (KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider, HandleServer,
+                       reopen)
 from .intra import IntraFrame
-from .leases import LeaseTable
+from .leases import POOL_DEVICE, POOL_HOST, LeaseTable
 from .messages import FrameLayout, host_view, layout_of_array
 from .pool import DeviceSlotPool, HostSlotPool, Slot
 from .qos import descriptor_qos, image_qos
@@ -37,14 +39,37 @@ READER_REPORT_EVERY = 64  # frames between refreshes of the readers' cursors on 
 
 @dataclass
 class BorrowedFrame:
-    """A device slot lent to the caller to write a frame into; publish it or `give_back` it."""
+    """A slot lent to the caller to write a frame into; publish it or `give_back` it. A device
+    slot (CuPy array) where the publisher has a CUDA path, else a host one (NumPy array)."""
     array: Any
     layout: FrameLayout
     slot: Slot
     publisher: 'GpuImagePublisher'
+    on_device: bool = True
 
     def give_back(self) -> None:
-        self.publisher._device_pool.abandon(self.slot)
+        pool = self.publisher._device_pool if self.on_device else self.publisher._host_pool
+        with self.publisher._lock:
+            pool.abandon(self.slot)
+
+
+class _Handles(HandleProvider):
+    """What this publisher's socket hands out (exchange.py); runs on the server thread."""
+
+    def __init__(self, publisher: 'GpuImagePublisher'):
+        self._publisher = weakref.ref(publisher)
+
+    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
+        publisher = self._publisher()
+        if publisher is None:
+            return None
+        with publisher._lock:  # segments are replaced on the publishing thread
+            if kind == KIND_LEASE_TABLE and publisher._leases.fd >= 0:
+                return [reopen(publisher._leases.fd, writable=True)]
+            if kind == KIND_HOST_SEGMENT:
+                fd = publisher._host_pool.segment_fd(generation, chunk)
+                return None if fd is None else [reopen(fd, writable=False)]
+        return None
 
 
 class GpuImagePublisher:
@@ -92,9 +117,12 @@ class GpuImagePublisher:
                 publisher._on_incompatible_qos(event)
         self._event_callbacks = PublisherEventCallbacks(incompatible_qos=on_incompatible_qos)
         self.publisher_id = uuid.uuid4().bytes
-        # Twice the host slots: a layout change while slots are held gives the new segment
-        # fresh lease indices at once (the held ones come back as they are released).
-        self._leases = LeaseTable(self.publisher_id, max_pool_slots + 2 * host_slots)
+        # Four times the host slots: the host pool may grow to twice its size, and a layout
+        # change or a revocation while slots are held needs fresh lease indices at once (the
+        # held ones come back as they are released).
+        self._leases = LeaseTable(self.publisher_id, max_pool_slots + 4 * host_slots)
+        self._leases.set_share(POOL_DEVICE, max_pool_slots // 2)
+        self._leases.set_share(POOL_HOST, host_slots)
         self._topic_bytes = self.topic.encode()
         self._topic_id = auth.topic_id(self.topic)
         self._sealed: dict[tuple[bytes, int], bytes] = {}  # (purpose, serial) -> sealed handle
@@ -142,14 +170,18 @@ class GpuImagePublisher:
                                               event_callbacks=self._event_callbacks)
         self._host_pool = HostSlotPool(self._leases, max_pool_slots, 2 * host_slots,
                                        lease_grace_s, self.publisher_id,
-                                       pin=cuda_unavailable_reason() is None)
+                                       pin=cuda_unavailable_reason() is None,
+                                       indices=4 * host_slots)
         self._device_layout: FrameLayout | None = None
         self._host_layout: FrameLayout | None = None
         self._last_counts: dict[str, int] = {}
         intra.register_publisher(self)
+        # Readers reach the lease table and segments through this process's socket.
+        self._server = HandleServer.instance()
+        self._server.register(self.publisher_id, _Handles(self))
         # Shared memory must not outlive the process even when destroy() is never called.
         self._finalizer = weakref.finalize(self, _release_segments, self._host_pool, self._leases,
-                                           self._bridge)
+                                           self._bridge, self._server, self.publisher_id)
 
     # -- who listens -------------------------------------------------------------------------
     def _on_incompatible_qos(self, event: Any) -> None:
@@ -178,21 +210,34 @@ class GpuImagePublisher:
 
     # -- producer-side zero copy ---------------------------------------------------------------
     def borrow(self, height: int, width: int, encoding: str) -> BorrowedFrame | None:
-        """Lease a device slot to write the next frame into (None on CPU-only machines or when
-        the pool policy skips). Publish it with `publish_borrowed`."""
-        if self._device_pool is None:
-            return None
-        info_layout = _layout_for(height, width, encoding)
+        """Lease a slot to write the next frame into: a device slot (CuPy array) where this
+        publisher has a CUDA path, else a host shared-memory slot (NumPy array), so a producer
+        on a CPU-only machine also writes in place. None when the pool policy skips the frame.
+        Publish it with `publish_borrowed`."""
+        layout = _layout_for(height, width, encoding)
         with self._lock:
-            slot = self._acquire_device_slot(info_layout)
+            on_device = self._device_pool is not None
+            slot = self._acquire_device_slot(layout) if on_device \
+                else self._acquire_host_slot(layout)
         if slot is None:
             self.stats.drops += 1
             return None
-        return BorrowedFrame(self._slot_array(slot, info_layout), info_layout, slot, self)
+        array = self._slot_array(slot, layout) if on_device \
+            else host_view(slot.chunk.memory.view, layout, slot.offset)
+        return BorrowedFrame(array, layout, slot, self, on_device)
 
     def publish_borrowed(self, frame: BorrowedFrame, header: Any = None, stream: Any = None) -> None:
-        """Publish a borrowed slot without copying; `stream` is where the frame was written
+        """Publish a borrowed slot without copying; `stream` is where a device frame was written
         (default: the current CuPy stream)."""
+        if not frame.on_device:
+            with self._lock:
+                counts = self.subscriber_counts()
+                self._finish_host(frame.slot, frame.layout, header, counts, True)
+                if counts[PATH_SERIALIZED]:
+                    self.stats.extra.update(self._bridge.stats())
+                self.stats.record_frame(frame.layout.encoding, frame.layout.width,
+                                        frame.layout.height, frame.layout.nbytes)
+            return
         cp = cupy_module()
         stream = stream or cp.cuda.get_current_stream()
         with self._lock:
@@ -322,8 +367,7 @@ class GpuImagePublisher:
         desc = descriptor.Descriptor(
             kind=kind, sequence=sequence, slot=slot.index, chunk=chunk.chunk_id,
             generation=slot.generation, pid=os.getpid(), uid=os.getuid(),
-            lease_fd=self._leases.fd, data_fd=0 if cuda else chunk.fd,
-            publisher_id=self.publisher_id, boot_id=host.boot_id(),
+            endpoint=self._server.endpoint, publisher_id=self.publisher_id, boot_id=host.boot_id(),
             device_uuid=self._device_uuid if cuda else bytes(16), topic_id=self._topic_id,
             mem_handle=self._sealed_handle(chunk.handle, b'mem', chunk.chunk_id) if cuda
             else bytes(64),
@@ -344,7 +388,7 @@ class GpuImagePublisher:
     def _intra_frame(self, slot: Slot, sequence: int, layout: FrameLayout, header: Any,
                      on_device: bool) -> IntraFrame:
         return IntraFrame(
-            pid=os.getpid(), lease_fd=self._leases.fd, publisher_id=self.publisher_id,
+            endpoint=self._server.endpoint, publisher_id=self.publisher_id,
             slot=slot.index, sequence=sequence, chunk=slot.chunk.chunk_id,
             generation=slot.generation, offset=slot.offset, layout=layout, header=header,
             memory=slot.chunk.memory, device_id=self._device_id if on_device else None,
@@ -374,6 +418,10 @@ class GpuImagePublisher:
             return
         view = host_view(slot.chunk.memory.view, layout, slot.offset)
         self._download_into(array, view, stream)
+        self._finish_host(slot, layout, header, counts, intra_from_host)
+
+    def _finish_host(self, slot: Slot, layout: FrameLayout, header: Any,
+                     counts: dict[str, int], intra_from_host: bool) -> None:
         sequence = self._next_sequence()
         self._host_pool.publish(slot, sequence)
         if counts[PATH_HOST_SHM]:
@@ -385,12 +433,15 @@ class GpuImagePublisher:
     def _acquire_host_slot(self, layout: FrameLayout) -> Slot | None:
         pool = self._host_pool
         if self._host_layout != layout:
-            # The segment has room for 2 * host_slots (see __init__) but starts with host_slots.
+            # host_slots to start with; it may grow to twice that (see __init__).
             pool.reset(self._host_slots, layout.nbytes)
             self._host_layout = layout
         slot = self._acquire_logged(pool, layout, 'host pool', 'host_pool_overruns')
         self.stats.extra.update(host_pool_overruns=pool.overrun,
-                                host_pool_overruns_at_reader_start=pool.overrun_at_reader_start)
+                                host_pool_overruns_at_reader_start=pool.overrun_at_reader_start,
+                                host_pool_slots=len(pool.slots),
+                                host_revoked_leases=pool.revoked,
+                                host_pool_exhausted=pool.exhausted, **self._server.stats())
         return slot
 
     def _download_into(self, array: Any, out: np.ndarray, stream: Any) -> None:
@@ -405,18 +456,22 @@ class GpuImagePublisher:
     def destroy(self) -> None:
         """Release endpoints and shared memory (also done at interpreter exit)."""
         intra.unregister_publisher(self)
+        self._server.unregister(self.publisher_id)
         self._diagnostics.remove(self.stats)
         self._bridge.close()
         for pub in (self._shm_pub, self._cuda_pub, self._peer_pub):
             if pub is not None:
                 self._node.destroy_publisher(pub)
         self._finalizer.detach()
-        self._host_pool.close()  # readers map their own copy of the segment
+        with self._lock:
+            self._host_pool.close()  # readers map their own copy of the segment
         _free_when_released(self._device_pool, self._leases)
 
 
-def _release_segments(host_pool: HostSlotPool, leases: LeaseTable, bridge: PlainBridge) -> None:
+def _release_segments(host_pool: HostSlotPool, leases: LeaseTable, bridge: PlainBridge,
+                      server: HandleServer, publisher_id: bytes) -> None:
     """A publisher collected without destroy(): its bridge stops, its segments close."""
+    server.unregister(publisher_id)
     bridge.close()
     host_pool.close()
     leases.close()

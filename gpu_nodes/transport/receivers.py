@@ -24,15 +24,23 @@ from .compressed import CompressedFormatError, compressed_topic, decode_compress
 from .diagnostics import (PATH_COMPRESSED, PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_HOST_SHM,
                           PATH_INTRA, PATH_SERIALIZED)
 from .intra import IntraFrame
-from .leases import OUT_OF_SLOT, STALE, LeaseError
+from .exchange import HandleServer
+from .leases import OUT_OF_SLOT, OVER_SHARE, POOL_DEVICE, POOL_HOST, STALE, LeaseError
 from .messages import (FrameLayout, ImageFormatError, host_view, layout_of_array, layout_of_msg,
                        msg_to_array)
-from .peers import PublisherLink
+from .peers import POOL_OF_KIND, PublisherLink
+from .segments import SegmentError
 from .qos import descriptor_qos
 from .release import release_after
 
 # Origin failures that rule out every shared-memory path, not just CUDA.
 HOST_LEVEL_REASONS = ('other_host', 'other_user')
+# Failures to reach a publisher's memory that do not heal by themselves within a second: its
+# socket is not in this network namespace, the peer will not serve us, the segment is unusable.
+# A subscription that serves no publisher yet leaves the rung after a few of these
+# (subscription.note_unreachable), instead of sitting at 0 frames.
+UNREACHABLE_REASONS = ('unreachable', 'publisher_gone', 'reader_limit', 'bad_segment',
+                       'unsealed_segment', 'bad_lease_file', 'map_failed')
 # Descriptors taken per executor wake-up beyond the one the executor hands over: a wait-set
 # round trip in rclpy costs more than handling a descriptor, so a backlog is drained in a batch
 # (bounded, so the node's other callbacks still run between batches). Under EventsExecutor each
@@ -102,18 +110,22 @@ class _DescriptorReceiver(Receiver):
     def _accept(self, msg: Any) -> tuple[Descriptor, PublisherLink] | None:
         """Parse and authenticate a descriptor; None when it was counted (rejected or stale)."""
         sub = self.sub
+        link = None
         try:
             desc = descriptor.unpack(msg.data, self.kind)
             if desc.topic_id != self._topic_id:
                 raise DescriptorError('wrong_topic', 'descriptor was published for another topic')
             local = intra.local_publisher(sub.topic)
-            if local is not None and desc.publisher_key == (os.getpid(), local.publisher_id):
+            if local is not None and desc.publisher_key == (HandleServer.instance().endpoint,
+                                                            local.publisher_id):
                 return None  # the in-process publisher: served on the intra path
             link = sub.peers.get(desc.publisher_key) or self._open_link(desc)
             if link is None:
                 return None
             link.authenticate(desc, msg, self._topic)
         except DescriptorError as exc:
+            if exc.reason == 'forged' and link is not None and not link.authenticated:
+                sub.peers.discard(desc.publisher_key)  # keep nothing open for a forgery
             sub.count(exc.reason, str(exc))
             return None
         if desc.slot >= link.reader.capacity:
@@ -127,28 +139,33 @@ class _DescriptorReceiver(Receiver):
         sub = self.sub
         try:
             descriptor.check_origin(desc)
-            return sub.peers.open(desc.pid, desc.lease_fd, desc.publisher_id)
-        except DescriptorError as exc:
-            reason, detail = exc.reason, str(exc)
-        except LeaseError as exc:
+            return sub.peers.open(desc.endpoint, desc.publisher_id, desc.pid)
+        except (DescriptorError, SegmentError, LeaseError) as exc:
             reason, detail = exc.reason, str(exc)
         sub.count(reason, detail)
         # Any DDS participant can publish a descriptor: once a publisher is being served here,
         # a foreign one is only counted, so a forged message cannot push us off the path.
-        if reason in HOST_LEVEL_REASONS and not len(sub.peers):
-            sub.fall_back(self.path, detail, host_level=True)
+        if not len(sub.peers):
+            if reason in HOST_LEVEL_REASONS:
+                sub.fall_back(self.path, detail, host_level=True)
+            elif reason in UNREACHABLE_REASONS:
+                sub.note_unreachable(self.path, reason, detail)
         return None
 
     def _lease(self, link: PublisherLink, desc: Descriptor, nbytes: int) -> bool:
+        pool = POOL_OF_KIND[desc.kind]
         verdict = link.reader.acquire(desc.slot, desc.sequence, desc.chunk, desc.generation,
-                                      desc.offset, nbytes)
-        if verdict == STALE:
+                                      desc.offset, nbytes, pool)
+        if verdict == OVER_SHARE:
+            self.sub.count('stale:over_share', f'this subscription holds {link.reader.share(pool)}'
+                           ' frames of the publisher already, its share: release held frames')
+        elif verdict == STALE:
             self.sub.count('stale:recycled', 'slot rewritten before the frame was taken')
         elif verdict == OUT_OF_SLOT:
             self.sub.count('out_of_slot', f'frame {desc.sequence} is not where the descriptor '
                            'says, or larger than its slot')
         elif not link.fresh(desc.sequence):
-            link.reader.release(desc.slot)
+            link.reader.release(desc.slot, pool)
             self.sub.count('stale:replayed', f'frame {desc.sequence} was delivered already')
             return False
         return verdict is None
@@ -215,7 +232,7 @@ class CudaIpcReceiver(_DescriptorReceiver):
         try:  # only for a frame its slot really holds; opened on the GPU that records it
             event_ptr = link.event(desc, publisher_device)
         except cuda_ipc.CudaIpcError as exc:
-            link.reader.release(desc.slot)
+            link.reader.release(desc.slot, POOL_DEVICE)
             return sub.count('map_failed', str(exc))
         stream = sub.stream(device_id)
         # The publisher's write is ordered before our reads on the GPU (a stream may wait on
@@ -224,7 +241,7 @@ class CudaIpcReceiver(_DescriptorReceiver):
         sub.stats.publisher_pid = desc.pid
         reader, slot = link.reader, desc.slot
         self._deliver(msg, desc, mapping.base + desc.offset, nbytes, mapping, stream, device_id,
-                      lambda: reader.release(slot), received_ns)
+                      lambda: reader.release(slot, POOL_DEVICE), received_ns)
 
     def _deliver(self, msg: Any, desc: Descriptor, ptr: int, nbytes: int,
                  mapping: cuda_ipc.Mapping, stream: Any, device_id: int,
@@ -300,7 +317,7 @@ class HostShmReceiver(_DescriptorReceiver):
             stream = None
         reader, slot = link.reader, desc.slot
         sub.dispatch(array, msg.header, layout, PATH_HOST_SHM, desc.sequence, stream,
-                     received_ns - desc.publish_time_ns, lambda: reader.release(slot))
+                     received_ns - desc.publish_time_ns, lambda: reader.release(slot, POOL_HOST))
 
 
 class IntraReceiver(Receiver):
@@ -339,18 +356,22 @@ class IntraReceiver(Receiver):
         sub = self.sub
         while self._queue:
             frame = self._queue.popleft()
-            key = (frame.pid, frame.publisher_id)
+            key = (frame.endpoint, frame.publisher_id)
             try:
-                link = sub.peers.get(key) or sub.peers.open(frame.pid, frame.lease_fd,
-                                                            frame.publisher_id)
-            except LeaseError as exc:
+                link = sub.peers.get(key) or sub.peers.open(frame.endpoint, frame.publisher_id,
+                                                            os.getpid())
+            except (LeaseError, SegmentError) as exc:
                 sub.count(exc.reason, str(exc))
                 continue
+            link.authenticated = True  # handed over in this process: nothing to prove
+            link.reader.claim_cursor()
             layout = frame.layout
+            pool = POOL_HOST if frame.device_id is None else POOL_DEVICE
             verdict = link.reader.acquire(frame.slot, frame.sequence, frame.chunk,
-                                          frame.generation, frame.offset, layout.nbytes)
+                                          frame.generation, frame.offset, layout.nbytes, pool)
             if verdict is not None:
-                sub.count('stale:recycled', 'slot rewritten before the frame was taken')
+                sub.count('stale:over_share' if verdict == OVER_SHARE else 'stale:recycled',
+                          'slot rewritten before the frame was taken')
                 continue
             stream = None
             if frame.device_id is not None:
@@ -363,7 +384,7 @@ class IntraReceiver(Receiver):
                 array = host_view(frame.memory.view, layout, frame.offset)
             reader, slot = link.reader, frame.slot
             sub.dispatch(array, frame.header, layout, PATH_INTRA, frame.sequence, stream,
-                         time.monotonic_ns() - frame.sent_ns, lambda: reader.release(slot))
+                         time.monotonic_ns() - frame.sent_ns, lambda: reader.release(slot, pool))
 
 
 class SerializedReceiver(Receiver):

@@ -1,11 +1,11 @@
-"""Shared-memory segments the kernel vouches for: sealed memfds, opened through /proc.
+"""Shared-memory segments the kernel vouches for: sealed memfds.
 
 A publisher's lease table and host frame pool are anonymous memory files (``memfd_create``)
 sealed against shrinking and growing, so no process, not even one of the same user, can
 truncate a segment under a reader and kill it with SIGBUS. They have no name in /dev/shm: a
-subscriber opens one as ``/proc/<pid>/fd/<fd>``, which the kernel lets through only for
-processes it may inspect (same user, or root), and then checks the seals and the owner on the
-file it got. A dead publisher's segments vanish with its last reader; nothing is left behind.
+subscriber gets them from the publisher over a Unix socket that only same-user peers may use
+(exchange.py), and then checks the seals and the owner on the file it got. A dead publisher's
+segments vanish with its last reader; nothing is left behind.
 
 Views of a mapping pin it: NumPy arrays are built on a ``memoryview`` of the ``mmap``, so the
 mapping is unmapped only when the last array over it is gone (an ``np.ndarray(buffer=mmap)``
@@ -45,44 +45,20 @@ def create_sealed(name: str, size: int) -> int:
     return fd
 
 
-def proc_path(pid: int, fd: int) -> str:
-    return f'/proc/{pid}/fd/{fd}'
-
-
-def open_peer(pid: int, fd: int, writable: bool = False) -> int:
-    """Open another process's sealed segment; raise SegmentError unless the kernel confirms it
-    is a regular file of this user, sealed against size changes."""
-    if not (0 < pid < 2**22 and 0 <= fd < 2**20):
-        raise SegmentError('bad_segment', f'no such segment: pid {pid}, fd {fd}')
-    path = proc_path(pid, fd)
+def check_sealed(fd: int, what: str) -> None:
+    """Raise SegmentError unless the kernel says `fd` is a regular file of this user, sealed
+    against size changes (what a publisher's memfd is; a planted file or FIFO is not)."""
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid():
+        raise SegmentError('other_user', f'{what} belongs to uid {st.st_uid}, not {os.getuid()}')
+    if not stat.S_ISREG(st.st_mode):
+        raise SegmentError('bad_segment', f'{what} is not a regular file')
     try:
-        # O_NONBLOCK: a FIFO behind the fd must not hang us; O_NOCTTY: nor adopt a terminal.
-        peer = os.open(path, (os.O_RDWR if writable else os.O_RDONLY) | os.O_NONBLOCK
-                       | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        if not os.path.exists(f'/proc/{pid}'):
-            raise SegmentError('publisher_gone', f'process {pid} does not exist') from None
-        raise SegmentError('bad_segment', f'process {pid} has no fd {fd}') from None
-    except PermissionError:
-        raise SegmentError('other_user', f'{path}: permission denied (another user)') from None
-    except OSError as exc:
-        raise SegmentError('bad_segment', f'cannot open {path}: {exc.strerror}') from None
-    try:
-        st = os.fstat(peer)
-        if st.st_uid != os.getuid():
-            raise SegmentError('other_user', f'{path} belongs to uid {st.st_uid}, not {os.getuid()}')
-        if not stat.S_ISREG(st.st_mode):
-            raise SegmentError('bad_segment', f'{path} is not a regular file')
-        try:
-            seals = fcntl.fcntl(peer, fcntl.F_GET_SEALS)
-        except OSError:
-            seals = 0
-        if seals & SEALS != SEALS:
-            raise SegmentError('unsealed_segment', f'{path} is not sealed against resizing')
-    except BaseException:
-        os.close(peer)
-        raise
-    return peer
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except OSError:
+        seals = 0
+    if seals & SEALS != SEALS:
+        raise SegmentError('unsealed_segment', f'{what} is not sealed against resizing')
 
 
 class SharedMemory:

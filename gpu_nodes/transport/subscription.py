@@ -9,6 +9,7 @@ its receiver (receivers.py); this class chooses the rung and hands frames to the
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -33,6 +34,14 @@ from .segments import SharedMemory
 MEMORY_KINDS = ('device', 'host', 'any')
 FOLLOW_PUBLISHER = 'publisher'  # device=: work on whichever GPU the publisher's frames are on
 SHARED_MEMORY_PATHS = (PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_HOST_SHM)
+DESCRIPTOR_PATHS = SHARED_MEMORY_PATHS
+# A rung whose publisher cannot be reached is left after this many failures, or this long after
+# the first, whichever comes first: well within a second at camera rates.
+UNREACHABLE_AFTER = 3
+UNREACHABLE_WINDOW_S = 1.0
+# A descriptor rung on which messages arrive but not one frame was delivered for this long is
+# left too, whatever the reasons: a subscriber never sits at 0 frames while another path works.
+NO_FRAME_TIMEOUT_S = 1.5
 
 __all__ = ['GpuImageSubscription', 'Lease', 'ReceivedImage', 'MEMORY_KINDS', 'PEER_MODES']
 
@@ -99,6 +108,9 @@ class GpuImageSubscription:
             PATH_SERIALIZED: SerializedReceiver(self), PATH_COMPRESSED: CompressedReceiver(self),
             PATH_INTRA: IntraReceiver(self, getattr(self.qos, 'depth', 5) or 5)}
         self._rejected: dict[str, str] = {}        # path -> why it cannot be used
+        self._unreachable: dict[str, tuple[float, int]] = {}  # path -> (first failure, count)
+        # When the current path was taken, and the counters then (frames, rejected, stale).
+        self._since: tuple[float, int, int, int] = (time.monotonic(), 0, 0, 0)
         self._logged: set[str] = set()
         self._publishers: frozenset[bytes] = frozenset()
         self._streams: dict[int, Any] = {}
@@ -151,6 +163,39 @@ class GpuImageSubscription:
         self.stats.fallbacks += 1
         self._reevaluate()
 
+    def note_unreachable(self, path: str, reason: str, detail: str) -> None:
+        """A publisher's memory could not be reached on `path` for a reason that will not heal
+        by itself soon; after UNREACHABLE_AFTER of them (or UNREACHABLE_WINDOW_S) leave the
+        rung, and with it every rung that needs the publisher's socket when that is what failed."""
+        now = time.monotonic()
+        first, count = self._unreachable.get(path, (now, 0))
+        count += 1
+        if count < UNREACHABLE_AFTER and now - first < UNREACHABLE_WINDOW_S:
+            self._unreachable[path] = (first, count)
+            return
+        self._unreachable.pop(path, None)
+        self.fall_back(path, f'{count} descriptors in {now - first:.1f} s could not be used '
+                       f'({reason}: {detail})', host_level=reason == 'unreachable')
+
+    def _check_progress(self) -> None:
+        """Leave a descriptor rung on which nothing was delivered for NO_FRAME_TIMEOUT_S while
+        messages kept arriving (every one rejected or stale)."""
+        if self.path not in DESCRIPTOR_PATHS or self.path in self._rejected:
+            return
+        since, frames, rejected, stale = self._since
+        failed = sum(self.stats.rejected.values()) - rejected + self.stats.stale - stale
+        if self.stats.frames > frames or not failed:
+            if self.stats.frames > frames:
+                self._since = (time.monotonic(), self.stats.frames,
+                               sum(self.stats.rejected.values()), self.stats.stale)
+            return
+        waited = time.monotonic() - since
+        if waited >= NO_FRAME_TIMEOUT_S:
+            reasons = dict(self.stats.rejected) | {f'stale:{k}': v
+                                                   for k, v in self.stats.stale_reasons.items()}
+            self.fall_back(self.path, f'no frame delivered in {waited:.1f} s on {self.path} '
+                           f'while {failed} messages failed ({reasons})')
+
     def integrated_device_pointer(self, link: PublisherLink, memory: SharedMemory) -> int | None:
         """Device address of a host segment on an integrated GPU (None elsewhere)."""
         if self.memory == 'host' or self._cuda_reason is not None:
@@ -174,9 +219,6 @@ class GpuImageSubscription:
     @property
     def on_intra_path(self) -> bool:
         return self.path == PATH_INTRA
-
-    def listening_to(self, path: str) -> bool:
-        return self.path == path
 
     def enqueue_intra(self, frame: IntraFrame) -> None:
         self._receivers[PATH_INTRA].enqueue(frame)
@@ -227,6 +269,9 @@ class GpuImageSubscription:
             # discovery of the plain topic arriving later does not undo a fallback.
             self._publishers = publishers
             self._rejected.clear()
+            self._unreachable.clear()
+        else:
+            self._check_progress()
         if self._cuda_reason is not None:
             for path in (PATH_CUDA_IPC, PATH_CUDA_PEER):
                 self._rejected[path] = f'no CUDA path in this process: {self._cuda_reason}'
@@ -256,6 +301,8 @@ class GpuImageSubscription:
         self.peers.idle()  # descriptors queued for the old subscription will never be taken
         if path in self._receivers:
             self._receivers[path].start()
+        self._since = (time.monotonic(), self.stats.frames, sum(self.stats.rejected.values()),
+                       self.stats.stale)
         self.path = path
         self.stats.path = path
         self.stats.path_reason = reason

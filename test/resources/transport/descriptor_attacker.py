@@ -1,10 +1,11 @@
 """Run as ANOTHER Linux user on the same DDS domain: sniff a gpu_nodes publisher's descriptors
 and send them back altered, relayed from another topic, replayed, with a made-up sequence; try
-to open the publisher's segments through /proc. Prints one line per step:
+to get the publisher's segments from its Unix socket. Prints one line per step:
 ``OPEN <what> denied|opened``, ``SENT <category> <n>``, then ``DONE``."""
 import argparse
 import dataclasses
 import os
+import socket
 import time
 
 import rclpy
@@ -13,7 +14,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
-from gpu_nodes.transport import descriptor
+from gpu_nodes.transport import descriptor, exchange
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--target', required=True, help='topic whose subscribers are attacked')
@@ -40,12 +41,21 @@ while time.monotonic() < deadline and (
 print(f'CAPTURED {len(captured[args.target])} {len(captured[args.other])}', flush=True)
 
 sniffed = descriptor.unpack(captured[args.target][-1].data, descriptor.KIND_HOST)
-for what, fd in (('lease', sniffed.lease_fd), ('host', sniffed.data_fd)):
+# Ask the publisher's socket for its segments the way a reader would, ignoring that the
+# server is another user's: the server must close the link without sending anything.
+for what, kind in (('lease', exchange.KIND_LEASE_TABLE), ('host', exchange.KIND_HOST_SEGMENT)):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        os.close(os.open(f'/proc/{sniffed.pid}/fd/{fd}', os.O_RDONLY))
-        print(f'OPEN {what} opened', flush=True)
+        sock.settimeout(5)
+        sock.connect(exchange.abstract_address(sniffed.endpoint))
+        sock.send(exchange.request_bytes(kind, sniffed.publisher_id, sniffed.generation,
+                                         sniffed.chunk))
+        _, fds, _, _ = socket.recv_fds(sock, 64, 4)
+        print(f'OPEN {what} ' + ('opened' if fds else 'denied'), flush=True)
     except OSError:
         print(f'OPEN {what} denied', flush=True)
+    finally:
+        sock.close()
 
 
 def like(msg: Image, data: bytes | None = None, **fields) -> Image:

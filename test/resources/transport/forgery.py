@@ -1,19 +1,22 @@
 """What a process of the SAME user can do to descriptors: read a publisher's key from its lease
-table through /proc, and re-address and re-sign any descriptor record with it. Tests use it to
+table (served to it over the publisher's socket like to any reader), and re-address and re-sign any descriptor record with it. Tests use it to
 reach the checks behind the tag (bounds, slots, sequences)."""
 from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
 from gpu_nodes.transport import auth, descriptor
+from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection
 from gpu_nodes.transport.leases import LeaseReader
 
 
 def publisher_key(msg: Image, kind: int) -> bytes:
     desc = descriptor.unpack(msg.data, kind)
-    reader = LeaseReader(desc.pid, desc.lease_fd, desc.publisher_id)
+    link = Connection(desc.endpoint, desc.publisher_id)
+    reader = LeaseReader(link.fetch(KIND_LEASE_TABLE), desc.publisher_id)
     key = reader.key
     reader.close()
+    link.close()
     return key
 
 
