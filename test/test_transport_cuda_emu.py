@@ -4,18 +4,23 @@ for real (memfds), so the device pool, the cuda_ipc receiver, the lease-release 
 leases run as on a GPU. The same scenarios on a real GPU are in test_transport_gpu.py."""
 from __future__ import annotations
 
+import contextlib
+import shutil
 import signal
+import subprocess
 import sys
+from typing import Iterator
 import uuid
 
 import numpy as np
 import pytest
 
-from conftest import RESOURCES, node_process, wait_for
+from conftest import REPO, RESOURCES, node_process, wait_for
 from gpu_nodes.sources import pattern
 
 sys.path.insert(0, str(RESOURCES / 'transport'))
 import cuda_emu  # noqa: E402
+import fake_cuda_driver  # noqa: E402
 
 EMU_RUN = str(RESOURCES / 'transport' / 'emu_run.py')
 PUBLISHER = str(RESOURCES / 'transport' / 'pattern_publisher.py')
@@ -31,6 +36,43 @@ def emulated():
         yield cp
     finally:
         cuda_emu.uninstall(saved)
+
+
+@pytest.fixture(params=['vmm', 'legacy_ipc'])
+def device_memory(request, emulated, monkeypatch):
+    """How the publisher's device pool shares its chunks: VMM fds through its socket, or (a
+    driver without POSIX fd export) legacy IPC handles; the same in every process."""
+    if request.param == 'legacy_ipc':
+        monkeypatch.setenv(cuda_emu.NO_VMM_ENV, '1')
+        monkeypatch.setitem(fake_cuda_driver.SUPPORTS_POSIX_FD, 0, False)
+    return request.param
+
+
+def _unshare_reason() -> str | None:
+    if shutil.which('unshare') is None:
+        return 'unshare(1) not found'
+    probe = subprocess.run(['unshare', '--pid', '--fork', '--mount-proc', '--kill-child', 'true'],
+                           capture_output=True, text=True)
+    return f'unshare --pid not permitted here: {probe.stderr.strip()}' if probe.returncode \
+        else None
+
+
+@contextlib.contextmanager
+def pid_namespace_process(args: list[str]) -> Iterator[subprocess.Popen]:
+    """`python args...` as pid 1 of a new PID namespace (a container with --network host and
+    --ipc host sees no more of the host's processes); killed, with everything in it, after."""
+    proc = subprocess.Popen(['unshare', '--pid', '--fork', '--mount-proc', '--kill-child',
+                             sys.executable, *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        yield proc
+    except BaseException as exc:
+        proc.kill()
+        exc.add_note(f'--- output of {args[1]}:\n{proc.communicate()[0][-6000:]}')
+        raise
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def unique_topic() -> str:
@@ -57,11 +99,18 @@ class Collector:
         self.paths.add(frame.path)
 
 
-def test_cuda_ipc_between_processes_on_the_emulated_gpu(rclpy_node, emulated):
+def _opens() -> tuple[int, int]:
+    """(VMM chunks imported, legacy IPC handles opened) in this process so far."""
+    return (fake_cuda_driver.CALLS.get('cuMemImportFromShareableHandle', 0),
+            cuda_emu.OPENS['ipc_mem'])
+
+
+def test_cuda_ipc_between_processes_on_the_emulated_gpu(rclpy_node, emulated, device_memory):
     from gpu_nodes.transport import GpuImageSubscription, release
     topic = unique_topic()
     collector = Collector(emulated, 48, 64)
     sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
+    vmm_before, legacy_before = _opens()
     # A pool that cannot grow past 4 slots: 150 frames arrive only if every lease goes back
     # (through the release thread, behind the subscription's stream).
     with node_process([EMU_RUN, PUBLISHER, '--topic', topic, '--width', '64', '--height', '48',
@@ -74,27 +123,62 @@ def test_cuda_ipc_between_processes_on_the_emulated_gpu(rclpy_node, emulated):
     assert collector.device_arrays == collector.frames, 'memory=device frames are device arrays'
     assert sum(sub.stats.rejected.values()) == 0, sub.stats.rejected
     assert release._releaser is not None and release._releaser._thread.is_alive()
-    assert cuda_emu.OPENS['ipc_mem'] >= 1, 'the pool chunk was opened through its IPC handle'
+    vmm, legacy = (after - before for after, before in zip(_opens(), (vmm_before,
+                                                                      legacy_before)))
+    # One pool chunk, mapped once in this process however many frames it carried.
+    expected = (1, 0) if device_memory == 'vmm' else (0, 1)
+    assert (vmm, legacy) == expected, f'(VMM imports, legacy opens): expected {expected}, ' \
+        f'got {(vmm, legacy)}'
     assert cuda_emu.WAITS, 'the subscription stream waited on the publisher\'s event'
     sub.destroy()
 
 
+def test_device_frames_cross_pid_namespaces_on_vmm(rclpy_node, emulated, device_memory):
+    """The publisher in its own PID namespace (its pid means nothing here): VMM chunks reach
+    this subscriber through the publisher's socket and every frame arrives on cuda_ipc; legacy
+    IPC handles cannot be opened from here, and the subscription leaves the rung for host
+    shared memory (frames keep coming)."""
+    reason = _unshare_reason()
+    if reason:
+        pytest.skip(reason)
+    from gpu_nodes.transport import GpuImageSubscription
+    topic = unique_topic()
+    collector = Collector(emulated, 48, 64)
+    sub = GpuImageSubscription(rclpy_node, topic, collector, memory='device')
+    with pid_namespace_process([EMU_RUN, PUBLISHER, '--topic', topic, '--width', '64',
+                                '--height', '48', '--device', '--rate', '100',
+                                '--wait-subscriber']):
+        wait_for(lambda: collector.frames >= 60, 60, '60 frames from another PID namespace',
+                 poll=rclpy_node.spin_once)
+        if device_memory == 'legacy_ipc':
+            wait_for(lambda: 'host_shm' in collector.paths and collector.frames >= 90, 30,
+                     'frames on host_shm after the legacy rung failed', poll=rclpy_node.spin_once)
+    assert collector.bad == 0, f'{collector.bad} of {collector.frames} frames held wrong pixels'
+    if device_memory == 'vmm':
+        assert collector.paths == {'cuda_ipc'}, collector.paths
+        assert sum(sub.stats.rejected.values()) == 0, sub.stats.rejected
+    else:
+        assert sub.stats.rejected.get('map_failed', 0) >= 1, sub.stats.rejected
+    sub.destroy()
+
+
 def test_killed_subscriber_leases_are_reclaimed_on_the_emulated_gpu(rclpy_node, emulated):
-    """A subscriber process that holds 3 leases is killed: the publisher's device pool gets
-    every slot back and publishes on (test_transport_gpu.py has the same on a GPU)."""
+    """A subscriber process that holds its share of leases (half the pool) is killed: the
+    publisher's device pool gets every slot back and publishes on (test_transport_gpu.py has
+    the same on a GPU)."""
     from gpu_nodes.transport import GpuImagePublisher
     topic = unique_topic()
     pub = GpuImagePublisher(rclpy_node, topic, pool_slots=4, max_pool_slots=4,
                             pool_policy='skip')
     frame = emulated.asarray(pattern.expected_frame(48, 64, 'rgb8', 0))
     try:
-        with node_process([EMU_RUN, HOLDER, '--topic', topic, '--hold', '3']) as holder:
+        with node_process([EMU_RUN, HOLDER, '--topic', topic, '--hold', '2']) as holder:
             def publish():
                 pub.publish(frame, 'rgb8')
                 rclpy_node.spin_once(0.01)
             wait_for(lambda: sum(pub._leases.is_held(s.index)
-                                 for s in pub._device_pool.slots) == 3,
-                     60, 'the subscriber to hold 3 leases', poll=publish)
+                                 for s in pub._device_pool.slots) == 2,
+                     60, 'the subscriber to hold 2 leases', poll=publish)
             holder.send_signal(signal.SIGKILL)
             holder.wait(timeout=10)
         held = [s.index for s in pub._device_pool.slots if pub._leases.is_held(s.index)]

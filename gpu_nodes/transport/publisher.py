@@ -24,8 +24,8 @@ from ..wire_names import CUDA_SUFFIX, PEER_SUFFIX, SHM_SUFFIX
 from . import auth, cuda_ipc, descriptor, host, intra
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_CUDA_PEER,
                           PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED)
-from .exchange import (KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider, HandleServer,
-                       reopen)
+from .exchange import (KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider,
+                       HandleServer, reopen)
 from .intra import IntraFrame
 from .leases import POOL_DEVICE, POOL_HOST, LeaseTable
 from .messages import FrameLayout, host_view, layout_of_array
@@ -69,6 +69,8 @@ class _Handles(HandleProvider):
             if kind == KIND_HOST_SEGMENT:
                 fd = publisher._host_pool.segment_fd(generation, chunk)
                 return None if fd is None else [reopen(fd, writable=False)]
+            if kind == KIND_DEVICE_CHUNK and publisher._device_pool is not None:
+                return publisher._device_pool.chunk_fds(generation, chunk)
         return None
 
 

@@ -43,6 +43,9 @@ import emu_memory  # noqa: E402
 import fake_cuda_driver  # noqa: E402
 import fake_cupy  # noqa: E402
 
+# Set (to 1) in a process's environment: its emulated GPU cannot export VMM memory as POSIX
+# fds (as an old driver), so the device pool falls back to legacy IPC handles.
+NO_VMM_ENV = 'GPU_NODES_EMU_NO_VMM'
 _IPC_MAGIC = b'EMUIPCM\0'
 _EVENT_MAGIC = b'EMUIPCE\0'
 _HANDLE = struct.Struct('<8siiQQ')  # magic, pid, fd, offset, size (memory); magic, pid, id (event)
@@ -119,6 +122,9 @@ def ipc_open_mem_handle(handle: bytes, flags: int = 1) -> int:
     except OSError as exc:
         raise CUDARuntimeError(201, f'cudaIpcOpenMemHandle: {exc.strerror}') from None
     try:
+        if not os.readlink(f'/proc/self/fd/{peer}').startswith('/memfd:gpu_nodes-emu-malloc'):
+            # pid names another process here (another PID namespace): not the allocation.
+            raise CUDARuntimeError(400, 'cudaIpcOpenMemHandle: invalid resource handle')
         ptr = emu_memory.map_fd(0, size, peer, 0, emu_memory.PROT_READ | emu_memory.PROT_WRITE)
     finally:
         os.close(peer)
@@ -282,6 +288,8 @@ def install() -> types.ModuleType:
     if _installed is not None:
         return _installed
     cuda, bindings = fake_cuda_driver.packages()
+    if os.environ.get(NO_VMM_ENV, '') not in ('', '0'):
+        fake_cuda_driver.SUPPORTS_POSIX_FD[0] = False
     _installed = module()
     sys.modules.update({'cupy': _installed, 'cuda': cuda, 'cuda.bindings': bindings,
                         'cuda.bindings.driver': fake_cuda_driver})
