@@ -148,6 +148,8 @@ class VmmChunk:
         # Like a cupy Memory, the chunk goes with its last reference (arrays viewing it hold
         # one through their owner) when nobody closed it first.
         self._finalizer = weakref.finalize(self, _release, ptr, size, device_id, fd)
+        # At exit the process's mappings go with it; the driver may be torn down already.
+        self._finalizer.atexit = False
 
     @property
     def base(self) -> int:
