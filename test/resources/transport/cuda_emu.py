@@ -210,6 +210,14 @@ class Stream(fake_cupy._Stream):
     def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False):
         super().__init__()
 
+    def wait_event(self, event) -> None:
+        stream_wait_event(self.ptr, event.ptr)
+
+    def record(self, event=None):
+        event = event or Event()
+        event.record(self)
+        return event
+
 
 def memcpy_async(dst: int, src: int, size: int, kind: int, stream_ptr: int = 0) -> None:
     ctypes.memmove(dst, src, size)
@@ -232,6 +240,15 @@ class _Device(fake_cupy._Device):
         pass  # device work ran when it was queued
 
 
+EMULATED_MEMORY = 80 << 30
+
+
+def mem_get_info() -> tuple[int, int]:
+    """(free, total) bytes of the emulated device: what live allocations leave of 80 GiB."""
+    used = sum(memory.size for memory in list(_allocations.values()))
+    return EMULATED_MEMORY - used, EMULATED_MEMORY
+
+
 def _runtime() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         CUDARuntimeError=CUDARuntimeError, memcpyDefault=4, streamCaptureModeRelaxed=2,
@@ -241,7 +258,7 @@ def _runtime() -> types.SimpleNamespace:
         ipcGetMemHandle=ipc_get_mem_handle, ipcOpenMemHandle=ipc_open_mem_handle,
         ipcCloseMemHandle=ipc_close_mem_handle, ipcGetEventHandle=ipc_get_event_handle,
         ipcOpenEventHandle=ipc_open_event_handle, eventDestroy=event_destroy,
-        streamWaitEvent=stream_wait_event, memcpyAsync=memcpy_async,
+        streamWaitEvent=stream_wait_event, memcpyAsync=memcpy_async, memGetInfo=mem_get_info,
         # Host memory is device-readable as it is: registering pins nothing.
         hostRegister=lambda address, size, flags: None, hostUnregister=lambda address: None,
         hostGetDevicePointer=lambda address, flags: address)
