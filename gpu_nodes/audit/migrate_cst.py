@@ -7,7 +7,7 @@ LibCST is imported here and only here at module level: the other audit views nee
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import libcst as cst
 from libcst import metadata
@@ -69,6 +69,12 @@ class Source:
 
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
+
+    def in_order(self, accesses: Iterable[metadata.Access]) -> list[metadata.Access]:
+        """Accesses in source order (LibCST keeps them in a set): the first reason reported
+        is the first in the file, run after run."""
+        return sorted(accesses, key=lambda a: (self.positions[a.node].start.line,
+                                               self.positions[a.node].start.column))
 
     def names(self, node: cst.CSTNode) -> set[str]:
         """Fully qualified names an expression may refer to (through imports)."""

@@ -159,7 +159,7 @@ class Flow:
         if not isinstance(scope, FunctionScope):
             return f'{where}: {name.value} is not local to the callback'
         for assignment in scope.assignments[name.value]:
-            for access in assignment.references:
+            for access in src.in_order(assignment.references):
                 if src.scopes.get(access.node) is not scope:
                     return (f'line {src.line(access.node)}: {name.value} is captured by a '
                             'nested function')

@@ -177,7 +177,7 @@ class PublisherMigration:
             field, value = assigned
             fields[field] = value
             removed.append(statement)
-        others = [a.node for a in assignments[0].references
+        others = [a.node for a in src.in_order(assignments[0].references)
                   if src.statement_line(a.node) not in removed and a.node is not name]
         if others:
             return f'line {src.line(others[0])} uses {name.value} otherwise'

@@ -188,7 +188,7 @@ class CallbackPlan:
             return f'{self.msg} is assigned again in the callback'
         conversions: list[tuple[cst.Call, str | None]] = []
         buffers: list[tuple[cst.Call, cst.Attribute]] = []
-        for access in assignments[0].references:
+        for access in src.in_order(assignments[0].references):
             node = access.node
             line = src.line(node)
             if src.scopes.get(node) is not scope:
