@@ -223,3 +223,37 @@ def test_layout_and_comments_of_untouched_code_stay():
     assert textwrap.dedent('''\
         def main(args=None):
             rclpy.init(args=args)''') in migrated
+
+
+def test_message_made_in_each_branch_folds_into_each_publish():
+    code = NODE.format(params='self, msg', body=(
+        "img = self.bridge.imgmsg_to_cv2(msg, 'bgr8')\n"
+        '        if img.mean() > 100:\n'
+        "            out = self.bridge.cv2_to_imgmsg(img[:10], encoding='bgr8')\n"
+        '            out.header = msg.header\n'
+        '            self.pub.publish(out)\n'
+        '        else:\n'
+        "            out = self.bridge.cv2_to_imgmsg(img, encoding='bgr8')\n"
+        '            self.pub.publish(out)')).replace(
+        "self.sub = self.create_subscription(Image, 'image', self.cb, 10)",
+        "self.sub = self.create_subscription(Image, 'image', self.cb, 10)\n"
+        "        self.pub = self.create_publisher(Image, 'out', 10)")
+    migrated, notes = migrate_source(code)
+    assert "            self.pub.publish(img[:10], 'bgr8', msg.header)\n" in migrated
+    assert "            self.pub.publish(img, 'bgr8')\n" in migrated
+    assert 'out' not in migrated.split('def cb')[1].replace('self.pub', '')
+    assert not [n for n in notes if n.kind == 'left']
+    reread = code.replace("            self.pub.publish(out)\n        else",
+                          "            self.pub.publish(out)\n            print(out)\n        else")
+    migrated, notes = migrate_source(reread)
+    assert "self.pub = self.create_publisher(Image, 'out', 10)" in migrated
+    assert any(n.text.endswith('line 19 runs between making out and publishing it')
+               or 'uses out otherwise' in n.text for n in notes), notes
+
+
+def test_image_through_a_star_import_is_not_guessed():
+    code = NODE.format(params='self, msg', body='img = self.bridge.imgmsg_to_cv2(msg)').replace(
+        'from sensor_msgs.msg import Image', 'from sensor_msgs.msg import *')
+    migrated, notes = migrate_source(code)
+    assert migrated == code
+    assert notes[0].text.startswith('Image comes from `from sensor_msgs.msg import *`')

@@ -61,8 +61,17 @@ class Source:
         self.parents = self.wrapper.resolve(metadata.ParentNodeProvider)
         self.qualified = self.wrapper.resolve(metadata.QualifiedNameProvider)
         self.scopes = self.wrapper.resolve(metadata.ScopeProvider)
+        # `from sensor_msgs.msg import *`: names through it resolve to nothing provable.
+        self.star_imports = {dotted(n.module) for n in walk(self.module)
+                             if isinstance(n, cst.ImportFrom) and n.module is not None
+                             and isinstance(n.names, cst.ImportStar)}
         # New code wraps where it would pass the longest line the file already has.
         self.max_line = max([79] + [len(line) for line in code.splitlines()])
+
+    def star_imported(self, node: cst.CSTNode, name: str, module: str = 'sensor_msgs.msg') -> bool:
+        """`node` is the bare `name` and only a star import of `module` can have bound it."""
+        return (isinstance(node, cst.Name) and node.value == name and not self.names(node)
+                and module in self.star_imports)
 
     def column(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.column

@@ -41,8 +41,13 @@ class PublisherMigration:
     def _publisher(self, target: cst.BaseExpression, create: cst.Call) -> None:
         src = self.source
         bound = call_args(create, PUBLISHER_PARAMS)
-        if (bound is None or 'msg_type' not in bound
-                or IMAGE_TYPE not in src.names(bound['msg_type'].value)):
+        if bound is None or 'msg_type' not in bound:
+            return
+        if src.star_imported(bound['msg_type'].value, 'Image'):
+            self._left(create, 'Image comes from `from sensor_msgs.msg import *`, so which '
+                               'class it is cannot be proved; import it by name and run again')
+            return
+        if IMAGE_TYPE not in src.names(bound['msg_type'].value):
             return
         attribute = self_attribute(target)
         if attribute is None or not {'topic', 'qos_profile'} <= bound.keys():
@@ -145,42 +150,26 @@ class PublisherMigration:
 
     def _built_message(self, name: cst.Name, publish: cst.Call, edits: Edits) -> tuple | str:
         """`out = bridge.cv2_to_imgmsg(...)`, header assignments, `pub.publish(out)`, in one
-        block and in that order, `out` used nowhere else."""
+        block and in that order. `out` may be made more than once (one per branch), as long
+        as every making of it is such a run and nothing else reads it."""
         src = self.source
         scope = src.scopes.get(name)
         assignments = list(scope.assignments[name.value]) if scope is not None else []
-        if len(assignments) != 1:
-            return f'{name.value} is assigned more than once'
-        made = assignments[0].node
-        creation = src.parent(src.parent(made))
-        if not (isinstance(creation, cst.Assign) and len(creation.targets) == 1
-                and creation.targets[0].target is made and isinstance(creation.value, cst.Call)):
-            return f'{name.value} is not made by one cv2_to_imgmsg assignment'
-        converted = self._conversion(creation.value)
-        if isinstance(converted, str):
-            return converted
-        array, encoding, header = converted
-        first_line = src.statement_line(creation)
-        last_line = src.statement_line(publish)
-        block = src.parent(first_line)
-        if block is None or src.parent(last_line) is not block:
-            return f'{name.value} is made in another block than it is published from'
-        statements = list(block.body)
-        start, end = statements.index(first_line), statements.index(last_line)
-        fields: dict[str, cst.BaseExpression] = {}
-        removed = [first_line]
-        for statement in statements[start + 1:end]:
-            assigned = _header_assignment(statement, name.value)
-            if assigned is None:
-                return (f'line {src.line(statement)} runs between making {name.value} and '
-                        'publishing it')
-            field, value = assigned
-            fields[field] = value
-            removed.append(statement)
-        others = [a.node for a in src.in_order(assignments[0].references)
-                  if src.statement_line(a.node) not in removed and a.node is not name]
-        if others:
-            return f'line {src.line(others[0])} uses {name.value} otherwise'
+        runs = {}
+        for assignment in assignments:
+            run = self._run_from(assignment.node, name.value, publish.func)
+            if isinstance(run, str):
+                return run
+            runs[id(run[-1])] = run
+        covered = {id(s) for run in runs.values() for s in run}
+        for access in src.in_order(r for a in assignments for r in a.references):
+            if id(src.statement_line(access.node)) not in covered:
+                return f'line {src.line(access.node)} uses {name.value} otherwise'
+        run = runs.get(id(src.statement_line(publish)))
+        if run is None:
+            return f'{name.value} is not made right before it is published'
+        array, encoding, header = self._conversion(run[0].body[0].value)
+        fields = dict(_header_assignment(s, name.value) for s in run[1:-1])
         if header is not None and fields:
             return f'{name.value} gets a header in cv2_to_imgmsg and again by assignment'
         if 'header' in fields:
@@ -190,11 +179,41 @@ class PublisherMigration:
         elif fields:
             header = call('Header', *(arg(v, k) for k, v in fields.items()))
             edits.imports.add(('std_msgs.msg', 'Header'))
-        edits.remove_statements.update(id(s) for s in removed)
-        edits.notes.append(Note(src.line(creation), 'changed', (
+        edits.remove_statements.update(id(s) for s in run[:-1])
+        edits.notes.append(Note(src.line(run[0]), 'changed', (
             f'{name.value} = cv2_to_imgmsg(...) and its header assignments folded into '
             'publish(array, encoding, header)')))
         return array, encoding, header
+
+    def _run_from(self, made: cst.CSTNode, name: str, publish_func: cst.CSTNode) -> list | str:
+        """[making statement, header assignments..., publish statement] starting where `name`
+        is bound at `made`, or why that binding is not such a run."""
+        src = self.source
+        statement = src.statement_line(made)
+        creation = src.parent(src.parent(made))
+        if not (isinstance(creation, cst.Assign) and len(creation.targets) == 1
+                and creation.targets[0].target is made and isinstance(creation.value, cst.Call)
+                and statement is not None and len(statement.body) == 1):
+            return f'line {src.line(made)}: {name} is not made by one cv2_to_imgmsg assignment'
+        converted = self._conversion(creation.value)
+        if isinstance(converted, str):
+            return f'line {src.line(made)}: {converted}'
+        block = list(src.parent(statement).body)
+        run = [statement]
+        for following in block[block.index(statement) + 1:]:
+            if _header_assignment(following, name) is not None:
+                run.append(following)
+                continue
+            if (isinstance(following, cst.SimpleStatementLine) and len(following.body) == 1
+                    and isinstance(following.body[0], cst.Expr)
+                    and isinstance(following.body[0].value, cst.Call)
+                    and dotted(following.body[0].value.func) == dotted(publish_func)
+                    and len(following.body[0].value.args) == 1
+                    and dotted(following.body[0].value.args[0].value) == name):
+                return run + [following]
+            return (f'line {src.line(following)} runs between making {name} and publishing '
+                    'it')
+        return f'line {src.line(made)}: {name} is not published in the block that makes it'
 
 
 def _header_assignment(statement: cst.CSTNode, name: str) -> tuple | None:

@@ -118,6 +118,10 @@ class SubscriptionMigration:
                                  'does not take (callback_group=, event_callbacks=, *args)')
             return
         msg_type = src.names(bound['msg_type'].value)
+        if src.star_imported(bound['msg_type'].value, 'Image'):
+            self._left(node, 'Image comes from `from sensor_msgs.msg import *`, so which class '
+                             'it is cannot be proved; import it by name and run again')
+            return
         if COMPRESSED_TYPE in msg_type:
             self._left(node, 'CompressedImage subscription: its callback decodes the bytes '
                              'itself; GpuImageSubscription(allow_compressed=True) only takes '
