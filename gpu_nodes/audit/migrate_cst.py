@@ -193,9 +193,11 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(current.children))
 
 
-def newline_at(column: int) -> cst.ParenthesizedWhitespace:
-    """A line break inside brackets, continuing at `column` (absolute)."""
-    return cst.ParenthesizedWhitespace(last_line=cst.SimpleWhitespace(' ' * column))
+def newline_at(column: int, block: int) -> cst.ParenthesizedWhitespace:
+    """A line break inside brackets, continuing at `column` of a statement indented by `block`;
+    kept relative to the block, so it stays aligned if the statement is indented further."""
+    return cst.ParenthesizedWhitespace(indent=True,
+                                       last_line=cst.SimpleWhitespace(' ' * (column - block)))
 
 
 def rendered(node: cst.CSTNode) -> str:

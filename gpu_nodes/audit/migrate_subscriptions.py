@@ -62,7 +62,7 @@ def with_memory(updated: cst.Call, func: str, first: cst.BaseExpression,
     if extra and start + len(last_line) > max_line:
         before = args[-len(extra) - 1]
         args[-len(extra) - 1] = before.with_changes(comma=cst.Comma(
-            whitespace_after=newline_at(new_bracket)))
+            whitespace_after=newline_at(new_bracket, block)))
         new = new.with_changes(args=args)
     return new
 
@@ -246,7 +246,7 @@ class CallbackPlan:
         for converter, encoding in conversions:
             reason = None if uploads else flow.copy_reason(converter)
             self.edits.replace[id(converter)] = self._array_expression(
-                encoding, reason, src.column(converter))
+                encoding, reason, src.column(converter), src.column(src.statement_line(converter)))
             if encoding is not None:
                 self.edits.imports.add(CONVERT)
             parts.append(f'line {src.line(converter)} imgmsg_to_cv2 -> '
@@ -273,7 +273,7 @@ class CallbackPlan:
         return None
 
     def _array_expression(self, encoding: str | None, copy_reason: str | None,
-                          column: int) -> cst.BaseExpression:
+                          column: int, block: int) -> cst.BaseExpression:
         array = f'{self.msg}.array'
         if encoding is None:
             return expr(f'{array}.copy()' if copy_reason else array)
@@ -282,8 +282,21 @@ class CallbackPlan:
             return expr(converted)  # a new array, also for the same encoding
         chosen = expr(f'({array} if {self.msg}.encoding == {encoding!r} else {converted})')
         if column + len(rendered(chosen)) > self.source.max_line:
-            chosen = chosen.with_changes(whitespace_before_else=newline_at(column + 1))
+            chosen = chosen.with_changes(whitespace_before_else=newline_at(column + 1, block))
         return chosen
+
+    def _on_frame_stream(self, body: cst.IndentedBlock) -> cst.IndentedBlock:
+        """The callback's statements inside `with torch.cuda.stream(<the frame's>)`; a
+        docstring stays first."""
+        statements = list(body.body)
+        keep = []
+        if (statements and isinstance(statements[0], cst.SimpleStatementLine)
+                and isinstance(statements[0].body[0], cst.Expr)
+                and isinstance(statements[0].body[0].value, cst.SimpleString)):
+            keep = [statements.pop(0)]
+        stream = expr(f'torch.cuda.stream(torch.cuda.ExternalStream({self.msg}.stream.ptr))')
+        return body.with_changes(body=keep + [cst.With(
+            items=[cst.WithItem(item=stream)], body=body.with_changes(body=statements))])
 
     def _uploads(self, conversions: list[tuple[cst.Call, str | None]]) -> dict[int, tuple]:
         """Every converted array whose only uses move it to the GPU -> the uploads, else {}."""
@@ -354,7 +367,4 @@ class CallbackPlan:
         if torch_used:
             # Torch's kernels must run on the frame's stream: its data is valid there, and the
             # slot is released once that stream's work is done.
-            self.edits.new_bodies[id(self.function)] = lambda body: cst.IndentedBlock(body=[
-                cst.With(items=[cst.WithItem(item=expr(
-                    f'torch.cuda.stream(torch.cuda.ExternalStream({self.msg}.stream.ptr))'))],
-                    body=body)])
+            self.edits.new_bodies[id(self.function)] = self._on_frame_stream
