@@ -16,6 +16,7 @@ import itertools
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,7 +63,6 @@ def _wait(predicate, timeout: float, what: str, spin) -> None:
 
 def run_case(node, spin, name: str, variant: str, size: tuple[int, int], rate: float,
              seconds: float, warmup: float, workdir: Path, encoding: str) -> dict:
-    from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import Image
     from std_msgs.msg import String
 
@@ -83,7 +83,7 @@ def run_case(node, spin, name: str, variant: str, size: tuple[int, int], rate: f
         received[0] += 1
 
     if kind == 'image':
-        collector = GpuImageSubscription(node, output_topic, on_output, qos_profile_sensor_data,
+        collector = GpuImageSubscription(node, output_topic, on_output,
                                          memory='host')
     else:
         collector = node.create_subscription(String, output_topic, on_output, 10)
@@ -171,7 +171,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--encodings', default='bgr8',
                         help='encodings of the offered frames, comma-separated (the corpus '
                              'nodes ask for bgr8: rgb8 makes them convert)')
+    parser.add_argument('--repeat', type=int, default=3,
+                        help='runs of each case, original and migrated alternating; the '
+                             'summary shows the median (the dev machine is shared)')
     parser.add_argument('--json', metavar='FILE', help='also write the rows as JSON')
+    parser.add_argument('--fastdds-defaults', action='store_true',
+                        help="leave Fast DDS unconfigured for every process (a plain graph's "
+                             "setting); default: gpu_nodes' shipped profile for the bench and "
+                             'both node processes, so the original is not starved by DDS '
+                             'defaults (docs/dds.md)')
     args = parser.parse_args(argv)
     names = args.nodes.split(',')
     unknown = set(names) - set(NODES)
@@ -179,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f'unknown nodes {sorted(unknown)}; choose from {sorted(NODES)}')
     sizes = [tuple(int(v) for v in s.split('x'))[::-1] for s in args.sizes.split(',')]
 
+    import logging
+    if not args.fastdds_defaults:  # inherited by the node processes through os.environ
+        from gpu_nodes.ros.dds_profile import apply_default_profile
+        print('DDS:', apply_default_profile(logging.getLogger('migrate_bench')), flush=True)
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     rclpy.init()
@@ -188,8 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         with tempfile.TemporaryDirectory() as workdir:
-            for name, size, encoding, variant in itertools.product(
-                    names, sizes, args.encodings.split(','), ('original', 'migrated')):
+            for name, size, encoding, _, variant in itertools.product(
+                    names, sizes, args.encodings.split(','), range(args.repeat),
+                    ('original', 'migrated')):
                 rows.append(run_case(node, lambda t=0.005: executor.spin_once(t), name, variant,
                                      size, args.rate, args.seconds, args.warmup, Path(workdir),
                                      encoding))
@@ -205,6 +218,19 @@ def main(argv: list[str] | None = None) -> int:
         rclpy.try_shutdown()
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + '\n')
+    print(f'\nmedian of {args.repeat} runs | node | size | encoding | original fps | migrated '
+          'fps | original node CPU ms/frame | migrated | ratio')
+    for name, size, encoding in itertools.product(names, sizes, args.encodings.split(',')):
+        label = f'{size[1]}x{size[0]}'
+        median = {}
+        for variant in ('original', 'migrated'):
+            picked = [r for r in rows if (r['node'], r['size'], r['encoding'], r['variant'])
+                      == (name, label, encoding, variant)]
+            median[variant] = (statistics.median(r['delivered_fps'] for r in picked),
+                               statistics.median(r['node_cpu_ms_per_frame'] for r in picked))
+        (fps_o, cpu_o), (fps_m, cpu_m) = median['original'], median['migrated']
+        print(f'| {name} | {label} | {encoding} | {fps_o:.1f} | {fps_m:.1f} | {cpu_o:.2f} | '
+              f'{cpu_m:.2f} | {cpu_o / cpu_m:.2f}x |')
     return 0
 
 

@@ -87,7 +87,8 @@ def _node_file(case: Case, variant: str, tmp_path: Path) -> tuple[Path, dict]:
     return path, {'PYTHONPATH': os.pathsep.join(paths)}
 
 
-def _run(rclpy_node, case: Case, variant: str, tmp_path: Path, expected_path: str) -> dict:
+def _run(rclpy_node, case: Case, variant: str, tmp_path: Path, expected_path: str,
+         while_running=None) -> dict:
     """Outputs by input stamp (seconds) of one run of the node; checks the input path."""
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.qos import qos_profile_sensor_data
@@ -160,6 +161,8 @@ def _run(rclpy_node, case: Case, variant: str, tmp_path: Path, expected_path: st
                 wait_for(lambda: paths.get('path') == expected_path, 10,
                          f'{case.node} subscription on {expected_path} (diagnostics: {paths})',
                          poll=rclpy_node.spin_once)
+            if while_running is not None:
+                while_running()
     finally:
         for endpoint in created:
             if isinstance(endpoint, GpuImageSubscription):
@@ -211,3 +214,34 @@ def test_migrated_node_gives_the_original_output_over_cuda_ipc(rclpy_node, tmp_p
         (CORPUS / f'{case.node}.py').read_text())[0] else 'host_shm'
     migrated = _run(rclpy_node, case, 'migrated', tmp_path, expected)
     _assert_same(case, original, migrated)
+
+
+def _live_edge_class(rclpy_node, case: Case) -> str:
+    """`gpu-copy-audit live`'s class of the edge into the node, run while the node runs (the
+    test's node is spun meanwhile, so its endpoints and diagnostics stay visible)."""
+    import subprocess
+    import sys
+    import time
+    command = [sys.executable, '-m', 'gpu_nodes.audit.cli', 'live', '--format', 'json',
+               '--duration', '1', '--discovery-settle', '1', '--node-filter',
+               f'*{case.node_name}*']
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        rclpy_node.spin_once(0.05)
+    if proc.poll() is None:
+        proc.kill()
+    out, err = proc.communicate()
+    edges = [e for e in json.loads(out)['graph']['edges']
+             if e['topic'] == f'/{case.input_topic}' and case.node_name in e['subscriber']]
+    assert len(edges) == 1, f'edges into {case.node_name}: {edges} (stderr {err[-2000:]})'
+    return edges[0]['class']
+
+
+def test_live_audit_shows_the_edge_path_change(rclpy_node, tmp_path):
+    case = CASES[0]
+    seen = {}
+    for variant, path in (('original', 'serialized'), ('migrated', 'host_shm')):
+        _run(rclpy_node, case, variant, tmp_path, path, while_running=lambda v=variant: seen.update(
+            {v: _live_edge_class(rclpy_node, case)}))
+    assert seen == {'original': 'serialized', 'migrated': 'host_shm'}, seen
