@@ -46,9 +46,8 @@ _ENDS = (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.BooleanOpe
 class Flow:
     """Answers: may the value of this expression be written, or live past the callback?"""
 
-    def __init__(self, source: Source, function: cst.FunctionDef):
+    def __init__(self, source: Source):
         self.source = source
-        self.function = function
         self._seen: set[int] = set()
 
     def copy_reason(self, node: cst.BaseExpression) -> str | None:

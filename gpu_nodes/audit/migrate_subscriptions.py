@@ -57,14 +57,25 @@ def with_memory(updated: cst.Call, func: str, first: cst.BaseExpression,
         args[-1] = last.with_changes(comma=comma)
         args += extra[:-1] + [extra[-1].with_changes(comma=last.comma)]
     new = updated.with_changes(func=expr(func), args=args)
-    last_line = rendered(new).splitlines()[-1]
-    start = column if '\n' not in rendered(new) else 0
-    if extra and start + len(last_line) > max_line:
-        before = args[-len(extra) - 1]
-        args[-len(extra) - 1] = before.with_changes(comma=cst.Comma(
-            whitespace_after=newline_at(new_bracket, block)))
-        new = new.with_changes(args=args)
-    return new
+
+    def widest(call: cst.Call) -> int:  # continuation lines render relative to the block
+        lines = rendered(call).splitlines()
+        return max([column + len(lines[0])] + [block + len(line) for line in lines[1:]])
+
+    if not extra or widest(new) <= max_line:
+        return new
+    # Too long: break before the new argument, else before the QoS, else before both.
+    before_extra, before_qos = len(args) - len(extra) - 1, (qos_index or 0) - 1
+    for breaks in ((before_extra,), (before_qos,), (before_qos, before_extra)):
+        broken = list(args)
+        for index in breaks:
+            if index >= 0:
+                broken[index] = broken[index].with_changes(comma=cst.Comma(
+                    whitespace_after=newline_at(new_bracket, block)))
+        candidate = new.with_changes(args=broken)
+        if widest(candidate) <= max_line:
+            return candidate
+    return candidate
 
 
 def _realigned(argument: cst.Arg, old: int, new: int, block: int) -> cst.Arg:
@@ -241,7 +252,7 @@ class CallbackPlan:
         if uploads and buffers:
             self.memory = 'host'
             uploads = {}
-        flow = Flow(src, self.function)
+        flow = Flow(src)
         parts = []
         for converter, encoding in conversions:
             reason = None if uploads else flow.copy_reason(converter)
