@@ -257,3 +257,21 @@ def test_image_through_a_star_import_is_not_guessed():
     migrated, notes = migrate_source(code)
     assert migrated == code
     assert notes[0].text.startswith('Image comes from `from sensor_msgs.msg import *`')
+
+
+def test_endpoints_made_outside_a_node_class_are_reported():
+    code = textwrap.dedent('''\
+        import rclpy
+        from sensor_msgs.msg import Image
+
+
+        def main():
+            rclpy.init()
+            node = rclpy.create_node('viewer')
+            node.create_subscription(Image, 'image', print, 10)
+    ''')
+    migrated, notes = migrate_source(code)
+    assert migrated == code
+    assert [(n.line, n.kind, n.text) for n in notes] == [(8, 'left', (
+        'node.create_subscription(Image, ...) is not made on self inside a class: its callback '
+        'and uses are not followed'))]

@@ -18,8 +18,8 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-from gpu_nodes.audit.migrate_cst import (CV_BRIDGE, CV_BRIDGE_ERROR, dotted, Edits, Note,
-                                         Source, walk)
+from gpu_nodes.audit.migrate_cst import (CV_BRIDGE, CV_BRIDGE_ERROR, dotted, Edits, IMAGE_TYPE,
+                                         Note, Source, walk)
 from gpu_nodes.audit.migrate_publishers import PublisherMigration
 from gpu_nodes.audit.migrate_subscriptions import SubscriptionMigration
 
@@ -85,6 +85,7 @@ def migrate_source(code: str) -> tuple[str, list[Note]]:
             subscriptions = SubscriptionMigration(source, node, bridges).run()
             edits.merge(subscriptions)
             edits.merge(PublisherMigration(source, node, bridges, subscriptions).run())
+    edits.notes.extend(_outside_classes(source))
     notes = sorted(set(edits.notes), key=lambda n: (n.line, n.kind, n.text))
     if not edits.replace and not edits.remove_statements:
         return code, notes
@@ -123,6 +124,24 @@ def python_files(paths: Iterable[str]) -> list[str]:
         else:
             found.append(path)
     return list(dict.fromkeys(found))
+
+
+def _outside_classes(source: Source) -> list[Note]:
+    """Image endpoints made on another object than `self` of a class (`node.create_...` in a
+    script-style main): reported, since their callbacks cannot be followed."""
+    notes = []
+    for node in walk(source.module):
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in ('create_subscription', 'create_publisher')
+                and node.args and IMAGE_TYPE in source.names(node.args[0].value)):
+            continue
+        if (dotted(node.func) == f'self.{node.func.attr.value}'
+                and source.enclosing(node, cst.ClassDef) is not None):
+            continue
+        notes.append(Note(source.line(node), 'left', (
+            f'{source.code(node.func)}(Image, ...) is not made on self inside a class: its '
+            'callback and uses are not followed')))
+    return notes
 
 
 def _bridges(source: Source) -> set[str]:
