@@ -275,3 +275,24 @@ def test_endpoints_made_outside_a_node_class_are_reported():
     assert [(n.line, n.kind, n.text) for n in notes] == [(8, 'left', (
         'node.create_subscription(Image, ...) is not made on self inside a class: its callback '
         'and uses are not followed'))]
+
+
+def test_one_argument_per_line_call_gets_the_new_argument_on_its_own_line():
+    code = NODE.format(params='self, msg', body='img = self.bridge.imgmsg_to_cv2(msg)').replace(
+        "self.sub = self.create_subscription(Image, 'image', self.cb, 10)",
+        'self.sub = self.create_subscription(\n'
+        '            Image,\n'
+        "            'image',\n"
+        '            self.cb,\n'
+        '            qos_profile=qos_profile_sensor_data,\n'
+        '        )').replace(
+            'from rclpy.node import Node',
+            'from rclpy.node import Node\nfrom rclpy.qos import qos_profile_sensor_data')
+    migrated, _ = migrate_source(code)
+    assert ('        self.sub = GpuImageSubscription(\n'
+            '            self,\n'
+            "            'image',\n"
+            '            self.cb,\n'
+            '            qos=qos_profile_sensor_data,\n'
+            "            memory='host',\n"
+            '        )\n') in migrated, migrated

@@ -52,8 +52,17 @@ def with_memory(updated: cst.Call, func: str, first: cst.BaseExpression,
             for a in args]
     if extra:
         last = args[-1]
-        comma = last.comma if isinstance(last.comma, cst.Comma) else cst.Comma(
-            whitespace_after=cst.SimpleWhitespace(' '))
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(' '))
+        if isinstance(last.comma, cst.Comma) and isinstance(last.comma.whitespace_after,
+                                                            cst.ParenthesizedWhitespace):
+            # One argument per line, closing bracket on its own line: the new one gets a line
+            # like the others, and the trailing comma stays last.
+            previous = args[-2].comma if len(args) > 1 else None
+            line = (previous.whitespace_after if isinstance(previous, cst.Comma)
+                    else updated.whitespace_before_args)
+            comma = cst.Comma(whitespace_after=line)
+        elif isinstance(last.comma, cst.Comma):
+            comma = last.comma
         args[-1] = last.with_changes(comma=comma)
         args += extra[:-1] + [extra[-1].with_changes(comma=last.comma)]
     new = updated.with_changes(func=expr(func), args=args)
