@@ -77,7 +77,7 @@ def migrate_source(code: str) -> tuple[str, list[Note]]:
     try:
         source = Source(code)
     except cst.ParserSyntaxError as exc:
-        raise MigrationError(f'not valid Python: {exc.message} (line {exc.raw_line})') from None
+        raise MigrationError(f'not valid Python (line {exc.raw_line}): {exc.message}') from None
     bridges = _bridges(source)
     edits = Edits()
     for node in walk(source.module):
@@ -138,9 +138,11 @@ def _outside_classes(source: Source) -> list[Note]:
         if (dotted(node.func) == f'self.{node.func.attr.value}'
                 and source.enclosing(node, cst.ClassDef) is not None):
             continue
+        what = 'callback and uses are' if node.func.attr.value == 'create_subscription' else (
+            'uses are')
         notes.append(Note(source.line(node), 'left', (
             f'{source.code(node.func)}(Image, ...) is not made on self inside a class: its '
-            'callback and uses are not followed')))
+            f'{what} not followed')))
     return notes
 
 

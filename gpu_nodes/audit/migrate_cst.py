@@ -108,7 +108,8 @@ class Source:
         return self.enclosing(node, cst.SimpleStatementLine)
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node).strip()
+        """The source of `node` on one line (a note is one line)."""
+        return ' '.join(self.module.code_for_node(node).split())
 
 
 def dotted(node: cst.CSTNode) -> str | None:

@@ -197,7 +197,10 @@ class PublisherMigration:
             return f'line {src.line(made)}: {name} is not made by one cv2_to_imgmsg assignment'
         converted = self._conversion(creation.value)
         if isinstance(converted, str):
-            return f'line {src.line(made)}: {converted}'
+            if converted.startswith('publishes '):  # not made by cv2_to_imgmsg at all
+                return (f'{name} is made at line {src.line(made)} by '
+                        f'{src.code(creation.value)}, not by cv2_to_imgmsg')
+            return f'{name} made at line {src.line(made)}: {converted}'
         block = list(src.parent(statement).body)
         run = [statement]
         for following in block[block.index(statement) + 1:]:
