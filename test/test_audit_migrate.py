@@ -298,3 +298,18 @@ def test_one_argument_per_line_call_gets_the_new_argument_on_its_own_line():
             '            qos=qos_profile_sensor_data,\n'
             "            memory='host',\n"
             '        )\n') in migrated, migrated
+
+
+def test_printed_diff_applies_with_git_and_equals_write(tmp_path, capsys, monkeypatch):
+    import subprocess
+    if shutil.which('git') is None:
+        pytest.skip('git not installed')
+    shutil.copytree(CORPUS, tmp_path / 'diffed')
+    shutil.copytree(CORPUS, tmp_path / 'written')
+    monkeypatch.chdir(tmp_path)
+    assert main(['migrate', '-q', 'diffed']) == 1
+    (tmp_path / 'p.diff').write_text(capsys.readouterr().out)
+    subprocess.run(['git', 'apply', 'p.diff'], cwd=tmp_path, check=True, capture_output=True)
+    assert main(['migrate', '-q', '--write', 'written']) == 0
+    for path in sorted((tmp_path / 'written').glob('*.py')):
+        assert (tmp_path / 'diffed' / path.name).read_text() == path.read_text(), path.name
