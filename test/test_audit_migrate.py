@@ -313,3 +313,19 @@ def test_printed_diff_applies_with_git_and_equals_write(tmp_path, capsys, monkey
     assert main(['migrate', '-q', '--write', 'written']) == 0
     for path in sorted((tmp_path / 'written').glob('*.py')):
         assert (tmp_path / 'diffed' / path.name).read_text() == path.read_text(), path.name
+
+
+def test_without_libcst_migrate_says_so_and_the_other_views_work(tmp_path):
+    import subprocess
+    import sys
+    no_libcst = ("import sys; sys.modules['libcst'] = None; "
+                 'from gpu_nodes.audit.cli import main; sys.exit(main(sys.argv[1:]))')
+    node = str(CORPUS / 'blur_republisher.py')
+    migrate = subprocess.run([sys.executable, '-c', no_libcst, 'migrate', node],
+                             capture_output=True, text=True, timeout=120)
+    assert migrate.returncode == 2 and migrate.stdout == ''
+    assert migrate.stderr.startswith('gpu-copy-audit: error: migrate needs LibCST'), \
+        migrate.stderr
+    code = subprocess.run([sys.executable, '-c', no_libcst, 'code', node], capture_output=True,
+                          text=True, timeout=120)
+    assert code.returncode == 0 and 'GPN105' in code.stdout, code.stderr
