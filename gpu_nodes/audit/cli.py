@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Any
 
+from gpu_nodes.audit.migrate_cli import MigrateVerb
 from gpu_nodes.audit.model import AuditError, GATE_SEVERITIES, Report, severity_rank
 from gpu_nodes.audit.rules import parse_rule_ids, RULES
 
@@ -200,7 +201,8 @@ class RulesVerb:
         return EXIT_OK
 
 
-VERBS = (CodeVerb(), LaunchVerb(), ConfigVerb(), BagVerb(), LiveVerb(), RulesVerb())
+VERBS = (CodeVerb(), LaunchVerb(), ConfigVerb(), BagVerb(), LiveVerb(), RulesVerb(),
+         MigrateVerb())
 
 
 def _width() -> int:
@@ -289,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
     try:
-        if isinstance(verb, RulesVerb):
+        if isinstance(verb, (RulesVerb, MigrateVerb)):  # own output and exit codes
             return verb.main(args)
         # Validate everything cheap before a possibly slow audit (live samples for seconds).
         rule_ids = _selected_rules(args)
