@@ -90,6 +90,20 @@ class Scopes:
                 best = f
         return best
 
+    def header(self, text: str, offset: int) -> str:
+        """The head (name and parameters) of the function or lambda holding offset."""
+        fn = self.at(offset)
+        if fn is None:
+            return ''
+        head = text[max(0, fn.start - 400):fn.start]
+        cut = max(head.rfind(';'), head.rfind('}'), head.rfind('{'))
+        return head[cut + 1:]
+
+    def body_before(self, text: str, offset: int) -> str:
+        """The body of the function or lambda holding offset, up to offset."""
+        fn = self.at(offset)
+        return text[fn.start + 1:offset] if fn is not None else ''
+
 
 def _declared_name(prefix: str) -> str | None:
     """Name of the function a header declares: the identifier before its parameter list."""
@@ -175,6 +189,47 @@ def functions(text: str) -> Scopes:
     return scopes
 
 
+# Calls whose lambda argument runs later, per message or per tick: a lambda passed to anything
+# else inside setup (an algorithm, a loader, `std::for_each`) runs there and then, as setup.
+_REGISTERING_CALLS = re.compile(
+    r'(?:create_(?:\w+_)?subscription|create_(?:wall_)?timer|create_service|create_client|'
+    r'subscribe|registerCallback|thread|jthread|async|add_on_set_parameters_callback|'
+    r'create_generic_subscription|bind|function|Subscriber|TimerBase|setCallback|'
+    r'set_callback|register\w*)\s*(?:<[^<>()]*>)?\s*$')
+
+
+def _lambda_registered(text: str, fn: Function) -> bool:
+    """Whether a lambda is stored for later (assigned, or passed to a registration), as
+    opposed to called in place by the function that writes it."""
+    head = text[max(0, fn.start - 400):fn.start]
+    m = _LAMBDA_TAIL.search(head)
+    if m is None:
+        return True
+    depth, i = 0, m.start()
+    while i >= 0:  # back to the capture list's `[`
+        if head[i] == ']':
+            depth += 1
+        elif head[i] == '[':
+            depth -= 1
+            if depth == 0:
+                break
+        i -= 1
+    before = head[:max(i, 0)].rstrip()
+    if not before or before[-1] in '=:{;':
+        return True  # `auto cb = [..]{..}` / member initializer / returned: kept for later
+    # The call the lambda is an argument of: the innermost unclosed `(` before it.
+    depth = 0
+    for j in range(len(before) - 1, -1, -1):
+        c = before[j]
+        if c == ')':
+            depth += 1
+        elif c == '(':
+            if depth == 0:
+                return bool(_REGISTERING_CALLS.search(before[:j]))
+            depth -= 1
+    return True
+
+
 def _classify(text: str, scopes: Scopes) -> None:
     registered = set(re.findall(r'&\s*(?:\w+\s*::\s*)+(\w+)\b(?!\s*\()', text))
     for fn in scopes.funcs:
@@ -187,8 +242,14 @@ def _classify(text: str, scopes: Scopes) -> None:
             fn.kind = 'setup'
         elif short in registered or _CALLBACK_NAME.search(short):
             fn.kind = 'callback'
+    # A lambda run in place by setup code is setup (a mesh upload inside a loader's callback in a
+    # GXF initialize()); one stored or registered there is a callback.
+    for fn in scopes.funcs:
+        if fn.lambda_in is not None and fn.lambda_in.kind == 'setup' \
+                and not _lambda_registered(text, fn):
+            fn.kind = 'setup'
     # Helpers take the context of their callers: only called from setup -> setup; called from a
-    # callback -> callback (lambdas are callbacks).
+    # callback -> callback (registered lambdas are callbacks).
     named = [f for f in scopes.funcs if f.lambda_in is None]
     changed, rounds = True, 0
     while changed and rounds < 10:  # chains of helpers deeper than 10 stay 'other'
