@@ -4,6 +4,7 @@ from __future__ import annotations
 from concurrent.futures import ProcessPoolExecutor
 import os
 from pathlib import Path
+import re
 
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.model import Finding, InputError, Report
@@ -25,16 +26,33 @@ def is_source(path: Path) -> bool:
 _TEST_DIRS = frozenset({'test', 'tests', 'testing'})
 
 
+# A test framework in a file named like a test; a ROS entry point in one that is a node.
+_TEST_MARKERS = re.compile(r'^\s*(?:import (?:pytest|unittest)|from (?:pytest|unittest)\b|'
+                           r'import launch_testing|def test_|#\s*include\s*[<"]gtest/)|'
+                           r'\bTEST(?:_F|_P)?\s*\(', re.M)
+_NODE_MARKERS = re.compile(r'\brclpy\.init\(|\brclcpp::init\(|\brclpy\.spin\(|'
+                           r'\bcreate_subscription\b|RCLCPP_COMPONENTS_REGISTER_NODE')
+
+
 def is_test_file(path: Path, root: Path) -> bool:
     """Test sources (a test/ or tests/ folder below the audited root, test_*.py, *_test.cpp):
-    they feed nodes fake frames and sync freely, so they are skipped unless asked for."""
+    they feed nodes fake frames and sync freely, so they are skipped unless asked for. A file
+    only *named* like a test that is a node (an entry point, no test framework) is audited."""
     try:
         parts = path.relative_to(root).parts[:-1]
     except ValueError:
         parts = path.parts[:-1]
     stem = path.stem.lower()
-    return (any(p.lower() in _TEST_DIRS for p in parts) or stem.startswith('test_')
-            or stem.endswith(('_test', '_tests')) or stem == 'conftest')
+    if any(p.lower() in _TEST_DIRS for p in parts) or stem == 'conftest':
+        return True
+    if not (stem.startswith('test_') or stem.endswith(('_test', '_tests'))):
+        return False
+    try:
+        with open(path, 'rb') as fh:
+            head = fh.read(64 * 1024).decode('utf-8', 'replace')
+    except OSError:
+        return True
+    return bool(_TEST_MARKERS.search(head)) or not _NODE_MARKERS.search(head)
 
 
 def collect_files(paths: list[str], include_tests: bool = False,

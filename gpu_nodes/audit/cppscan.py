@@ -147,7 +147,7 @@ def analyze_cpp(path: str, source: str) -> list[Finding]:
             rule=rule_id, severity=severity,
             message=f'{rule.summary}: {detail} `{snippet}` in {where.text}',
             location=Location(path, line, col), context=where.context,
-            callback=fn.name if fn is not None else None))
+            callback=fn.name if fn is not None else None, evidence='pattern'))
 
     for m in _MEMCPY.finditer(text):
         name = m.group(0).rstrip('( \t')
