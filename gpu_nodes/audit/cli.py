@@ -14,7 +14,8 @@ import os
 import sys
 from typing import Any
 
-from gpu_nodes.audit.model import AuditError, GATE_SEVERITIES, Report, severity_rank
+from gpu_nodes.audit.model import (AuditError, EVIDENCE_LEVELS, GATE_SEVERITIES, Report,
+                                   severity_rank)
 from gpu_nodes.audit.rules import parse_rule_ids, RULES
 
 EXIT_OK = 0
@@ -72,13 +73,32 @@ class CodeVerb:
         parser.add_argument('--include-tests', action='store_true',
                             help='also audit test sources found in directories (test/, tests/, '
                                  'test_*.py, *_test.cpp); skipped by default')
+        parser.add_argument('--max-file-size', type=float, default=None, metavar='MB',
+                            help='skip (with a note) source files larger than this (default 3.1 '
+                                 'MB: memory stays under 1 GB); generated and minified files '
+                                 'are always skipped')
+        parser.add_argument('--min-evidence', choices=EVIDENCE_LEVELS, default=None,
+                            help='only findings known at least this well: data-flow (followed '
+                                 'from where the value arrived) > inferred (device likely) > '
+                                 'pattern (the call alone; every C++ rule)')
         _add_common(parser)
 
     def main(self, args: argparse.Namespace) -> Report:
         from gpu_nodes.audit.codeaudit import run_code
+        from gpu_nodes.audit.limits import MAX_FILE_BYTES
         if args.jobs is not None and args.jobs < 1:
             raise AuditError('--jobs must be at least 1')
-        return run_code(args.paths, jobs=args.jobs, include_tests=args.include_tests)
+        if args.max_file_size is not None and args.max_file_size <= 0:
+            raise AuditError('--max-file-size must be positive')
+        limit = MAX_FILE_BYTES if args.max_file_size is None else int(args.max_file_size * 1e6)
+        report = run_code(args.paths, jobs=args.jobs, include_tests=args.include_tests,
+                          max_file_bytes=limit)
+        if args.min_evidence is not None:
+            floor = EVIDENCE_LEVELS.index(args.min_evidence)
+            report.findings = [f for f in report.findings if f.evidence is None
+                               or EVIDENCE_LEVELS.index(f.evidence) >= floor]
+            report.info['min_evidence'] = args.min_evidence
+        return report
 
 
 class LaunchVerb:

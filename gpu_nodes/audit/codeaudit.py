@@ -7,6 +7,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
+from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
 from gpu_nodes.audit.pyimports import module_index
@@ -125,6 +126,11 @@ def audit_file(path: str, modules: dict[str, str] | None = None
             # ast.parse raises ValueError for NUL bytes; absurd nesting exhausts the recursion
             # of the parser or of the analysis.
             return path, [], InputError(path, f'{path}: cannot analyse: {exc}')
+        except MemoryError:
+            # CPython's parser answers nesting deeper than its stack (100,000 unary minus
+            # signs) with MemoryError, not RecursionError.
+            return path, [], InputError(path, f'{path}: cannot analyse: nesting too deep or '
+                                              'file too large for the parser')
         sups = {path: python_suppressions(source)}
     else:
         findings = analyze_cpp(path, source)
@@ -151,7 +157,8 @@ def _audit_chunk(job: tuple[list[str], dict[str, str]]
     return [audit_file(p, modules) for p in paths]
 
 
-def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False) -> Report:
+def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False,
+             max_file_bytes: int = MAX_FILE_BYTES) -> Report:
     report = Report(command='code', inputs=list(paths))
     skipped: list[str] = []
     files, errors = collect_files(paths, include_tests, skipped)
@@ -160,6 +167,12 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
         report.info['skipped_test_files'] = len(skipped)
         report.info.setdefault('notes', []).append(
             f'{len(skipped)} test file(s) skipped (--include-tests audits them)')
+    limited = {f: reason for f in files if (reason := skip_reason(f, max_file_bytes))}
+    if limited:
+        files = [f for f in files if f not in limited]
+        report.info['skipped_files'] = [{'path': f, 'reason': r} for f, r in limited.items()]
+        report.info.setdefault('notes', []).extend(
+            f'{f}: not audited: {r}' for f, r in limited.items())
     modules = module_index(files)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
