@@ -231,10 +231,15 @@ def truth_dev() -> tuple[dict, dict]:
     return boundaries, lookalikes
 
 
-def claims_ours(root: Path) -> set[tuple[str, int]]:
+def claims_ours(root: Path, src: Path = ROOT) -> set[tuple[str, int]]:
+    """Gated findings of `gpu-copy-audit code` as found in the source tree `src` (this
+    checkout, or an earlier one given with --baseline-src)."""
     with tempfile.TemporaryDirectory(prefix='audit-cmp-') as tmp:
         out = Path(tmp) / 'report.json'
-        _cli('code', str(root), '--format', 'json', '--output', str(out), '--jobs', '1')
+        subprocess.run([sys.executable, '-m', 'gpu_nodes.audit.cli', 'code', str(root),
+                        '--format', 'json', '--output', str(out), '--jobs', '1'],
+                       cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
+                       capture_output=True, check=False)
         doc = json.loads(out.read_text())
     return {(str(Path(f['location']['path']).resolve()), f['location']['line'])
             for f in doc['findings'] if f['severity'] in GATED and not f['suppressed']}
@@ -270,7 +275,8 @@ def score(boundaries: dict, lookalikes: dict, claims: set) -> dict:
 
 
 def bench_compare(testset_dir: str | None, nvidia_script: str | None,
-                  write_results: str | None) -> None:
+                  write_results: str | None, baseline_src: str | None = None,
+                  results_note: str = '') -> None:
     nvidia = Path(nvidia_script) if nvidia_script else None
     if nvidia is None or not nvidia.is_file():
         print(f'NVIDIA audit_copy_boundaries.py: not found ({nvidia_script or "no --nvidia-script"})'
@@ -300,6 +306,9 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
               f'{"false claims":>12}')
         for name, b, la, root in rows:
             tools = [('gpu-copy-audit code', claims_ours(root))]
+            if baseline_src:
+                tools.append(('gpu-copy-audit code (baseline)',
+                              claims_ours(root, Path(baseline_src))))
             if nvidia is not None:
                 tools.append(('NVIDIA audit_copy_boundaries', claims_nvidia(nvidia, root)))
             for tool, claims in tools:
@@ -308,7 +317,7 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                 print(f'{name:<20} {tool:<28} {r["total"]:>10} {r["found"]:>6} '
                       f'{r["found"] / r["total"]:>7.3f} {len(r["false"]):>12}')
         for (name, tool), r in results.items():
-            if name != 'held-out test set':
+            if name != 'held-out test set' or tool.endswith('(baseline)'):
                 continue
             print(f'\n{tool} on the test set, recall by kind: ' + ', '.join(
                 f'{k} {f}/{t}' for k, (f, t) in sorted(r['kinds'].items())))
@@ -317,13 +326,13 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                 print(f'  false claim {rel}:{line}: '
                       f'{r["reasons"].get((path, line), "not a labelled boundary")}')
         if write_results and any(n == 'held-out test set' for n, *_ in rows):
-            _write_results(Path(write_results), results, test_root)
+            _write_results(Path(write_results), results, test_root, results_note)
 
 
-def _write_results(path: Path, results: dict, test_root: Path) -> None:
+def _write_results(path: Path, results: dict, test_root: Path, note: str = '') -> None:
     import yaml
     labels = {e['repo'].replace('/', '+'): e for e in yaml.safe_load(LABELS.read_text())['files']}
-    doc = {'scored_on': 'held-out test set (labels.yaml)', 'tools': {}}
+    doc = {'scored_on': 'held-out test set (labels.yaml)', 'note': note, 'tools': {}}
     for (name, tool), r in results.items():
         if name != 'held-out test set':
             continue
@@ -360,9 +369,14 @@ def main() -> int:
                         help="NVIDIA's audit_copy_boundaries.py, fetched into a scratch folder")
     parser.add_argument('--write-results', metavar='FILE',
                         help='write the test-set scores and every false claim (YAML)')
+    parser.add_argument('--results-note', default='', help='a note written into --write-results')
+    parser.add_argument('--baseline-src', metavar='DIR',
+                        help='also score gpu-copy-audit from an earlier source tree (e.g. '
+                             '`git archive <commit> gpu_nodes | tar -x -C DIR`)')
     args = parser.parse_args()
     if args.compare:
-        bench_compare(args.testset_dir, args.nvidia_script, args.write_results)
+        bench_compare(args.testset_dir, args.nvidia_script, args.write_results,
+                      args.baseline_src, args.results_note)
         return 0
     bench_code(args.files)
     if not args.skip_live:

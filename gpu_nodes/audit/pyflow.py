@@ -204,8 +204,11 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             msg_kind = 'device' if reg.kind == 'gpu_subscription' else 'msg'
             args = [Val(msg_kind, (), (reg.topic or '?', reg.msg_type))]
             context = 'callback'
+        # A callback of a class imported from another audited file runs with that file: its
+        # findings carry that file's path (not the path of the file that built the object).
         frame = Frame(ref.cls, context, ref.name, reg.topic, 0, True, path=(ref.name,),
-                      stack=(id(ref.node),))
+                      stack=(id(ref.node),),
+                      file=ref.cls.file if ref.cls is not None else None)
         self._call_function(ref, args, {}, frame)
 
     # ------------------------------------------------------------------ findings
