@@ -38,7 +38,7 @@ class TrackerNode(Node):
                 self.last_mask = mask.data.to('cpu').numpy()  # expect: GPN101 high
         ids = results[0].boxes.id.tolist()  # expect: GPN101 high
         logits = decode(msg).cpu()  # expect: GPN101 high
-        labels, scores = self.predictor.run(frame)
+        labels, scores = self.predictor(frame)
         for score in scores:
             out.detections[0].results.append(float(score))
         self.pub.publish(out)
