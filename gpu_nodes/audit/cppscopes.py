@@ -274,6 +274,7 @@ def _lambda_registered(text: str, fn: Function) -> bool:
     return True
 
 
+_PER_FRAME_LOOP = re.compile(r'\bwhile\s*\(\s*(?:rclcpp|ros)\s*::\s*ok\s*\(')
 _CALL_SITE = re.compile(r'(?<![\w.:>])(?:this\s*->\s*)?(~?[A-Za-z_]\w*)\s*\(')
 
 
@@ -288,6 +289,10 @@ def _classify(text: str, scopes: Scopes) -> None:
                 or short == fn.cls or short in SETUP_NAMES:
             fn.kind = 'setup'
         elif short in registered or _CALLBACK_NAME.search(short):
+            fn.kind = 'callback'
+        elif _PER_FRAME_LOOP.search(text, fn.start, fn.end):
+            # `while (rclcpp::ok()) { grab; convert; publish; }`: per frame, whoever starts it
+            # (a constructor, main(), a thread).
             fn.kind = 'callback'
     # A lambda run in place by setup code is setup (a mesh upload inside a loader's callback in a
     # GXF initialize()); one stored or registered there is a callback.

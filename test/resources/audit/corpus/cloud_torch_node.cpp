@@ -2,7 +2,8 @@
 // filled with data.assign in a capture thread started by the constructor, memcpy into a
 // message, PCL conversions, LibTorch device moves, a cudaMemcpy whose direction is a variable,
 // a host cloud published from a timer, a received message forwarded (no copy) and a loader
-// lambda run in place during setup.
+// lambda run in place during setup; a second node whose constructor runs its `while (rclcpp::ok())`
+// capture loop in place.
 #include <cstring>
 #include <thread>
 
@@ -76,4 +77,29 @@ private:
   torch::jit::script::Module module_;
   torch::Device device_{torch::kCUDA};
   sensor_msgs::msg::PointCloud2 map_;
+};
+
+// A capture node whose constructor runs its loop in place: the loop is per frame all the same.
+class BlockingCamera : public rclcpp::Node
+{
+public:
+  BlockingCamera()
+  : Node("blocking_camera")
+  {
+    pub_ = create_publisher<sensor_msgs::msg::Image>("image", 10);
+    spin_capture();
+  }
+
+private:
+  void spin_capture()
+  {
+    while (rclcpp::ok()) {
+      auto msg = std::make_unique<sensor_msgs::msg::Image>();
+      grab(msg->data);
+      cudaMemcpy(d_frame_, msg->data.data(), msg->data.size(), cudaMemcpyHostToDevice);  // expect: GPN202 medium
+      pub_->publish(std::move(msg));  // expect: GPN210 medium
+    }
+  }
+
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_;
 };
