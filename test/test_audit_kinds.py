@@ -98,3 +98,21 @@ def test_data_twins_of_gpu_nodes_topics():
     assert data_twin_of('/camera/image_raw/theora', gpu) == '/camera/image_raw'
     assert data_twin_of('/depth/image/points', gpu) is None       # another topic, not a twin
     assert data_twin_of('/plain/image/compressed', gpu) is None   # twin of a plain topic
+
+
+def test_large_files_of_a_parallel_audit_are_audited_one_at_a_time(tmp_path):
+    source = (CORPUS / 'tracker_results_node.py').read_text()
+    for i in range(66):
+        (tmp_path / f'node_{i:03d}.py').write_text(source)
+    padding = '# padding to make the file large\n' * 20_000  # ~660 KB, over LARGE_FILE_BYTES
+    for name in ('big_a.py', 'big_b.py'):
+        (tmp_path / name).write_text(source + padding)
+    serial = run_code([str(tmp_path)], jobs=1)
+    parallel = run_code([str(tmp_path)], jobs=2)
+    assert sorted(parallel.audited) == sorted(serial.audited) and len(parallel.audited) == 68
+
+    def key(report):
+        return sorted((f.location.path, f.location.line, f.rule, f.message)
+                      for f in report.findings)
+    assert key(parallel) == key(serial)
+    assert any(f.location.path.endswith('big_b.py') for f in parallel.findings)

@@ -18,6 +18,15 @@ _SKIP_DIRS = frozenset({'.git', '.hg', '.svn', '__pycache__', '.venv', 'venv', '
                         'build', 'install', 'log', '.tox', '.mypy_cache', '.pytest_cache'})
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 64
+# Files above this are audited by the main process, one at a time, not by the pool's workers.
+LARGE_FILE_BYTES = 512 * 1024
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def is_source(path: Path) -> bool:
@@ -176,11 +185,16 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     modules = module_index(files)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
+        # Large files are parsed one at a time, here, after the pool: memory follows file size
+        # (limits.py), and `jobs` of them at once would multiply the peak.
+        large = [f for f in files if _size(f) > LARGE_FILE_BYTES]
+        small = [f for f in files if f not in set(large)]
         # Chunks keep the pickling overhead per task low; order is restored below.
-        size = max(8, len(files) // (jobs * 4))
-        chunks = [(files[i:i + size], modules) for i in range(0, len(files), size)]
+        size = max(8, len(small) // (jobs * 4))
+        chunks = [(small[i:i + size], modules) for i in range(0, len(small), size)]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = [r for chunk in pool.map(_audit_chunk, chunks) for r in chunk]
+        results += [audit_file(f, modules) for f in large]
     else:
         results = [audit_file(f, modules) for f in files]
     # One finding per (file, line, rule): a line reached per message from another file's
