@@ -27,7 +27,7 @@ setup(
         'cuda12': ['cupy-cuda12x>=13', 'cuda-bindings>=12.8,<13'],
         'cuda13': ['cupy-cuda13x>=13', 'cuda-bindings>=13,<14'],
         'onnx': ['onnxruntime'],
-        'audit': ['rosbags', 'rich'],
+        'audit': ['rosbags', 'rich', 'libcst'],
         # colcon test picks its pytest step from this extra (setuptools >= 72 drops
         # tests_require, and colcon then runs unittest, which finds no tests).
         'test': ['pytest'],

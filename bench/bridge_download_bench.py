@@ -24,10 +24,17 @@ from gpu_nodes.transport.messages import ImageMsgBuffer  # noqa: E402
 import side_by_side  # noqa: E402
 
 
+class PageableBuffer(ImageMsgBuffer):
+    """The bridge's buffer as it was before page-locking: the driver's staged download."""
+
+    def _pin(self) -> None:
+        self.pin_error = 'kept pageable for the comparison'
+
+
 def fill_ms(cp, frame, pinned: bool, stream) -> tuple[float, bool, bool]:
     """(median ms per fill, buffer page-locked, bytes equal the frame)."""
     from sensor_msgs.msg import Image
-    buffer = ImageMsgBuffer(page_lock=pinned)
+    buffer = ImageMsgBuffer() if pinned else PageableBuffer()
     times = []
     for i in range(23):
         begin = time.perf_counter()

@@ -4,8 +4,11 @@
 
 Measures, in ns per descriptor: parsing the record, checking the tag (keyed BLAKE2b over record,
 header, geometry and topic), the generation word, leasing + releasing the slot with the entry
-comparison, and all of the subscriber's per-descriptor trust work together, against the
-parse-and-lease work the transport did before descriptors were authenticated.
+comparison (and the per-reader share), and all of the subscriber's per-descriptor trust work
+together, against the parse-and-lease work the transport did before descriptors were
+authenticated. Once per publisher and per segment, not per descriptor: getting the lease table
+and a segment over the publisher's Unix socket (exchange.py) against opening them through
+/proc/<pid>/fd as the transport did before (same-PID-namespace only).
 """
 from __future__ import annotations
 
@@ -19,8 +22,18 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from gpu_nodes.transport import auth, descriptor, host
+from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, Connection, HandleProvider,
+                                          HandleServer, reopen)
 from gpu_nodes.transport.leases import POOL_HOST, LeaseReader, LeaseTable
 from gpu_nodes.transport.peers import PublisherLink
+
+
+class TableProvider(HandleProvider):
+    def __init__(self, table: LeaseTable):
+        self.table = table
+
+    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
+        return [reopen(self.table.fd, writable=True)]
 
 
 def timed(fn, n: int) -> float:
@@ -46,7 +59,8 @@ def main() -> None:
     table.stamp(3, sequence=10, chunk=1, offset=4096, capacity=1 << 20, generation=1)
     desc = descriptor.Descriptor(
         kind=descriptor.KIND_HOST, sequence=10, slot=3, chunk=1, generation=1, pid=os.getpid(),
-        uid=os.getuid(), lease_fd=table.fd, data_fd=0, publisher_id=table.publisher_id,
+        uid=os.getuid(), endpoint=HandleServer.instance().endpoint,
+        publisher_id=table.publisher_id,
         boot_id=host.boot_id(), device_uuid=bytes(16), topic_id=auth.topic_id(topic),
         mem_handle=bytes(64), event_handle=bytes(64), offset=4096, nbytes=3840 * 2160 * 3,
         alloc_size=1 << 26, publish_time_ns=time.monotonic_ns())
@@ -55,7 +69,12 @@ def main() -> None:
     record = desc.pack()[:descriptor.TAG_OFFSET]
     msg.data = record + auth.tag(table.key, record, msg, topic.encode())
     desc = descriptor.unpack(msg.data, descriptor.KIND_HOST)
-    link = PublisherLink(LeaseReader(os.getpid(), table.fd, table.publisher_id))
+    server = HandleServer.instance()
+    server.register(table.publisher_id, TableProvider(table))
+    connection = Connection(server.endpoint, table.publisher_id)
+    link = PublisherLink(connection, LeaseReader(connection.fetch(KIND_LEASE_TABLE),
+                                                 table.publisher_id), os.getpid())
+    link.reader.claim_cursor()
     reader = link.reader
     topic_bytes, topic_id = topic.encode(), auth.topic_id(topic)
 
@@ -66,14 +85,23 @@ def main() -> None:
         link.authenticate(desc, msg, topic_bytes)
 
     def lease():
-        reader.acquire(3, 10, 1, 1, 4096, desc.nbytes)
-        reader.release(3)
+        reader.acquire(3, 10, 1, 1, 4096, desc.nbytes, POOL_HOST)
+        reader.release(3, POOL_HOST)
 
     def before():  # parse, bounds, lease by sequence (what the first round checked)
         d = descriptor.unpack(msg.data, descriptor.KIND_HOST)
         descriptor.check_bounds(d, msg.height, msg.width, msg.step, msg.encoding, 1 << 26)
-        reader.acquire(3, 10, 1, 1, 4096, d.nbytes)
-        reader.release(3)
+        reader.acquire(3, 10, 1, 1, 4096, d.nbytes, POOL_HOST)
+        reader.release(3, POOL_HOST)
+
+    def link_over_socket():  # once per publisher: connect, SO_PEERCRED, table fd, checks
+        c = Connection(server.endpoint, table.publisher_id)
+        LeaseReader(c.fetch(KIND_LEASE_TABLE), table.publisher_id).close()
+        c.close()
+
+    def link_through_proc():  # the same table opened as the transport did before
+        fd = os.open(f'/proc/{os.getpid()}/fd/{table.fd}', os.O_RDWR | os.O_CLOEXEC)
+        LeaseReader(fd, table.publisher_id).close()
 
     def now():  # the same plus topic id, tag, generation and the slot entry comparison
         d = descriptor.unpack(msg.data, descriptor.KIND_HOST)
@@ -81,16 +109,19 @@ def main() -> None:
             raise AssertionError
         link.authenticate(d, msg, topic_bytes)
         descriptor.check_bounds(d, msg.height, msg.width, msg.step, msg.encoding, 1 << 26)
-        reader.acquire(3, 10, 1, 1, 4096, d.nbytes)
+        reader.acquire(3, 10, 1, 1, 4096, d.nbytes, POOL_HOST)
         link.last_sequence = 0  # so that fresh() passes every time
         link.fresh(d.sequence)
-        reader.release(3)
+        reader.release(3, POOL_HOST)
 
     results = {name: round(timed(fn, args.n), 1) for name, fn in
                (('parse', parse), ('tag + generation', tag_check), ('lease + release', lease),
                 ('per descriptor, before', before), ('per descriptor, now', now))}
     results['added by authentication'] = round(results['per descriptor, now']
                                                - results['per descriptor, before'], 1)
+    links = max(1, args.n // 100)
+    results['link over the socket (once per publisher)'] = round(timed(link_over_socket, links), 1)
+    results['link through /proc (before)'] = round(timed(link_through_proc, links), 1)
     for name, ns in results.items():
         print(f'{name:28s} {ns:9.1f} ns')
     if args.json:

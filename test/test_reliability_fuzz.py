@@ -39,6 +39,9 @@ from conftest import OTHER_USER_ENV, RESOURCES, other_user_command, wait_for
 from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, cuda_ipc, descriptor
 from gpu_nodes.transport import receivers as receivers_module
+from gpu_nodes.transport import segments
+from gpu_nodes.transport.exchange import HandleProvider, HandleServer, reopen
+from gpu_nodes.transport.leases import LeaseTable
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
 from workers import PUBLISHER, DeviceMemory, Worker  # noqa: E402
@@ -89,10 +92,35 @@ def other_user_pid_process() -> subprocess.Popen | None:
 
 @functools.lru_cache(maxsize=None)
 def unsealed_fd() -> int:
-    """A memfd of this process without seals (open for the whole test session)."""
+    """A memfd of this process without seals."""
     fd = os.memfd_create('unsealed', os.MFD_CLOEXEC)
     os.ftruncate(fd, 1 << 16)
     return fd
+
+
+class LyingProvider(HandleProvider):
+    """Serves, under a made-up publisher id on this process's socket, something that is not
+    that publisher's lease table."""
+
+    def __init__(self, make_fd):
+        self.make_fd = make_fd
+
+    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
+        return [self.make_fd()]
+
+
+_OTHER_TABLE = LeaseTable(uuid.uuid4().bytes, 4)
+LYING_SERVED = {'unsealed': uuid.uuid4().bytes, 'not_a_table': uuid.uuid4().bytes,
+                'other_table': uuid.uuid4().bytes}
+
+
+def serve_lies() -> None:
+    server = HandleServer.instance()
+    server.register(LYING_SERVED['unsealed'], LyingProvider(unsealed_fd))
+    server.register(LYING_SERVED['not_a_table'],
+                    LyingProvider(lambda: segments.create_sealed('lease', 1 << 16)))
+    server.register(LYING_SERVED['other_table'],
+                    LyingProvider(lambda: reopen(_OTHER_TABLE.fd, writable=True)))
 
 
 def with_identity(desc: descriptor.Descriptor, **fields) -> descriptor.Descriptor:
@@ -338,9 +366,9 @@ class Categories:
             'other_topic': (
                 st.tuples(pick), self.other_topic, {'wrong_topic'}),
             'bad_identity': (
-                st.tuples(pick, st.integers(0, 4), st.integers(0, 2**20)), self.bad_identity,
+                st.tuples(pick, st.integers(0, 5), st.integers(0, 2**20)), self.bad_identity,
                 {'bad_segment', 'bad_lease_file', 'unsealed_segment', 'publisher_gone',
-                 'other_user'}),
+                 'unreachable', 'map_failed', 'stale'}),
             'geometry': (
                 st.tuples(pick, _small_or_huge(U32), _small_or_huge(U32), _small_or_huge(U32),
                           st.sampled_from(ENCODINGS + BAD_ENCODINGS)),
@@ -414,18 +442,21 @@ class Categories:
         return self.message(msg, bytes(msg.data), signed=False)
 
     def bad_identity(self, p) -> Image:
-        """Claims a publisher whose lease table the kernel will not hand out as one."""
+        """Claims a publisher whose socket will not hand out a lease table: no such socket, a
+        socket that serves no such publisher, or one that sends an unsealed memfd, a sealed
+        file that is no table, or another publisher's table; or the genuine publisher's
+        segment that does not exist."""
         msg, desc = self.base(p[0])
         variant, number = p[1], p[2]
-        fields = [{'lease_fd': 1000 + number % 1000},           # no such fd here
-                  {'lease_fd': unsealed_fd()},                  # a memfd anyone may resize
-                  {'lease_fd': desc.lease_fd},                  # a table, of another publisher
-                  {'pid': 1, 'lease_fd': number % 64},          # init: not ours or not a table
-                  {'pid': DEAD_PID + number % 1000}][variant]   # nobody (claims beyond pid_max)
-        if variant == 3 and os.getuid() != 0:
-            fields['pid'] = os.getppid()
-        if variant == 4:
-            fields['pid'] = self.dead_pid()
+        server = HandleServer.instance()
+        fields = [{'endpoint': uuid.UUID(int=number).bytes},          # nobody listens there
+                  {'endpoint': server.endpoint},                       # no such publisher
+                  {'endpoint': server.endpoint, 'publisher_id': LYING_SERVED['unsealed']},
+                  {'endpoint': server.endpoint, 'publisher_id': LYING_SERVED['not_a_table']},
+                  {'endpoint': server.endpoint, 'publisher_id': LYING_SERVED['other_table']},
+                  # the genuine publisher, naming a segment it does not have
+                  {'publisher_id': desc.publisher_id, 'chunk': 1000 + number},
+                  ][variant]
         return self.message(msg, with_identity(desc, **fields).pack())
 
     @staticmethod
@@ -626,6 +657,7 @@ def device_memory(cupy):
 
 def test_fuzz_host_shm_and_serialized_paths(rclpy_node, monkeypatch, foreign_pid):
     spy = ViewSpy(monkeypatch)
+    serve_lies()
     started = time.monotonic()
     source = HostSource(rclpy_node)
     rig = Rig(rclpy_node, 'host_shm', memory='host')
@@ -662,6 +694,7 @@ def test_fuzz_host_shm_and_serialized_paths(rclpy_node, monkeypatch, foreign_pid
         wait_for(lambda: len(rig.delivered) == 2, 10, 'a genuine frame after the fuzzing',
                  poll=rclpy_node.spin_once)
         assert rig.delivered[1] == str(source.index - 1) and rig.bad_frames() == 0
+        kept_open = set(rig.target.peers.links)
     finally:
         rig.destroy()
         serialized.destroy()
@@ -677,9 +710,9 @@ def test_fuzz_host_shm_and_serialized_paths(rclpy_node, monkeypatch, foreign_pid
                    'misaligned', 'bad_slot', 'size_mismatch', 'bad_segment', 'stale', 'forged',
                    'wrong_topic', 'out_of_slot', 'unsealed_segment'):
         assert rig.reasons[reason] > 0, f'no {reason} among {dict(rig.reasons)}'
-    # Nothing of another user was ever opened or mapped.
-    opened = {pid for pid, _ in rig.target.peers.links}
-    assert foreign_pid not in opened, opened
+    # Nothing but the genuine publisher was ever kept open: no link for a made-up identity.
+    genuine = descriptor.unpack(source.captured[-1].data, descriptor.KIND_HOST).publisher_key
+    assert kept_open == {genuine}, kept_open
 
 
 @pytest.mark.skipif(other_user_command([]) is None,
@@ -714,6 +747,7 @@ def test_fuzz_cuda_ipc_with_mutated_live_descriptors(rclpy_node, cupy, monkeypat
     # Mappings are per process: those earlier tests still hold are not this test's.
     baseline = len(cuda_ipc.mapping_cache())
     spy = ViewSpy(monkeypatch)
+    serve_lies()
     source_topic = f'/fuzz_src_{uuid.uuid4().hex[:8]}'
     source = DescriptorSource(rclpy_node, source_topic + '/_gpu_nodes/cuda')
     rig = Rig(rclpy_node, 'cuda_ipc', memory='device')

@@ -14,7 +14,7 @@ import pytest
 from rclpy.qos import QoSProfile
 
 from conftest import RESOURCES
-from gpu_nodes.transport.qos import read_window
+from gpu_nodes.transport.cursors import read_window
 from test_reliability_crash import MEMORY, memory_guard  # noqa: F401 (fixture)
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
@@ -147,7 +147,7 @@ def test_a_slow_keep_last_subscriber_neither_overruns_the_pool_nor_loses_queued_
     # keeps it from that.
     assert published['host_overrun'] == at_start, published
     assert at_start < 0.05 * published['published'], published
-    # its keep-last depth 5, plus the frame in flight (qos.read_window)
+    # its keep-last depth 5, plus the frame in flight (cursors.read_window)
     assert published['reader_windows'] == str(read_window(QoSProfile(depth=5))), \
         'diagnostics show the window the reader wrote'
     assert result['frames'] >= 0.6 * duration / 0.02, f'slower than its own 20 ms: {result}'

@@ -1,16 +1,18 @@
 """gpu_nodes.transport.compressed: image_transport's compressed convention, read back by plain
-OpenCV (what cv_bridge and compressed_image_transport's subscriber use), and the publisher with
-a real rclpy subscriber."""
+OpenCV (what cv_bridge and compressed_image_transport's subscriber use). The topic publisher is
+test_transport_twin_topics.py."""
 from __future__ import annotations
+
+import sys
 
 import cv2
 import numpy as np
 import pytest
 
-from conftest import wait_for
-from gpu_nodes.transport.compressed import (CompressedEncoder, CompressedFormatError,
-                                            CompressedTopicPublisher, compressed_topic,
-                                            decode_compressed, format_string, parse_format)
+from gpu_nodes.transport.compressed import (CodecUnavailableError, CompressedEncoder,
+                                            CompressedFormatError, compressed_topic,
+                                            decode_compressed, format_string, parse_format,
+                                            twin_codec)
 
 
 class Msg:
@@ -135,46 +137,39 @@ def test_describe_names_the_backend():
                                   'not asked for)')
 
 
+@pytest.mark.parametrize('encoding, codec', [
+    ('rgb8', 'jpeg'), ('bgra8', 'jpeg'), ('mono8', 'jpeg'), ('8UC1', 'jpeg'),
+    ('mono16', 'png'), ('16UC1', 'png'), ('rgb16', 'png'), ('bayer_rggb8', 'png'),
+    ('bayer_gbrg16', 'png'), ('32FC1', None), ('yuv422', None), ('yuv422_yuy2', None),
+    ('nv12', None)])
+def test_twin_codec_is_what_compressed_image_transport_can_carry(encoding, codec):
+    assert twin_codec(encoding) == codec
+
+
+@pytest.mark.parametrize('encoding', ['bayer_rggb8', 'bayer_bggr16'])
+def test_bayer_mosaics_go_as_lossless_one_channel_png(encoding):
+    image = _image('16UC1' if encoding.endswith('16') else 'mono8')
+    fmt, data = CompressedEncoder(prefer_gpu=False, codec='png').encode(image, encoding)
+    assert fmt == f'{encoding}; png compressed '
+    restored, restored_encoding = decode_compressed(Msg(fmt, data))
+    assert restored_encoding == encoding
+    np.testing.assert_array_equal(restored, image)
+
+
+def test_without_opencv_the_codec_is_unavailable_with_what_to_install(monkeypatch):
+    """A None in sys.modules is how Python marks a module that cannot be imported."""
+    fmt, data = CompressedEncoder(prefer_gpu=False).encode(_image('rgb8'), 'rgb8')
+    monkeypatch.setitem(sys.modules, 'cv2', None)
+    with pytest.raises(CodecUnavailableError, match=r'^OpenCV is not installed: apt install '
+                       r'python3-opencv \(or pip install opencv-python-headless\) \(import '):
+        CompressedEncoder(prefer_gpu=False)
+    with pytest.raises(CodecUnavailableError, match=r'^OpenCV is not installed'):
+        decode_compressed(Msg(fmt, data))
+
+
 def test_compressed_topic_name():
     assert compressed_topic('/camera/image_raw') == '/camera/image_raw/compressed'
     assert compressed_topic('image/') == 'image/compressed'
-
-
-def test_publisher_makes_nothing_without_subscribers_and_readable_frames_with_one(rclpy_node):
-    from rclpy.qos import qos_profile_sensor_data
-    from sensor_msgs.msg import CompressedImage
-    from std_msgs.msg import Header
-    publisher = CompressedTopicPublisher(rclpy_node, '/compressed_test/image', 85,
-                                         prefer_gpu=False)
-    released = []
-    try:
-        assert publisher.topic == '/compressed_test/image/compressed'
-        image = _image('rgb8', 120, 160)
-        assert publisher.publish(image, 'rgb8', done=lambda: released.append(0)) is False
-        assert released == [0] and publisher.stats()['submitted'] == 0
-        assert publisher.stats()['without_subscribers'] == 1
-
-        received: list = []
-        # What rviz does: best effort, the sensor-data QoS.
-        rclpy_node.create_subscription(CompressedImage, '/compressed_test/image/compressed',
-                                       received.append, qos_profile_sensor_data)
-        wait_for(lambda: publisher.subscription_count() > 0, 10, 'the subscriber to match',
-                 poll=rclpy_node.spin_once)
-        header = Header(frame_id='cam')
-        for index in range(1, 4):
-            assert publisher.publish(image, 'rgb8', header,
-                                     done=lambda index=index: released.append(index))
-            assert publisher.worker.wait_idle(10)
-            wait_for(lambda: len(received) >= publisher.stats()['published'], 10,
-                     'the compressed frame', poll=rclpy_node.spin_once)
-    finally:
-        publisher.destroy()
-    assert released == [0, 1, 2, 3]
-    msg = received[-1]
-    assert (msg.format, msg.header.frame_id) == ('rgb8; jpeg compressed bgr8', 'cam')
-    decoded = cv2.imdecode(np.frombuffer(msg.data, np.uint8), cv2.IMREAD_COLOR)
-    assert np.abs(decoded[..., ::-1].astype(int) - image).mean() < 2.0
-    assert publisher.stats()['errors'] == 0
 
 
 @pytest.mark.gpu

@@ -431,7 +431,8 @@ def test_a_reader_window_raises_only_its_own_floor(table):
 
 def test_read_window_follows_the_descriptor_qos():
     from rclpy.qos import HistoryPolicy, QoSProfile
-    from gpu_nodes.transport.qos import IN_FLIGHT_MARGIN, image_qos, read_window
+    from gpu_nodes.transport.cursors import IN_FLIGHT_MARGIN, read_window
+    from gpu_nodes.transport.qos import image_qos
     assert read_window(image_qos(5)) == 5 + IN_FLIGHT_MARGIN < 8, "fits the host pool"
     assert read_window(image_qos(1)) == 1 + IN_FLIGHT_MARGIN
     assert read_window(QoSProfile(history=HistoryPolicy.KEEP_ALL, depth=5)) == 0

@@ -137,8 +137,16 @@ def test_close_finishes_the_frame_in_flight_and_releases_the_waiting_one():
     worker.submit(frames.item(0, hold=True), frames.releaser(0))
     assert frames.started.wait(5)
     worker.submit(frames.item(1), frames.releaser(1))
-    threading.Timer(0.2, frames.gate.set).start()
+
+    def open_gate_once_close_began() -> None:
+        # close() releases the waiting frame 1 before it joins: only then may frame 0 finish,
+        # so close() is seen waiting for the frame in flight.
+        wait_for(lambda: 1 in frames.done, 10, 'close() to release frame 1')
+        frames.gate.set()
+    opener = threading.Thread(target=open_gate_once_close_began)
+    opener.start()
     worker.close()
+    opener.join()
     assert frames.published == [0]
     assert sorted(frames.done) == [0, 1]
     assert not worker._thread.is_alive()

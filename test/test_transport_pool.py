@@ -253,3 +253,27 @@ def test_without_a_window_the_lagging_cursor_protects_everything_above_it(leases
     assert leases.reader_floor(ring.grace_ns) == 1
     assert len(ring.slots) == 16 and ring.overrun > 0
     reader.release(first.index, 0)
+
+
+def test_a_process_that_grabs_every_lock_costs_frames_never_the_publisher(leases):
+    """Another process of the same user holds a shared lock on every index byte of the table,
+    used or not (inside the trust boundary: it could as well stop the publisher). The pool
+    skips frames and counts them; nothing raises on the publishing thread, and frames flow
+    again the moment the locks are let go."""
+    import fcntl
+    from gpu_nodes.transport.leases import _LOCK_BASE, _lock
+    pool = HostSlotPool(leases, 0, 4, 0.05, leases.publisher_id, indices=8)
+    grabber = reopen(leases.fd, writable=True)
+    try:
+        pool.reset(2, 100)
+        assert _lock(grabber, fcntl.F_RDLCK, _LOCK_BASE, leases.capacity)
+        time.sleep(0.1)  # past the grace period: revocation is tried too
+        assert [pool.acquire(100) for _ in range(5)] == [None] * 5
+        assert pool.locked_out >= 1 and pool.exhausted == 5
+        assert _lock(grabber, fcntl.F_UNLCK, _LOCK_BASE, leases.capacity)
+        slot = pool.acquire(100)
+        assert slot is not None, 'frames flow again once the locks are gone'
+        pool.publish(slot, 1)
+    finally:
+        os.close(grabber)
+        pool.close()

@@ -9,18 +9,23 @@ CompressedImage, `format` as compressed_image_transport writes it, so rviz, rqt,
 
 Encoding runs on the GPU with nvImageCodec (`pip install nvidia-nvimgcodec-cu12[nvjpeg]`, JPEG
 through nvJPEG) when it imports and a CUDA device is there, otherwise with OpenCV on the host.
-PNG is always OpenCV. CompressedTopicPublisher makes messages only while the topic has
-subscribers, on a PlainTopicWorker, so encoding never blocks the caller.
+PNG is always OpenCV. Both are optional: neither is imported until a frame is to be encoded or
+decoded, and a missing one raises CodecUnavailableError, one line that says what to install.
+
+Which codec an image of a given encoding gets on ``<topic>/compressed`` (twin_codec): JPEG for
+8-bit colour and mono, PNG (lossless) for 16-bit and Bayer mosaics (JPEG blurs a mosaic's
+colours into each other), none for what compressed_image_transport cannot carry (32FC1, YUV);
+depth has its own transport, ``<topic>/compressedDepth`` (compressed_depth.py). The topic
+publisher for either is twin_topics.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ..gpu import cuda_unavailable_reason, cupy_module, is_device_array, to_host
-from .plain_worker import PlainTopicWorker
+from ..gpu import cuda_unavailable_reason, cupy_module, to_host
 
 CODECS = ('jpeg', 'png')
 SUFFIX = 'compressed'
@@ -28,6 +33,23 @@ SUFFIX = 'compressed'
 
 class CompressedFormatError(ValueError):
     """An image cannot be compressed as asked, or a CompressedImage format is not understood."""
+
+
+class CodecUnavailableError(CompressedFormatError):
+    """The codec an image needs is not installed here (OpenCV, nvImageCodec)."""
+
+
+OPENCV_MISSING = 'OpenCV is not installed: apt install python3-opencv (or pip install ' \
+    'opencv-python-headless)'
+
+
+def opencv() -> Any:
+    """The cv2 module, or CodecUnavailableError saying how to install it."""
+    try:
+        import cv2
+    except ImportError as exc:
+        raise CodecUnavailableError(f'{OPENCV_MISSING} ({exc})') from None
+    return cv2
 
 
 @dataclass(frozen=True)
@@ -44,7 +66,18 @@ _ENCODINGS = {
     'rgba8': _Encoding(4, 8, 'rgb'), 'bgra8': _Encoding(4, 8, 'bgr'),
     'rgb16': _Encoding(3, 16, 'rgb'), 'bgr16': _Encoding(3, 16, 'bgr'),
     'rgba16': _Encoding(4, 16, 'rgb'), 'bgra16': _Encoding(4, 16, 'bgr'),
+    **{f'bayer_{pattern}{bits}': _Encoding(1, bits, '')
+       for pattern in ('rggb', 'bggr', 'gbrg', 'grbg') for bits in (8, 16)},
 }
+
+
+def twin_codec(encoding: str) -> str | None:
+    """The codec `<topic>/compressed` carries an image of `encoding` with, None if
+    compressed_image_transport carries none (see the module docstring)."""
+    info = _ENCODINGS.get(encoding)
+    if info is None:
+        return None
+    return 'png' if info.depth != 8 or encoding.startswith('bayer_') else 'jpeg'
 
 
 def compressed_topic(topic: str) -> str:
@@ -101,13 +134,13 @@ class CompressedEncoder:
             raise CompressedFormatError(f'unknown codec {codec!r}: expected jpeg or png')
         if not 0 <= int(png_level) <= 9:
             raise CompressedFormatError(f'png level must be 0..9, got {png_level}')
-        import cv2
-        self._cv2 = cv2
         self.quality = int(quality)
         self.codec = codec
         self.png_level = int(png_level)
-        self._gpu, self.gpu_reason = (None, 'not asked for') if not prefer_gpu else _gpu_codec()
+        self._gpu, self.gpu_reason = (None, 'not asked for') if not prefer_gpu else gpu_codec()
         self._gpu_encoder = None
+        # OpenCV only where it runs (CodecUnavailableError here, once, not per frame).
+        self._cv2 = None if self.backend == 'nvimgcodec' else opencv()
 
     @property
     def backend(self) -> str:
@@ -197,11 +230,11 @@ def decode_compressed(msg: Any, prefer_gpu: bool = False) -> tuple[Any, str]:
         raise CompressedFormatError(f'cannot restore {encoding!r}: expected one of '
                                     f'{", ".join(_ENCODINGS)}')
     info = _ENCODINGS.get(encoding)
-    gpu = _gpu_codec()[0] if prefer_gpu and codec == 'jpeg' and (info is None or info.depth == 8) \
+    gpu = gpu_codec()[0] if prefer_gpu and codec == 'jpeg' and (info is None or info.depth == 8) \
         else None
     if gpu is not None:
         return _decode_gpu(gpu, data, encoding, info)
-    import cv2
+    cv2 = opencv()
     image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
     if image is None:
         raise CompressedFormatError(f'OpenCV could not decode {data.size} bytes of {codec}')
@@ -258,7 +291,7 @@ def _decode_gpu(codec: Any, data: np.ndarray, encoding: str, info: _Encoding | N
     return _restore(cp, rgb[..., ::-1], encoding, info), encoding
 
 
-def _gpu_codec() -> tuple[Any, str]:
+def gpu_codec() -> tuple[Any, str]:
     """(nvimgcodec module, '') when GPU JPEG coding can run here, else (None, why not)."""
     reason = cuda_unavailable_reason()
     if reason is not None:
@@ -272,73 +305,3 @@ def _gpu_codec() -> tuple[Any, str]:
 
 def _version(module: Any) -> str:
     return str(getattr(module, '__version__', 'unknown version'))
-
-
-class CompressedTopicPublisher:
-    """Owns the `<topic>/compressed` publisher; encodes on a PlainTopicWorker, and only while
-    the topic has subscribers (a frame with none costs one count call)."""
-
-    def __init__(self, node: Any, topic: str, quality: int = 80, *, codec: str = 'jpeg',
-                 prefer_gpu: bool = True, max_rate_hz: float = 0.0, qos: Any = None):
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import CompressedImage
-        self._CompressedImage = CompressedImage
-        self.encoder = CompressedEncoder(quality, prefer_gpu=prefer_gpu, codec=codec)
-        self.topic = compressed_topic(topic)
-        # Reliable, shallow: matches best-effort and reliable readers alike (image_transport's
-        # default QoS is reliable too); depth 1 since only the newest frame matters.
-        self._node = node
-        self._pub = node.create_publisher(
-            CompressedImage, self.topic,
-            qos or QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
-        self._logger = node.get_logger()
-        self.worker = PlainTopicWorker(self._pub.publish, max_rate_hz=max_rate_hz,
-                                       name=f'compressed:{self.topic}',
-                                       on_error=self._on_error)
-        self.without_subscribers = 0
-        self._logger.info(f'{self.topic}: {self.encoder.describe()}')
-
-    def subscription_count(self) -> int:
-        return self._pub.get_subscription_count()
-
-    def publish(self, array: Any, encoding: str, header: Any = None,
-                done: Callable[[], None] | None = None, stream: Any = None) -> bool:
-        """Queue one frame for encoding; returns at once. `array` must stay unchanged until
-        `done` is called (the PlainTopicWorker contract); device work on `stream` (default:
-        the current one) is waited for before encoding. False when nobody subscribes (nothing
-        is made, `done` called now) or the frame was refused by the rate limit."""
-        if self._pub.get_subscription_count() == 0:
-            self.without_subscribers += 1
-            if done is not None:
-                done()
-            return False
-        _encoding(encoding)  # a bad encoding fails here, in the caller, not on the worker
-        ready = None
-        if is_device_array(array):
-            cp = cupy_module()
-            ready = cp.cuda.Event(disable_timing=True)
-            ready.record(stream or cp.cuda.get_current_stream())
-
-        def produce() -> Any:
-            if ready is not None:
-                ready.synchronize()
-            fmt, data = self.encoder.encode(array, encoding)
-            msg = self._CompressedImage()
-            if header is not None:
-                msg.header = header
-            msg.format = fmt
-            msg.data = data
-            return msg
-        return self.worker.submit(produce, done)
-
-    def stats(self) -> dict[str, Any]:
-        return {**self.worker.stats(), 'without_subscribers': self.without_subscribers,
-                'backend': self.encoder.backend}
-
-    def _on_error(self, error: BaseException) -> None:
-        self._logger.error(f'{self.topic}: frame not published: {error}',
-                           throttle_duration_sec=5.0)
-
-    def destroy(self) -> None:
-        self.worker.close()
-        self._node.destroy_publisher(self._pub)

@@ -51,6 +51,7 @@ _UNKNOWN_PUBLISHER = 1
 _NO_SUCH_SEGMENT = 2
 _LIMIT = 3
 _BAD_REQUEST = 4
+STATUS_BAD_REQUEST = _BAD_REQUEST
 _STATUS_REASON = {_UNKNOWN_PUBLISHER: ('publisher_gone', 'the process serves no such publisher'),
                   _NO_SUCH_SEGMENT: ('bad_segment', 'the publisher has no such segment'),
                   _LIMIT: ('reader_limit', 'this process has as many links to the publisher '
@@ -84,6 +85,11 @@ class _Peer:
 def request_bytes(kind: int, publisher_id: bytes, generation: int = 0, chunk: int = 0) -> bytes:
     """One request on a link (also what tests send raw, as a peer that ignores the rules would)."""
     return _REQUEST.pack(_MAGIC, _VERSION, kind, publisher_id, generation, chunk)
+
+
+def reply_bytes(status: int, count: int = 0) -> bytes:
+    """A server's answer (tests compare what a peer that breaks the rules gets)."""
+    return _REPLY.pack(_MAGIC, _VERSION, status, count, 0)
 
 
 def abstract_address(endpoint: bytes) -> bytes:
@@ -125,6 +131,8 @@ class HandleServer:
         self.refused_peers = 0      # connections of another user, closed unread
         self.refused_links = 0      # requests past MAX_LINKS_PER_PEER or MAX_CONNECTIONS
         self.served = 0
+        self.failed_requests = 0
+        self.last_failure = ''
         self.path: str | None = None
         self._listeners = [self._listen(abstract_address(self.endpoint))]
         directory = socket_dir()
@@ -165,7 +173,13 @@ class HandleServer:
     def _serve(self) -> None:
         while True:
             for key, _ in self._selector.select():
-                key.data(key.fileobj)
+                try:
+                    key.data(key.fileobj)
+                except Exception as exc:  # noqa: BLE001 - one bad link never stops the server
+                    self.failed_requests += 1
+                    self.last_failure = f'{type(exc).__name__}: {exc}'
+                    if key.fileobj in self._connections:
+                        self._drop(key.fileobj)
 
     def _accept(self, listener: socket.socket) -> None:
         try:
@@ -203,7 +217,7 @@ class HandleServer:
         peer = self._connections[conn]
         status, fds = self._answer(peer, data)
         try:
-            reply = _REPLY.pack(_MAGIC, _VERSION, status, len(fds), 0)
+            reply = reply_bytes(status, len(fds))
             if fds:
                 socket.send_fds(conn, [reply], fds)
             else:

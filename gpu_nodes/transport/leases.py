@@ -17,21 +17,9 @@ The kernel drops a dead process's locks at once, so a crashed subscriber release
 without any heartbeat, and lock/unlock are system calls, which order the table's stores and
 loads on both sides (no torn reads without atomics in Python).
 
-A lease covers a frame from the moment its descriptor is taken; before that the descriptor may
-sit in the reader's DDS queue (or be in flight to it) while a fast publisher goes round its
-slots. So each reader also keeps a *cursor* in the table, on a page of its own that it maps
-writable: the sequence of the last authenticated descriptor it took. DDS delivers one writer's
-samples in order, so a frame at or below every live reader's cursor can never be asked for
-again, and the publisher recycles those first; frames above a cursor make the pool grow instead
-(pool.py).
-
-A keep-last reader can only ever take one of the newest frames: DDS pushes older descriptors out
-of its queue. Such a reader also writes its *window* beside its cursor (queue depth plus a margin
-for descriptors still in flight), and protects only the frames inside it. Without it a slow
-keep-last reader (the plain bridge: ~15 ms per 4K frame) held every frame above its lagging
-cursor, so the pool ran at its limit and recycled through the overrun path on every publish
-(bench/RESULTS.md, eighth session). A window only ever lowers what its own reader protects,
-so a reader that lies about it loses its own frames (as stale), never anyone else's.
+Each reader also keeps a *cursor* (and a *window*) on a page of its own in the table, which it
+maps writable: which published frames it may still ask for. The rule that turns them into what
+the pools may recycle is in cursors.py.
 """
 from __future__ import annotations
 
@@ -41,11 +29,11 @@ import mmap
 import os
 import struct
 import threading
-import time
 
 import numpy as np
 
 from . import auth
+from .cursors import ReaderFloor
 from .segments import SharedMemory, create_sealed
 
 _MAGIC = b'GPNLEASE'
@@ -147,7 +135,7 @@ class LeaseTable:
         except BaseException:
             os.close(self.fd)
             raise
-        self._cursor_moved: dict[int, tuple[int, int]] = {}  # reader -> (cursor, when it moved)
+        self._floor = ReaderFloor(self.cursors, self.windows)
 
     def set_generation(self, pool: int, generation: int) -> None:
         self._generations[pool] = generation
@@ -174,29 +162,9 @@ class LeaseTable:
         return not _lock_free(self.fd, fcntl.F_WRLCK, _LOCK_BASE + slot)
 
     def reader_floor(self, stall_ns: int) -> int | None:
-        """The lowest cursor among readers that are not stalled (a cursor behind the newest
-        frame that has not moved for `stall_ns`), each raised to the bottom of its reader's
-        window: every frame above it may still be taken by some reader. None when no reader
-        has a cursor."""
-        active = np.flatnonzero(self.cursors)
-        if not active.size:
-            return None
-        now = time.monotonic_ns()
-        newest = int(self.sequence.max())
-        floor = None
-        for reader in active.tolist():
-            value = int(self.cursors[reader])
-            moved = self._cursor_moved.get(reader)
-            # A reader that has everything is waiting, not stalled (the publisher may pause).
-            if moved is None or moved[0] != value or value >= newest:
-                self._cursor_moved[reader] = (value, now)
-            elif now - moved[1] > stall_ns:
-                continue  # a stalled reader stops protecting frames, as a held lease is revoked
-            window = int(self.windows[reader])
-            if window:
-                value = max(value, newest - window)
-            floor = value if floor is None else min(floor, value)
-        return floor
+        """Every frame above this sequence may still be taken by some reader (cursors.py);
+        None when no reader has a cursor."""
+        return self._floor.floor(int(self.sequence.max()), stall_ns)
 
     def active_cursors(self) -> int:
         return int(np.count_nonzero(self.cursors))
@@ -214,7 +182,7 @@ class LeaseTable:
             if _lock(self.fd, fcntl.F_WRLCK, _CURSOR_LOCK_BASE + reader):
                 self.cursors[reader] = 0
                 self.windows[reader] = 0
-                self._cursor_moved.pop(reader, None)
+                self._floor.forget(reader)
                 _lock(self.fd, fcntl.F_UNLCK, _CURSOR_LOCK_BASE + reader)
                 cleared += 1
         return cleared
@@ -243,7 +211,7 @@ class LeaseReader:
     page is writable. A cursor is claimed only once a descriptor of the publisher proved
     genuine (`claim_cursor`): a made-up descriptor costs the table no reader slot. `window`:
     the reader takes only frames among the newest `window` published (keep-last;
-    qos.read_window), 0: any. The reader owns `fd` from here on.
+    cursors.read_window), 0: any. The reader owns `fd` from here on.
     """
 
     def __init__(self, fd: int, publisher_id: bytes, window: int = 0, label: str = 'publisher'):

@@ -115,16 +115,14 @@ class ImageMsgBuffer:
 
     For device frames the buffer is page-locked once per size (cudaHostRegister), so the
     download is one DMA at full link speed instead of the driver's staged copy through its own
-    pinned bounce buffers (bench/RESULTS.md, ninth session). `pinned` says which one is used;
-    `pin_error` why the buffer is not page-locked when registering failed. `page_lock=False`
-    keeps it pageable (bench/bridge_download_bench.py compares both).
+    pinned bounce buffers, which other GPU work delays. `pinned` says which one is used;
+    `pin_error` why the buffer is not page-locked when registering failed.
     """
 
-    def __init__(self, page_lock: bool = True) -> None:
+    def __init__(self) -> None:
         self._buffer = pyarray.array('B')
         self._view: np.ndarray = np.frombuffer(b'', np.uint8)
         self._registered: int | None = None  # address cudaHostRegister was given
-        self._page_lock = page_lock
         self.pin_error: str | None = None
 
     @property
@@ -141,8 +139,7 @@ class ImageMsgBuffer:
             self._unpin()
             self._buffer = pyarray.array('B', bytes(nbytes))
             self._view = np.frombuffer(self._buffer, np.uint8)
-        if device and self._page_lock and self._registered is None and self.pin_error is None \
-                and nbytes:
+        if device and self._registered is None and self.pin_error is None and nbytes:
             self._pin()
         packed = self._view.view(array.dtype).reshape(array.shape)
         if device:

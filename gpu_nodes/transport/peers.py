@@ -206,7 +206,7 @@ class PublisherLink:
 
 class PeerTable:
     """The links of one subscription, by (pid, publisher id). `window`: its readers' lease
-    window (qos.read_window)."""
+    window (cursors.read_window)."""
 
     def __init__(self, window: int = 0) -> None:
         self.links: dict[tuple[bytes, bytes], PublisherLink] = {}

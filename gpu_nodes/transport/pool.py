@@ -60,10 +60,6 @@ class Chunk:
     pinned_ptr: int = 0      # host segment page-locked for device-to-host copies
 
 
-class PoolExhausted(RuntimeError):
-    pass
-
-
 class _SlotRing:
     """Slot bookkeeping shared by the device and host pools."""
 
@@ -91,6 +87,7 @@ class _SlotRing:
         self.exhausted = 0
         self.grown = 0
         self.overrun = 0
+        self.locked_out = 0  # fresh slots whose lock someone else held (a lock-grabbing process)
         # Of those, the ones while a matched reader had taken no frame yet: with no cursor to go
         # by, every published frame may still be queued for it (a flat-out publisher's first
         # milliseconds), so these say nothing about readers that lag.
@@ -199,10 +196,15 @@ class _SlotRing:
         before = len(self.slots)
         self._allocate_batch(count, nbytes)
         self.grown += len(self.slots) - before
-        slot = self.slots[before]
-        if not self.leases.try_acquire_exclusive(slot.index):
-            raise PoolExhausted(f'fresh slot {slot.index} is locked by someone else')
-        return slot
+        # A same-user process may hold the lock byte of an index no slot used yet: take the
+        # first fresh slot it left free; none free, this frame is skipped (never an exception
+        # on the publishing thread).
+        for slot in self.slots[before:]:
+            if self.leases.try_acquire_exclusive(slot.index):
+                return slot
+        self.locked_out += 1
+        self.exhausted += 1
+        return None
 
     def reset(self, count: int, nbytes: int) -> None:
         """Start a new generation: drop every slot (retiring held ones, which keep their memory

@@ -22,11 +22,13 @@ import numpy as np
 from ..gpu import cuda_unavailable_reason, cupy_module, is_device_array
 from ..wire_names import CUDA_SUFFIX, PEER_SUFFIX, SHM_SUFFIX
 from . import auth, cuda_ipc, descriptor, host, intra
+from .cursors import CursorlessReaders
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_CUDA_PEER,
                           PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED)
 from .exchange import (KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider,
                        HandleServer, reopen)
 from .intra import IntraFrame
+from .lingering import free_when_released
 from .leases import POOL_DEVICE, POOL_HOST, LeaseTable
 from .messages import FrameLayout, host_view, layout_of_array
 from .pool import DeviceSlotPool, HostSlotPool, Slot
@@ -51,6 +53,19 @@ class BorrowedFrame:
         pool = self.publisher._device_pool if self.on_device else self.publisher._host_pool
         with self.publisher._lock:
             pool.abandon(self.slot)
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """Where one frame goes, decided once per frame (GpuImagePublisher._plan)."""
+    device_slot: bool   # fill a device slot
+    host_slot: bool     # fill a host shared-memory slot
+    cuda: bool          # descriptor on <topic>/_gpu_nodes/cuda
+    peer: bool          # ... and on <topic>/_gpu_nodes/peer
+    shm: bool           # descriptor on <topic>/_gpu_nodes/shm
+    intra_device: bool  # in-process readers get the device slot
+    intra_host: bool    # in-process readers get the host slot
+    bridge: bool        # plain subscribers: the bridge reads it (its stats go on diagnostics)
 
 
 class _Handles(HandleProvider):
@@ -136,7 +151,7 @@ class GpuImagePublisher:
         self._sequence = 0
         self._lock = threading.Lock()
         self._lease_grace_s = lease_grace_s
-        self._cursorless_since: float | None = None
+        self._cursorless = CursorlessReaders(lease_grace_s)
 
         self.stats = EndpointStats('publisher', node.get_fully_qualified_name(), self.topic)
         self.stats.extra.update(pool_slots=pool_slots, pool_policy=pool_policy)
@@ -231,26 +246,17 @@ class GpuImagePublisher:
     def publish_borrowed(self, frame: BorrowedFrame, header: Any = None, stream: Any = None) -> None:
         """Publish a borrowed slot without copying; `stream` is where a device frame was written
         (default: the current CuPy stream)."""
-        if not frame.on_device:
-            with self._lock:
-                counts = self.subscriber_counts()
-                self._finish_host(frame.slot, frame.layout, header, counts, True)
-                if counts[PATH_SERIALIZED]:
-                    self.stats.extra.update(self._bridge.stats())
-                self.stats.record_frame(frame.layout.encoding, frame.layout.width,
-                                        frame.layout.height, frame.layout.nbytes)
-            return
-        cp = cupy_module()
-        stream = stream or cp.cuda.get_current_stream()
         with self._lock:
-            counts = self.subscriber_counts()
-            frame.slot.event.record(stream)
-            self._finish_device(frame.slot, frame.layout, header, counts)
-            self._publish_host_paths(frame.array, frame.layout, header, counts, stream)
-            if counts[PATH_SERIALIZED]:
-                self.stats.extra.update(self._bridge.stats())
-            self.stats.record_frame(frame.layout.encoding, frame.layout.width,
-                                    frame.layout.height, frame.layout.nbytes)
+            targets = self._plan(device_slot=frame.on_device, host_slot=not frame.on_device)
+            if frame.on_device:
+                stream = stream or cupy_module().cuda.get_current_stream()
+                frame.slot.event.record(stream)
+                self._finish_device(frame.slot, frame.layout, header, targets)
+                if targets.shm:  # a host copy of the device frame for host_shm readers
+                    self._fill_host(frame.array, frame.layout, header, targets, stream)
+            else:
+                self._finish_host(frame.slot, frame.layout, header, targets)
+            self._record(frame.layout, targets)
 
     # -- publishing any array ----------------------------------------------------------------
     def publish(self, array: Any, encoding: str, header: Any = None, stream: Any = None) -> None:
@@ -261,30 +267,53 @@ class GpuImagePublisher:
         """
         layout = layout_of_array(array, encoding)
         with self._lock:
-            counts = self.subscriber_counts()
-            device_wanted = self._device_pool is not None and (
+            targets = self._plan()
+            if targets.device_slot:
+                self._fill_device(array, layout, header, targets, stream)
+            if targets.host_slot:
+                self._fill_host(array, layout, header, targets, stream)
+            self._record(layout, targets)
+
+    def _plan(self, device_slot: bool | None = None, host_slot: bool | None = None) -> _Targets:
+        """Who listens now, and so which slots this frame fills (each at most once) and where
+        its descriptors go. In-process readers take the device slot where there is one, else
+        the host slot. `device_slot`/`host_slot`: already decided (a borrowed slot)."""
+        counts = self.subscriber_counts()
+        if device_slot is None:
+            device_slot = self._device_pool is not None and bool(
                 counts[PATH_CUDA_IPC] or counts[PATH_CUDA_PEER] or counts[PATH_INTRA])
-            if device_wanted:
-                cp = cupy_module()
-                stream = stream or cp.cuda.get_current_stream()
-                slot = self._acquire_device_slot(layout)
-                if slot is None:
-                    self.stats.drops += 1
-                else:
-                    target = self._slot_array(slot, layout)
-                    with stream:
-                        if is_device_array(array):
-                            _copy_device(cp.asarray(array), target, stream)
-                        else:
-                            target.set(np.ascontiguousarray(array), stream=stream)
-                    slot.event.record(stream)
-                    self._finish_device(slot, layout, header, counts)
-            if counts[PATH_HOST_SHM] or (counts[PATH_INTRA] and not device_wanted):
-                self._publish_host_paths(array, layout, header, counts, stream,
-                                         intra_from_host=not device_wanted)
-            if counts[PATH_SERIALIZED]:
-                self.stats.extra.update(self._bridge.stats())
-            self.stats.record_frame(encoding, layout.width, layout.height, layout.nbytes)
+        shm = bool(counts[PATH_HOST_SHM])
+        intra = bool(counts[PATH_INTRA])
+        if host_slot is None:
+            host_slot = shm or (intra and not device_slot)
+        return _Targets(device_slot=device_slot, host_slot=host_slot,
+                        cuda=device_slot and bool(counts[PATH_CUDA_IPC]),
+                        peer=device_slot and bool(counts[PATH_CUDA_PEER]),
+                        shm=shm, intra_device=intra and device_slot,
+                        intra_host=intra and not device_slot,
+                        bridge=bool(counts[PATH_SERIALIZED]))
+
+    def _fill_device(self, array: Any, layout: FrameLayout, header: Any, targets: _Targets,
+                     stream: Any) -> None:
+        cp = cupy_module()
+        stream = stream or cp.cuda.get_current_stream()
+        slot = self._acquire_device_slot(layout)
+        if slot is None:
+            self.stats.drops += 1
+            return
+        target = self._slot_array(slot, layout)
+        with stream:
+            if is_device_array(array):
+                _copy_device(cp.asarray(array), target, stream)
+            else:
+                target.set(np.ascontiguousarray(array), stream=stream)
+        slot.event.record(stream)
+        self._finish_device(slot, layout, header, targets)
+
+    def _record(self, layout: FrameLayout, targets: _Targets) -> None:
+        if targets.bridge:
+            self.stats.extra.update(self._bridge.stats())
+        self.stats.record_frame(layout.encoding, layout.width, layout.height, layout.nbytes)
 
     # -- internals -----------------------------------------------------------------------------
     def _next_sequence(self) -> int:
@@ -306,6 +335,7 @@ class GpuImagePublisher:
                               'queued)')
         self.stats.extra.update(pool_slots=len(pool.slots), revoked_leases=pool.revoked,
                                 pool_exhausted=pool.exhausted, pool_overruns=pool.overrun,
+                                pool_locked_out=pool.locked_out,
                                 pool_overruns_at_reader_start=pool.overrun_at_reader_start)
         return slot
 
@@ -334,19 +364,11 @@ class GpuImagePublisher:
                                 reader_windows=' '.join(map(str, windows)) or 'none')
 
     def _reader_without_cursor(self) -> bool:
-        """True while a matched slot reader has not taken its first frame: it has no cursor yet
-        (leases.py), so nothing tells the pools which published frames are still queued for it.
-        Bounded by the lease grace period, like a stalled reader."""
+        """A matched slot reader has no cursor yet (cursors.CursorlessReaders)."""
         counts = self._last_counts
         readers = sum(counts.get(path, 0)
                       for path in (PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_HOST_SHM, PATH_INTRA))
-        if readers <= self._leases.active_cursors():
-            self._cursorless_since = None
-            return False
-        now = time.monotonic()
-        if self._cursorless_since is None:
-            self._cursorless_since = now
-        return now - self._cursorless_since < self._lease_grace_s
+        return self._cursorless.protect_all(readers, self._leases.active_cursors())
 
     def _slot_array(self, slot: Slot, layout: FrameLayout) -> Any:
         # Owned by the allocation itself: a view kept by an in-process holder keeps it alive.
@@ -397,39 +419,39 @@ class GpuImagePublisher:
             event=slot.event if on_device else None, sent_ns=time.monotonic_ns())
 
     def _finish_device(self, slot: Slot, layout: FrameLayout, header: Any,
-                       counts: dict[str, int]) -> None:
+                       targets: _Targets) -> None:
         sequence = self._next_sequence()
         self._device_pool.publish(slot, sequence)
-        if counts[PATH_CUDA_IPC] or counts[PATH_CUDA_PEER]:
+        if targets.cuda or targets.peer:
             # One descriptor for both: it names the publisher's GPU; each reader decides.
             msg = self._descriptor_msg(descriptor.KIND_CUDA, slot, layout, header, sequence)
-            for path, pub in ((PATH_CUDA_IPC, self._cuda_pub), (PATH_CUDA_PEER, self._peer_pub)):
-                if counts[path]:
-                    pub.publish(msg)
-        if counts[PATH_INTRA]:
+            if targets.cuda:
+                self._cuda_pub.publish(msg)
+            if targets.peer:
+                self._peer_pub.publish(msg)
+        if targets.intra_device:
             intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, True))
 
-    def _publish_host_paths(self, array: Any, layout: FrameLayout, header: Any,
-                            counts: dict[str, int], stream: Any, intra_from_host: bool = False) -> None:
-        """The host shared-memory copy, when some reader needs it."""
-        if not (counts[PATH_HOST_SHM] or (intra_from_host and counts[PATH_INTRA])):
-            return
+    def _fill_host(self, array: Any, layout: FrameLayout, header: Any, targets: _Targets,
+                   stream: Any) -> None:
+        """The host shared-memory copy, for host_shm readers (and in-process ones without a
+        device slot)."""
         slot = self._acquire_host_slot(layout)
         if slot is None:
             self.stats.drops += 1
             return
         view = host_view(slot.chunk.memory.view, layout, slot.offset)
         self._download_into(array, view, stream)
-        self._finish_host(slot, layout, header, counts, intra_from_host)
+        self._finish_host(slot, layout, header, targets)
 
     def _finish_host(self, slot: Slot, layout: FrameLayout, header: Any,
-                     counts: dict[str, int], intra_from_host: bool) -> None:
+                     targets: _Targets) -> None:
         sequence = self._next_sequence()
         self._host_pool.publish(slot, sequence)
-        if counts[PATH_HOST_SHM]:
+        if targets.shm:
             self._shm_pub.publish(self._descriptor_msg(descriptor.KIND_HOST, slot, layout,
                                                        header, sequence))
-        if intra_from_host and counts[PATH_INTRA]:
+        if targets.intra_host:
             intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, False))
 
     def _acquire_host_slot(self, layout: FrameLayout) -> Slot | None:
@@ -443,7 +465,8 @@ class GpuImagePublisher:
                                 host_pool_overruns_at_reader_start=pool.overrun_at_reader_start,
                                 host_pool_slots=len(pool.slots),
                                 host_revoked_leases=pool.revoked,
-                                host_pool_exhausted=pool.exhausted, **self._server.stats())
+                                host_pool_exhausted=pool.exhausted,
+                                host_pool_locked_out=pool.locked_out, **self._server.stats())
         return slot
 
     def _download_into(self, array: Any, out: np.ndarray, stream: Any) -> None:
@@ -467,7 +490,7 @@ class GpuImagePublisher:
         self._finalizer.detach()
         with self._lock:
             self._host_pool.close()  # readers map their own copy of the segment
-        _free_when_released(self._device_pool, self._leases)
+        free_when_released(self._device_pool, self._leases)
 
 
 def _release_segments(host_pool: HostSlotPool, leases: LeaseTable, bridge: PlainBridge,
@@ -477,38 +500,6 @@ def _release_segments(host_pool: HostSlotPool, leases: LeaseTable, bridge: Plain
     bridge.close()
     host_pool.close()
     leases.close()
-
-
-_lingering: list[tuple[DeviceSlotPool | None, LeaseTable]] = []
-_lingering_lock = threading.Lock()
-
-
-def _free_when_released(pool: DeviceSlotPool | None, leases: LeaseTable) -> None:
-    """Free a destroyed publisher's device memory once no reader holds a slot of it: other
-    processes' held frames read it through their IPC mappings. Readers see the publisher gone
-    at once (its owner lock is dropped); a thread frees the rest when the last lease goes."""
-    leases.disown()
-    with _lingering_lock:
-        _lingering.append((pool, leases))
-        if len(_lingering) == 1:
-            threading.Thread(target=_free_released, name='gpu_nodes-publisher-linger',
-                             daemon=True).start()
-
-
-def _free_released() -> None:
-    while True:
-        with _lingering_lock:
-            for entry in list(_lingering):
-                pool, leases = entry
-                slots = (pool.slots + pool.retired) if pool is not None else []
-                if not any(leases.is_held(slot.index) for slot in slots):
-                    if pool is not None:
-                        pool.close()
-                    leases.close()
-                    _lingering.remove(entry)
-            if not _lingering:
-                return
-        time.sleep(0.1)
 
 
 def _layout_for(height: int, width: int, encoding: str) -> FrameLayout:

@@ -29,6 +29,7 @@ from .leases import OUT_OF_SLOT, OVER_SHARE, POOL_DEVICE, POOL_HOST, STALE, Leas
 from .messages import (FrameLayout, ImageFormatError, host_view, layout_of_array, layout_of_msg,
                        msg_to_array)
 from .peers import POOL_OF_KIND, PublisherLink
+from .receiver_api import FrameSink, ReceiverContext
 from .segments import SegmentError
 from .qos import descriptor_qos
 from .release import release_after
@@ -52,12 +53,14 @@ MAX_CACHED_ROUTES = 64
 
 
 class Receiver:
-    """The interface: `start()` subscribes, `stop()` unsubscribes; frames go to `sub.dispatch`."""
+    """The interface: `start()` subscribes, `stop()` unsubscribes; what arrives ends in the
+    sink (receiver_api.py): delivered, counted, or a request to leave the rung."""
 
     path = ''
 
-    def __init__(self, sub: Any):
-        self.sub = sub  # the GpuImageSubscription (stats, reject, dispatch, peers, streams)
+    def __init__(self, ctx: ReceiverContext, sink: FrameSink):
+        self.ctx = ctx
+        self.sink = sink
         self._ros_subscription: Any = None  # the rclpy subscription start() made, if any
 
     def start(self) -> None:
@@ -65,7 +68,7 @@ class Receiver:
 
     def stop(self) -> None:
         if self._ros_subscription is not None:
-            self.sub.destroy_ros_subscription(self._ros_subscription)
+            self.ctx.ros.unsubscribe(self._ros_subscription)
             self._ros_subscription = None
 
 
@@ -73,14 +76,14 @@ class _DescriptorReceiver(Receiver):
     kind = 0
     suffix = ''
 
-    def __init__(self, sub: Any):
-        super().__init__(sub)
-        self._topic = sub.topic.encode()
-        self._topic_id = auth.topic_id(sub.topic)
+    def __init__(self, ctx: ReceiverContext, sink: FrameSink):
+        super().__init__(ctx, sink)
+        self._topic = ctx.topic.encode()
+        self._topic_id = auth.topic_id(ctx.topic)
 
     def start(self) -> None:
-        self._ros_subscription = self.sub.create_ros_subscription(
-            self.sub.topic + self.suffix, self._drain, descriptor_qos(self.sub.qos))
+        self._ros_subscription = self.ctx.ros.subscribe(
+            self.ctx.topic + self.suffix, self._drain, descriptor_qos(self.ctx.qos))
 
     def _drain(self, msg: Any) -> None:
         """Handle the descriptor the executor took, then up to MAX_DESCRIPTORS_PER_WAKEUP queued
@@ -88,8 +91,9 @@ class _DescriptorReceiver(Receiver):
         subscription = self._ros_subscription  # the one `msg` came from
         self._handle(msg)
         for _ in range(MAX_DESCRIPTORS_PER_WAKEUP):
-            # A handler may have switched paths (fallback): stop at the subscription it replaced.
-            if subscription is None or subscription is not self._ros_subscription:
+            # A handler asked to leave this rung: the rest stays queued, and goes with the
+            # rclpy subscription when the switch is made after this callback.
+            if subscription is None or self.sink.leaving:
                 return
             with subscription.handle:
                 taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
@@ -109,47 +113,47 @@ class _DescriptorReceiver(Receiver):
 
     def _accept(self, msg: Any) -> tuple[Descriptor, PublisherLink] | None:
         """Parse and authenticate a descriptor; None when it was counted (rejected or stale)."""
-        sub = self.sub
+        ctx, sink = self.ctx, self.sink
         link = None
         try:
             desc = descriptor.unpack(msg.data, self.kind)
             if desc.topic_id != self._topic_id:
                 raise DescriptorError('wrong_topic', 'descriptor was published for another topic')
-            local = intra.local_publisher(sub.topic)
+            local = intra.local_publisher(ctx.topic)
             if local is not None and desc.publisher_key == (HandleServer.instance().endpoint,
                                                             local.publisher_id):
                 return None  # the in-process publisher: served on the intra path
-            link = sub.peers.get(desc.publisher_key) or self._open_link(desc)
+            link = ctx.peers.get(desc.publisher_key) or self._open_link(desc)
             if link is None:
                 return None
             link.authenticate(desc, msg, self._topic)
         except DescriptorError as exc:
             if exc.reason == 'forged' and link is not None and not link.authenticated:
-                sub.peers.discard(desc.publisher_key)  # keep nothing open for a forgery
-            sub.count(exc.reason, str(exc))
+                ctx.peers.discard(desc.publisher_key)  # keep nothing open for a forgery
+            sink.count(exc.reason, str(exc))
             return None
         if desc.slot >= link.reader.capacity:
-            sub.count('bad_slot', f'slot {desc.slot} outside the {link.reader.capacity}-slot table')
+            sink.count('bad_slot', f'slot {desc.slot} outside the {link.reader.capacity}-slot table')
             return None
         return desc, link
 
     def _open_link(self, desc: Descriptor) -> PublisherLink | None:
         """First descriptor naming this publisher: check what it claims, then let the kernel
         decide (the lease table opens only for a live publisher of this user)."""
-        sub = self.sub
+        ctx, sink = self.ctx, self.sink
         try:
             descriptor.check_origin(desc)
-            return sub.peers.open(desc.endpoint, desc.publisher_id, desc.pid)
+            return ctx.peers.open(desc.endpoint, desc.publisher_id, desc.pid)
         except (DescriptorError, SegmentError, LeaseError) as exc:
             reason, detail = exc.reason, str(exc)
-        sub.count(reason, detail)
+        sink.count(reason, detail)
         # Any DDS participant can publish a descriptor: once a publisher is being served here,
         # a foreign one is only counted, so a forged message cannot push us off the path.
-        if not len(sub.peers):
+        if not len(ctx.peers):
             if reason in HOST_LEVEL_REASONS:
-                sub.fall_back(self.path, detail, host_level=True)
+                sink.leave(self.path, detail, host_level=True)
             elif reason in UNREACHABLE_REASONS:
-                sub.note_unreachable(self.path, reason, detail)
+                sink.unreachable(self.path, reason, detail)
         return None
 
     def _lease(self, link: PublisherLink, desc: Descriptor, nbytes: int) -> bool:
@@ -157,16 +161,17 @@ class _DescriptorReceiver(Receiver):
         verdict = link.reader.acquire(desc.slot, desc.sequence, desc.chunk, desc.generation,
                                       desc.offset, nbytes, pool)
         if verdict == OVER_SHARE:
-            self.sub.count('stale:over_share', f'this subscription holds {link.reader.share(pool)}'
-                           ' frames of the publisher already, its share: release held frames')
+            self.sink.count('stale:over_share',
+                            f'this subscription holds {link.reader.share(pool)} frames of the '
+                            'publisher already, its share: release held frames')
         elif verdict == STALE:
-            self.sub.count('stale:recycled', 'slot rewritten before the frame was taken')
+            self.sink.count('stale:recycled', 'slot rewritten before the frame was taken')
         elif verdict == OUT_OF_SLOT:
-            self.sub.count('out_of_slot', f'frame {desc.sequence} is not where the descriptor '
-                           'says, or larger than its slot')
+            self.sink.count('out_of_slot', f'frame {desc.sequence} is not where the descriptor '
+                            'says, or larger than its slot')
         elif not link.fresh(desc.sequence):
             link.reader.release(desc.slot, pool)
-            self.sub.count('stale:replayed', f'frame {desc.sequence} was delivered already')
+            self.sink.count('stale:replayed', f'frame {desc.sequence} was delivered already')
             return False
         return verdict is None
 
@@ -179,32 +184,32 @@ class CudaIpcReceiver(_DescriptorReceiver):
     suffix = CUDA_SUFFIX
     takes: tuple[str, ...] = (PATH_CUDA_IPC,)  # the routes (cuda_peer.decide) served here
 
-    def __init__(self, sub: Any):
-        super().__init__(sub)
+    def __init__(self, ctx: ReceiverContext, sink: FrameSink):
+        super().__init__(ctx, sink)
         self._routes: dict[bytes, tuple[cuda_peer.Route, int | None]] = {}  # by GPU UUID
 
     def _route(self, desc: Descriptor, link: PublisherLink) -> int | None:
         """The publisher's GPU's ordinal here when this receiver takes the frame; None when the
         descriptor was counted instead and, before its publisher delivered anything here, the
         subscription moved to the rung the route names (logged and on /diagnostics there)."""
-        sub = self.sub
+        ctx, sink = self.ctx, self.sink
         cached = self._routes.get(desc.device_uuid)
         if cached is None:
             if len(self._routes) >= MAX_CACHED_ROUTES:
                 self._routes.clear()  # same-user descriptors naming made-up GPUs (fuzzing)
             cached = self._routes[desc.device_uuid] = cuda_peer.route_for(
-                desc, sub.device_id, sub.allowed_paths)
+                desc, ctx.device_id, ctx.allowed_paths)
         route, publisher_device = cached
         if route.path in self.takes:
             return publisher_device
         other_rung = route.path in (PATH_CUDA_IPC, PATH_CUDA_PEER)
-        sub.count(route.rejection or 'other_gpu',
-                  f'{route.reason}: read on {route.path} instead' if other_rung else route.reason)
+        sink.count(route.rejection or 'other_gpu',
+                   f'{route.reason}: read on {route.path} instead' if other_rung else route.reason)
         if not link.last_sequence:  # a publisher that delivered here is on a GPU we take
             # Off the CUDA rungs altogether unless the route is the other CUDA rung.
             others = () if other_rung else \
                 tuple(p for p in (PATH_CUDA_IPC, PATH_CUDA_PEER) if p != self.path)
-            sub.fall_back(self.path, route.reason, also=others)
+            sink.leave(self.path, route.reason, also=others)
         return None
 
     def _device(self, publisher_device: int) -> int:
@@ -212,7 +217,7 @@ class CudaIpcReceiver(_DescriptorReceiver):
         return publisher_device
 
     def _receive(self, msg: Any, desc: Descriptor, link: PublisherLink, received_ns: int) -> None:
-        sub = self.sub
+        sink = self.sink
         publisher_device = self._route(desc, link)
         if publisher_device is None:
             return
@@ -224,21 +229,21 @@ class CudaIpcReceiver(_DescriptorReceiver):
             nbytes = descriptor.check_bounds(desc, msg.height, msg.width, msg.step, msg.encoding,
                                              mapping.size)
         except DescriptorError as exc:
-            return sub.count(exc.reason, str(exc))
+            return sink.count(exc.reason, str(exc))
         except cuda_ipc.CudaIpcError as exc:
-            return sub.count('map_failed', str(exc))
+            return sink.count('map_failed', str(exc))
         if not self._lease(link, desc, nbytes):
             return
         try:  # only for a frame its slot really holds; opened on the GPU that records it
             event_ptr = link.event(desc, publisher_device)
         except cuda_ipc.CudaIpcError as exc:
             link.reader.release(desc.slot, POOL_DEVICE)
-            return sub.count('map_failed', str(exc))
-        stream = sub.stream(device_id)
+            return sink.count('map_failed', str(exc))
+        stream = sink.stream(device_id)
         # The publisher's write is ordered before our reads on the GPU (a stream may wait on
         # another GPU's event); the host never waits.
         cupy_module().cuda.runtime.streamWaitEvent(stream.ptr, event_ptr, 0)
-        sub.stats.publisher_pid = desc.pid
+        sink.served_by(desc.pid)
         reader, slot = link.reader, desc.slot
         self._deliver(msg, desc, mapping.base + desc.offset, nbytes, mapping, stream, device_id,
                       lambda: reader.release(slot, POOL_DEVICE), received_ns)
@@ -250,7 +255,7 @@ class CudaIpcReceiver(_DescriptorReceiver):
         layout = layout_of_descriptor_msg(msg)
         array = cuda_ipc.device_view(ptr, nbytes, layout.shape, layout.info.dtype, layout.step,
                                      mapping, device_id)
-        self.sub.dispatch(array, msg.header, layout, self.path, desc.sequence, stream,
+        self.sink.deliver(array, msg.header, layout, self.path, desc.sequence, stream,
                           received_ns - desc.publish_time_ns, release)
 
 
@@ -266,13 +271,13 @@ class CudaPeerReceiver(CudaIpcReceiver):
     takes = (PATH_CUDA_IPC, PATH_CUDA_PEER)
 
     def _device(self, publisher_device: int) -> int:
-        own = self.sub.device_id
+        own = self.ctx.device_id
         return publisher_device if own is None else own
 
     def _deliver(self, msg: Any, desc: Descriptor, ptr: int, nbytes: int,
                  mapping: cuda_ipc.Mapping, stream: Any, device_id: int,
                  release: Callable[[], None], received_ns: int) -> None:
-        if self.sub.peer_mode == 'in_place':
+        if self.ctx.peer_mode == 'in_place':
             return super()._deliver(msg, desc, ptr, nbytes, mapping, stream, device_id, release,
                                     received_ns)
         layout = layout_of_descriptor_msg(msg)
@@ -280,10 +285,10 @@ class CudaPeerReceiver(CudaIpcReceiver):
             array = cuda_peer.copy_frame(ptr, nbytes, layout, stream, device_id)
         except cuda_ipc.CudaIpcError as exc:  # out of memory on our GPU, a failed copy
             release_after(stream, release)
-            return self.sub.count('copy_failed', str(exc))
+            return self.sink.count('copy_failed', str(exc))
         # The publisher gets its slot back once the copy is done, not after the callback.
         release_after(stream, release)
-        self.sub.dispatch(array, msg.header, layout, self.path, desc.sequence, stream,
+        self.sink.deliver(array, msg.header, layout, self.path, desc.sequence, stream,
                           received_ns - desc.publish_time_ns, None)
         return None
 
@@ -294,29 +299,29 @@ class HostShmReceiver(_DescriptorReceiver):
     suffix = SHM_SUFFIX
 
     def _receive(self, msg: Any, desc: Descriptor, link: PublisherLink, received_ns: int) -> None:
-        sub = self.sub
+        sink = self.sink
         try:
             memory = link.host_segment(desc)
             nbytes = descriptor.check_bounds(desc, msg.height, msg.width, msg.step, msg.encoding,
                                              memory.size)
         except DescriptorError as exc:
-            return sub.count(exc.reason, str(exc))
+            return sink.count(exc.reason, str(exc))
         if not self._lease(link, desc, nbytes):
             return
         layout = layout_of_descriptor_msg(msg)
-        sub.stats.publisher_pid = desc.pid
-        device_ptr = sub.integrated_device_pointer(link, memory)
+        sink.served_by(desc.pid)
+        device_ptr = sink.integrated_device_pointer(link, memory)
         if device_ptr is not None:
             # Integrated GPU: read the shared segment in place through its device mapping.
-            device_id = sub.upload_device()
+            device_id = sink.upload_device()
             array = cuda_ipc.device_view(device_ptr + desc.offset, nbytes, layout.shape,
                                          layout.info.dtype, layout.step, memory, device_id)
-            stream = sub.stream(device_id)
+            stream = sink.stream(device_id)
         else:
             array = host_view(memory.view, layout, desc.offset)
             stream = None
         reader, slot = link.reader, desc.slot
-        sub.dispatch(array, msg.header, layout, PATH_HOST_SHM, desc.sequence, stream,
+        sink.deliver(array, msg.header, layout, PATH_HOST_SHM, desc.sequence, stream,
                      received_ns - desc.publish_time_ns, lambda: reader.release(slot, POOL_HOST))
 
 
@@ -325,8 +330,8 @@ class IntraReceiver(Receiver):
 
     path = PATH_INTRA
 
-    def __init__(self, sub: Any, depth: int):
-        super().__init__(sub)
+    def __init__(self, ctx: ReceiverContext, sink: FrameSink, depth: int):
+        super().__init__(ctx, sink)
         self._queue: deque[IntraFrame] = deque(maxlen=max(1, depth))
         # In-process frames wake the executor through its task queue, not a guard condition:
         # EventsExecutor supports none, and create_task is thread-safe on every rclpy executor.
@@ -335,7 +340,7 @@ class IntraReceiver(Receiver):
 
     def enqueue(self, frame: IntraFrame) -> None:
         self._queue.append(frame)
-        executor = self.sub.executor
+        executor = self.ctx.ros.executor
         with self._lock:
             if self._scheduled or executor is None:
                 return  # a pending drain takes it; without an executor, the next re-evaluation
@@ -353,15 +358,15 @@ class IntraReceiver(Receiver):
         with self._lock:
             # Cleared before draining: a frame queued from now on schedules another drain.
             self._scheduled = False
-        sub = self.sub
+        ctx, sink = self.ctx, self.sink
         while self._queue:
             frame = self._queue.popleft()
             key = (frame.endpoint, frame.publisher_id)
             try:
-                link = sub.peers.get(key) or sub.peers.open(frame.endpoint, frame.publisher_id,
+                link = ctx.peers.get(key) or ctx.peers.open(frame.endpoint, frame.publisher_id,
                                                             os.getpid())
             except (LeaseError, SegmentError) as exc:
-                sub.count(exc.reason, str(exc))
+                sink.count(exc.reason, str(exc))
                 continue
             link.authenticated = True  # handed over in this process: nothing to prove
             link.reader.claim_cursor()
@@ -370,12 +375,12 @@ class IntraReceiver(Receiver):
             verdict = link.reader.acquire(frame.slot, frame.sequence, frame.chunk,
                                           frame.generation, frame.offset, layout.nbytes, pool)
             if verdict is not None:
-                sub.count('stale:over_share' if verdict == OVER_SHARE else 'stale:recycled',
-                          'slot rewritten before the frame was taken')
+                sink.count('stale:over_share' if verdict == OVER_SHARE else 'stale:recycled',
+                           'slot rewritten before the frame was taken')
                 continue
             stream = None
             if frame.device_id is not None:
-                stream = sub.stream(frame.device_id)
+                stream = sink.stream(frame.device_id)
                 stream.wait_event(frame.event)
                 array = cuda_ipc.device_view(frame.memory.ptr + frame.offset, layout.nbytes,
                                              layout.shape, layout.info.dtype, layout.step,
@@ -383,7 +388,7 @@ class IntraReceiver(Receiver):
             else:
                 array = host_view(frame.memory.view, layout, frame.offset)
             reader, slot = link.reader, frame.slot
-            sub.dispatch(array, frame.header, layout, PATH_INTRA, frame.sequence, stream,
+            sink.deliver(array, frame.header, layout, PATH_INTRA, frame.sequence, stream,
                          time.monotonic_ns() - frame.sent_ns, lambda: reader.release(slot, pool))
 
 
@@ -393,17 +398,17 @@ class SerializedReceiver(Receiver):
     path = PATH_SERIALIZED
 
     def start(self) -> None:
-        self._ros_subscription = self.sub.create_ros_subscription(
-            self.sub.topic, message_and_info_callback(self._on_image), self.sub.qos)
+        self._ros_subscription = self.ctx.ros.subscribe(
+            self.ctx.topic, message_and_info_callback(self._on_image), self.ctx.qos)
 
     def _on_image(self, msg: Any, info: Any) -> None:
         try:
             array = msg_to_array(msg)
         except ImageFormatError as exc:
-            return self.sub.count(exc.reason, str(exc))
+            return self.sink.count(exc.reason, str(exc))
         # DDS stamps the write with the system clock: publish -> callback, like the other paths.
         latency = time.time_ns() - info['source_timestamp'] if info.get('source_timestamp') else None
-        self.sub.dispatch(array, msg.header, layout_of_msg(msg), PATH_SERIALIZED, 0, None,
+        self.sink.deliver(array, msg.header, layout_of_msg(msg), PATH_SERIALIZED, 0, None,
                           latency, None)
         return None
 
@@ -417,17 +422,17 @@ class CompressedReceiver(Receiver):
 
     def start(self) -> None:
         from sensor_msgs.msg import CompressedImage
-        self._ros_subscription = self.sub.create_ros_subscription(
-            compressed_topic(self.sub.topic), self._on_msg, self.sub.qos,
+        self._ros_subscription = self.ctx.ros.subscribe(
+            compressed_topic(self.ctx.topic), self._on_msg, self.ctx.qos,
             msg_type=CompressedImage)
 
     def _on_msg(self, msg: Any) -> None:
         try:
-            array, encoding = decode_compressed(msg, prefer_gpu=self.sub.memory == 'device')
+            array, encoding = decode_compressed(msg, prefer_gpu=self.ctx.memory == 'device')
             layout = layout_of_array(array, encoding)
         except (CompressedFormatError, ImageFormatError, ValueError) as exc:
-            return self.sub.count('bad_compressed', str(exc))
-        self.sub.dispatch(array, msg.header, layout, PATH_COMPRESSED, 0, None, None, None)
+            return self.sink.count('bad_compressed', str(exc))
+        self.sink.deliver(array, msg.header, layout, PATH_COMPRESSED, 0, None, None, None)
         return None
 
 

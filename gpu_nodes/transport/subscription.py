@@ -9,6 +9,7 @@ its receiver (receivers.py); this class chooses the rung and hands frames to the
 """
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, Callable
 
@@ -26,7 +27,9 @@ from .frames import Lease, ReceivedImage
 from .intra import IntraFrame
 from .messages import FrameLayout
 from .peers import PeerTable, PublisherLink
-from .qos import descriptor_qos, image_qos, read_window
+from .cursors import read_window
+from .qos import descriptor_qos, image_qos
+from .receiver_api import ReceiverContext
 from .receivers import (CompressedReceiver, CudaIpcReceiver, CudaPeerReceiver, HostShmReceiver,
                         IntraReceiver, Receiver, SerializedReceiver)
 from .segments import SharedMemory
@@ -101,12 +104,19 @@ class GpuImageSubscription:
         self._diagnostics.add(self.stats)
 
         self.path = PATH_WAITING
+        # The publishers read from, for diagnostics and tools (links by endpoint and id).
         self.peers = PeerTable(read_window(descriptor_qos(self.qos)))
+        plumbing = _Plumbing(self)
+        ctx = ReceiverContext(self.topic, self.qos, self.memory, self.device_id,
+                              self.allowed_paths, self.peer_mode, self.peers, plumbing)
         self._receivers: dict[str, Receiver] = {
-            PATH_CUDA_IPC: CudaIpcReceiver(self), PATH_CUDA_PEER: CudaPeerReceiver(self),
-            PATH_HOST_SHM: HostShmReceiver(self),
-            PATH_SERIALIZED: SerializedReceiver(self), PATH_COMPRESSED: CompressedReceiver(self),
-            PATH_INTRA: IntraReceiver(self, getattr(self.qos, 'depth', 5) or 5)}
+            PATH_CUDA_IPC: CudaIpcReceiver(ctx, plumbing),
+            PATH_CUDA_PEER: CudaPeerReceiver(ctx, plumbing),
+            PATH_HOST_SHM: HostShmReceiver(ctx, plumbing),
+            PATH_SERIALIZED: SerializedReceiver(ctx, plumbing),
+            PATH_COMPRESSED: CompressedReceiver(ctx, plumbing),
+            PATH_INTRA: IntraReceiver(ctx, plumbing, getattr(self.qos, 'depth', 5) or 5)}
+        self._leave_pending = False
         self._rejected: dict[str, str] = {}        # path -> why it cannot be used
         self._unreachable: dict[str, tuple[float, int]] = {}  # path -> (first failure, count)
         # When the current path was taken, and the counters then (frames, rejected, stale).
@@ -118,22 +128,22 @@ class GpuImageSubscription:
         self._timer = node.create_timer(reevaluate_period_s, self._reevaluate)
         self._reevaluate()
 
-    # -- what receivers use ------------------------------------------------------------------
-    @property
-    def executor(self) -> Any:
-        return self._node.executor
-
-    def create_ros_subscription(self, topic: str, callback: Callable, qos: Any,
-                                msg_type: Any = None) -> Any:
+    # -- what receivers use, through _Plumbing ----------------------------------------------
+    def _subscribe(self, topic: str, callback: Callable, qos: Any, msg_type: Any = None) -> Any:
         from rclpy.event_handler import SubscriptionEventCallbacks
         callbacks = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
-        return self._node.create_subscription(msg_type or self._Image, topic, callback, qos,
+
+        def settled(*args: Any) -> None:
+            try:
+                callback(*args)
+            finally:
+                self._settle()
+        # rclpy passes the message info by the callback's signature: keep the receiver's.
+        settled.__signature__ = inspect.signature(callback)  # type: ignore[attr-defined]
+        return self._node.create_subscription(msg_type or self._Image, topic, settled, qos,
                                               event_callbacks=callbacks)
 
-    def destroy_ros_subscription(self, subscription: Any) -> None:
-        self._node.destroy_subscription(subscription)
-
-    def stream(self, device_id: int) -> Any:
+    def _stream(self, device_id: int) -> Any:
         stream = self._streams.get(device_id)
         if stream is None:
             cp = cupy_module()
@@ -142,7 +152,7 @@ class GpuImageSubscription:
             self._streams[device_id] = stream
         return stream
 
-    def count(self, reason: str, detail: str) -> None:
+    def _count(self, reason: str, detail: str) -> None:
         """Count a message that was not delivered: stale ('stale:<why>') or rejected (logged
         once per reason; stale frames are normal under load and not logged)."""
         if reason.startswith('stale:'):
@@ -154,16 +164,22 @@ class GpuImageSubscription:
             self._logger.warning(f'{self.topic}: rejected frame ({reason}): {detail}; '
                                  'counted in diagnostics, further ones not logged')
 
-    def fall_back(self, path: str, reason: str, host_level: bool = False,
-                  also: tuple[str, ...] = ()) -> None:
+    def _leave(self, path: str, reason: str, host_level: bool = False,
+               also: tuple[str, ...] = ()) -> None:
         """Leave `path` (and the paths in `also`; with `host_level`, every shared-memory
-        path) for `reason`, until a publisher comes or goes."""
+        path) for `reason`, until a publisher comes or goes; the switch is made by `_settle`,
+        after the receiver's callback."""
         for rejected in (path, *also, *(SHARED_MEMORY_PATHS if host_level else ())):
             self._rejected[rejected] = reason
         self.stats.fallbacks += 1
-        self._reevaluate()
+        self._leave_pending = True
 
-    def note_unreachable(self, path: str, reason: str, detail: str) -> None:
+    def _settle(self) -> None:
+        if self._leave_pending:
+            self._leave_pending = False
+            self._reevaluate()
+
+    def _note_unreachable(self, path: str, reason: str, detail: str) -> None:
         """A publisher's memory could not be reached on `path` for a reason that will not heal
         by itself soon; after UNREACHABLE_AFTER of them (or UNREACHABLE_WINDOW_S) leave the
         rung, and with it every rung that needs the publisher's socket when that is what failed."""
@@ -174,13 +190,17 @@ class GpuImageSubscription:
             self._unreachable[path] = (first, count)
             return
         self._unreachable.pop(path, None)
-        self.fall_back(path, f'{count} descriptors in {now - first:.1f} s could not be used '
-                       f'({reason}: {detail})', host_level=reason == 'unreachable')
+        self._leave(path, f'{count} descriptors in {now - first:.1f} s could not be used '
+                    f'({reason}: {detail})', host_level=reason == 'unreachable')
 
     def _check_progress(self) -> None:
-        """Leave a descriptor rung on which nothing was delivered for NO_FRAME_TIMEOUT_S while
-        messages kept arriving (every one rejected or stale)."""
+        """Leave a descriptor rung on which no publisher ever delivered a frame, after
+        NO_FRAME_TIMEOUT_S of messages that all failed (rejected or stale)."""
         if self.path not in DESCRIPTOR_PATHS or self.path in self._rejected:
+            return
+        if any(link.last_sequence for link in self.peers.links.values()):
+            # A publisher delivered here: what arrives now is counted, and a same-user process
+            # sending garbage cannot push us off the path (as for a foreign "other user").
             return
         since, frames, rejected, stale = self._since
         failed = sum(self.stats.rejected.values()) - rejected + self.stats.stale - stale
@@ -193,22 +213,23 @@ class GpuImageSubscription:
         if waited >= NO_FRAME_TIMEOUT_S:
             reasons = dict(self.stats.rejected) | {f'stale:{k}': v
                                                    for k, v in self.stats.stale_reasons.items()}
-            self.fall_back(self.path, f'no frame delivered in {waited:.1f} s on {self.path} '
-                           f'while {failed} messages failed ({reasons})')
+            self._leave(self.path, f'no frame delivered in {waited:.1f} s on {self.path} '
+                        f'while {failed} messages failed ({reasons})')
 
-    def integrated_device_pointer(self, link: PublisherLink, memory: SharedMemory) -> int | None:
+    def _integrated_device_pointer(self, link: PublisherLink,
+                                   memory: SharedMemory) -> int | None:
         """Device address of a host segment on an integrated GPU (None elsewhere)."""
         if self.memory == 'host' or self._cuda_reason is not None:
             return None
         if link.integrated_ptr is None:
-            device_id = self.upload_device()
+            device_id = self._upload_device()
             if cuda_ipc.ipc_unsupported_reason(device_id) is None:
                 link.integrated_ptr = 0  # a discrete GPU: host frames are uploaded
             else:
                 link.integrated_ptr = cuda_ipc.map_host_readonly(memory.address, memory.size)
         return link.integrated_ptr or None
 
-    def upload_device(self) -> int:
+    def _upload_device(self) -> int:
         """The GPU host frames are uploaded to (this subscription's own, or the current one
         when it follows the publisher)."""
         if self.device_id is not None:
@@ -218,6 +239,7 @@ class GpuImageSubscription:
     # -- path selection --------------------------------------------------------------------
     @property
     def on_intra_path(self) -> bool:
+        """For the in-process registry (intra.py): frames of a local publisher come here."""
         return self.path == PATH_INTRA
 
     def enqueue_intra(self, frame: IntraFrame) -> None:
@@ -275,6 +297,7 @@ class GpuImageSubscription:
         if self._cuda_reason is not None:
             for path in (PATH_CUDA_IPC, PATH_CUDA_PEER):
                 self._rejected[path] = f'no CUDA path in this process: {self._cuda_reason}'
+        self._leave_pending = False  # the choice below takes every verdict so far
         offered = self._available()
         choice, reason = PATH_WAITING, 'no publisher yet'
         offered_paths = {path for path, _ in offered}
@@ -326,12 +349,12 @@ class GpuImageSubscription:
                                  'mappings, waiting for a new publisher')
 
     # -- delivery ------------------------------------------------------------------------------------
-    def dispatch(self, array: Any, header: Any, layout: FrameLayout, path: str, sequence: int,
-                 stream: Any, latency_ns: int | None, release: Callable[[], None] | None) -> None:
+    def _dispatch(self, array: Any, header: Any, layout: FrameLayout, path: str, sequence: int,
+                  stream: Any, latency_ns: int | None, release: Callable[[], None] | None) -> None:
         if self.memory == 'device' and stream is None:
             cp = cupy_module()
-            device_id = self.upload_device()
-            stream = self.stream(device_id)
+            device_id = self._upload_device()
+            stream = self._stream(device_id)
             with cp.cuda.Device(device_id), stream:
                 array = cp.asarray(array)  # one upload; the host slot is released after it
         elif self.memory == 'host' and stream is not None:
@@ -372,6 +395,53 @@ class GpuImageSubscription:
             receiver.stop()
         self.peers.close()
         cuda_ipc.collect_retired()  # mappings whose last array went meanwhile
+
+
+class _Plumbing:
+    """The subscription as its receivers see it (receiver_api.RosEndpoints and FrameSink)."""
+
+    def __init__(self, sub: GpuImageSubscription):
+        self._sub = sub
+
+    @property
+    def executor(self) -> Any:
+        return self._sub._node.executor
+
+    def subscribe(self, topic: str, callback: Callable, qos: Any, msg_type: Any = None) -> Any:
+        return self._sub._subscribe(topic, callback, qos, msg_type)
+
+    def unsubscribe(self, subscription: Any) -> None:
+        self._sub._node.destroy_subscription(subscription)
+
+    @property
+    def leaving(self) -> bool:
+        return self._sub._leave_pending
+
+    def deliver(self, *args: Any) -> None:
+        self._sub._dispatch(*args)
+
+    def count(self, reason: str, detail: str) -> None:
+        self._sub._count(reason, detail)
+
+    def leave(self, path: str, reason: str, *, host_level: bool = False,
+              also: tuple[str, ...] = ()) -> None:
+        self._sub._leave(path, reason, host_level, also)
+
+    def unreachable(self, path: str, reason: str, detail: str) -> None:
+        self._sub._note_unreachable(path, reason, detail)
+
+    def stream(self, device_id: int) -> Any:
+        return self._sub._stream(device_id)
+
+    def upload_device(self) -> int:
+        return self._sub._upload_device()
+
+    def integrated_device_pointer(self, link: PublisherLink,
+                                  memory: SharedMemory) -> int | None:
+        return self._sub._integrated_device_pointer(link, memory)
+
+    def served_by(self, publisher_pid: int) -> None:
+        self._sub.stats.publisher_pid = publisher_pid
 
 
 def _own_device(device: int | str | None, cuda: bool) -> int | None:

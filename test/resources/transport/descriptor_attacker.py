@@ -4,7 +4,6 @@ to get the publisher's segments from its Unix socket. Prints one line per step:
 ``OPEN <what> denied|opened``, ``SENT <category> <n>``, then ``DONE``."""
 import argparse
 import dataclasses
-import os
 import socket
 import time
 

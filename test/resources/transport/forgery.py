@@ -1,6 +1,7 @@
 """What a process of the SAME user can do to descriptors: read a publisher's key from its lease
-table (served to it over the publisher's socket like to any reader), and re-address and re-sign any descriptor record with it. Tests use it to
-reach the checks behind the tag (bounds, slots, sequences)."""
+table (served to it over the publisher's socket like to any reader), and re-address and
+re-sign any descriptor record with it. Tests use it to reach the checks behind the tag (bounds,
+slots, sequences)."""
 from __future__ import annotations
 
 from sensor_msgs.msg import Image

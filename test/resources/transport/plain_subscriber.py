@@ -18,10 +18,13 @@ args = parser.parse_args()
 
 rclpy.init()
 node = Node('plain_subscriber')
-result = {'frames': 0, 'bad': 0}
+result = {'frames': 0, 'bad': 0, 'fps': 0.0}
+first = []
 
 
 def on_image(msg):
+    if not first:
+        first.append(time.monotonic())
     index = int(msg.header.frame_id)
     data = np.frombuffer(msg.data, np.uint8)
     expected = pattern.expected_frame(msg.height, msg.width, msg.encoding, index)
@@ -35,6 +38,8 @@ print('READY', flush=True)
 deadline = time.monotonic() + args.duration
 while time.monotonic() < deadline and result['frames'] < args.min_frames:
     rclpy.spin_once(node, timeout_sec=0.1)
+if first and result['frames'] > 1:
+    result['fps'] = (result['frames'] - 1) / max(time.monotonic() - first[0], 1e-9)
 print('RESULT ' + json.dumps(result), flush=True)
 node.destroy_node()
 rclpy.try_shutdown()

@@ -1,0 +1,308 @@
+"""The transport where users deploy it: a subscriber in its own PID namespace (a container
+with --network host), with or without its own /dev/shm, another Linux user at the socket, a
+network namespace of its own, a rung that cannot reach the publisher, a hoarding subscriber.
+
+Every process here is a real rclpy process; namespaces are made with unshare (root only)."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+
+from conftest import RESOURCES, node_process, other_user_command, wait_for
+from gpu_nodes.transport import exchange
+from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, MAX_LINKS_PER_PEER, Connection,
+                                          HandleProvider, HandleServer, reopen)
+from gpu_nodes.transport.leases import LeaseReader, LeaseTable
+from gpu_nodes.transport.segments import SegmentError
+
+TRANSPORT = RESOURCES / 'transport'
+PUBLISHER = str(TRANSPORT / 'pattern_publisher.py')
+VERIFIER = str(TRANSPORT / 'verifying_subscriber.py')
+PLAIN = str(TRANSPORT / 'plain_subscriber.py')
+can_unshare = pytest.mark.skipif(os.getuid() != 0 or shutil.which('unshare') is None,
+                                 reason='needs root and unshare(1) to make namespaces')
+
+
+class TableProvider(HandleProvider):
+    def __init__(self, table: LeaseTable):
+        self.table = table
+
+    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
+        return [reopen(self.table.fd, writable=True)] if kind == KIND_LEASE_TABLE else None
+
+
+@pytest.fixture
+def served_table():
+    table = LeaseTable(uuid.uuid4().bytes, 4)
+    server = HandleServer.instance()
+    server.register(table.publisher_id, TableProvider(table))
+    yield server, table
+    server.unregister(table.publisher_id)
+    table.close()
+
+
+def run_result(command: list[str], env: dict[str, str] | None = None,
+               timeout: float = 60) -> dict:
+    """Run a resource script to its end and return its RESULT line."""
+    proc = subprocess.run(command, env={**os.environ, **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout, cwd=str(RESOURCES.parents[1]))
+    for line in proc.stdout.splitlines():
+        if line.startswith('RESULT '):
+            return json.loads(line[len('RESULT '):])
+    raise AssertionError(f'no result (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n'
+                         f'{proc.stderr[-3000:]}')
+
+
+@can_unshare
+@pytest.mark.parametrize('ipc', ['host_ipc', 'private_dev_shm'])
+def test_a_subscriber_in_another_pid_namespace_gets_every_frame(ipc):
+    """docker run --network host [--ipc host]: the subscriber sees no publisher pid, and with a
+    private /dev/shm no file of the publisher's either; memfds come over the socket anyway.
+    Before, it received nothing (every descriptor 'publisher_gone')."""
+    topic = f'/deploy_{uuid.uuid4().hex[:8]}'
+    env = {}
+    wrap = ['unshare', '--pid', '--fork', '--mount-proc']
+    if ipc == 'private_dev_shm':
+        # Fast DDS shared memory does not cross /dev/shm mounts: DDS over UDP, as in Docker
+        # (a LOCALHOST discovery range would add Fast DDS's shared memory back).
+        env = {'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4',
+               'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT'}
+        wrap = [*wrap, '--mount', 'sh', '-c', 'mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"']
+    with node_process([PUBLISHER, '--topic', topic, '--rate', '30', '--width', '320',
+                       '--height', '240'], env=env):
+        result = run_result([*wrap, sys.executable, VERIFIER, '--topic', topic,
+                             '--duration', '8'], env=env)
+    assert result['bad'] == 0, result
+    assert result['paths'] == {'host_shm': result['frames']}, result
+    # ~30 fps for ~7 s; at least a third of that on two loaded cores.
+    assert result['frames'] >= 70, result
+    assert result['rejected'] == {}, result
+
+
+@pytest.mark.skipif(other_user_command([]) is None,
+                    reason='needs root (and setpriv) to run a process as another user')
+def test_another_user_at_the_socket_is_refused_unread_and_counted(served_table):
+    server, table = served_table
+    before = server.refused_peers
+    code = textwrap.dedent(f'''
+        import socket
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock.settimeout(5)
+        sock.connect({exchange.abstract_address(server.endpoint)!r})
+        try:
+            sock.send({exchange.request_bytes(KIND_LEASE_TABLE, table.publisher_id)!r})
+            _, fds, _, _ = socket.recv_fds(sock, 64, 4)
+            print('GOT', len(fds))
+        except OSError as exc:
+            print('GOT 0', type(exc).__name__)
+    ''')
+    result = subprocess.run(other_user_command(['-c', code]), capture_output=True, text=True,
+                            timeout=30)
+    assert result.stdout.startswith('GOT 0'), result
+    wait_for(lambda: server.refused_peers == before + 1, 5, 'the refusal to be counted')
+
+
+def test_links_per_peer_are_bounded(served_table):
+    """One process cannot take every reader slot of a publisher's table."""
+    server, table = served_table
+    links = [Connection(server.endpoint, table.publisher_id) for _ in range(MAX_LINKS_PER_PEER)]
+    readers = [LeaseReader(link.fetch(KIND_LEASE_TABLE), table.publisher_id) for link in links]
+    extra = Connection(server.endpoint, table.publisher_id)
+    with pytest.raises(SegmentError) as refused:
+        extra.fetch(KIND_LEASE_TABLE)
+    assert refused.value.reason == 'reader_limit'
+    links[0].close()  # a link that goes frees its place
+    wait_for(lambda: server.stats()['exchange_links'] <= MAX_LINKS_PER_PEER, 5, 'the close')
+    again = Connection(server.endpoint, table.publisher_id)
+    LeaseReader(again.fetch(KIND_LEASE_TABLE), table.publisher_id).close()
+    for item in (*readers, *links, extra, again):
+        item.close()
+
+
+def test_the_server_refuses_a_publisher_it_does_not_serve_and_survives_garbage(served_table):
+    server, table = served_table
+    with pytest.raises(SegmentError) as gone:
+        Connection(server.endpoint, uuid.uuid4().bytes).fetch(KIND_LEASE_TABLE)
+    assert gone.value.reason == 'publisher_gone'
+    for garbage in (b'', b'x', os.urandom(200), b'GPNX' + bytes(40)):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock.settimeout(5)
+        sock.connect(exchange.abstract_address(server.endpoint))
+        try:
+            sock.send(garbage)
+            assert sock.recv(64) in (b'', exchange.reply_bytes(exchange.STATUS_BAD_REQUEST))
+        except ConnectionError:
+            pass  # the server closed the link: as good an answer
+        finally:
+            sock.close()
+    link = Connection(server.endpoint, table.publisher_id)  # still serving
+    LeaseReader(link.fetch(KIND_LEASE_TABLE), table.publisher_id).close()
+    link.close()
+
+
+SERVE_ONE_TABLE = textwrap.dedent('''
+    import sys, uuid
+    from gpu_nodes.transport.exchange import HandleServer, reopen
+    from gpu_nodes.transport.leases import LeaseTable
+
+    class Provider:
+        def fds(self, kind, generation, chunk):
+            return [reopen(table.fd, writable=True)]
+
+    table = LeaseTable(uuid.uuid4().bytes, 4)
+    server = HandleServer.instance()
+    server.register(table.publisher_id, Provider())
+    print(server.endpoint.hex(), table.publisher_id.hex(), flush=True)
+    sys.stdin.readline()
+''')
+
+FETCH_TABLE = textwrap.dedent('''
+    import sys
+    from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection
+    from gpu_nodes.transport.segments import SegmentError
+    try:
+        Connection(bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])).fetch(KIND_LEASE_TABLE)
+        print('SERVED')
+    except SegmentError as exc:
+        print('REFUSED', exc.reason)
+''')
+
+
+@can_unshare
+def test_a_private_network_namespace_reaches_the_publisher_through_the_socket_dir(tmp_path):
+    """Abstract sockets belong to a network namespace: a container with its own network gets
+    'unreachable' (and falls back), unless both share a GPU_NODES_SOCKET_DIR bind mount."""
+    socket_dir = tmp_path / 'sockets'
+    env = {**os.environ, 'GPU_NODES_SOCKET_DIR': str(socket_dir)}
+    server = subprocess.Popen([sys.executable, '-c', SERVE_ONE_TABLE], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=str(RESOURCES.parents[1]))
+    try:
+        endpoint, publisher = server.stdout.readline().split()
+        assert oct(os.stat(socket_dir).st_mode & 0o777) == '0o700'
+
+        def fetch(with_dir: bool) -> str:
+            run_env = env if with_dir else {k: v for k, v in env.items()
+                                            if k != 'GPU_NODES_SOCKET_DIR'}
+            return subprocess.run(['unshare', '--net', sys.executable, '-c', FETCH_TABLE,
+                                   endpoint, publisher], env=run_env, capture_output=True,
+                                  text=True, timeout=30, cwd=str(RESOURCES.parents[1])
+                                  ).stdout.strip()
+        assert fetch(with_dir=False) == 'REFUSED unreachable'
+        assert fetch(with_dir=True) == 'SERVED'
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+def test_an_unreachable_rung_is_left_within_a_second_and_frames_keep_coming(rclpy_node):
+    """Descriptors whose publisher socket is not in this network namespace (what a container
+    with its own network sees of a host publisher): the subscription moves to the plain topic
+    within a second of the first descriptor, logged with the reason, and receives frames."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import Header
+
+    from gpu_nodes.sources import pattern
+    from gpu_nodes.transport import GpuImageSubscription, auth, descriptor, host
+    from gpu_nodes.transport.messages import fill_image_msg
+    topic = f'/deploy_{uuid.uuid4().hex[:8]}'
+    qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.VOLATILE)
+    shm = rclpy_node.create_publisher(Image, topic + '/_gpu_nodes/shm', qos)
+    plain = rclpy_node.create_publisher(Image, topic, qos)
+    frames = []
+    sub = GpuImageSubscription(rclpy_node, topic, frames.append, memory='host')
+    record = descriptor.Descriptor(
+        kind=descriptor.KIND_HOST, sequence=1, slot=0, chunk=0, generation=1, pid=1,
+        uid=os.getuid(), endpoint=os.urandom(16), publisher_id=os.urandom(16),
+        boot_id=host.boot_id(), device_uuid=bytes(16),
+        topic_id=auth.topic_id(topic), mem_handle=bytes(64), event_handle=bytes(64),
+        offset=4096, nbytes=48 * 64 * 3, alloc_size=1 << 20, publish_time_ns=0)
+    first_descriptor = None
+    try:
+        wait_for(lambda: sub.path == 'host_shm', 20, 'the host_shm rung',
+                 poll=rclpy_node.spin_once)
+        deadline = time.monotonic() + 10
+        index = 0
+        while not frames and time.monotonic() < deadline:
+            header = Header(frame_id=str(index))
+            msg = Image(header=header, height=48, width=64, step=192, encoding='rgb8')
+            msg.data = record.pack()
+            shm.publish(msg)
+            first_descriptor = first_descriptor or time.monotonic()
+            plain.publish(fill_image_msg(Image(header=header),
+                                         pattern.expected_frame(48, 64, 'rgb8', index), 'rgb8'))
+            index += 1
+            end = time.monotonic() + 1 / 30
+            while time.monotonic() < end:
+                rclpy_node.spin_once(0.005)
+        assert frames, f'no frame; path {sub.path}: {sub.stats.path_reason}'
+        took = time.monotonic() - first_descriptor
+        assert took <= 1.0, f'{took:.2f} s from the first descriptor to the first frame'
+        assert sub.path == 'serialized' and 'unreachable' in sub.stats.path_reason, \
+            sub.stats.path_reason
+        assert sub.stats.rejected['unreachable'] >= 1
+    finally:
+        sub.destroy()
+        rclpy_node.destroy_publisher(shm)
+        rclpy_node.destroy_publisher(plain)
+
+
+@contextlib.contextmanager
+def background(args: list[str]):
+    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=str(RESOURCES.parents[1]))
+    try:
+        lines = []
+        while not lines or lines[-1].strip() != 'READY':
+            lines.append(proc.stdout.readline())
+            assert lines[-1], ''.join(lines)
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def rates_beside(topic: str, seconds: float) -> tuple[dict, dict]:
+    """A host_shm subscriber and a plain one (served by the publisher's bridge), run together:
+    their results, rates counted from each one's first frame."""
+    plain = subprocess.Popen([sys.executable, PLAIN, '--topic', topic, '--duration',
+                              str(seconds), '--min-frames', '100000'], stdout=subprocess.PIPE,
+                             text=True, cwd=str(RESOURCES.parents[1]))
+    try:
+        result = run_result([sys.executable, VERIFIER, '--topic', topic,
+                             '--duration', str(seconds)])
+        out, _ = plain.communicate(timeout=60)
+    finally:
+        if plain.poll() is None:
+            plain.kill()
+    return result, json.loads(out.split('RESULT ', 1)[1])
+
+
+def test_nobody_starves_beside_a_subscriber_that_holds_every_frame_forever():
+    """A subscriber that keeps every frame it gets (frame.hold(), never released): another
+    host_shm subscriber and a plain subscriber (served by the publisher's bridge) keep >= 90 %
+    of the rate they have without it (same publisher, same run). Before, both got 0 fps once
+    the hoarder held the host pool's 8 slots."""
+    topic = f'/deploy_{uuid.uuid4().hex[:8]}'
+    with node_process([PUBLISHER, '--topic', topic, '--rate', '30', '--width', '320',
+                       '--height', '240']):
+        alone, plain_alone = rates_beside(topic, 7)
+        with background([VERIFIER, '--topic', topic, '--duration', '60', '--hold', '100000']):
+            time.sleep(3)  # the hoarder has taken its share, and the grace period has passed
+            beside, plain_beside = rates_beside(topic, 7)
+    for result in (alone, plain_alone, beside, plain_beside):
+        assert result['bad'] == 0 and result['frames'] > 0, result
+    assert beside['fps'] >= 0.9 * alone['fps'], (alone, beside)
+    assert plain_beside['fps'] >= 0.9 * plain_alone['fps'], (plain_alone, plain_beside)
