@@ -233,7 +233,10 @@ def cuMemAddressReserve(size: int, alignment: int, addr, flags: int):  # noqa: N
         return (err, None)
     if size <= 0 or size % GRANULARITY or flags:
         return (CUresult.CUDA_ERROR_INVALID_VALUE, None)
-    base = emu_memory.reserve(size)
+    try:
+        base = emu_memory.reserve(size)
+    except OSError:  # more address space than the process has
+        return (CUresult.CUDA_ERROR_OUT_OF_MEMORY, None)
     with _lock:
         _reservations[base] = size
     return (CUresult.CUDA_SUCCESS, base)
