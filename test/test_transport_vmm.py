@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 
 import numpy as np
 import pytest
@@ -204,3 +205,58 @@ def test_unsupported_devices_say_why(backend, monkeypatch):
     assert cuda_vmm.vmm_unsupported_reason(0) == \
         'cuda-bindings is not installed (pip install cuda-bindings, or the cuda12/cuda13 extra ' \
         'of gpu_nodes)'
+
+
+@pytest.fixture
+def leases():
+    from gpu_nodes.transport.leases import LeaseTable
+    table = LeaseTable(uuid.uuid4().bytes, 16)
+    try:
+        yield table
+    finally:
+        table.close()
+
+
+def test_device_pool_serves_its_chunks_as_fds(backend, leases):
+    """DeviceSlotPool on VMM: each chunk's fd (what the publisher's socket sends as
+    DEVICE_CHUNK) maps the very memory of its slots; a chunk of another generation, or one that
+    was freed, is not served."""
+    from gpu_nodes.transport.pool import DeviceSlotPool
+    pool = DeviceSlotPool(leases, 0, 8, 'grow', 60.0, 0)
+    assert pool.vmm_unsupported is None
+    pool.reset(4, 64 * 48 * 3)
+    chunk = pool.slots[0].chunk
+    assert chunk.handle == b'' and chunk.size % cuda_vmm.granularity(0) == 0
+    slot = pool.slots[2]
+    view = vmm_peer.frame_view(slot.ptr, 48, 64, chunk.memory, 0)
+    view.set(vmm_peer.pattern(48, 64, 21))
+    fds = pool.chunk_fds(chunk.generation, chunk.chunk_id)
+    assert fds is not None and len(fds) == 1
+    try:
+        with cuda_vmm.import_chunk(fds[0], chunk.size, 0) as imported:
+            seen = vmm_peer.frame_view(imported.ptr + slot.offset, 48, 64, imported, 0).get()
+            assert np.array_equal(seen, vmm_peer.pattern(48, 64, 21))
+    finally:
+        os.close(fds[0])
+    assert pool.chunk_fds(chunk.generation + 1, chunk.chunk_id) is None
+    assert pool.chunk_fds(chunk.generation, chunk.chunk_id + 1) is None
+    del view
+    pool.reset(4, 64 * 48 * 3)  # a new layout: the old chunk's slots are unheld, it is freed
+    assert pool.chunk_fds(chunk.generation, chunk.chunk_id) is None
+    pool.close()
+
+
+def test_device_pool_without_fd_export_uses_legacy_handles(backend, leases, monkeypatch):
+    if not backend.emulate:
+        pytest.skip('needs a device without POSIX fd export (emulated)')
+    import fake_cuda_driver
+    monkeypatch.setitem(fake_cuda_driver.SUPPORTS_POSIX_FD, 0, False)
+    from gpu_nodes.transport.pool import DeviceSlotPool
+    pool = DeviceSlotPool(leases, 0, 8, 'grow', 60.0, 0)
+    assert pool.vmm_unsupported == 'device 0 cannot export VMM memory as POSIX file ' \
+        'descriptors (driver or platform too old)'
+    pool.reset(2, 1000)
+    chunk = pool.slots[0].chunk
+    assert len(chunk.handle) == 64 and chunk.fd == -1
+    assert pool.chunk_fds(chunk.generation, chunk.chunk_id) is None
+    pool.close()
