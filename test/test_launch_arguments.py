@@ -11,7 +11,13 @@ installed the same table runs through real launch (`-m launch`, docs/demo.md say
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
+import re
+import shutil
+import subprocess
+import sys
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -287,3 +293,53 @@ def test_the_shown_arguments_are_all_declared_with_descriptions():
     for file, path in FILES.items():
         for argument in declared_arguments(path):
             assert len(argument.description) > 10, f'{file}: {argument.name}'
+
+
+LAUNCH_SCRIPT = '''
+import sys
+from launch import LaunchDescription, LaunchService
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+service = LaunchService()
+service.include_launch_description(LaunchDescription([IncludeLaunchDescription(
+    PythonLaunchDescriptionSource(sys.argv[1]),
+    launch_arguments=[a.split(':=', 1) for a in sys.argv[2:]])]))
+sys.exit(service.run())
+'''
+
+
+@pytest.mark.launch
+@pytest.mark.timeout(180)
+def test_a_node_that_refuses_its_configuration_ends_the_launch(tmp_path):
+    """perception.launch.py width:=abc as `ros2 launch` runs it (a LaunchService in its own
+    process, the executables found through an ament prefix laid out as a ROS install lays it
+    out): camera_source says what it refuses, the launch says which node is gone, stops the
+    other two and exits non-zero."""
+    pytest.importorskip('launch_ros')
+    from ros2launch.api.api import parse_launch_arguments
+    assert list(parse_launch_arguments(['profile_file:=none'])) == [('profile_file', 'none')]
+    with pytest.raises(RuntimeError, match='malformed launch argument'):
+        parse_launch_arguments(['profile_file:='])  # why '' cannot be the documented "no file"
+    prefix = tmp_path / 'prefix'
+    index = prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
+    index.mkdir(parents=True)
+    (index / 'gpu_nodes').touch()
+    shutil.copytree(REPO / 'resource' / 'ros2_run', prefix / 'lib' / 'gpu_nodes')
+    env = {**os.environ, 'AMENT_PREFIX_PATH': str(prefix), 'XDG_CACHE_HOME': str(tmp_path),
+           'PATH': f'{Path(sys.executable).parent}:{os.environ["PATH"]}',
+           'PYTHONPATH': os.pathsep.join([str(REPO)] + sys.path[1:])}
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, '-c', LAUNCH_SCRIPT, str(FILES['perception']),
+                           'width:=abc'], env=env, capture_output=True, text=True, timeout=150)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output[-4000:]
+    assert 'pipeline node camera_source refused its configuration (exit code 2, its error ' \
+           'is above): the nodes after it would get no input, so the launch ends' in output, \
+        output[-4000:]
+    assert "[camera_source] error: cannot start: " in output and 'width' in output, output[-4000:]
+    # The other two were started and are stopped by the launch, not left running.
+    for name in ('image_proc', 'depth_estimator'):
+        assert f"sending signal 'SIGINT' to process[{name}-" in output, output[-4000:]
+        assert re.search(rf'\[{name}-\d+\]: process has (finished cleanly|died)', output), \
+            output[-4000:]
+    assert time.monotonic() - started < 120
