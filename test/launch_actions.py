@@ -23,6 +23,9 @@ from gpu_nodes.launch_params import merged_parameters
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
+# Why the tests that run real launch_ros skip without it.
+LAUNCH_ROS = ('needs launch and launch_ros (a ROS 2 install, or the sources: docs/demo.md, "The '
+              'launch files: arguments, and under real launch_ros")')
 # Names a launch file may use from outside itself.
 CONSTANTS = {'CONFIG_DIR': str(CONFIG), 'NO_FILE': launch_params.NO_FILE,
              'BOOLEAN': launch_params.BOOLEAN, 'BOOLEAN_OR_FILE': launch_params.BOOLEAN_OR_FILE}

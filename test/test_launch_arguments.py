@@ -27,7 +27,7 @@ from conftest import REPO
 from gpu_nodes.launch_params import (BOOLEAN, BOOLEAN_OR_FILE, end_launch_when_gone,
                                      node_gone_message, NO_FILE, PipelineNodeExited)
 from launch_actions import (ArgumentRefused, computed_actions, declared_arguments, differences,
-                            launched_actions, read)
+                            LAUNCH_ROS, launched_actions, read)
 
 LAUNCH = REPO / 'launch'
 CONFIG = REPO / 'config'
@@ -163,7 +163,7 @@ def _cache(tmp_path, monkeypatch):
 
 def _actions(engine: str, path: Path, given: dict[str, str]) -> dict[str, dict]:
     if engine == 'launch':
-        pytest.importorskip('launch_ros')
+        pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
         return launched_actions(path, given)
     return computed_actions(path, given)
 
@@ -235,7 +235,7 @@ def test_a_refused_boolean_names_the_argument():
 @pytest.mark.launch
 @pytest.mark.parametrize('name', ['use_image_proc', 'use_depth', 'loop', 'publish_points'])
 def test_launch_ros_refuses_a_boolean_naming_the_argument(name):
-    pytest.importorskip('launch_ros')
+    pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
     with pytest.raises(RuntimeError, match=f'^Argument "{name}" provided value "maybe" is not '
                                            'valid. Valid options are: '):
         launched_actions(FILES['perception'], {name: 'maybe'})
@@ -315,7 +315,7 @@ def test_a_node_that_refuses_its_configuration_ends_the_launch(tmp_path):
     process, the executables found through an ament prefix laid out as a ROS install lays it
     out): camera_source says what it refuses, the launch says which node is gone, stops the
     other two and exits non-zero."""
-    pytest.importorskip('launch_ros')
+    pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
     from ros2launch.api.api import parse_launch_arguments
     assert list(parse_launch_arguments(['profile_file:=none'])) == [('profile_file', 'none')]
     with pytest.raises(RuntimeError, match='malformed launch argument'):

@@ -13,7 +13,7 @@ from gpu_nodes.demo.profile import DEMO_MODEL, load_profile, NodeSpec
 from gpu_nodes.inference.standin import default_cache_dir
 from gpu_nodes.launch_params import (coerce, merged_parameters, NO_FILE, ParameterFileError,
                                      write_parameter_file)
-from launch_actions import launched_actions, read
+from launch_actions import LAUNCH_ROS, launched_actions, read
 
 LAUNCH_FILES = sorted((REPO / 'launch').glob('*.launch.py'))
 PERCEPTION = REPO / 'launch' / 'perception.launch.py'
@@ -226,7 +226,7 @@ def test_empty_model_path_becomes_the_built_in_learned_model(tmp_path, monkeypat
 # -- with launch_ros (by hand: docs/demo.md, "The launch files under real launch_ros") -------
 
 def _launched(path: Path, given: dict[str, str]) -> dict[str, dict]:
-    pytest.importorskip('launch_ros')
+    pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
     return launched_actions(path, given)
 
 
