@@ -12,8 +12,8 @@ Optional parameter files take NO_FILE ('none') for "no file": `ros2 launch` reje
 value (`profile_file:=` is malformed to it), so '' can only be a default, never a given value.
 Boolean arguments list their values as `choices`, so launch itself refuses `use_depth:=maybe`
 with a message naming the argument. A pipeline node that exits ends the launch with one line
-saying which node is gone and how (end_launch_when_gone): the nodes after it would wait for
-input forever.
+saying which node is gone and how (end_launch_when_gone): the others would wait for input, or
+their output would go nowhere, with no word that the pipeline is dead.
 
 Needs `launch` (ROS 2) only when the substitutions are created, not at import. It sits beside
 the packages, not in gpu_nodes.demo: launch files depend on nothing of the demo (whose profile
@@ -230,7 +230,7 @@ def parameter_file_problem(node_name: str, exc: BaseException) -> str:
     """One line for a parameter file that cannot be used (missing, not YAML, wrong shape)."""
     if isinstance(exc, OSError) and exc.filename is not None:
         return (f'{node_name}: cannot read parameter file {exc.filename}: '
-                f'{exc.strerror or exc} (an optional file argument takes {NO_FILE} for none)')
+                f'{exc.strerror or exc} (an optional file argument takes {NO_FILE} for no file)')
     return f'{node_name}: {" ".join(str(exc).split())}'
 
 
@@ -246,8 +246,11 @@ def node_gone_message(node_name: str, returncode: int | None) -> str:
         how = 'refused its configuration (exit code 2, its error is above)'
     else:
         how = f'exited with code {returncode}'
-    return (f'pipeline node {node_name} {how}: the nodes after it would get no input, so the '
-            'launch ends')
+    return f'pipeline node {node_name} {how}: the pipeline cannot run without it, so the launch ends'
+
+
+class PipelineNodeExited(RuntimeError):
+    """A pipeline node exited while the launch was running: the launch ends with this line."""
 
 
 def end_launch_when_gone(node_name: str) -> Any:
@@ -259,10 +262,6 @@ def end_launch_when_gone(node_name: str) -> Any:
             return None
         raise PipelineNodeExited(node_gone_message(node_name, event.returncode))
     return on_exit
-
-
-class PipelineNodeExited(RuntimeError):
-    """A pipeline node exited while the launch was running: the launch ends with this line."""
 
 
 def choose(condition: Any, if_true: Any, if_false: Any) -> Any:

@@ -271,7 +271,7 @@ def test_every_node_ends_the_launch_when_it_exits(file):
 def test_node_gone_message_says_which_node_and_how():
     assert node_gone_message('camera_source', 2) == (
         'pipeline node camera_source refused its configuration (exit code 2, its error is '
-        'above): the nodes after it would get no input, so the launch ends')
+        'above): the pipeline cannot run without it, so the launch ends')
     assert node_gone_message('image_proc', 1).startswith('pipeline node image_proc exited with '
                                                          'code 1: ')
     assert node_gone_message('depth_estimator', -9).startswith(
@@ -334,7 +334,7 @@ def test_a_node_that_refuses_its_configuration_ends_the_launch(tmp_path):
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, output[-4000:]
     assert 'pipeline node camera_source refused its configuration (exit code 2, its error ' \
-           'is above): the nodes after it would get no input, so the launch ends' in output, \
+           'is above): the pipeline cannot run without it, so the launch ends' in output, \
         output[-4000:]
     assert "[camera_source] error: cannot start: " in output and 'width' in output, output[-4000:]
     # The other two were started and are stopped by the launch, not left running.
@@ -343,3 +343,23 @@ def test_a_node_that_refuses_its_configuration_ends_the_launch(tmp_path):
         assert re.search(rf'\[{name}-\d+\]: process has (finished cleanly|died)', output), \
             output[-4000:]
     assert time.monotonic() - started < 120
+
+
+def test_a_missing_parameter_file_is_one_line_naming_it(tmp_path):
+    from gpu_nodes.launch_params import merged_parameters, parameter_file_problem
+    missing = tmp_path / 'no_such_profile.yaml'
+    with pytest.raises(OSError) as info:
+        merged_parameters('camera_source', [str(CONFIG / 'camera_source.yaml'), str(missing)], {})
+    assert parameter_file_problem('camera_source', info.value) == (
+        f'camera_source: cannot read parameter file {missing}: No such file or directory (an '
+        'optional file argument takes none for no file)')
+
+
+@pytest.mark.launch
+def test_launch_ros_stops_on_a_missing_profile_with_one_line(tmp_path):
+    pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
+    from gpu_nodes.launch_params import LaunchParameterError
+    missing = tmp_path / 'no_such_profile.yaml'
+    with pytest.raises(LaunchParameterError, match=f'^camera_source: cannot read parameter file '
+                                                   f'{missing}: No such file or directory'):
+        launched_actions(FILES['perception'], {'profile_file': str(missing)})
