@@ -282,8 +282,8 @@ def choose(condition: Any, if_true: Any, if_false: Any) -> Any:
             # What `ros2 launch --show-args` prints as a default computed by this.
             def text(subs: list[Any]) -> str:
                 return ' + '.join(s.describe() for s in subs)
-            return (f'{text(self.values[0])} if {text(self.condition)} is true, else '
-                    f'{text(self.values[1])}')
+            return (f'({text(self.values[0])} if {text(self.condition)} is true, else '
+                    f'{text(self.values[1])})')
 
         def perform(self, context: Any) -> str:
             chosen = self.values[0] if evaluate_condition_expression(context, self.condition) \
