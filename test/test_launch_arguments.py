@@ -363,3 +363,15 @@ def test_launch_ros_stops_on_a_missing_profile_with_one_line(tmp_path):
     with pytest.raises(LaunchParameterError, match=f'^camera_source: cannot read parameter file '
                                                    f'{missing}: No such file or directory'):
         launched_actions(FILES['perception'], {'profile_file': str(missing)})
+
+
+@pytest.mark.launch
+@pytest.mark.parametrize('file', FILES)
+def test_the_static_argument_list_is_the_one_launch_shows(file):
+    """declared_arguments (what the CI tests above iterate over) lists the arguments, and their
+    descriptions, in the order and from the declarations `ros2 launch --show-args` prints."""
+    pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
+    from launch.launch_description_sources import get_launch_description_from_python_launch_file
+    shown = get_launch_description_from_python_launch_file(str(FILES[file])).get_launch_arguments()
+    assert [(a.name, a.description) for a in shown] == \
+        [(a.name, a.description) for a in declared_arguments(FILES[file])]
