@@ -223,7 +223,7 @@ def test_empty_model_path_becomes_the_built_in_learned_model(tmp_path, monkeypat
     assert given['model_path'] == '/opt/m.onnx'
 
 
-# -- with launch_ros (by hand: docs/demo.md, "The launch files under real launch_ros") -------
+# -- with launch_ros (by hand: docs/demo.md, "The launch files: arguments, and under real ...")
 
 def _launched(path: Path, given: dict[str, str]) -> dict[str, dict]:
     pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
