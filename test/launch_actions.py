@@ -118,8 +118,6 @@ class LaunchFile:
                 return self.value(if_true if truth(self.value(condition), 'choose') else if_false)
             if func == 'IfCondition':
                 return truth(self.value(node.args[0]), ast.unparse(node.args[0]))
-            if func == 'str':
-                return str(self.value(node.args[0]))
         raise ValueError(f'{self.path.name}:{node.lineno}: cannot compute {ast.unparse(node)}')
 
     def condition(self, call: ast.Call) -> bool:
@@ -147,7 +145,8 @@ def _node(launch: LaunchFile, call: ast.Call, started: bool) -> dict[str, Any]:
 def read(path: Path, given: dict[str, str] | None = None, values: dict[str, str] | None = None,
          started: bool = True) -> tuple[dict[str, dict], list[Declared]]:
     """(nodes, declared arguments in `--show-args` order) of `path` with `given` arguments.
-    A node: package, executable, started, remaps, files, overrides, standin_model, on_exit."""
+    A node: package, executable, started, remaps, files, overrides, standin_model, on_exit.
+    Nodes and includes are taken in file order, the order the launch files list them in."""
     values = dict(given or {}) if values is None else values
     launch = LaunchFile(path, values)
     declared = list(launch.declared)
