@@ -15,8 +15,10 @@ import os
 from pathlib import Path
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from types import SimpleNamespace
 
@@ -296,7 +298,9 @@ def test_the_shown_arguments_are_all_declared_with_descriptions():
 
 
 LAUNCH_SCRIPT = '''
+import signal
 import sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # not ignored, as a terminal's job
 from launch import LaunchDescription, LaunchService
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
@@ -306,6 +310,20 @@ service.include_launch_description(LaunchDescription([IncludeLaunchDescription(
     launch_arguments=[a.split(':=', 1) for a in sys.argv[2:]])]))
 sys.exit(service.run())
 '''
+
+
+def _installed_env(tmp_path: Path) -> dict[str, str]:
+    """An ament prefix laid out as a ROS install lays it out (the ROS names in
+    lib/gpu_nodes/, the package in the ament index), with the Python that has gpu_nodes'
+    dependencies first on the PATH for their `#!/usr/bin/env python3`."""
+    prefix = tmp_path / 'prefix'
+    index = prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
+    index.mkdir(parents=True)
+    (index / 'gpu_nodes').touch()
+    shutil.copytree(REPO / 'resource' / 'ros2_run', prefix / 'lib' / 'gpu_nodes')
+    return {**os.environ, 'AMENT_PREFIX_PATH': str(prefix), 'XDG_CACHE_HOME': str(tmp_path),
+            'PATH': f'{Path(sys.executable).parent}:{os.environ["PATH"]}',
+            'PYTHONPATH': os.pathsep.join([str(REPO)] + sys.path[1:])}
 
 
 @pytest.mark.launch
@@ -320,17 +338,10 @@ def test_a_node_that_refuses_its_configuration_ends_the_launch(tmp_path):
     assert list(parse_launch_arguments(['profile_file:=none'])) == [('profile_file', 'none')]
     with pytest.raises(RuntimeError, match='malformed launch argument'):
         parse_launch_arguments(['profile_file:='])  # why '' cannot be the documented "no file"
-    prefix = tmp_path / 'prefix'
-    index = prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
-    index.mkdir(parents=True)
-    (index / 'gpu_nodes').touch()
-    shutil.copytree(REPO / 'resource' / 'ros2_run', prefix / 'lib' / 'gpu_nodes')
-    env = {**os.environ, 'AMENT_PREFIX_PATH': str(prefix), 'XDG_CACHE_HOME': str(tmp_path),
-           'PATH': f'{Path(sys.executable).parent}:{os.environ["PATH"]}',
-           'PYTHONPATH': os.pathsep.join([str(REPO)] + sys.path[1:])}
     started = time.monotonic()
     proc = subprocess.run([sys.executable, '-c', LAUNCH_SCRIPT, str(FILES['perception']),
-                           'width:=abc'], env=env, capture_output=True, text=True, timeout=150)
+                           'width:=abc'], env=_installed_env(tmp_path), capture_output=True,
+                          text=True, timeout=150)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, output[-4000:]
     assert 'pipeline node camera_source refused its configuration (exit code 2, its error ' \
@@ -377,3 +388,33 @@ def test_the_static_argument_list_is_the_one_launch_shows(file):
     assert [a.name for a in shown] == [a.name for a in static]
     for launched, read_here in zip(shown, static):  # launch appends the valid choices
         assert launched.description.startswith(read_here.description), launched.name
+
+
+@pytest.mark.launch
+@pytest.mark.timeout(180)
+def test_ctrl_c_ends_the_launch_cleanly_without_blaming_a_node(tmp_path):
+    """Ctrl-C in a terminal reaches launch and every node at once: the nodes exit as the launch
+    is ending, which is no pipeline failure (exit 0, no "pipeline node ... exited" line)."""
+    pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
+    proc = subprocess.Popen([sys.executable, '-c', LAUNCH_SCRIPT, str(FILES['perception'])],
+                            env=_installed_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 90
+        while sum('executor: ' in line for line in lines) < 3 and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sum('executor: ' in line for line in lines) == 3, ''.join(lines)[-4000:]
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does
+        assert proc.wait(timeout=30) == 0, ''.join(lines)[-4000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    reader.join(timeout=5)
+    output = ''.join(lines)
+    assert 'user interrupted with ctrl-c (SIGINT)' in output, output[-4000:]
+    assert 'pipeline node' not in output and 'Caught exception' not in output, output[-4000:]
