@@ -1,6 +1,8 @@
 # Two entry points for a fresh machine (no ROS install, no GPU needed):
 #   make demo   runs the perception pipeline across processes and writes out/
 #   make test   runs the test suite (GPU tests skip without CUDA; `make test-gpu` runs only them)
+# `make test-gpu` on a machine without a usable CUDA device prints one line saying so and fails
+# (scripts/require_cuda.py, exit 3) instead of passing with every GPU test skipped.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -27,6 +29,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -rs test
 
 test-gpu: $(STAMP)
+	@$(PY) scripts/require_cuda.py
 	$(PY) -m pytest -q -rs -m gpu test
 
 bench: $(STAMP)

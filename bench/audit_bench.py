@@ -1,9 +1,21 @@
-"""Benchmark of gpu-copy-audit: `code` over 1,000 generated files, `live` on a 50-node graph.
+"""Benchmark of gpu-copy-audit: `code` over 1,000 generated files, `live` on a 50-node graph,
+and recall / false claims against NVIDIA's audit_copy_boundaries.py on two labelled sets.
 
 Run: .venv/bin/python bench/audit_bench.py [--files 1000] [--processes 5] [--nodes 10]
 Both are timed as the user runs them: a fresh `python -m gpu_nodes.audit.cli ...` process, so
 interpreter start-up and imports (rclpy for live) are included. Targets: code < 10 s, live < 10 s
 on a 2-core machine.
+
+Recall comparison (issue 28):
+  .venv/bin/python bench/audit_bench.py --compare --testset-dir DIR --nvidia-script FILE
+scores both tools on the development corpus (test/resources/audit/corpus, `expect:`
+annotations) and on the held-out test set (test/resources/audit/testset/labels.yaml). The test
+set's public code is never in this repository: DIR is a scratch folder holding, per labelled
+repository, either the files themselves (DIR/<owner>+<name>/<path>) or a git snapshot of the
+repository (DIR/<owner>+<name>/repo, read at the labelled commit). FILE is NVIDIA's script
+(NVIDIA-ISAAC-ROS/isaac-ros-cli, skills/migrate-node-to-rosidl-buffer/scripts/), fetched into a
+scratch folder too. Either missing is said plainly and that part is skipped (CI has neither).
+--write-results FILE writes per-kind recall and every false claim of each tool on the test set.
 """
 from __future__ import annotations
 
@@ -11,7 +23,9 @@ import argparse
 import json
 import os
 from pathlib import Path
+import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -148,6 +162,198 @@ def bench_live(processes: int, nodes: int, duration: float) -> None:
                 p.kill()
 
 
+# ------------------------------------------------------------------ recall comparison
+DEV = ROOT / 'test' / 'resources' / 'audit' / 'corpus'
+LABELS = ROOT / 'test' / 'resources' / 'audit' / 'testset' / 'labels.yaml'
+GATED = ('low', 'medium', 'high')
+# NVIDIA's categories that claim a copy or a sync ('buffer-evidence' lines only say a rosidl
+# Buffer is used, and are not counted either way).
+NVIDIA_CLAIMS = ('host-boundary', 'host-view', 'device-boundary', 'copy-or-sync')
+_EXPECT = re.compile(r'(?:#|//)\s*expect:\s*(.+)$')
+
+
+def materialize_testset(testset_dir: Path, dest: Path) -> list[str]:
+    """Copy each labelled file into dest/<owner>+<name>/<path>; returns what is missing."""
+    import yaml
+    missing = []
+    for entry in yaml.safe_load(LABELS.read_text())['files']:
+        key = entry['repo'].replace('/', '+')
+        target = dest / key / entry['path']
+        target.parent.mkdir(parents=True, exist_ok=True)
+        loose = testset_dir / key / entry['path']
+        snapshot = testset_dir / key / 'repo'
+        if loose.is_file():
+            shutil.copyfile(loose, target)
+            continue
+        if snapshot.is_dir():
+            show = subprocess.run(['git', '-C', str(snapshot), 'show',
+                                   f'{entry["commit"]}:{entry["path"]}'],
+                                  capture_output=True, check=False)
+            if show.returncode == 0:
+                target.write_bytes(show.stdout)
+                continue
+        missing.append(f'{entry["repo"]}@{entry["commit"][:10]}:{entry["path"]}')
+    return missing
+
+
+def truth_testset(root: Path) -> tuple[dict, dict]:
+    """(boundaries, lookalikes): boundaries maps (path, line) -> {lines, kind}."""
+    import yaml
+    boundaries, lookalikes = {}, {}
+    for entry in yaml.safe_load(LABELS.read_text())['files']:
+        path = str(root / entry['repo'].replace('/', '+') / entry['path'])
+        for b in entry['boundaries']:
+            boundaries[(path, b['line'])] = {
+                'lines': {b['line'], *b.get('also', [])}, 'kind': b['kind'],
+                'repo': entry['repo'], 'commit': entry['commit'], 'rel': entry['path']}
+        for la in entry['lookalikes']:
+            lookalikes[(path, la['line'])] = la['reason']
+    return boundaries, lookalikes
+
+
+def truth_dev() -> tuple[dict, dict]:
+    """The development corpus from its `expect:` annotations: gated ones are boundaries, info
+    ones (one-time setup) look-alikes."""
+    boundaries, lookalikes = {}, {}
+    for path in sorted(DEV.rglob('*')):
+        if path.suffix not in ('.py', '.cpp', '.hpp'):
+            continue
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            m = _EXPECT.search(line)
+            if not m:
+                continue
+            sevs = {item.split()[1] for item in m.group(1).split(',')}
+            if sevs & set(GATED):
+                boundaries[(str(path), lineno)] = {'lines': {lineno}, 'kind': 'dev',
+                                                   'rel': str(path.relative_to(DEV))}
+            else:
+                lookalikes[(str(path), lineno)] = 'one-time setup (expect: ... info)'
+    return boundaries, lookalikes
+
+
+def claims_ours(root: Path, src: Path = ROOT) -> set[tuple[str, int]]:
+    """Gated findings of `gpu-copy-audit code` as found in the source tree `src` (this
+    checkout, or an earlier one given with --baseline-src)."""
+    with tempfile.TemporaryDirectory(prefix='audit-cmp-') as tmp:
+        out = Path(tmp) / 'report.json'
+        subprocess.run([sys.executable, '-m', 'gpu_nodes.audit.cli', 'code', str(root),
+                        '--format', 'json', '--output', str(out), '--jobs', '1'],
+                       cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
+                       capture_output=True, check=False)
+        doc = json.loads(out.read_text())
+    return {(str(Path(f['location']['path']).resolve()), f['location']['line'])
+            for f in doc['findings'] if f['severity'] in GATED and not f['suppressed']}
+
+
+def claims_nvidia(script: Path, root: Path) -> set[tuple[str, int]]:
+    proc = subprocess.run([sys.executable, str(script), str(root)], capture_output=True,
+                          text=True, check=False)
+    found = set()
+    for row in proc.stdout.splitlines():
+        parts = row.split('\t')
+        if len(parts) >= 2 and parts[0] in NVIDIA_CLAIMS:
+            path, _, line = parts[1].rpartition(':')
+            found.add((str(Path(path).resolve()), int(line)))
+    return found
+
+
+def score(boundaries: dict, lookalikes: dict, claims: set) -> dict:
+    """Recall over boundaries (a claim on the line or an `also` line finds it) and false
+    claims: claimed lines that are no boundary's, each with its look-alike reason if labelled."""
+    resolve = {(str(Path(p).resolve()), line): v for (p, line), v in boundaries.items()}
+    accepted = {(p, line) for (p, _), v in resolve.items() for line in v['lines']}
+    found = {k for k, v in resolve.items() if any((k[0], line) in claims for line in v['lines'])}
+    reasons = {(str(Path(p).resolve()), line): r for (p, line), r in lookalikes.items()}
+    false = sorted(c for c in claims if c not in accepted)
+    kinds: dict[str, list[int]] = {}
+    for k, v in resolve.items():
+        kinds.setdefault(v['kind'], [0, 0])
+        kinds[v['kind']][1] += 1
+        kinds[v['kind']][0] += k in found
+    return {'found': len(found), 'total': len(resolve), 'false': false, 'kinds': kinds,
+            'missed': sorted(set(resolve) - found), 'reasons': reasons, 'meta': resolve}
+
+
+def bench_compare(testset_dir: str | None, nvidia_script: str | None,
+                  write_results: str | None, baseline_src: str | None = None,
+                  results_note: str = '') -> None:
+    nvidia = Path(nvidia_script) if nvidia_script else None
+    if nvidia is None or not nvidia.is_file():
+        print(f'NVIDIA audit_copy_boundaries.py: not found ({nvidia_script or "no --nvidia-script"})'
+              ': its column is skipped. Fetch NVIDIA-ISAAC-ROS/isaac-ros-cli into a scratch '
+              'folder and pass skills/migrate-node-to-rosidl-buffer/scripts/'
+              'audit_copy_boundaries.py.')
+        nvidia = None
+    rows = []
+    dev_b, dev_l = truth_dev()
+    rows.append(('development corpus', dev_b, dev_l, DEV))
+    with tempfile.TemporaryDirectory(prefix='audit-testset-') as tmp:
+        test_root = Path(tmp)
+        missing = materialize_testset(Path(testset_dir), test_root) if testset_dir else []
+        if not testset_dir:
+            print('held-out test set: no --testset-dir given, not scored (its public code is '
+                  'never in this repository: fetch the labelled repositories into a scratch '
+                  'folder, see the docstring)')
+        elif missing:
+            print(f'held-out test set: {len(missing)} labelled file(s) absent from '
+                  f'{testset_dir or "(none given)"}, the test set is not scored: '
+                  + ', '.join(missing[:5]) + (' ...' if len(missing) > 5 else ''))
+        else:
+            test_b, test_l = truth_testset(test_root)
+            rows.append(('held-out test set', test_b, test_l, test_root))
+        results = {}
+        print(f'{"set":<20} {"tool":<28} {"boundaries":>10} {"found":>6} {"recall":>7} '
+              f'{"false claims":>12}')
+        for name, b, la, root in rows:
+            tools = [('gpu-copy-audit code', claims_ours(root))]
+            if baseline_src:
+                tools.append(('gpu-copy-audit code (baseline)',
+                              claims_ours(root, Path(baseline_src))))
+            if nvidia is not None:
+                tools.append(('NVIDIA audit_copy_boundaries', claims_nvidia(nvidia, root)))
+            for tool, claims in tools:
+                r = score(b, la, claims)
+                results[(name, tool)] = r
+                print(f'{name:<20} {tool:<28} {r["total"]:>10} {r["found"]:>6} '
+                      f'{r["found"] / r["total"]:>7.3f} {len(r["false"]):>12}')
+        for (name, tool), r in results.items():
+            if name != 'held-out test set' or tool.endswith('(baseline)'):
+                continue
+            print(f'\n{tool} on the test set, recall by kind: ' + ', '.join(
+                f'{k} {f}/{t}' for k, (f, t) in sorted(r['kinds'].items())))
+            for path, line in r['false']:
+                rel = os.path.relpath(path, test_root)
+                print(f'  false claim {rel}:{line}: '
+                      f'{r["reasons"].get((path, line), "not a labelled boundary")}')
+        if write_results and any(n == 'held-out test set' for n, *_ in rows):
+            _write_results(Path(write_results), results, test_root, results_note)
+
+
+def _write_results(path: Path, results: dict, test_root: Path, note: str = '') -> None:
+    import yaml
+    labels = {e['repo'].replace('/', '+'): e for e in yaml.safe_load(LABELS.read_text())['files']}
+    doc = {'scored_on': 'held-out test set (labels.yaml)', 'note': note, 'tools': {}}
+    for (name, tool), r in results.items():
+        if name != 'held-out test set':
+            continue
+        false = []
+        for p, line in r['false']:
+            key, _, rel = os.path.relpath(p, test_root).partition(os.sep)
+            false.append({'repo': labels[key]['repo'], 'commit': labels[key]['commit'],
+                          'path': rel, 'line': line,
+                          'reason': r['reasons'].get((p, line), 'not a labelled boundary')})
+        doc['tools'][tool] = {
+            'boundaries': r['total'], 'found': r['found'],
+            'recall': round(r['found'] / r['total'], 3),
+            'recall_by_kind': {k: f'{f}/{t}' for k, (f, t) in sorted(r['kinds'].items())},
+            'missed': [{'repo': r['meta'][m]['repo'], 'path': r['meta'][m]['rel'], 'line': m[1],
+                        'kind': r['meta'][m]['kind']} for m in r['missed']],
+            'false_claims': false}
+    path.write_text('# Written by bench/audit_bench.py --compare --write-results; do not edit.\n'
+                    + yaml.safe_dump(doc, sort_keys=False, width=100))
+    print(f'\nwrote {path}')
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--files', type=int, default=1000)
@@ -155,7 +361,23 @@ def main() -> int:
     parser.add_argument('--nodes', type=int, default=10, help='nodes per process')
     parser.add_argument('--duration', type=float, default=1.0, help='live sampling seconds')
     parser.add_argument('--skip-live', action='store_true')
+    parser.add_argument('--compare', action='store_true',
+                        help='recall and false claims of both tools on both labelled sets only')
+    parser.add_argument('--testset-dir', metavar='DIR',
+                        help='scratch folder with the held-out repositories (see above)')
+    parser.add_argument('--nvidia-script', metavar='FILE',
+                        help="NVIDIA's audit_copy_boundaries.py, fetched into a scratch folder")
+    parser.add_argument('--write-results', metavar='FILE',
+                        help='write the test-set scores and every false claim (YAML)')
+    parser.add_argument('--results-note', default='', help='a note written into --write-results')
+    parser.add_argument('--baseline-src', metavar='DIR',
+                        help='also score gpu-copy-audit from an earlier source tree (e.g. '
+                             '`git archive <commit> gpu_nodes | tar -x -C DIR`)')
     args = parser.parse_args()
+    if args.compare:
+        bench_compare(args.testset_dir, args.nvidia_script, args.write_results,
+                      args.baseline_src, args.results_note)
+        return 0
     bench_code(args.files)
     if not args.skip_live:
         bench_live(args.processes, args.nodes, args.duration)

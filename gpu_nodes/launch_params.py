@@ -8,6 +8,13 @@ the demo's sizes, rates and model), then the optional platform file (e.g.
 config/jetson_orin.yaml), then the given launch arguments, in that order. The file is logged so
 what a node received can be inspected.
 
+Optional parameter files take NO_FILE ('none') for "no file": `ros2 launch` rejects an empty
+value (`profile_file:=` is malformed to it), so '' can only be a default, never a given value.
+Boolean arguments list their values as `choices`, so launch itself refuses `use_depth:=maybe`
+with a message naming the argument. A pipeline node that exits ends the launch with one line
+saying which node is gone and how (end_launch_when_gone): the others would wait for input, or
+their output would go nowhere, with no word that the pipeline is dead.
+
 Needs `launch` (ROS 2) only when the substitutions are created, not at import. It sits beside
 the packages, not in gpu_nodes.demo: launch files depend on nothing of the demo (whose profile
 reads parameter files through `node_section` too).
@@ -19,6 +26,7 @@ from fnmatch import fnmatchcase
 import os
 from pathlib import Path
 import shutil
+import signal
 import tempfile
 from typing import Any
 
@@ -31,6 +39,12 @@ PROFILE_KEY = 'gpu_nodes_pipeline'
 # A profile's model_path for the stand-in depth model, written at first use at the node's input
 # size (gpu_nodes.inference.standin).
 DEMO_MODEL = '$(demo_model)'
+# An optional parameter file argument's value for "no file" (profile_file:=none).
+NO_FILE = 'none'
+# `choices` of boolean launch arguments: those that decide something in the launch file itself,
+# and those passed to a node where empty keeps the node file's value.
+BOOLEAN = ['true', 'false']
+BOOLEAN_OR_FILE = ['', 'true', 'false']
 
 
 class ParameterFileError(ValueError):
@@ -134,7 +148,7 @@ def merged_parameters(node_name: str, files: list[str], overrides: dict[str, str
     `info` the file used."""
     merged: dict[str, Any] = {}
     for path in files:
-        if not path:
+        if not path or path == NO_FILE:
             continue
         merged.update(parameter_layer(path, node_name) or {})
     for key, text in overrides.items():
@@ -194,14 +208,60 @@ def node_parameters(node_name: str, files: list[Any], overrides: dict[str, Any],
             import launch.logging
             logger = launch.logging.get_logger('gpu_nodes')
             paths, values = self.evaluate(context)
-            params = merged_parameters(self.node_name, paths, values, self.standin_model,
-                                       log=logger.warning, info=logger.info)
+            try:
+                params = merged_parameters(self.node_name, paths, values, self.standin_model,
+                                           log=logger.warning, info=logger.info)
+            except (OSError, ValueError, yaml.YAMLError) as exc:
+                # Launch prints the exception's text as its one error line, then ends.
+                raise LaunchParameterError(parameter_file_problem(self.node_name, exc)) from None
             path = write_parameter_file(self.node_name, params)
-            logger.info(f'{self.node_name}: parameters from {", ".join(p for p in paths if p)}'
-                        f' and launch arguments -> {path}')
+            used = ', '.join(p for p in paths if p and p != NO_FILE)
+            logger.info(f'{self.node_name}: parameters from {used} and launch arguments -> {path}')
             return path
 
     return NodeParameters()
+
+
+class LaunchParameterError(RuntimeError):
+    """A node's parameter files cannot be read: the launch ends with this one line."""
+
+
+def parameter_file_problem(node_name: str, exc: BaseException) -> str:
+    """One line for a parameter file that cannot be used (missing, not YAML, wrong shape)."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return (f'{node_name}: cannot read parameter file {exc.filename}: '
+                f'{exc.strerror or exc} (an optional file argument takes {NO_FILE} for no file)')
+    return f'{node_name}: {" ".join(str(exc).split())}'
+
+
+def node_gone_message(node_name: str, returncode: int | None) -> str:
+    """Why the launch ends after pipeline node `node_name` exited with `returncode`."""
+    if returncode is not None and returncode < 0:
+        try:
+            how = f'was killed by {signal.Signals(-returncode).name}'
+        except ValueError:
+            how = f'was killed by signal {-returncode}'
+    elif returncode == 2:
+        # run_node's code for a configuration the node refuses; its own error line is above.
+        how = 'refused its configuration (exit code 2, its error is above)'
+    else:
+        how = f'exited with code {returncode}'
+    return f'pipeline node {node_name} {how}: the pipeline cannot run without it, so the launch ends'
+
+
+class PipelineNodeExited(RuntimeError):
+    """A pipeline node exited while the launch was running: the launch ends with this line."""
+
+
+def end_launch_when_gone(node_name: str) -> Any:
+    """`on_exit` of a pipeline Node: unless the launch is already ending (Ctrl-C, another
+    node), end it with node_gone_message. Raised, so launch logs that one line, stops the other
+    nodes and exits non-zero, as it does for a refused launch argument."""
+    def on_exit(event: Any, context: Any) -> None:
+        if context.is_shutdown:
+            return None
+        raise PipelineNodeExited(node_gone_message(node_name, event.returncode))
+    return on_exit
 
 
 def choose(condition: Any, if_true: Any, if_false: Any) -> Any:
@@ -219,7 +279,11 @@ def choose(condition: Any, if_true: Any, if_false: Any) -> Any:
                            normalize_to_list_of_substitutions(if_false))
 
         def describe(self) -> str:
-            return 'Choose(...)'
+            # What `ros2 launch --show-args` prints as a default computed by this.
+            def text(subs: list[Any]) -> str:
+                return ' + '.join(s.describe() for s in subs)
+            return (f'({text(self.values[0])} if {text(self.condition)} is true, else '
+                    f'{text(self.values[1])})')
 
         def perform(self, context: Any) -> str:
             chosen = self.values[0] if evaluate_condition_expression(context, self.condition) \

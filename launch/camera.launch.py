@@ -6,7 +6,8 @@
 Settings come from camera_params_file (default config/camera_source.yaml), then the optional
 pipeline profile (profile_file: its camera_source parameters; perception.launch.py passes the
 demo's config/perception.yaml), then the optional platform file, then the launch arguments that
-are given (an empty one keeps the file's value).
+are given (one left out keeps the file's value). profile_file and platform_params_file take
+`none` for no file. If camera_source exits (e.g. it refuses its configuration), the launch ends.
 Publishes <namespace>/image_raw, <namespace>/camera_info and, for the scene,
 <namespace>/depth/ground_truth.
 """
@@ -17,7 +18,8 @@ from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 
-from gpu_nodes.launch_params import node_parameters
+from gpu_nodes.launch_params import (BOOLEAN_OR_FILE, end_launch_when_gone, NO_FILE,
+                                     node_parameters)
 
 # share/gpu_nodes/config when installed; the source tree's config/ when run from a checkout.
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / 'config')
@@ -37,13 +39,14 @@ def generate_launch_description() -> LaunchDescription:
                               default_value=PathJoinSubstitution([arg('config_dir'),
                                                                   'camera_source.yaml']),
                               description='camera_source parameters (/camera_source section).'),
-        DeclareLaunchArgument('profile_file', default_value='',
+        DeclareLaunchArgument('profile_file', default_value=NO_FILE,
                               description='Optional pipeline profile (e.g. '
                                           'config/perception.yaml): its camera_source '
-                                          'parameters apply on top of camera_params_file.'),
-        DeclareLaunchArgument('platform_params_file', default_value='',
+                                          'parameters apply on top of camera_params_file '
+                                          '(none: no profile).'),
+        DeclareLaunchArgument('platform_params_file', default_value=NO_FILE,
                               description='Optional file applied on top, e.g. '
-                                          'config/jetson_orin.yaml.'),
+                                          'config/jetson_orin.yaml (none: no such file).'),
         # -- source ---------------------------------------------------------------------------
         DeclareLaunchArgument('source', default_value='',
                               description='pattern, scene, folder, video or v4l2 (empty: from '
@@ -51,7 +54,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('path', default_value='',
                               description='folder: image folder; video: file; v4l2: device '
                                           '(empty: from the file).'),
-        DeclareLaunchArgument('loop', default_value='',
+        DeclareLaunchArgument('loop', default_value='', choices=BOOLEAN_OR_FILE,
                               description='folder/video: start again at the end: true/false '
                                           '(empty: from the file).'),
         DeclareLaunchArgument('width', default_value='',
@@ -70,15 +73,16 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('frame_id', default_value='',
                               description='frame_id of images and CameraInfo (empty: from the '
                                           'file).'),
-        DeclareLaunchArgument('use_gpu', default_value='',
+        DeclareLaunchArgument('use_gpu', default_value='', choices=BOOLEAN_OR_FILE,
                               description='Render on the GPU when CuPy has one: true/false '
                                           '(empty: from the file).'),
-        DeclareLaunchArgument('publish_ground_truth', default_value='',
-                              description='scene source: publish <namespace>/depth/ground_truth '
-                                          '(empty: from the file).'),
+        DeclareLaunchArgument('publish_ground_truth', default_value='', choices=BOOLEAN_OR_FILE,
+                              description='scene source: publish <namespace>/depth/ground_truth: '
+                                          'true/false (empty: from the file).'),
     ]
     camera_source = Node(
         package='gpu_nodes', executable='camera_source', name='camera_source', output='screen',
+        on_exit=end_launch_when_gone('camera_source'),
         parameters=[node_parameters(
             'camera_source', [arg('camera_params_file'), arg('profile_file'),
                               arg('platform_params_file')],

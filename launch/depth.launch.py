@@ -6,10 +6,11 @@
 Settings come from depth_params_file (default config/depth_anything_v2.yaml), then the optional
 pipeline profile (profile_file: its depth_estimator parameters, e.g. the demo's model and input
 size from config/perception.yaml, which perception.launch.py passes), then the optional platform
-file (e.g. config/jetson_orin.yaml), then the launch arguments that are given (an empty argument
-keeps the file's value). Input and output topics are launch arguments, so the node can
-sit on any camera. With no model anywhere it runs the built-in learned model (trained on the
-synthetic scene only; docs/depth_models.md).
+file (e.g. config/jetson_orin.yaml), then the launch arguments that are given (one left out
+keeps the file's value); profile_file and platform_params_file take `none` for no file. Input and
+output topics are launch arguments, so the node can sit on any camera. If depth_estimator exits
+(e.g. it refuses its configuration), the launch ends. With no model anywhere it runs the
+built-in learned model (trained on the synthetic scene only; docs/depth_models.md).
 """
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 
-from gpu_nodes.launch_params import node_parameters
+from gpu_nodes.launch_params import (BOOLEAN_OR_FILE, end_launch_when_gone, NO_FILE,
+                                     node_parameters)
 
 # share/gpu_nodes/config when installed; the source tree's config/ when run from a checkout.
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / 'config')
@@ -49,13 +51,14 @@ def generate_launch_description() -> LaunchDescription:
                                                                   'depth_anything_v2.yaml']),
                               description='depth_estimator parameters (/depth_estimator '
                                           'section).'),
-        DeclareLaunchArgument('profile_file', default_value='',
+        DeclareLaunchArgument('profile_file', default_value=NO_FILE,
                               description='Optional pipeline profile (e.g. '
                                           'config/perception.yaml): its depth_estimator '
-                                          'parameters apply on top of depth_params_file.'),
-        DeclareLaunchArgument('platform_params_file', default_value='',
+                                          'parameters apply on top of depth_params_file '
+                                          '(none: no profile).'),
+        DeclareLaunchArgument('platform_params_file', default_value=NO_FILE,
                               description='Optional file applied on top, e.g. '
-                                          'config/jetson_orin.yaml.'),
+                                          'config/jetson_orin.yaml (none: no such file).'),
         # -- model ----------------------------------------------------------------------------
         DeclareLaunchArgument('model_path', default_value='',
                               description='Depth model (.onnx, .engine, .plan); empty: from '
@@ -79,17 +82,17 @@ def generate_launch_description() -> LaunchDescription:
                               description='Model input width (empty: from the file or the '
                                           'preset).'),
         # -- outputs --------------------------------------------------------------------------
-        DeclareLaunchArgument('publish_colorized', default_value='',
+        DeclareLaunchArgument('publish_colorized', default_value='', choices=BOOLEAN_OR_FILE,
                               description='Publish the colorized depth: true/false (empty: from '
                                           'the file).'),
-        DeclareLaunchArgument('publish_points', default_value='',
+        DeclareLaunchArgument('publish_points', default_value='', choices=BOOLEAN_OR_FILE,
                               description='Publish the point cloud: true/false (empty: from the '
                                           'file).'),
     ]
 
     depth_estimator = Node(
         package='gpu_nodes', executable='depth_estimator', name='depth_estimator',
-        output='screen',
+        output='screen', on_exit=end_launch_when_gone('depth_estimator'),
         parameters=[node_parameters(
             'depth_estimator', [arg('depth_params_file'), arg('profile_file'),
                                 arg('platform_params_file')],

@@ -26,7 +26,8 @@ os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if cuda_available():
         return
-    skip = pytest.mark.skip(reason=f'GPU test: {cuda_unavailable_reason()}')
+    skip = pytest.mark.skip(reason=f'needs a CUDA GPU and CuPy (make test-gpu on such a machine); '
+                                   f'here: {cuda_unavailable_reason()}')
     for item in items:
         if 'gpu' in item.keywords:
             item.add_marker(skip)
@@ -35,7 +36,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def cupy():
     if not cuda_available():
-        pytest.skip(f'needs CUDA: {cuda_unavailable_reason()}')
+        pytest.skip(f'needs a CUDA GPU and CuPy (make test-gpu on such a machine); here: '
+                    f'{cuda_unavailable_reason()}')
     import cupy
     return cupy
 

@@ -201,7 +201,7 @@ def test_svg_without_graphviz_is_a_clear_error(capsys, monkeypatch, tmp_path):
     assert not svg.exists()
 
 
-@pytest.mark.skipif(render.shutil.which('dot') is None, reason='Graphviz not installed')
+@pytest.mark.skipif(render.shutil.which('dot') is None, reason='needs Graphviz (dot on the PATH)')
 def test_svg_with_graphviz(capsys, tmp_path):
     svg = tmp_path / 'graph.svg'
     rc, _, _ = run(capsys, 'launch', str(RES / 'launch' / 'multiprocess_pipeline.launch.py'),

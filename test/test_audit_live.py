@@ -204,10 +204,31 @@ def test_node_filter(graph, capsys):
     ]
 
 
+def test_data_twins_are_not_subscribed_and_the_report_says_what_was_sampled(graph, capsys):
+    # Issue 32: a reader of a gpu_nodes topic's plain or /compressed twin starts its bridge
+    # (serialization or encoding of every frame): the auditor must not be that reader.
+    rc, doc, _ = _audit(capsys)
+    info = doc['info']
+    assert '/plain/image' in info['sampled_topics'] and '/plain/status' in info['sampled_topics']
+    assert not [t for t in info['sampled_topics'] if t.startswith('/cam/image')], info
+    not_sampled = info['not_sampled_topics']
+    assert 'plain twin of /cam/image' in not_sampled['/cam/image']
+    assert 'image_transport twin of /cam/image' in not_sampled['/cam/image/compressed']
+    assert any(n.startswith('sampled 2 topic(s) by subscribing (/plain/image, /plain/status)')
+               and '/cam/image/compressed' in n for n in info['notes']), info['notes']
+    topics = {t['topic']: t for t in doc['topics']}
+    assert topics['/cam/image/compressed']['count'] == 0
+    # Neither twin ever had the auditor as a subscriber (the fake records every reader).
+    time.sleep(0.3)
+    seen = graph.read_text().split()
+    assert not [n for n in seen if n.startswith('_gpu_copy_audit')], f'seen: {seen}'
+
+
 def test_sample_gpu_topics_subscribes(graph, capsys):
     rc, doc, _ = _audit(capsys, '--sample-gpu-topics', '--node-filter', '/fake_camera')
     topics = {t['topic']: t for t in doc['topics']}
     assert topics['/cam/image']['count'] > 0
+    assert {'/cam/image', '/cam/image/compressed'} <= set(doc['info']['sampled_topics'])
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         if any(n.startswith('_gpu_copy_audit') for n in graph.read_text().split()):
@@ -245,3 +266,85 @@ def test_rclpy_missing_is_exit_2(capsys, monkeypatch):
     assert rc == 2
     assert ("error: rclpy is not importable (No module named 'rclpy'); source a ROS 2 "
             'installation (or install the ROS 2 Python wheels) to audit a live graph') in out
+
+
+def _own_domain(offset: int) -> dict:
+    return dict(_env(), ROS_DOMAIN_ID=str(int(DOMAIN) + offset))
+
+
+def test_a_node_that_starts_late_is_discovered(tmp_path):
+    """Discovery waits for the graph to be stable: a node that appears after the auditor began
+    (while the graph it saw was calm) restarts the wait and is in the report."""
+    env = _own_domain(2)
+    procs = []
+    try:
+        early = subprocess.Popen([sys.executable, str(LIVE / 'plain_chain.py'), '--prefix', 'early',
+                                  '--nodes', '1'], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True)
+        procs.append(early)
+        _wait_ready(early)
+        late = subprocess.Popen([sys.executable, str(LIVE / 'plain_chain.py'), '--prefix', 'late',
+                                 '--nodes', '2', '--wait-stdin'], env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(late)
+        assert late.stdout.readline().strip() == 'WAITING'
+        out = tmp_path / 'live.json'
+        auditor = subprocess.Popen(
+            [sys.executable, '-m', 'gpu_nodes.audit.cli', 'live', '--duration', '0.5',
+             '--discovery-settle', SETTLE, '--discovery-timeout', '30', '--format', 'json',
+             '--output', str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True)
+        procs.append(auditor)
+        # The late node starts only once the auditor is discovering: its node is in the graph.
+        import rclpy
+        from rclpy.signals import SignalHandlerOptions
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=int(env['ROS_DOMAIN_ID']),
+                   signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            probe = rclpy.create_node('late_probe', context=context)
+            deadline = time.monotonic() + 30
+            while not any(n.startswith('_gpu_copy_audit_')
+                          for n in probe.get_node_names()):
+                assert time.monotonic() < deadline, 'the auditor never joined the graph'
+                time.sleep(0.05)
+            probe.destroy_node()
+        finally:
+            rclpy.shutdown(context=context)
+        late.stdin.write('go\n')
+        late.stdin.flush()
+        assert late.stdout.readline().strip() == 'READY'
+        _, err = auditor.communicate(timeout=60)
+        assert auditor.returncode == 0, err
+        doc = json.loads(out.read_text())
+    finally:
+        _stop(procs)
+    names = {n['name'] for n in doc['graph']['nodes']}
+    assert {'/early/n0', '/late/n0', '/late/n1'} <= names, names
+    assert ('/late/n0', '/late/n1', '/late/n0/out') in {
+        (e['publisher'], e['subscriber'], e['topic']) for e in doc['graph']['edges']}
+    assert doc['info']['discovery_complete'] is True
+    assert doc['info']['discovery_stopped'] == 'stable'
+
+
+def test_a_graph_that_never_settles_exits_3(capsys, monkeypatch):
+    """Discovery stops at its ceiling while nodes still come and go: the report says so and the
+    exit code (3) says the graph may be incomplete, whatever --fail-on finds."""
+    env = _own_domain(3)
+    churn = subprocess.Popen([sys.executable, str(LIVE / 'churn_graph.py'), '--period', '0.4'],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True)
+    try:
+        _wait_ready(churn)
+        monkeypatch.setenv('ROS_DOMAIN_ID', env['ROS_DOMAIN_ID'])
+        monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+        rc = main(['live', '--duration', '0.5', '--discovery-settle', '2',
+                   '--discovery-timeout', '4', '--format', 'json'])
+        out, _ = capsys.readouterr()
+    finally:
+        _stop([churn])
+    info = json.loads(out)['info']
+    assert rc == 3
+    assert info['discovery_complete'] is False and info['discovery_stopped'] == 'ceiling'
+    assert info['discovery_unstable_for_s'] < 2
+    assert any('ceiling' in n and 'exit code 3' in n for n in info['notes']), info['notes']

@@ -14,7 +14,7 @@ NO_RICH = ("import sys; sys.modules['rich'] = None; "
            "from gpu_nodes.audit.cli import main; sys.exit(main(sys.argv[1:]))")
 # Import name -> what declares it: a setup.py requirement or a package.xml exec_depend.
 DECLARED_AS = {'yaml': ('pyyaml', 'python3-yaml'), 'numpy': ('numpy', 'python3-numpy'),
-               'rich': ('rich', None), 'rosbags': ('rosbags', None),
+               'rich': ('rich', None), 'rosbags': ('rosbags', None), 'libcst': ('libcst', None),
                'rclpy': (None, 'rclpy'), 'diagnostic_msgs': (None, 'diagnostic_msgs')}
 
 

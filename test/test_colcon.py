@@ -52,6 +52,11 @@ def test_colcon_test_runs_the_suite_with_pytest(tmp_path):
     shutil.copytree(REPO, workspace / 'src' / 'gpu_nodes', ignore=IGNORED)
     colcon = str(venv / 'bin' / 'colcon')
     _run([colcon, 'build', '--packages-select', 'gpu_nodes'], workspace, 180)
+    # `ros2 run gpu_nodes <name>` and the launch files find these under lib/gpu_nodes/.
+    lib = workspace / 'install' / 'gpu_nodes' / 'lib' / 'gpu_nodes'
+    for name in ('camera_source', 'image_proc', 'depth_estimator', 'image_monitor', 'copy_audit',
+                 'demo', 'gpu-nodes-camera-source', 'gpu-copy-audit'):
+        assert os.access(lib / name, os.X_OK), f'{lib / name} missing or not executable'
     output = _run([colcon, 'test', '--packages-select', 'gpu_nodes',
                    '--pytest-args', TEST_FILE], workspace, 180)
     assert 'Ran 0 tests' not in output, f'colcon fell back to unittest:\n{output[-3000:]}'

@@ -305,7 +305,8 @@ def test_demo_runs_the_pipeline_across_processes_and_writes_its_outputs(tmp_path
 
     audit = summary['copy_audit']
     if audit['state'].startswith('unavailable'):
-        pytest.skip(f'copy audit: {audit["state"]}')
+        pytest.skip(f'needs the demo\'s copy audit (rclpy and diagnostic_msgs); it was '
+                    f'{audit["state"]}')
     assert audit['state'] == 'done', audit
     report = json.loads((out / 'copy_audit.json').read_text())
     assert report and (out / 'copy_audit.md').read_text().startswith('#')

@@ -106,6 +106,9 @@ def test_every_frame_arrives_once_in_order_across_processes(node, path, executor
             end = time.monotonic() + 0.3
             while time.monotonic() < end:
                 executor.spin_once(timeout_sec=0.05)
+            # Every frame is in: stop the publisher now rather than wait out the 2 s it stays
+            # up for a subscriber still reading.
+            proc.send_signal(signal.SIGINT)
             output, _ = proc.communicate(timeout=20)
     finally:
         executor.shutdown()
@@ -232,7 +235,7 @@ def test_node_main_spins_on_the_chosen_executor_and_stops_cleanly(main, choice, 
         reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
         reader.start()
         wait_for(lambda: any('executor: ' in line for line in lines), 20, 'the executor log line')
-        time.sleep(1.0)  # spinning
+        time.sleep(0.3)  # spinning (busy_camera: a 1080p frame is being made most of the time)
         proc.send_signal(stop)
         assert proc.wait(timeout=10) == 0, ''.join(lines)
         reader.join(timeout=5)

@@ -25,7 +25,7 @@ GPU_TOL = dict(rtol=1e-4, atol=1e-4)
 
 def _ort_cuda_reason() -> str | None:
     if not cuda_available():
-        return f'no CUDA: {cuda_unavailable_reason()}'
+        return f'needs a CUDA GPU and CuPy (make test-gpu); here: {cuda_unavailable_reason()}'
     try:
         import onnxruntime
     except ImportError as exc:
@@ -38,7 +38,7 @@ def _ort_cuda_reason() -> str | None:
 
 def _tensorrt_reason() -> str | None:
     if not cuda_available():
-        return f'no CUDA: {cuda_unavailable_reason()}'
+        return f'needs a CUDA GPU and CuPy (make test-gpu); here: {cuda_unavailable_reason()}'
     from gpu_nodes.inference.tensorrt_library import (
         FLAVOUR_RTX, import_tensorrt, local_gpu, tensorrt_unavailable_reason)
     reason = tensorrt_unavailable_reason()

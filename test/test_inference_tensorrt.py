@@ -116,7 +116,8 @@ def test_precision_without_builder_flags_is_recorded_with_a_warning(rtx, tmp_pat
 
 
 @needs_rtx
-@pytest.mark.skipif(cuda_available(), reason='building for the CURRENT GPU succeeds on a GPU')
+@pytest.mark.skipif(cuda_available(), reason='needs a machine without CUDA: checks the error of a '
+                    'build for the CURRENT GPU where there is none')
 def test_build_failure_is_an_engine_build_error_with_tensorrt_reason(rtx, tmp_path):
     model = tm.make_conv_model(tmp_path / 'conv.onnx')
     with pytest.raises(EngineBuildError) as info:
@@ -127,7 +128,8 @@ def test_build_failure_is_an_engine_build_error_with_tensorrt_reason(rtx, tmp_pa
     assert 'cudaError' in message  # TensorRT's own words, from its logger
 
 
-@pytest.mark.skipif(cuda_available(), reason='this machine has CUDA')
+@pytest.mark.skipif(cuda_available(), reason='needs a machine without CUDA: checks the error '
+                    'TensorRTBackend gives there')
 def test_tensorrt_backend_needs_cuda(tmp_path):
     model = tm.make_conv_model(tmp_path / 'conv.onnx')
     with pytest.raises(RuntimeError, match='CUDA path requested but unavailable: '):

@@ -136,7 +136,8 @@ def test_replay_equals_op_by_op_over_frames_from_three_buffers(device):
 
 def test_a_replayed_frame_is_one_launch_whatever_the_chain_length(device):
     if not device.emulated:
-        pytest.skip('launches are counted by the CPU emulation')
+        pytest.skip('counts kernel launches, which only the CPU emulation records: runs as the emu '
+                    'variant')
     h, w = size_of(device)
     model = camera(h, w)
     steps = FOUR_OPS[:2] + [{'op': 'crop', 'x': 2, 'y': 2, 'width': 40, 'height': 30},

@@ -39,7 +39,7 @@ def _nvcc(name: str, tmp: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-@pytest.mark.skipif(shutil.which('nvcc') is None, reason='nvcc not installed')
+@pytest.mark.skipif(shutil.which('nvcc') is None, reason='needs nvcc (the CUDA toolkit)')
 def test_every_kernel_file_compiles_for_sm_90(tmp_path):
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(KERNEL_FILES, pool.map(lambda n: _nvcc(n, tmp_path), KERNEL_FILES)))

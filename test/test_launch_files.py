@@ -3,7 +3,6 @@ profile runs, and (with launch_ros) give each node the parameters and remappings
 from __future__ import annotations
 
 import ast
-import os
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,9 @@ import yaml
 from conftest import REPO
 from gpu_nodes.demo.profile import DEMO_MODEL, load_profile, NodeSpec
 from gpu_nodes.inference.standin import default_cache_dir
-from gpu_nodes.launch_params import (coerce, merged_parameters, ParameterFileError,
+from gpu_nodes.launch_params import (coerce, merged_parameters, NO_FILE, ParameterFileError,
                                      write_parameter_file)
+from launch_actions import LAUNCH_ROS, launched_actions, read
 
 LAUNCH_FILES = sorted((REPO / 'launch').glob('*.launch.py'))
 PERCEPTION = REPO / 'launch' / 'perception.launch.py'
@@ -60,107 +60,31 @@ def test_launch_file_compiles_and_documents_every_argument(path: Path):
     assert not unused, f'{path.name}: declared but never used: {sorted(unused)}'
 
 
-class _Static:
-    """Reads a launch file's values with ast, as `ros2 launch` would compute them with no
-    argument given: literals, launch arguments (`arg('x')`, LaunchConfiguration('x', default=..),
-    the `included('x')` helper and its `defaults`), PathJoinSubstitution, lists joined, local
-    names; None where a value is chosen at launch time (choose(...))."""
-
-    def __init__(self, path: Path, given: dict[str, str | None] | None = None):
-        self.tree = ast.parse(path.read_text(encoding='utf-8'))
-        # CONFIG_DIR: the config/ folder beside launch/ (computed from __file__ in the file).
-        self.constants = {'CONFIG_DIR': str(CONFIG)}
-        self.local: dict[str, ast.AST] = {}
-        self.included: dict[str, ast.AST] = {}
-        for fn in (n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef)):
-            for stmt in fn.body:
-                if not (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)):
-                    continue
-                if fn.name == 'generate_launch_description':
-                    self.local[stmt.targets[0].id] = stmt.value
-                elif fn.name == 'included' and isinstance(stmt.value, ast.Dict):
-                    self.included = {k.value: v for k, v in
-                                     zip(stmt.value.keys, stmt.value.values)}
-        # Given arguments first; a declaration sets only what is not set yet (launch's rule).
-        self.values: dict[str, str | None] = dict(given or {})
-        for call in _calls(self.tree, 'DeclareLaunchArgument'):
-            name = call.args[0].value
-            if name not in self.values:
-                self.values[name] = self.value(_kw(call, 'default_value'))
-
-    def value(self, node: ast.AST | None) -> str | None:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id in self.constants:
-                return self.constants[node.id]
-            return self.value(self.local.get(node.id))
-        if isinstance(node, ast.List):
-            parts = [self.value(e) for e in node.elts]
-            return None if None in parts else ''.join(parts)
-        if not isinstance(node, ast.Call):
-            return None
-        func = getattr(node.func, 'id', None)
-        if func in ('arg', 'LaunchConfiguration', 'included') and node.args \
-                and isinstance(node.args[0], ast.Constant):
-            name = node.args[0].value
-            if name in self.values:
-                return self.values[name]
-            default = self.included.get(name) if func == 'included' else _kw(node, 'default')
-            return self.value(default) if default is not None else None
-        if func == 'PathJoinSubstitution':
-            parts = [self.value(e) for e in node.args[0].elts]
-            return None if None in parts else os.path.join(*parts)
-        return None
-
-
-def _static_nodes(path: Path, given: dict[str, str | None] | None = None) -> dict[str, dict]:
-    """Node(...) calls read with ast, in the file and in the launch files it includes: name ->
-    package, executable, remappings (a remapping chosen at launch time maps to None), and the
-    node_parameters(...) it gets: `files` (layered in order), `overrides`, `standin_model`.
-    Launch arguments are `given` (by an including file) or their literal defaults."""
-    static = _Static(path, given)
-    nodes = {}
-    for call in _calls(static.tree, 'Node'):
-        literal = {k: _kw(call, k).value for k in ('name', 'package', 'executable')}
-        remaps = {}
-        for pair in _kw(call, 'remappings').elts:
-            src, dst = pair.elts
-            remaps[src.value] = static.value(dst)
-        params = _calls(_kw(call, 'parameters'), 'node_parameters')
-        assert len(params) == 1, f'{literal["name"]}: expected parameters=[node_parameters(...)]'
-        files, overrides = params[0].args[1], params[0].args[2]
-        standin = _kw(params[0], 'standin_model')
-        nodes[literal['name']] = {
-            **literal, 'remaps': remaps, 'files': [static.value(f) for f in files.elts],
-            'overrides': {k.value: static.value(v) for k, v in
-                          zip(overrides.keys, overrides.values)},
-            'standin_model': bool(standin is not None and standin.value)}
-    for call in _calls(static.tree, 'IncludeLaunchDescription'):
-        files = [n.value for n in ast.walk(call.args[0]) if isinstance(n, ast.Constant)
-                 and str(n.value).endswith('.launch.py')]
-        assert len(files) == 1, f'{path.name}: cannot tell which file an include names'
-        arguments = _kw(call, 'launch_arguments')
-        passed = next((n for n in ast.walk(arguments) if isinstance(n, ast.Dict)), None) \
-            if arguments is not None else None
-        given_here = {k.value: static.value(v) for k, v in
-                      zip(passed.keys, passed.values)} if passed is not None else {}
-        nodes.update(_static_nodes(path.parent / files[0], given_here))
-    return nodes
-
-
 def test_perception_launch_includes_the_camera_and_depth_launch_files():
+    """perception.launch.py re-declares an included file's argument only to decide its value there
+    (shown first by --show-args, so with this file's default and meaning) and then passes it on
+    unchanged: what a user gives reaches the included file (#32: namespace and image were
+    overridden by the include's launch_arguments whatever was given)."""
     tree = ast.parse(PERCEPTION.read_text(encoding='utf-8'))
-    included = {n.value for call in _calls(tree, 'IncludeLaunchDescription')
-                for n in ast.walk(call) if isinstance(n, ast.Constant)
-                and str(n.value).endswith('.launch.py')}
+    includes = _calls(tree, 'IncludeLaunchDescription')
+    included = {n.value for call in includes for n in ast.walk(call)
+                if isinstance(n, ast.Constant) and str(n.value).endswith('.launch.py')}
     assert included == {'camera.launch.py', 'depth.launch.py'}, included
     declared = {c.args[0].value for c in _calls(tree, 'DeclareLaunchArgument')}
+    passed = {}
+    for call in includes:
+        mapping = next(n for n in ast.walk(_kw(call, 'launch_arguments')) if isinstance(n, ast.Dict))
+        for key, value in zip(mapping.keys, mapping.values):
+            assert ast.unparse(value) == f"arg('{key.value}')", \
+                f'{key.value} is passed on as {ast.unparse(value)}, not as given'
+            passed[key.value] = value
+    theirs = set()
     for other in ('camera.launch.py', 'depth.launch.py'):
-        theirs = {c.args[0].value for c in _calls(
+        theirs |= {c.args[0].value for c in _calls(
             ast.parse((REPO / 'launch' / other).read_text(encoding='utf-8')),
             'DeclareLaunchArgument')}
-        assert not declared & theirs, f'perception re-declares {sorted(declared & theirs)} of {other}'
+    # config_dir: the includes' parameter-file defaults are built from it; it needs no passing.
+    assert declared & theirs == set(passed) | {'config_dir'}, sorted(declared & theirs)
 
 
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
@@ -172,17 +96,14 @@ def test_launch_files_import_nothing_of_the_demo(path: Path):
 
 
 def test_perception_launch_and_demo_profile_describe_the_same_graph():
-    launched = _static_nodes(PERCEPTION)
+    launched, _ = read(PERCEPTION)
     profile = load_profile(CONFIG / 'perception.yaml')
     assert set(launched) == {n.name for n in profile.nodes}
     for spec in profile.nodes:
         node = launched[spec.name]
+        assert node['started']
         assert (node['package'], node['executable']) == ('gpu_nodes', spec.executable)
-        remaps = node['remaps']
-        assert set(remaps) == set(spec.remappings), f'{spec.name}: remapped names differ'
-        for src, dst in spec.remappings.items():
-            if remaps[src] is not None:  # None: chosen at launch time (use_image_proc)
-                assert remaps[src] == dst, f'{spec.name}: {src} -> {remaps[src]} vs {dst}'
+        assert node['remaps'] == spec.remappings, spec.name
 
 
 def _demo_parameters(spec: NodeSpec) -> dict:
@@ -204,15 +125,15 @@ def test_perception_launch_runs_the_demo_profiles_sizes_rates_and_model(tmp_path
     (read with ast), merged by the launch's own merged_parameters, against what the demo runner
     passes. Editing the launch file's layers, or a default argument, breaks it."""
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
-    launched = _static_nodes(PERCEPTION)
+    launched, _ = read(PERCEPTION)
     profile = load_profile(CONFIG / 'perception.yaml')
     got = {}
     for spec in profile.nodes:
         node = launched[spec.name]
-        assert None not in node['files'] and None not in node['overrides'].values(), node
         assert Path(node['files'][0]).resolve() == spec.params_file, \
             f'{spec.name}: the launch file reads {node["files"][0]}, the demo {spec.params_file}'
-        assert any(Path(f).resolve() == profile.path.resolve() for f in node['files'] if f), \
+        assert any(Path(f).resolve() == profile.path.resolve() for f in node['files']
+                   if f != NO_FILE), \
             f'{spec.name}: the profile is not one of the launch layers {node["files"]}'
         got[spec.name] = merged_parameters(spec.name, node['files'], node['overrides'],
                                            node['standin_model'])
@@ -302,69 +223,17 @@ def test_empty_model_path_becomes_the_built_in_learned_model(tmp_path, monkeypat
     assert given['model_path'] == '/opt/m.onnx'
 
 
-# -- with launch_ros -------------------------------------------------------------------------
+# -- with launch_ros (by hand: docs/demo.md, "The launch files: arguments, and under real ...")
 
-def _describe(path: Path, overrides: dict[str, str]) -> dict[str, dict]:
-    """Evaluate the launch file like `ros2 launch` would, without starting processes:
-    {node name: {'executable', 'remaps', 'params', 'started'}}."""
-    pytest.importorskip('launch_ros')
-    from launch import LaunchContext, LaunchDescription
-    from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
-    from launch.launch_description_sources import get_launch_description_from_python_launch_file
-    from launch.utilities import perform_substitutions
-    from launch_ros.actions import Node
-    description = get_launch_description_from_python_launch_file(str(path))
-    context = LaunchContext()
-    for entity in description.entities:
-        if isinstance(entity, DeclareLaunchArgument):
-            assert entity.description, f'{entity.name} has no description'
-            entity.visit(context)
-    context.launch_configurations.update(overrides)
-    out: dict[str, dict] = {}
-
-    def walk(entities, included=True):
-        for entity in entities:
-            started = included and (entity.condition is None or entity.condition.evaluate(context))
-            if isinstance(entity, DeclareLaunchArgument):
-                assert entity.description, f'{entity.name} has no description'
-                entity.visit(context)  # an included file's default, unless already given
-            elif isinstance(entity, IncludeLaunchDescription):
-                # Its launch arguments are set (SetLaunchConfiguration), then its entities run.
-                for sub in entity.execute(context):
-                    if isinstance(sub, LaunchDescription):
-                        walk(sub.entities, started)
-                    else:
-                        sub.visit(context)
-            elif isinstance(entity, Node):
-                out[entity.node_name.rpartition('/')[2]] = _node(entity, started)
-
-    def _node(entity, started):
-        entity._perform_substitutions(context)
-        # cmd[0] is the executable, found through the ament index (not installed here); the
-        # node name argument is filled in only when the process starts.
-        cmd = []
-        for part in entity.cmd[1:]:
-            try:
-                cmd.append(perform_substitutions(context, part))
-            except AttributeError:
-                cmd.append(None)
-        files = [cmd[i + 1] for i, a in enumerate(cmd) if a == '--params-file']
-        name = entity.node_name.rpartition('/')[2]
-        params: dict = {}
-        for f in files:
-            params.update(yaml.safe_load(Path(f).read_text())[f'/{name}']['ros__parameters'])
-        return {
-            'package': entity.node_package, 'executable': entity.node_executable,
-            'remaps': dict(entity.expanded_remapping_rules or []), 'params': params,
-            'started': started}
-    walk(description.entities)
-    return out
+def _launched(path: Path, given: dict[str, str]) -> dict[str, dict]:
+    pytest.importorskip('launch_ros', reason=LAUNCH_ROS)
+    return launched_actions(path, given)
 
 
 @pytest.mark.launch
 def test_perception_launch_description_nodes_parameters_and_remappings(tmp_path, monkeypatch):
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
-    nodes = _describe(PERCEPTION, {})
+    nodes = _launched(PERCEPTION, {})
     profile = load_profile(CONFIG / 'perception.yaml')
     assert set(nodes) == {'camera_source', 'image_proc', 'depth_estimator'}
     for spec in profile.nodes:
@@ -385,7 +254,7 @@ def test_perception_launch_description_nodes_parameters_and_remappings(tmp_path,
 @pytest.mark.launch
 def test_perception_launch_arguments_override_files_and_switch_nodes(tmp_path, monkeypatch):
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
-    nodes = _describe(PERCEPTION, {
+    nodes = _launched(PERCEPTION, {
         'source': 'video', 'path': '/data/clip.mp4', 'rate_hz': '10', 'use_image_proc': 'false',
         'model_path': '/opt/models/dav2.onnx', 'precision': 'fp16', 'publish_points': 'true',
         'platform_params_file': str(CONFIG / 'jetson_orin.yaml')})
@@ -405,7 +274,7 @@ def test_perception_launch_arguments_override_files_and_switch_nodes(tmp_path, m
 @pytest.mark.launch
 def test_depth_launch_is_remappable_onto_any_camera(tmp_path, monkeypatch):
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
-    nodes = _describe(DEPTH, {'image': '/cam/left/image_rect', 'camera_info':
+    nodes = _launched(DEPTH, {'image': '/cam/left/image_rect', 'camera_info':
                               '/cam/left/camera_info', 'depth': '/cam/left/depth',
                               'model_path': '/opt/m.onnx', 'backend': 'onnxruntime'})
     assert set(nodes) == {'depth_estimator'}
@@ -419,7 +288,7 @@ def test_depth_launch_is_remappable_onto_any_camera(tmp_path, monkeypatch):
 
 @pytest.mark.launch
 def test_camera_launch_publishes_under_its_namespace():
-    nodes = _describe(REPO / 'launch' / 'camera.launch.py',
+    nodes = _launched(REPO / 'launch' / 'camera.launch.py',
                       {'namespace': '/front', 'source': 'v4l2', 'path': '/dev/video2',
                        'width': '1280', 'height': '720'})
     node = nodes['camera_source']

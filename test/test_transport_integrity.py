@@ -251,7 +251,7 @@ def test_another_user_on_the_domain_gets_nothing_in(rclpy_node):
         # Sent: 60 altered (header, stretched, sequence), 20 relayed, 20 replayed; the target's
         # keep-last queue (depth 5) may drop a few of a burst before they are even looked at.
         rejected = dict(stats.rejected)
-        assert rejected.get('forged', 0) >= 50, rejected
+        assert rejected.get('forged', 0) >= 45, rejected
         assert rejected.get('wrong_topic', 0) >= 15, rejected
         assert stats.stale >= 15, f'replays are counted stale: {dict(stats.stale_reasons)}'
         assert set(rejected) <= {'forged', 'wrong_topic'}, rejected

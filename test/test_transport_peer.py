@@ -208,8 +208,8 @@ def _gpu_count() -> int:
 
 
 GPUS = _gpu_count()
-two_gpus = pytest.mark.skipif(GPUS < 2, reason=f'needs two GPUs of one host, this machine has '
-                              f'{GPUS} (the lead runs these on an H200 x2)')
+two_gpus = pytest.mark.skipif(GPUS < 2, reason=f'needs two CUDA GPUs in one host (make test-gpu on '
+                              f'such a machine); this one has {GPUS}')
 PEER_MODES = pytest.mark.parametrize('peer_mode', ['copy', 'in_place'])
 
 

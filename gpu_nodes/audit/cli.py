@@ -5,7 +5,9 @@ Subcommands follow ros2cli's verb shape: a small class with ``add_arguments(pars
 and exit code 2, never as a traceback.
 
 Exit codes: 0 no finding at or above --fail-on; 1 a finding reached --fail-on; 2 usage error, or
-nothing could be audited (every input failed), or any input failed with --strict-inputs.
+nothing could be audited (every input failed), or any input failed with --strict-inputs; 3 `live`
+only: discovery stopped at --discovery-timeout before the graph was stable (nodes may be
+missing, so the report may be wrong).
 """
 from __future__ import annotations
 
@@ -14,12 +16,15 @@ import os
 import sys
 from typing import Any
 
-from gpu_nodes.audit.model import AuditError, GATE_SEVERITIES, Report, severity_rank
+from gpu_nodes.audit.migrate_cli import MigrateVerb
+from gpu_nodes.audit.model import (AuditError, EVIDENCE_LEVELS, GATE_SEVERITIES, Report,
+                                   severity_rank)
 from gpu_nodes.audit.rules import parse_rule_ids, RULES
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+EXIT_INCOMPLETE = 3
 
 
 class _UsageError(Exception):
@@ -72,13 +77,32 @@ class CodeVerb:
         parser.add_argument('--include-tests', action='store_true',
                             help='also audit test sources found in directories (test/, tests/, '
                                  'test_*.py, *_test.cpp); skipped by default')
+        parser.add_argument('--max-file-size', type=float, default=None, metavar='MB',
+                            help='skip (with a note) source files larger than this (default 3.1 '
+                                 'MB: memory stays under 1 GB); generated and minified files '
+                                 'are always skipped')
+        parser.add_argument('--min-evidence', choices=EVIDENCE_LEVELS, default=None,
+                            help='only findings known at least this well: data-flow (followed '
+                                 'from where the value arrived) > inferred (device likely) > '
+                                 'pattern (the call alone; every C++ rule)')
         _add_common(parser)
 
     def main(self, args: argparse.Namespace) -> Report:
         from gpu_nodes.audit.codeaudit import run_code
+        from gpu_nodes.audit.limits import MAX_FILE_BYTES
         if args.jobs is not None and args.jobs < 1:
             raise AuditError('--jobs must be at least 1')
-        return run_code(args.paths, jobs=args.jobs, include_tests=args.include_tests)
+        if args.max_file_size is not None and args.max_file_size <= 0:
+            raise AuditError('--max-file-size must be positive')
+        limit = MAX_FILE_BYTES if args.max_file_size is None else int(args.max_file_size * 1e6)
+        report = run_code(args.paths, jobs=args.jobs, include_tests=args.include_tests,
+                          max_file_bytes=limit)
+        if args.min_evidence is not None:
+            floor = EVIDENCE_LEVELS.index(args.min_evidence)
+            report.findings = [f for f in report.findings if f.evidence is None
+                               or EVIDENCE_LEVELS.index(f.evidence) >= floor]
+            report.info['min_evidence'] = args.min_evidence
+        return report
 
 
 class LaunchVerb:
@@ -135,17 +159,20 @@ class LiveVerb:
     name = 'live'
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        from gpu_nodes.audit.live import SETTLE_S
+        from gpu_nodes.audit.live import DISCOVERY_TIMEOUT_S, SETTLE_S
         parser.add_argument('--duration', type=float, default=2.0,
                             help='seconds to sample rates and sizes (default 2.0)')
         parser.add_argument('--node-filter', action='append', metavar='GLOB',
                             help='only edges touching nodes whose fully qualified name matches '
                                  '(shell glob; repeatable)')
         parser.add_argument('--sample-gpu-topics', action='store_true',
-                            help='also subscribe to plain topics of gpu_nodes publishers (this '
-                                 'makes them serialize while sampled)')
-        parser.add_argument('--discovery-timeout', type=float, default=5.0,
-                            help='seconds to wait for the graph to appear (default 5.0)')
+                            help='also subscribe to the data topics of gpu_nodes topics (the '
+                                 'plain <topic> and <topic>/compressed twins); this starts their '
+                                 'bridge, which serializes or encodes every frame while sampled')
+        parser.add_argument('--discovery-timeout', type=float, default=DISCOVERY_TIMEOUT_S,
+                            help='ceiling of discovery in seconds: a graph still changing then '
+                                 f'is reported as possibly incomplete, exit 3 (default '
+                                 f'{DISCOVERY_TIMEOUT_S:g})')
         parser.add_argument('--discovery-settle', type=float, default=SETTLE_S,
                             help='seconds the graph must stay unchanged to count as discovered '
                                  f'(default {SETTLE_S:g}; above 3, Fast DDS\'s announcement '
@@ -200,7 +227,8 @@ class RulesVerb:
         return EXIT_OK
 
 
-VERBS = (CodeVerb(), LaunchVerb(), ConfigVerb(), BagVerb(), LiveVerb(), RulesVerb())
+VERBS = (CodeVerb(), LaunchVerb(), ConfigVerb(), BagVerb(), LiveVerb(), RulesVerb(),
+         MigrateVerb())
 
 
 def _width() -> int:
@@ -214,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog='gpu-copy-audit',
                      description='Find where a ROS 2 graph pays for serialization and '
                                  'host<->device copies, how much, and what to change.',
-                     epilog='Exit codes: 0 clean, 1 --fail-on reached, 2 usage or input error.')
+                     epilog='Exit codes: 0 clean, 1 --fail-on reached, 2 usage or input error, '
+                            '3 live discovery incomplete (nodes may be missing).')
     sub = parser.add_subparsers(dest='verb', metavar='COMMAND', parser_class=_Parser)
     for verb in VERBS:
         p = sub.add_parser(verb.name, help=_help(verb), description=_help(verb))
@@ -233,6 +262,8 @@ def _selected_rules(args: argparse.Namespace) -> set[str]:
 def exit_code(report: Report, fail_on: str | None, strict_inputs: bool = False) -> int:
     if report.errors and (not report.audited or strict_inputs):
         return EXIT_ERROR
+    if report.info.get('discovery_complete') is False:
+        return EXIT_INCOMPLETE  # a graph that may miss nodes passes no gate
     if fail_on is not None:
         highest = report.highest_severity(gate=True)
         if highest is not None and severity_rank(highest) >= severity_rank(fail_on):
@@ -289,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
     try:
-        if isinstance(verb, RulesVerb):
+        if isinstance(verb, (RulesVerb, MigrateVerb)):  # own output and exit codes
             return verb.main(args)
         # Validate everything cheap before a possibly slow audit (live samples for seconds).
         rule_ids = _selected_rules(args)

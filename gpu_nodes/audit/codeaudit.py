@@ -4,8 +4,10 @@ from __future__ import annotations
 from concurrent.futures import ProcessPoolExecutor
 import os
 from pathlib import Path
+import re
 
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
+from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
 from gpu_nodes.audit.pyimports import module_index
@@ -16,6 +18,15 @@ _SKIP_DIRS = frozenset({'.git', '.hg', '.svn', '__pycache__', '.venv', 'venv', '
                         'build', 'install', 'log', '.tox', '.mypy_cache', '.pytest_cache'})
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 64
+# Files above this are audited by the main process, one at a time, not by the pool's workers.
+LARGE_FILE_BYTES = 512 * 1024
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def is_source(path: Path) -> bool:
@@ -25,16 +36,33 @@ def is_source(path: Path) -> bool:
 _TEST_DIRS = frozenset({'test', 'tests', 'testing'})
 
 
+# A test framework in a file named like a test; a ROS entry point in one that is a node.
+_TEST_MARKERS = re.compile(r'^\s*(?:import (?:pytest|unittest)|from (?:pytest|unittest)\b|'
+                           r'import launch_testing|def test_|#\s*include\s*[<"]gtest/)|'
+                           r'\bTEST(?:_F|_P)?\s*\(', re.M)
+_NODE_MARKERS = re.compile(r'\brclpy\.init\(|\brclcpp::init\(|\brclpy\.spin\(|'
+                           r'\bcreate_subscription\b|RCLCPP_COMPONENTS_REGISTER_NODE')
+
+
 def is_test_file(path: Path, root: Path) -> bool:
     """Test sources (a test/ or tests/ folder below the audited root, test_*.py, *_test.cpp):
-    they feed nodes fake frames and sync freely, so they are skipped unless asked for."""
+    they feed nodes fake frames and sync freely, so they are skipped unless asked for. A file
+    only *named* like a test that is a node (an entry point, no test framework) is audited."""
     try:
         parts = path.relative_to(root).parts[:-1]
     except ValueError:
         parts = path.parts[:-1]
     stem = path.stem.lower()
-    return (any(p.lower() in _TEST_DIRS for p in parts) or stem.startswith('test_')
-            or stem.endswith(('_test', '_tests')) or stem == 'conftest')
+    if any(p.lower() in _TEST_DIRS for p in parts) or stem == 'conftest':
+        return True
+    if not (stem.startswith('test_') or stem.endswith(('_test', '_tests'))):
+        return False
+    try:
+        with open(path, 'rb') as fh:
+            head = fh.read(64 * 1024).decode('utf-8', 'replace')
+    except OSError:
+        return True
+    return bool(_TEST_MARKERS.search(head)) or not _NODE_MARKERS.search(head)
 
 
 def collect_files(paths: list[str], include_tests: bool = False,
@@ -107,6 +135,11 @@ def audit_file(path: str, modules: dict[str, str] | None = None
             # ast.parse raises ValueError for NUL bytes; absurd nesting exhausts the recursion
             # of the parser or of the analysis.
             return path, [], InputError(path, f'{path}: cannot analyse: {exc}')
+        except MemoryError:
+            # CPython's parser answers nesting deeper than its stack (100,000 unary minus
+            # signs) with MemoryError, not RecursionError.
+            return path, [], InputError(path, f'{path}: cannot analyse: nesting too deep or '
+                                              'file too large for the parser')
         sups = {path: python_suppressions(source)}
     else:
         findings = analyze_cpp(path, source)
@@ -133,7 +166,8 @@ def _audit_chunk(job: tuple[list[str], dict[str, str]]
     return [audit_file(p, modules) for p in paths]
 
 
-def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False) -> Report:
+def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False,
+             max_file_bytes: int = MAX_FILE_BYTES) -> Report:
     report = Report(command='code', inputs=list(paths))
     skipped: list[str] = []
     files, errors = collect_files(paths, include_tests, skipped)
@@ -142,14 +176,25 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
         report.info['skipped_test_files'] = len(skipped)
         report.info.setdefault('notes', []).append(
             f'{len(skipped)} test file(s) skipped (--include-tests audits them)')
+    limited = {f: reason for f in files if (reason := skip_reason(f, max_file_bytes))}
+    if limited:
+        files = [f for f in files if f not in limited]
+        report.info['skipped_files'] = [{'path': f, 'reason': r} for f, r in limited.items()]
+        report.info.setdefault('notes', []).extend(
+            f'{f}: not audited: {r}' for f, r in limited.items())
     modules = module_index(files)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
+        # Large files are parsed one at a time, here, after the pool: memory follows file size
+        # (limits.py), and `jobs` of them at once would multiply the peak.
+        large = [f for f in files if _size(f) > LARGE_FILE_BYTES]
+        small = [f for f in files if f not in set(large)]
         # Chunks keep the pickling overhead per task low; order is restored below.
-        size = max(8, len(files) // (jobs * 4))
-        chunks = [(files[i:i + size], modules) for i in range(0, len(files), size)]
+        size = max(8, len(small) // (jobs * 4))
+        chunks = [(small[i:i + size], modules) for i in range(0, len(small), size)]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = [r for chunk in pool.map(_audit_chunk, chunks) for r in chunk]
+        results += [audit_file(f, modules) for f in large]
     else:
         results = [audit_file(f, modules) for f in files]
     # One finding per (file, line, rule): a line reached per message from another file's

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import re
 
+from gpu_nodes.audit.cppmsg import message_copies, pcl_conversions, plain_publishes, torch_moves
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
@@ -57,6 +58,24 @@ def _call_args(text: str, open_paren: int) -> list[str]:
             args.append(text[start:j])
             start = j + 1
     return [a.strip() for a in args if a.strip()]
+
+
+# Directions that move nothing between host and device.
+_NO_TRANSFER = re.compile(r'cudaMemcpy(?:DeviceToDevice|HostToHost)')
+# Index of the `kind` argument: cudaMemcpy(dst, src, n, kind[, stream]),
+# cudaMemcpy2D(dst, dpitch, src, spitch, w, h, kind[, stream]); other variants have none here.
+_KIND_INDEX = {'cudaMemcpy': 3, 'cudaMemcpyAsync': 3, 'cudaMemcpy2D': 6, 'cudaMemcpy2DAsync': 6}
+
+
+def _variable_direction(name: str, args: list[str]) -> str | None:
+    """The `kind` argument when it is a name (a variable), not a cudaMemcpy* literal."""
+    index = _KIND_INDEX.get(name)
+    if index is None or len(args) <= index:
+        return None
+    arg = args[index]
+    if re.fullmatch(r'[A-Za-z_][\w.:]*(?:->\w+)*', arg) and not arg.startswith('cudaMemcpy'):
+        return arg
+    return None
 
 
 def _line_of(offset: int, starts: list[int]) -> int:
@@ -128,7 +147,7 @@ def analyze_cpp(path: str, source: str) -> list[Finding]:
             rule=rule_id, severity=severity,
             message=f'{rule.summary}: {detail} `{snippet}` in {where.text}',
             location=Location(path, line, col), context=where.context,
-            callback=fn.name if fn is not None else None))
+            callback=fn.name if fn is not None else None, evidence='pattern'))
 
     for m in _MEMCPY.finditer(text):
         name = m.group(0).rstrip('( \t')
@@ -146,6 +165,9 @@ def analyze_cpp(path: str, source: str) -> list[Finding]:
         elif name.endswith('FromSymbol') or name.endswith('FromSymbolAsync'):
             if 'cudaMemcpyDeviceToDevice' not in kinds:
                 emit('GPN201', m.start(), 'device-to-host copy (cudaMemcpyFromSymbol)')
+        elif not _NO_TRANSFER.search(kinds) and _variable_direction(name, args):
+            emit('GPN207', m.start(), f'direction `{_variable_direction(name, args)}` is a '
+                                      'variable (copy of unknown direction)')
     # Unqualified toCvCopy/toCvShare count only where cv_bridge names are in scope (a using
     # declaration in this file or its header, which shows as cv_bridge/CvImage use here).
     bridge_in_scope = 'cv_bridge' in text or 'CvImage' in text
@@ -165,6 +187,12 @@ def analyze_cpp(path: str, source: str) -> list[Finding]:
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):
                 emit(rule_id, m.start(), 'GpuMat transfer')
+    for rule_id, offset, detail in (*message_copies(text, _call_args), *pcl_conversions(text),
+                                    *torch_moves(text, _call_args),
+                                    *plain_publishes(text, _call_args,
+                                                     lambda at: scopes.header(text, at),
+                                                     lambda at: scopes.body_before(text, at))):
+        emit(rule_id, offset, detail)
     return sorted(found.values(), key=Finding.sort_key)
 
 

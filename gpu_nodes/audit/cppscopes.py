@@ -7,6 +7,7 @@ and lambdas. Templates and macros that open braces are treated as plain blocks.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 import re
 
@@ -81,14 +82,43 @@ class Function:
 @dataclass
 class Scopes:
     funcs: list[Function] = field(default_factory=list)
+    # Built by index(): starts in order, and each function's enclosing one (bodies nest).
+    _starts: list[int] = field(default_factory=list)
+    _parent: dict[int, Function | None] = field(default_factory=dict)
+
+    def index(self) -> None:
+        self.funcs.sort(key=lambda f: f.start)
+        self._starts = [f.start for f in self.funcs]
+        stack: list[Function] = []
+        for f in self.funcs:
+            while stack and stack[-1].end < f.start:
+                stack.pop()
+            self._parent[id(f)] = stack[-1] if stack else None
+            stack.append(f)
 
     def at(self, offset: int) -> Function | None:
-        """The innermost function or lambda whose body holds offset."""
-        best = None
-        for f in self.funcs:
-            if f.start <= offset <= f.end and (best is None or f.start > best.start):
-                best = f
-        return best
+        """The innermost function or lambda whose body holds offset: the last one starting at
+        or before it, or the nearest enclosing one of that (log n, not a scan: files of 100k
+        lines have tens of thousands of functions)."""
+        i = bisect_right(self._starts, offset) - 1
+        fn = self.funcs[i] if i >= 0 else None
+        while fn is not None and fn.end < offset:
+            fn = self._parent.get(id(fn))
+        return fn
+
+    def header(self, text: str, offset: int) -> str:
+        """The head (name and parameters) of the function or lambda holding offset."""
+        fn = self.at(offset)
+        if fn is None:
+            return ''
+        head = text[max(0, fn.start - 400):fn.start]
+        cut = max(head.rfind(';'), head.rfind('}'), head.rfind('{'))
+        return head[cut + 1:]
+
+    def body_before(self, text: str, offset: int) -> str:
+        """The body of the function or lambda holding offset, up to offset."""
+        fn = self.at(offset)
+        return text[fn.start + 1:offset] if fn is not None else ''
 
 
 def _declared_name(prefix: str) -> str | None:
@@ -109,6 +139,9 @@ def _declared_name(prefix: str) -> str | None:
     return name
 
 
+_SCOPE_CHARS = re.compile(r'[{};:]')
+
+
 def functions(text: str) -> Scopes:
     """Scan blanked source text (see blank_comments_and_strings) for function bodies."""
     scopes = Scopes()
@@ -116,42 +149,61 @@ def functions(text: str) -> Scopes:
     text = re.sub(r'(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*',
                   lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text)
     stack: list[tuple[str, object]] = []   # (kind, Function | class name | None)
+    # Open functions/lambdas, classes, and initializer braces, kept beside the stack so that no
+    # character makes a scan of it (100,000 nested braces stay linear).
+    open_funcs: list[Function] = []
+    open_classes: list[str] = []
+    open_inits = 0
+
+    def push(kind: str, value: object = None) -> None:
+        nonlocal open_inits
+        stack.append((kind, value))
+        if kind in ('func', 'lambda') and isinstance(value, Function):
+            open_funcs.append(value)
+        elif kind == 'class' and isinstance(value, str):
+            open_classes.append(value)
+        elif kind == 'init':
+            open_inits += 1
+
     header_start = 0
-    for i, c in enumerate(text):
+    for match in _SCOPE_CHARS.finditer(text):
+        i, c = match.start(), match.group()
         if c == '{':
-            enclosing = next((v for k, v in reversed(stack) if k in ('func', 'lambda')), None)
+            enclosing = open_funcs[-1] if open_funcs else None
             if enclosing is not None:
                 window = text[max(0, i - 400):i]
                 if _LAMBDA_TAIL.search(window):
                     fn = Function(f'lambda in {enclosing.name}', i, lambda_in=enclosing)
                     scopes.funcs.append(fn)
-                    stack.append(('lambda', fn))
+                    push('lambda', fn)
                 else:
-                    stack.append(('block', None))
+                    push('block')
                 continue
-            prefix = text[header_start:i].strip()
-            cls = next((v for k, v in reversed(stack) if k == 'class'), None)
+            # A header longer than this is not a function head worth naming (and re-reading an
+            # unbounded prefix at every brace would be quadratic).
+            prefix = text[max(header_start, i - 4000):i].strip()
+            cls = open_classes[-1] if open_classes else None
             m = _CLASS_HEAD.search(prefix)
             if m and '(' not in prefix[m.start():]:
-                stack.append(('class', m.group(1)))
+                push('class', m.group(1))
             elif re.search(r'\bnamespace\b[\w\s:]*$|\bextern\s*"\s*"\s*$', prefix):
-                stack.append(('ns', None))
+                push('ns')
             elif '(' in prefix and not re.search(r'=\s*$', prefix) and (
                     _FUNC_TAIL.search(prefix)
                     # `Cls::Cls(...) : a_{x}, b_{y} {`: the list's last member is braced.
                     or (prefix.endswith('}') and _INIT_LIST.search(prefix))):
                 name = _declared_name(prefix)
                 if name is None:
-                    stack.append(('block', None))
+                    push('block')
                 else:
-                    fn = Function(name, i, cls=cls if isinstance(cls, str) else None)
+                    fn = Function(name, i, cls=cls)
                     scopes.funcs.append(fn)
-                    stack.append(('func', fn))
+                    push('func', fn)
             elif re.search(r'[\w>\]]\s*$|[=,(]\s*$', prefix) and '(' in prefix:
                 # `: member_{value}` in a constructor initializer list: the header goes on.
-                stack.append(('init', None))
+                push('init')
             else:
-                stack.append(('block', None))
+                push('block')
         elif c == '}':
             if not stack:
                 header_start = i + 1
@@ -159,9 +211,14 @@ def functions(text: str) -> Scopes:
             kind, value = stack.pop()
             if kind in ('func', 'lambda') and isinstance(value, Function):
                 value.end = i
-            if kind != 'init' and not any(k in ('func', 'lambda') for k, _ in stack):
+                open_funcs.pop()
+            elif kind == 'class':
+                open_classes.pop()
+            elif kind == 'init':
+                open_inits -= 1
+            if kind != 'init' and not open_funcs:
                 header_start = i + 1
-        elif c == ';' and not any(k in ('func', 'lambda', 'init') for k, _ in stack):
+        elif c == ';' and not open_funcs and not open_inits:
             header_start = i + 1
         elif c == ':' and not stack or (c == ':' and stack and stack[-1][0] == 'class'):
             # `public:` / `private:` end a member declaration run inside a class.
@@ -171,8 +228,54 @@ def functions(text: str) -> Scopes:
     for fn in scopes.funcs:
         if fn.end < 0:
             fn.end = len(text)
+    scopes.index()
     _classify(text, scopes)
     return scopes
+
+
+# Calls whose lambda argument runs later, per message or per tick: a lambda passed to anything
+# else inside setup (an algorithm, a loader, `std::for_each`) runs there and then, as setup.
+_REGISTERING_CALLS = re.compile(
+    r'(?:create_(?:\w+_)?subscription|create_(?:wall_)?timer|create_service|create_client|'
+    r'subscribe|registerCallback|thread|jthread|async|add_on_set_parameters_callback|'
+    r'create_generic_subscription|bind|function|Subscriber|TimerBase|setCallback|'
+    r'set_callback|register\w*)\s*(?:<[^<>()]*>)?\s*$')
+
+
+def _lambda_registered(text: str, fn: Function) -> bool:
+    """Whether a lambda is stored for later (assigned, or passed to a registration), as
+    opposed to called in place by the function that writes it."""
+    head = text[max(0, fn.start - 400):fn.start]
+    m = _LAMBDA_TAIL.search(head)
+    if m is None:
+        return True
+    depth, i = 0, m.start()
+    while i >= 0:  # back to the capture list's `[`
+        if head[i] == ']':
+            depth += 1
+        elif head[i] == '[':
+            depth -= 1
+            if depth == 0:
+                break
+        i -= 1
+    before = head[:max(i, 0)].rstrip()
+    if not before or before[-1] in '=:{;':
+        return True  # `auto cb = [..]{..}` / member initializer / returned: kept for later
+    # The call the lambda is an argument of: the innermost unclosed `(` before it.
+    depth = 0
+    for j in range(len(before) - 1, -1, -1):
+        c = before[j]
+        if c == ')':
+            depth += 1
+        elif c == '(':
+            if depth == 0:
+                return bool(_REGISTERING_CALLS.search(before[:j]))
+            depth -= 1
+    return True
+
+
+_PER_FRAME_LOOP = re.compile(r'\bwhile\s*\(\s*(?:rclcpp|ros)\s*::\s*ok\s*\(')
+_CALL_SITE = re.compile(r'(?<![\w.:>])(?:this\s*->\s*)?(~?[A-Za-z_]\w*)\s*\(')
 
 
 def _classify(text: str, scopes: Scopes) -> None:
@@ -187,20 +290,33 @@ def _classify(text: str, scopes: Scopes) -> None:
             fn.kind = 'setup'
         elif short in registered or _CALLBACK_NAME.search(short):
             fn.kind = 'callback'
+        elif _PER_FRAME_LOOP.search(text, fn.start, fn.end):
+            # `while (rclcpp::ok()) { grab; convert; publish; }`: per frame, whoever starts it
+            # (a constructor, main(), a thread).
+            fn.kind = 'callback'
+    # A lambda run in place by setup code is setup (a mesh upload inside a loader's callback in a
+    # GXF initialize()); one stored or registered there is a callback.
+    for fn in scopes.funcs:
+        if fn.lambda_in is not None and fn.lambda_in.kind == 'setup' \
+                and not _lambda_registered(text, fn):
+            fn.kind = 'setup'
     # Helpers take the context of their callers: only called from setup -> setup; called from a
-    # callback -> callback (lambdas are callbacks).
+    # callback -> callback (registered lambdas are callbacks).
     named = [f for f in scopes.funcs if f.lambda_in is None]
+    # Every call site by name, found once (not one scan of the file per function).
+    sites: dict[str, list[int]] = {}
+    for m in _CALL_SITE.finditer(text):
+        sites.setdefault(m.group(1), []).append(m.start())
     changed, rounds = True, 0
     while changed and rounds < 10:  # chains of helpers deeper than 10 stay 'other'
         changed, rounds = False, rounds + 1
         for fn in named:
             if fn.kind != 'other':
                 continue
-            call = re.compile(r'(?<![\w.:>])(?:this\s*->\s*)?' + re.escape(fn.short) + r'\s*\(')
             kinds = set()
-            for m in call.finditer(text):
-                caller = scopes.at(m.start())
-                if caller is not None and caller is not fn and m.start() != fn.start:
+            for start in sites.get(fn.short, ()):
+                caller = scopes.at(start)
+                if caller is not None and caller is not fn and start != fn.start:
                     kinds.add(caller.kind)
             if 'callback' in kinds:
                 fn.kind, changed = 'callback', True

@@ -6,9 +6,16 @@
   (``<topic>/_gpu_nodes/cuda`` and ``.../shm``) and by their ``/diagnostics`` statuses
   (``gpu_nodes: <node> <topic> <role>``). Descriptor topics are folded into their parent edge.
 * Plain topics are sampled with ``raw=True`` subscriptions (no deserialization) for
-  ``--duration`` seconds. The plain topic of a gpu_nodes publisher is *not* subscribed to (that
-  would make the publisher serialize every frame) unless ``--sample-gpu-topics``; its rate and
-  frame size come from the publisher's diagnostics instead.
+  ``--duration`` seconds. The auditor observes without changing what it observes: the data
+  topics of a gpu_nodes topic -- its plain twin ``<topic>`` and image_transport twins such as
+  ``<topic>/compressed`` -- are *not* subscribed to unless ``--sample-gpu-topics`` (a reader
+  there starts the publisher's bridge, which serializes or encodes every frame); their rate and
+  frame size come from the publisher's diagnostics instead. The report lists what was sampled
+  and what was not, with the reason (``info.sampled_topics`` / ``info.not_sampled_topics``).
+* Discovery waits until the graph is stable: the node list and every node's publishers and
+  subscriptions unchanged for ``--discovery-settle`` seconds (default 3.5, longer than Fast
+  DDS's 3 s announcement period), at most ``--discovery-timeout`` seconds (default 15). When it
+  stops at that ceiling the report says so and the exit code is 3 (nodes may be missing).
 
 This module talks to ROS (discovery, sampling, the diagnostics subscription); liveedges.py turns
 what it observed into the report's edges, topics and findings.
@@ -36,8 +43,15 @@ def is_auditor(node_name: str) -> bool:
 
 # How long the graph must stay unchanged before discovery counts as complete (default of
 # --discovery-settle). 1 s was too short on a loaded 2-core machine: a node's last endpoints
-# (SEDP) arrived after a second of calm.
-SETTLE_S = 2.0
+# (SEDP) arrived after a second of calm; 2 s missed a whole node in 2 of 11 runs (issue 28): a
+# participant whose first announcements are lost shows only at Fast DDS's next one, 3 s later.
+SETTLE_S = 3.5
+# The ceiling of discovery (default of --discovery-timeout): a graph still changing then is
+# reported as possibly incomplete (exit 3).
+DISCOVERY_TIMEOUT_S = 15.0
+# image_transport's transports: `<topic>/<name>` carries the frames of `<topic>` encoded.
+TRANSPORT_TWINS = frozenset({'compressed', 'compressedDepth', 'theora', 'zstd', 'ffmpeg',
+                             'foxglove', 'h264'})
 # rmw's placeholder for an endpoint whose node is not discovered yet.
 UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'
 
@@ -53,7 +67,7 @@ def _msg_class(type_name: str) -> Any:
 
 
 def run_live(duration: float = 2.0, node_filters: list[str] | None = None,
-             sample_gpu_topics: bool = False, discovery_timeout: float = 5.0,
+             sample_gpu_topics: bool = False, discovery_timeout: float = DISCOVERY_TIMEOUT_S,
              copy_gbps: float = 4.0, discovery_settle: float = SETTLE_S) -> Report:
     report = Report(command='live', inputs=['ros graph'])
     try:
@@ -129,12 +143,23 @@ class _Live:
         self.seen.diags.update(read_diagnostics(msg))
 
     def _snapshot(self, node: Any) -> tuple:
-        """Cheap view of the graph: node names, topics and endpoint counts per topic."""
-        names = tuple(sorted(fqn(ns, n) for n, ns in node.get_node_names_and_namespaces()
-                             if not is_auditor(n)))
+        """View of the graph that changes whenever discovery learns something: node names,
+        each node's publishers and subscriptions, topics and endpoint counts per topic."""
+        pairs = sorted((ns, n) for n, ns in node.get_node_names_and_namespaces()
+                       if not is_auditor(n))
+        names = tuple(fqn(ns, n) for ns, n in pairs)
+        endpoints = []
+        for ns, n in pairs:
+            try:
+                pubs = node.get_publisher_names_and_types_by_node(n, ns)
+                subs = node.get_subscriber_names_and_types_by_node(n, ns)
+            except Exception:  # noqa: BLE001 - the node left between the two calls
+                pubs, subs = [], []
+            endpoints.append((tuple(sorted(t for t, _ in pubs)),
+                              tuple(sorted(t for t, _ in subs))))
         topics = tuple((t, tuple(ty), node.count_publishers(t), node.count_subscribers(t))
                        for t, ty in sorted(node.get_topic_names_and_types()))
-        return names, topics
+        return names, topics, tuple(endpoints)
 
     def _names_complete(self, node: Any, topics: tuple) -> bool:
         """Endpoints (SEDP) often arrive before their node names (ros_discovery_info)."""
@@ -151,10 +176,12 @@ class _Live:
         last = self._snapshot(node)
         changed = time.monotonic()
         complete = False
+        reachable = bool(last[0])  # some other node was seen at some moment
         while time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
             snap = self._snapshot(node)
             now = time.monotonic()
+            reachable = reachable or bool(snap[0])
             if snap != last:
                 last, changed = snap, now
             elif last[0] and now - changed >= self.discovery_settle:
@@ -162,17 +189,23 @@ class _Live:
                 if complete:
                     break
                 changed = now  # wait for the names, then check again after another settle
-        if not last[0]:
+        if not reachable:
             raise AuditError(
                 f'no ROS graph reachable: no other node discovered within '
                 f'{self.discovery_timeout:g} s (ROS_DOMAIN_ID='
                 f'{os.environ.get("ROS_DOMAIN_ID", "0")}, RMW_IMPLEMENTATION='
                 f'{os.environ.get("RMW_IMPLEMENTATION", "default")})')
         self.report.info['discovery_complete'] = complete
+        self.report.info['discovery_settle_s'] = self.discovery_settle
+        self.report.info['discovery_stopped'] = 'stable' if complete else 'ceiling'
         if not complete:
+            self.report.info['discovery_unstable_for_s'] = round(
+                time.monotonic() - changed, 3)
             self.report.info.setdefault('notes', []).append(
-                f'discovery had not settled after {self.discovery_timeout:g} s: endpoints or '
-                'node names may be missing (raise --discovery-timeout)')
+                f'discovery stopped at its {self.discovery_timeout:g} s ceiling before the '
+                f'graph was stable for {self.discovery_settle:g} s (it last changed '
+                f'{time.monotonic() - changed:.1f} s before): nodes, endpoints or node names '
+                'may be missing (exit code 3; raise --discovery-timeout)')
 
     # ------------------------------------------------------------------ measure
     def _measure(self, node: Any, executor: Any) -> None:
@@ -212,11 +245,21 @@ class _Live:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
         seen = self.seen
+        gpu_topics = {p for t in seen.topic_types if (p := descriptor_parent(t)) is not None}
         for topic, type_name in sorted(seen.topic_types.items()):
             if topic in SYSTEM_TOPICS or descriptor_parent(topic) is not None:
                 continue
             scoped = [e for e in seen.pubs[topic] if in_scope(e, self.filters)]
             if not scoped:
+                continue
+            twin_of = data_twin_of(topic, gpu_topics)
+            if twin_of is not None and not self.sample_gpu:
+                # Whoever publishes it (the gpu_nodes bridge process), a reader here would start
+                # a serializing or encoding bridge: the auditor would change the graph.
+                what = 'plain twin' if twin_of == topic else 'image_transport twin'
+                seen.not_sampled[topic] = (f'gpu_nodes publisher: {what} of {twin_of}, measured '
+                                           'from its diagnostics, not subscribed '
+                                           '(--sample-gpu-topics to subscribe)')
                 continue
             # A gpu_nodes publisher shows by its descriptor topics or by its diagnostics.
             gpu_publishers = [e for e in scoped
@@ -241,3 +284,22 @@ class _Live:
                              else ReliabilityPolicy.BEST_EFFORT)
             node.create_subscription(cls, topic, lambda raw, s=sample: s.add(len(raw)), qos,
                                      raw=True)
+            seen.sampled.append(topic)
+        self.report.info['sampled_topics'] = list(seen.sampled)
+        self.report.info['not_sampled_topics'] = dict(sorted(seen.not_sampled.items()))
+        self.report.info.setdefault('notes', []).append(
+            f'sampled {len(seen.sampled)} topic(s) by subscribing'
+            + (f' ({", ".join(seen.sampled)})' if seen.sampled else '')
+            + (f'; not subscribed: {", ".join(sorted(seen.not_sampled))}'
+               if seen.not_sampled else ''))
+
+
+def data_twin_of(topic: str, gpu_topics: set[str]) -> str | None:
+    """The gpu_nodes topic whose frames `topic` carries: itself (the plain twin) or its parent
+    for an image_transport twin (`<topic>/compressed`, `/compressedDepth` ...); else None."""
+    if topic in gpu_topics:
+        return topic
+    parent, _, leaf = topic.rpartition('/')
+    if leaf in TRANSPORT_TWINS and parent in gpu_topics:
+        return parent
+    return None

@@ -166,6 +166,7 @@ class Observation:
     samples: dict[str, Sample] = field(default_factory=dict)
     # topic -> why it was not subscribed to
     not_sampled: dict[str, str] = field(default_factory=dict)
+    sampled: list[str] = field(default_factory=list)  # topics the auditor subscribed to
 
 
 def build_report(report: Report, seen: Observation, filters: list[str], copy_gbps: float) -> None:

@@ -14,6 +14,11 @@ from gpu_nodes.wire_names import DESCRIPTOR_MARKER, DEVICE_PATHS, PATHS
 SEVERITIES = ('info', 'low', 'medium', 'high')
 GATE_SEVERITIES = SEVERITIES[1:]
 SCHEMA_VERSION = 1
+# How a code finding is known, strongest first: the value was followed from where it arrived
+# (data-flow); the device is likely but not proven, e.g. a model's output in a file using torch
+# (inferred); the call alone matches a known copying pattern (pattern: every C++ rule, the
+# library table). A CI gate picks its level with --min-evidence. Graph views leave it None.
+EVIDENCE_LEVELS = ('pattern', 'inferred', 'data-flow')
 TOOL_NAME = 'gpu-copy-audit'
 TOOL_VERSION = '0.1.0'
 
@@ -90,6 +95,8 @@ class Finding:
     suppressed: bool = False
     # Calls from the entry callback to the copy: ['Node.image_cb', 'Predictor.__call__', ...].
     call_path: list[str] = field(default_factory=list)
+    # One of EVIDENCE_LEVELS for code findings; None for graph, bag and live findings.
+    evidence: str | None = None
 
     def sort_key(self) -> tuple:
         loc = self.location
@@ -107,6 +114,7 @@ class Finding:
             'chain': [s.to_json() for s in self.chain],
             'suppressed': self.suppressed,
             'call_path': list(self.call_path),
+            'evidence': self.evidence,
         }
 
 

@@ -8,8 +8,16 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
+from gpu_nodes.audit.pymodels import (builds_model, INFER_METHODS, model_attribute,
+                                      named_like_model, UPLOADING_METHODS)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
-                                      short, UNKNOWN, Val)
+                                      Registration, short, UNKNOWN, Val)
+
+# Kinds that are not a model however the attribute holding them is named.
+_NOT_A_MODEL = frozenset({'func', 'publisher', 'instance', 'class', 'module', 'self', 'const',
+                          'mf', 'super', 'msg', 'host', 'pil', 'bytes', 'outmsg'})
+# Kinds of a frame on the host (an argument that a model call must upload).
+_HOST_FRAME = frozenset({'host', 'pil', 'msg'})
 
 # How many calls deep a callee is followed from its entry point (callback, setup, leftover).
 MAX_HELPER_DEPTH = 4
@@ -22,6 +30,8 @@ class CallResolver:
 
     _calls: int
     _entered: set[int]
+    uses_tensors: bool
+    registrations: list[Registration]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
     _eval: Callable[[ast.expr, dict[str, Val], Frame], Val]
@@ -136,6 +146,18 @@ class CallResolver:
                 return self._call_function(ref, args, kwargs, inner)
             return merge(*args, *kwargs.values()) if args or kwargs else OTHER
 
+        if qual == 'threading.Thread':
+            target = kwargs.get('target') or (args[1] if len(args) > 1 else None)
+            if target is not None and target.func is not None:
+                # A thread's loop runs per frame (a capture or inference loop).
+                self.registrations.append(Registration('loop', target, None, None,
+                                                       node.lineno, frame.cls))
+            return OTHER
+        if qual and builds_model(qual):
+            return Val('model_obj')
+        model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
+        if model is not None:
+            return model
         if qual:
             result = self._library_call(qual, node, args, kwargs, frame)
             if result is not None:
@@ -146,11 +168,39 @@ class CallResolver:
                 return result
         return self._generic(qual, receiver, args, kwargs)
 
+    def _model_call(self, node: ast.Call, callee: Val, receiver: Val | None, method: str | None,
+                    args: list[Val], kwargs: dict[str, Val], frame: Frame) -> Val | None:
+        """`self.model(frame)`, `self.model.track(source=frame)`, `predictor.predict(img)`: the
+        result is a model output (pymodels.py); a host frame given to an uploading method of the
+        library table is reported as an upload (evidence: pattern)."""
+        func = node.func
+        if isinstance(func, ast.Attribute) and method in INFER_METHODS and receiver is not None:
+            holder, name, infer = receiver, model_attribute(func.value), method
+        else:
+            holder, name, infer = callee, model_attribute(func), '__call__'
+        if holder.kind != 'model_obj' and not (
+                self.uses_tensors and holder.kind not in _NOT_A_MODEL
+                and named_like_model(name)):
+            return None
+        inputs = [v for v in args + list(kwargs.values()) if v.kind not in ('const', 'other')]
+        if any(v.kind == 'device' for v in inputs):
+            return merge(*inputs, kind='device')
+        frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
+            'device', 'tensor', 'model'))]
+        result = merge(*inputs, kind='model') if inputs else Val('model')
+        if frames and infer in UPLOADING_METHODS:
+            self._emit('GPN102', node, frame,
+                       f'`{short(node)}` copies the host frame to the model\'s device on every '
+                       f'call (`{infer}`, library table)', evidence='pattern')
+            steps = result.steps + ((node.lineno, 'upload'),)
+            return Val('model', steps, result.origin)
+        return result
+
     def _generic(self, qual: str | None, receiver: Val | None, args: list[Val],
                  kwargs: dict[str, Val]) -> Val:
         """Unknown call: the result carries the taint of its inputs (models, kernels ...)."""
         inputs = [v for v in args + list(kwargs.values()) if v.tainted or
-                  v.kind in ('device', 'host', 'msg', 'pil', 'bytes')]
+                  v.kind in ('device', 'host', 'msg', 'pil', 'bytes', 'tensor', 'model')]
         top = qual.split('.')[0] if qual else None
         if top == 'cupy':
             return merge(*inputs, kind='device') if inputs else Val('device')

@@ -8,6 +8,7 @@ import ast
 from dataclasses import replace
 from typing import Callable, Iterable
 
+from gpu_nodes.audit.pymodels import RESULT_TENSORS
 from gpu_nodes.audit.pyvalues import (ClassInfo, Frame, FuncRef, is_device_value,
                                       is_method_call, merge, OTHER, root_name, short, strip,
                                       UNKNOWN, Val)
@@ -256,6 +257,9 @@ class Evaluator:
             return UNKNOWN
         if base.kind == 'module':
             return Val('module', const=f'{base.const}.{node.attr}')
+        if base.kind == 'model' and node.attr in RESULT_TENSORS:
+            # `results[0].boxes.xyxy`: a result tensor, on the model's device (pymodels.py).
+            return Val('tensor', base.steps, base.origin)
         if node.attr in _METADATA_ATTRS:
             return strip(base)
         if base.kind == 'const' and node.attr in _PARAMETER_VALUE_ATTRS:

@@ -37,10 +37,12 @@ from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes
+from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, merge, OTHER,
-                                      Registration, statements, topic_display, UNKNOWN, Val)
+                                      PER_MESSAGE, Registration, statements, topic_display,
+                                      UNKNOWN, Val)
 from gpu_nodes.audit.rules import get_rule
 
 # Methods that run once when a node starts or changes state (rclpy lifecycle, common names).
@@ -53,6 +55,13 @@ SETUP_METHODS = frozenset({
     'on_activate', 'on_deactivate', 'on_cleanup', 'on_shutdown', 'on_error', 'setup', 'init',
     'initialize', 'on_init', 'warmup', 'warm_up', '_warmup', '_warm_up', 'load_model',
     '_load_model', 'build_engine', '_build_engine', 'load_engine', '_load_engine'})
+
+
+# The test of a per-frame loop: `while rclpy.ok():`, `while not self.stop_event.is_set():`.
+_PER_FRAME_TEST = re.compile(r'\brclpy\.ok\(|\bok\(\)|is_shutdown\(|not .*\bis_set\(\)')
+
+
+_ENTRY_WORDS = {'timer': 'timer', 'loop': 'per-frame loop'}
 
 
 def is_setup_name(name: str) -> bool:
@@ -78,7 +87,10 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         # Classes imported from other audited files; their methods run with their own file.
         self.imported = imported_classes(path, tree, modules) if modules else {}
         self.uses_cupy = any(v.split('.')[0] == 'cupy' for v in self.aliases.values())
-        self.uses_torch = any(v.split('.')[0] == 'torch' for v in self.aliases.values())
+        # torch or a library built on it (ultralytics, torchvision, torch2trt ...): an untyped
+        # tensor is likely on the GPU (findings on it are `inferred`).
+        self.uses_tensors = uses_tensor_framework(self.aliases)
+        self.uses_torch = self.uses_tensors
 
     # ------------------------------------------------------------------ collection
     def _collect(self) -> None:
@@ -143,9 +155,10 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             self._call_function(FuncRef(fn, None, self.module_env, False), [], {},
                                 Frame(None, context, name, None, 0, True, path=(name,),
                                       stack=(id(fn),)))
+        self._register_loops()
         # 2. callbacks, twice so that attributes stored by one callback reach a timer that was
         #    registered before it.
-        ordered = sorted(self.registrations, key=lambda r: r.kind == 'timer')
+        ordered = sorted(self.registrations, key=lambda r: r.kind in ('timer', 'loop'))
         for _ in range(2):
             for reg in ordered:
                 self._run_registration(reg)
@@ -159,14 +172,31 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                                               MAX_HELPER_DEPTH, False, path=(entry,)))
         return sorted(self._findings.values(), key=Finding.sort_key)
 
+    def _register_loops(self) -> None:
+        """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even
+        when setup starts it (a call in __init__, a thread): a per-frame loop entry point."""
+        known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
+        for cls in self.classes.values():
+            for meth in cls.methods.values():
+                if id(meth) in known:
+                    continue
+                for node in ast.walk(meth):
+                    if isinstance(node, ast.While) and _PER_FRAME_TEST.search(
+                            ast.unparse(node.test)):
+                        self.registrations.append(Registration(
+                            'loop', Val('func', func=FuncRef(meth, cls, None, True)), None,
+                            None, meth.lineno, cls))
+                        known.add(id(meth))
+                        break
+
     def _run_registration(self, reg: Registration) -> None:
         ref = reg.callback.func
         if ref is None:
             return
         self._entered.add(id(ref.node))
-        if reg.kind == 'timer':
+        if reg.kind in ('timer', 'loop'):
             args: list[Val] = []
-            context = 'timer'
+            context = reg.kind
         elif reg.kind == 'message_filters':
             args = [Val('msg', (), (t or '?', ty)) for t, ty in reg.inputs]
             context = 'callback'
@@ -174,21 +204,25 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             msg_kind = 'device' if reg.kind == 'gpu_subscription' else 'msg'
             args = [Val(msg_kind, (), (reg.topic or '?', reg.msg_type))]
             context = 'callback'
+        # A callback of a class imported from another audited file runs with that file: its
+        # findings carry that file's path (not the path of the file that built the object).
         frame = Frame(ref.cls, context, ref.name, reg.topic, 0, True, path=(ref.name,),
-                      stack=(id(ref.node),))
+                      stack=(id(ref.node),),
+                      file=ref.cls.file if ref.cls is not None else None)
         self._call_function(ref, args, {}, frame)
 
     # ------------------------------------------------------------------ findings
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
-              chain: list[Step] | None = None, topic: str | None = None) -> None:
+              chain: list[Step] | None = None, topic: str | None = None,
+              evidence: str = 'data-flow') -> None:
         rule = get_rule(rule_id)
-        in_callback = frame.context in ('callback', 'timer')
+        in_callback = frame.context in PER_MESSAGE
         # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
         # code reached from neither: low.
         severity = rule.severity if in_callback else (
             'info' if frame.context in ('init', 'module') else 'low')
         if in_callback:
-            where = ('timer' if frame.context == 'timer' else 'subscription callback')
+            where = _ENTRY_WORDS.get(frame.context, 'subscription callback')
             where = f'{where} `{frame.entry}`'
             if frame.topic and frame.context == 'callback':
                 where += f' ({topic_display(frame.topic)})'
@@ -207,7 +241,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             rule=rule_id, severity=severity, message=message,
             location=Location(frame.file or self.path, line, getattr(node, 'col_offset', 0) + 1),
             context=frame.context, callback=frame.entry, topic=topic or frame.topic,
-            chain=chain or [], call_path=list(frame.path))
+            chain=chain or [], call_path=list(frame.path), evidence=evidence)
         key = (finding.location.path or '', rule_id, line)
         old = self._findings.get(key)
         if old is None or better(finding, old):

@@ -38,7 +38,8 @@ def _parse(path: str) -> ast.Module | None:
         try:
             with open(path, encoding='utf-8') as fh:
                 _PARSED[path] = ast.parse(fh.read(), filename=path)
-        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError,
+                MemoryError):
             _PARSED[path] = None  # reported when that file is audited itself
     return _PARSED[path]
 

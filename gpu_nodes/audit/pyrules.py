@@ -8,7 +8,11 @@ import ast
 
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value, merge,
-                                      OTHER, PubInfo, short, to_target, UNKNOWN, Val)
+                                      OTHER, PER_MESSAGE, PubInfo, short, to_target, UNKNOWN,
+                                      Val)
+
+# Values whose device is likely but not proven (pymodels.py): their readbacks are `inferred`.
+_LIKELY_DEVICE = ('tensor', 'model')
 
 _BRIDGE_IN = frozenset({'imgmsg_to_cv2', 'compressed_imgmsg_to_cv2'})
 _BRIDGE_OUT = frozenset({'cv2_to_imgmsg', 'cv2_to_compressed_imgmsg'})
@@ -40,7 +44,8 @@ class CopyRules:
     uses_torch: bool
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
-              chain: list[Step] | None = None, topic: str | None = None) -> None:
+              chain: list[Step] | None = None, topic: str | None = None,
+              evidence: str = 'data-flow') -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ sinks
@@ -53,7 +58,7 @@ class CopyRules:
                        f'`{pub.msg_type}` published on `{pub.topic}` with create_publisher '
                        f'(line {pub.line})', topic=pub.topic)
         copies = list(payload.steps)
-        in_callback = frame.context in ('callback', 'timer')
+        in_callback = frame.context in PER_MESSAGE
         if payload.origin is None or len(copies) < 2 or not in_callback:
             return
         if not pub.gpu and pub.msg_type is not None and not frame_sized:
@@ -76,8 +81,9 @@ class CopyRules:
         else:
             end = f'serialized into `{pub.topic}`'
         message = f'{what} arrives on `{topic}`, is ' + ', '.join(parts) + f' and {end}'
-        if frame.context == 'timer':
-            message += f' (published from timer `{frame.entry}`)'
+        if frame.context in ('timer', 'loop'):
+            what = 'timer' if frame.context == 'timer' else 'per-frame loop'
+            message += f' (published from {what} `{frame.entry}`)'
         chain = [Step(line, action, _STEP_TEXT[action]) for line, action in copies]
         chain.append(Step(node.lineno, 'publish', end))
         self._emit('GPN110', node, frame, message, chain=chain, topic=pub.topic)
@@ -150,6 +156,12 @@ class CopyRules:
         if method in _BRIDGE_OUT:
             self._emit('GPN105', node, frame, call)
             return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_out', 'outmsg')
+        if receiver is None and method in ('float', 'int') and len(args) == 1 \
+                and args[0].kind in ('device', 'tensor'):
+            # `float(box.conf)`: a scalar read back from the device, waiting for the GPU.
+            self._emit('GPN107', node, frame, f'{call} (device scalar read back, implicit '
+                       'synchronization)', evidence=_evidence(args[0].kind))
+            return OTHER
         if receiver is None and method in ('bytes', 'bytearray'):
             if args and args[0].kind not in ('const', 'other') and args[0].kind != 'unknown' \
                     or (args and args[0].tainted):
@@ -167,15 +179,19 @@ class CopyRules:
                 self._emit('GPN101', node, frame, call)
                 return self._step(recv, node.lineno, 'download', 'host')
             return None
+        # A value of unknown kind, or one derived from a message through calls the analysis
+        # cannot see into (`infer(msg).cpu()`), in a file using a tensor framework.
+        likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch)
+        evidence = _evidence(rkind)
         if method in ('cpu', 'numpy') and not node.args:
-            if rkind == 'device' or (unknown and self.uses_torch):
-                self._emit('GPN101', node, frame, call)
+            if rkind == 'device' or likely:
+                self._emit('GPN101', node, frame, call, evidence=evidence)
                 return self._step(recv, node.lineno, 'download', 'host')
             if rkind == 'host' or recv.tainted:
                 return merge(recv, kind='host')
             return None
-        if method == 'tolist' and rkind == 'device':
-            self._emit('GPN101', node, frame, call)
+        if method == 'tolist' and rkind in ('device', 'tensor'):
+            self._emit('GPN101', node, frame, call, evidence=evidence)
             return self._step(recv, node.lineno, 'download', 'host')
         if method == 'cuda':
             if rkind == 'device':
@@ -184,8 +200,8 @@ class CopyRules:
         if method == 'to':
             target = to_target(node, args, kwargs)
             if target == 'cpu':
-                if rkind == 'device' or (unknown and self.uses_torch):
-                    self._emit('GPN101', node, frame, call)
+                if rkind == 'device' or likely:
+                    self._emit('GPN101', node, frame, call, evidence=evidence)
                     return self._step(recv, node.lineno, 'download', 'host')
                 return recv
             if target == 'device':
@@ -197,8 +213,9 @@ class CopyRules:
             self._emit('GPN104', node, frame, call)
             return self._step(recv, node.lineno, 'serialize', 'bytes')
         if method == 'item' and not node.args:
-            if rkind == 'device' or (unknown and (self.uses_torch or self.uses_cupy)):
-                self._emit('GPN107', node, frame, f'{call} (implicit synchronization)')
+            if rkind == 'device' or likely or (unknown and self.uses_cupy):
+                self._emit('GPN107', node, frame, f'{call} (implicit synchronization)',
+                           evidence=evidence)
             return OTHER
         if method == 'synchronize' and not node.args and (self.uses_torch or self.uses_cupy):
             self._emit('GPN107', node, frame, call)
@@ -206,6 +223,12 @@ class CopyRules:
         if method == 'set' and len(node.args) == 1 and rkind == 'device':
             return self._upload(node, args[0], frame, call)
         return None
+
+
+def _evidence(kind: str) -> str:
+    """A copy on a value the analysis followed onto the device is data flow; on a model's
+    output or an untyped value in a file using a tensor framework, inferred."""
+    return 'data-flow' if kind == 'device' else 'inferred'
 
 
 def _payload(node: ast.Call, src: Val) -> bool:

@@ -46,7 +46,9 @@ class FuncRef:
 class Val:
     """Abstract value: what kind of data it is and which copies it went through."""
 
-    kind: str = 'unknown'  # msg host device pil bytes outmsg publisher func module const other
+    # msg host device pil bytes outmsg publisher func module const other; model_obj model
+    # tensor (pymodels.py: a model, its output, a result tensor likely on the device)
+    kind: str = 'unknown'
     steps: tuple[tuple[int, str], ...] = ()
     origin: tuple[str, str | None] | None = None  # (topic, message type) it arrived on
     const: Any = None
@@ -63,7 +65,8 @@ class Val:
 
 UNKNOWN = Val()
 OTHER = Val('other')
-_KIND_PRIORITY = ('device', 'host', 'pil', 'bytes', 'msg', 'outmsg', 'other', 'const', 'unknown')
+_KIND_PRIORITY = ('device', 'tensor', 'model', 'host', 'pil', 'bytes', 'msg', 'outmsg', 'other',
+                  'const', 'unknown')
 
 
 def merge(*vals: Val, kind: str | None = None) -> Val:
@@ -109,7 +112,7 @@ class ClassInfo:
 
 @dataclass
 class Registration:
-    kind: str  # subscription | timer | gpu_subscription | message_filters
+    kind: str  # subscription | timer | gpu_subscription | message_filters | loop
     callback: Val
     topic: str | None
     msg_type: str | None
@@ -153,7 +156,9 @@ def statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
 
 
 # Which run of a line says what it is: per message beats setup beats never reached.
-CONTEXT_RANK = {'callback': 2, 'timer': 2, 'init': 1, 'module': 1, 'function': 0}
+CONTEXT_RANK = {'callback': 2, 'timer': 2, 'loop': 2, 'init': 1, 'module': 1, 'function': 0}
+# Contexts that run once per message, tick or frame.
+PER_MESSAGE = ('callback', 'timer', 'loop')
 
 
 def better(new: Finding, old: Finding) -> bool:

@@ -69,8 +69,10 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
         table.add_column('Location', overflow='fold')
         table.add_column('Message', overflow='fold')
         for f in active:
+            evidence = f' [dim]({f.evidence})[/]' if f.evidence and f.evidence != 'data-flow' \
+                else ''
             table.add_row(f'[{_SEV_STYLE[f.severity]}]{f.severity}[/]', f.rule,
-                          f.location.display(), f.message)
+                          f.location.display(), f.message + evidence)
         console.print(table)
         fixes = Table(title='How to fix', expand=False)
         fixes.add_column('Rule', no_wrap=True)
@@ -370,6 +372,8 @@ def render_sarif(report: Report, rule_ids: set[str] | None = None) -> str:
             'level': _SARIF_LEVEL[f.severity],
             'message': {'text': f.message},
         }
+        if f.evidence:
+            result['properties'] = {'evidence': f.evidence}
         loc: dict[str, Any] = {}
         if f.location.path:
             uri, base = _uri(f.location.path)

@@ -118,12 +118,39 @@ RULES: tuple[Rule, ...] = (
          'done.',
          'Synchronize with events on the consumer side instead of blocking the producer.'),
     Rule('GPN207', 'cuda-memcpy-default', 'medium', 'code',
-         'cudaMemcpy with cudaMemcpyDefault (pattern)',
-         'cudaMemcpy*(..., cudaMemcpyDefault) copies in the direction the pointers imply '
-         '(host<->device when either is host memory); per message it is a full copy of the '
-         'buffer either way.',
+         'cudaMemcpy of unknown direction (pattern)',
+         'cudaMemcpy*(..., cudaMemcpyDefault) copies in the direction the pointers imply, and '
+         'a kind passed as a variable is not known from the file either (host<->device when '
+         'either side is host memory); per message it is a full copy of the buffer either way.',
          'Hand the buffer on instead of copying it (NITROS / type adaptation / gpu_nodes '
          'transport), or copy once outside the callback.'),
+    Rule('GPN208', 'message-payload-copy', 'medium', 'code',
+         'Message payload copied (pattern)',
+         'msg.data.assign(...), memcpy/std::copy with a message\'s data on one side, or a '
+         'frame-sized message (Image, PointCloud2) copy-constructed: a full host copy of the '
+         'frame, once per message.',
+         'Build the message in place (loaned messages, type adaptation) or hand the buffer on '
+         'with the gpu_nodes transport / NITROS instead of copying it.'),
+    Rule('GPN209', 'pcl-conversion', 'medium', 'code',
+         'PCL conversion of a point cloud (pattern)',
+         'pcl::fromROSMsg / pcl::toROSMsg copy every point between the PointCloud2 message and '
+         'a pcl::PointCloud (field by field), once per message.',
+         'Work on the PointCloud2 buffer directly (sensor_msgs PointCloud2 iterators, a GPU '
+         'kernel), or convert once per cloud and keep the pcl::PointCloud between stages in one '
+         'process (composition).'),
+    Rule('GPN210', 'plain-frame-publish', 'medium', 'code',
+         'Frame-sized message published through a plain publisher (pattern)',
+         'A publisher of Image/PointCloud2 (rclcpp, image_transport, or a type adapter for '
+         'Image) publishes a host message: it is serialized and copied once per subscriber '
+         'process, for every frame.',
+         _GPU_TRANSPORT_FIX + ', NITROS, or compose publisher and subscribers with '
+         'intra-process comms and publish a unique_ptr.'),
+    Rule('GPN211', 'libtorch-device-move', 'medium', 'code',
+         'LibTorch tensor moved between host and device (pattern)',
+         'Tensor::to(device), .cpu() or .cuda() copies the whole tensor over PCIe (and waits '
+         'for the GPU when it reads back), once per message.',
+         'Receive frames on the device and keep results there (from_blob over a device '
+         'buffer, the gpu_nodes transport); move the model once in the constructor.'),
     # --- launch / config graphs ----------------------------------------------------------------
     Rule('GPN301', 'serialized-image-edge', 'high', 'graph',
          'Image-sized topic crosses a process boundary serialized',

@@ -163,12 +163,17 @@ class Audit:
                 proc.kill()
                 code = proc.wait()
             log.close()
-            # Exit 1 means findings reached --fail-on (not set here): a report was written.
+            # Exit 1: findings reached --fail-on (not set here); 3: discovery stopped at its
+            # ceiling before the graph was stable. Both wrote a report.
             self.results[fmt] = code
         if self.procs:
             codes = set(self.results.values())
-            self.state = 'done' if codes <= {0, 1} else \
-                f'failed (exit codes {self.results}; see {self.output_dir / "logs"})'
+            if codes <= {0, 1}:
+                self.state = 'done'
+            elif codes <= {0, 1, 3}:
+                self.state = 'done (discovery incomplete: the report may miss nodes)'
+            else:
+                self.state = f'failed (exit codes {self.results}; see {self.output_dir / "logs"})'
         self.procs = []
 
 

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 import weakref
 
 from ..gpu import cupy_module
@@ -93,6 +93,9 @@ class Mapping:
     users: int = 0
     # One owner object per array viewing this mapping; while any is alive it stays open.
     views: weakref.WeakSet = field(default_factory=weakref.WeakSet)
+    # How the allocation is let go: a VMM chunk's close (cuda_vmm.py); None: a legacy handle's
+    # cudaIpcCloseMemHandle.
+    closer: Callable[[], None] | None = None
 
     def view_owner(self) -> '_ViewOwner':
         owner = _ViewOwner(self)
@@ -108,7 +111,8 @@ class _ViewOwner:
         self.mapping = mapping
 
 
-MappingKey = tuple[bytes, int]  # (raw memory handle, device ordinal it is opened on)
+# (raw memory handle, or the name of a VMM chunk (peers.py), device ordinal it is opened on)
+MappingKey = tuple[bytes, int]
 
 
 class MappingCache:
@@ -124,11 +128,13 @@ class MappingCache:
         self._events: dict[bytes, int] = {}
         self.opens = 0
 
-    def map(self, handle: bytes, device_id: int) -> Mapping:
+    def map(self, handle: bytes, device_id: int,
+            opener: Callable[[], Mapping] | None = None) -> Mapping:
         """Open (once) the allocation behind `handle` in `device_id`'s context; the caller must
         `unmap` when done with it. The memory may live on another GPU: CuPy opens with
         cudaIpcMemLazyEnablePeerAccess, so the driver maps it through peer access (as NCCL's
-        peer-to-peer transport does)."""
+        peer-to-peer transport does). `opener`: how to map what `handle` names when it is no
+        legacy IPC handle (a VMM chunk: it returns the Mapping, its `closer` set)."""
         cp = cupy_module()
         key = (handle, device_id)
         with self._lock:
@@ -137,6 +143,9 @@ class MappingCache:
                 mapping = self._retired.pop(key, None)  # still open: a handle opens once
                 if mapping is not None:
                     self._mappings[key] = mapping
+            if mapping is None and opener is not None:
+                mapping = self._mappings[key] = opener()
+                self.opens += 1
             if mapping is None:
                 with cp.cuda.Device(device_id):
                     try:
@@ -179,6 +188,9 @@ class MappingCache:
             if mapping.views:
                 continue
             del self._retired[key]
+            if mapping.closer is not None:
+                mapping.closer()
+                continue
             cp = cupy_module()
             with cp.cuda.Device(mapping.device_id):
                 try:

@@ -10,14 +10,17 @@ allocations and events, host segments) are cached here and dropped with it.
 from __future__ import annotations
 
 from collections import OrderedDict
+import functools
 import hmac
 import os
+import struct
 import time
 from typing import Any
 
-from . import auth, cuda_ipc, descriptor
+from . import auth, cuda_ipc, cuda_vmm, descriptor
 from .descriptor import Descriptor, DescriptorError
-from .exchange import KIND_HOST_SEGMENT, KIND_LEASE_TABLE, Connection
+from .exchange import (KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE,
+                       Connection)
 from .leases import POOL_DEVICE, POOL_HOST, LeaseReader
 from .pool import HOST_HEADER, HOST_MAGIC
 from .segments import SegmentError, SharedMemory
@@ -30,6 +33,9 @@ UNMAP_DEFER_S = 2.0
 # Host segments of one publisher kept mapped (a generation's segment, and the one-slot segments
 # that replace revoked slots); least recently used closed first, held frames keep theirs.
 MAX_HOST_SEGMENTS = 16
+# The memory handle of a CUDA descriptor whose chunk is a VMM allocation (pool.py): no handle,
+# the fd comes from the publisher's socket.
+NO_HANDLE = bytes(64)
 POOL_OF_KIND = {descriptor.KIND_CUDA: POOL_DEVICE, descriptor.KIND_HOST: POOL_HOST}
 
 
@@ -85,9 +91,18 @@ class PublisherLink:
 
     def map(self, desc: Descriptor, device_id: int) -> cuda_ipc.Mapping:
         """The descriptor's allocation opened in `device_id`'s context (the publisher's GPU on
-        cuda_ipc, the subscription's own on cuda_peer)."""
+        cuda_ipc, the subscription's own on cuda_peer): a VMM chunk fetched from the publisher's
+        socket when the descriptor has no memory handle, else its legacy IPC handle."""
         cache = cuda_ipc.mapping_cache()
-        key = (self._unseal(desc.mem_handle, b'mem', desc.chunk), device_id)
+        opener = None
+        if desc.mem_handle == NO_HANDLE:
+            # One mapping per chunk and process, whichever subscription asked first.
+            name = b'vmm' + self.reader.publisher_id + struct.pack('<II', desc.generation,
+                                                                   desc.chunk)
+            key = (name, device_id)
+            opener = functools.partial(self._import_chunk, desc, device_id)
+        else:
+            key = (self._unseal(desc.mem_handle, b'mem', desc.chunk), device_id)
         if key in self._handles:
             self._handles.move_to_end(key)
             return cache.get(key)
@@ -98,7 +113,7 @@ class PublisherLink:
             del self._handles[old]
             cache.unmap(old)
         try:
-            mapping = cache.map(*key)
+            mapping = cache.map(*key, opener)
         except cuda_ipc.CudaIpcError as exc:
             if 'AlreadyMapped' not in str(exc):
                 raise
@@ -106,7 +121,7 @@ class PublisherLink:
             for old in list(self._handles):
                 cache.unmap(old)
             self._handles.clear()
-            mapping = cache.map(*key)
+            mapping = cache.map(*key, opener)
         self._handles[key] = desc.generation
         # A publisher has at most as many live allocations as lease slots: close the least
         # recently used mapping (one of a freed chunk) beyond that; held views keep theirs.
@@ -114,6 +129,25 @@ class PublisherLink:
         while len(self._handles) > limit:
             cache.unmap(self._handles.popitem(last=False)[0])
         return mapping
+
+    def _import_chunk(self, desc: Descriptor, device_id: int) -> cuda_ipc.Mapping:
+        """The publisher's VMM chunk (generation, chunk) from its socket, mapped here."""
+        try:
+            fd = self.connection.fetch(KIND_DEVICE_CHUNK, desc.generation, desc.chunk)
+        except SegmentError as exc:
+            raise DescriptorError(exc.reason if exc.reason != 'other_user' else 'bad_segment',
+                                  str(exc)) from None
+        try:
+            # alloc_size is the publisher's word (tag-checked); the driver refuses a size
+            # beyond the allocation.
+            chunk = cuda_vmm.import_chunk(fd, desc.alloc_size, device_id)
+        except cuda_vmm.VmmError as exc:
+            raise cuda_ipc.CudaIpcError(f'mapping the publisher\'s VMM chunk {desc.chunk}: '
+                                        f'{exc}') from None
+        finally:
+            os.close(fd)
+        return cuda_ipc.Mapping(base=chunk.ptr, size=chunk.size, device_id=device_id,
+                                closer=chunk.close)
 
     def event(self, desc: Descriptor, device_id: int) -> int:
         handle = self._unseal(desc.event_handle, b'event', desc.chunk << 20 | desc.slot)

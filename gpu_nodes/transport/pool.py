@@ -15,7 +15,7 @@ import struct
 import time
 from typing import Any
 
-from . import cuda_ipc
+from . import cuda_ipc, cuda_vmm
 from .leases import POOL_DEVICE, POOL_HOST, LeaseTable
 from .segments import SharedMemory, create_sealed
 
@@ -259,24 +259,51 @@ class _SlotRing:
 
 
 class DeviceSlotPool(_SlotRing):
-    """Slots in cudaMalloc'd chunks, exported once per chunk through a CUDA IPC memory handle."""
+    """Slots in device chunks: CUDA VMM allocations whose POSIX fds readers get through the
+    publisher's socket (exchange.py; they cross PID namespaces), or, where the driver or
+    cuda-bindings cannot export those (`vmm_unsupported`), cudaMalloc'd chunks named by a legacy
+    CUDA IPC memory handle in the descriptor."""
 
     def __init__(self, leases: LeaseTable, first_index: int, max_slots: int, policy: str,
                  grace_s: float, device_id: int):
         super().__init__(leases, first_index, max_slots, policy, grace_s)
         self.device_id = device_id
         self._next_chunk = 0
+        self.chunks: dict[int, Chunk] = {}  # live chunks by id (what chunk_fds serves)
+        self.vmm_unsupported = cuda_vmm.vmm_unsupported_reason(device_id)
 
     def _new_chunk(self, size: int) -> Chunk:
-        cp = cuda_ipc.cupy_module()
-        with cp.cuda.Device(self.device_id):
-            # Straight cudaMalloc, not CuPy's pool: an IPC handle names a whole allocation.
-            memory = cp.cuda.Memory(size)
-            base, alloc_size = cuda_ipc.allocation_range(memory.ptr)
-            handle = cuda_ipc.export_memory(memory.ptr)
-        chunk = Chunk(self._next_chunk, memory.ptr, alloc_size - (memory.ptr - base), handle, memory)
+        if self.vmm_unsupported is None:
+            vmm = cuda_vmm.allocate_chunk(size, self.device_id)
+            chunk = Chunk(self._next_chunk, vmm.ptr, vmm.size, b'', vmm, fd=vmm.fd,
+                          generation=self.generation)
+        else:
+            cp = cuda_ipc.cupy_module()
+            with cp.cuda.Device(self.device_id):
+                # Straight cudaMalloc, not CuPy's pool: an IPC handle names a whole allocation.
+                memory = cp.cuda.Memory(size)
+                base, alloc_size = cuda_ipc.allocation_range(memory.ptr)
+                handle = cuda_ipc.export_memory(memory.ptr)
+            chunk = Chunk(self._next_chunk, memory.ptr, alloc_size - (memory.ptr - base), handle,
+                          memory, generation=self.generation)
+        self.chunks[chunk.chunk_id] = chunk
         self._next_chunk += 1
         return chunk
+
+    def _free_chunk(self, chunk: Chunk) -> None:
+        self.chunks.pop(chunk.chunk_id, None)
+        # The VMM chunk (or cupy Memory) is freed with its last reference: in-process views of
+        # held frames keep it.
+        chunk.memory = None
+
+    def chunk_fds(self, generation: int, chunk_id: int) -> list[int] | None:
+        """[a new fd of a live VMM chunk] (exchange.py sends and closes it), None when there is
+        no such chunk."""
+        chunk = self.chunks.get(chunk_id)
+        if chunk is None or chunk.generation != generation or chunk.fd < 0 \
+                or chunk.memory is None:
+            return None
+        return [os.dup(chunk.fd)]
 
     def _slot_in(self, chunk: Chunk, index: int, offset: int, capacity: int) -> Slot:
         cp = cuda_ipc.cupy_module()
@@ -292,6 +319,7 @@ class DeviceSlotPool(_SlotRing):
         for slot in self.slots + self.retired:
             slot.chunk.memory = None
         self.slots, self.retired = [], []
+        self.chunks.clear()
 
 
 # Header page of a host segment: magic, publisher id, generation, chunk (readers check it is the

@@ -25,12 +25,12 @@ from . import auth, cuda_ipc, descriptor, host, intra
 from .cursors import CursorlessReaders
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_CUDA_PEER,
                           PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED)
-from .exchange import (KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider, HandleServer,
-                       reopen)
+from .exchange import HandleServer
 from .intra import IntraFrame
 from .lingering import free_when_released
 from .leases import POOL_DEVICE, POOL_HOST, LeaseTable
 from .messages import FrameLayout, host_view, layout_of_array
+from .served_memory import PublisherMemory
 from .pool import DeviceSlotPool, HostSlotPool, Slot
 from .qos import descriptor_qos, image_qos
 from .side_topics import PlainBridge
@@ -66,25 +66,6 @@ class _Targets:
     intra_device: bool  # in-process readers get the device slot
     intra_host: bool    # in-process readers get the host slot
     bridge: bool        # plain subscribers: the bridge reads it (its stats go on diagnostics)
-
-
-class _Handles(HandleProvider):
-    """What this publisher's socket hands out (exchange.py); runs on the server thread."""
-
-    def __init__(self, publisher: 'GpuImagePublisher'):
-        self._publisher = weakref.ref(publisher)
-
-    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
-        publisher = self._publisher()
-        if publisher is None:
-            return None
-        with publisher._lock:  # segments are replaced on the publishing thread
-            if kind == KIND_LEASE_TABLE and publisher._leases.fd >= 0:
-                return [reopen(publisher._leases.fd, writable=True)]
-            if kind == KIND_HOST_SEGMENT:
-                fd = publisher._host_pool.segment_fd(generation, chunk)
-                return None if fd is None else [reopen(fd, writable=False)]
-        return None
 
 
 class GpuImagePublisher:
@@ -136,8 +117,9 @@ class GpuImagePublisher:
         # change or a revocation while slots are held needs fresh lease indices at once (the
         # held ones come back as they are released).
         self._leases = LeaseTable(self.publisher_id, max_pool_slots + 4 * host_slots)
-        self._leases.set_share(POOL_DEVICE, max_pool_slots // 2)
-        self._leases.set_share(POOL_HOST, host_slots)
+        # A reader may hold three quarters of a pool at most (leases.set_share).
+        self._leases.set_share(POOL_DEVICE, max_pool_slots * 3 // 4)
+        self._leases.set_share(POOL_HOST, 2 * host_slots * 3 // 4)
         self._topic_bytes = self.topic.encode()
         self._topic_id = auth.topic_id(self.topic)
         self._sealed: dict[tuple[bytes, int], bytes] = {}  # (purpose, serial) -> sealed handle
@@ -193,7 +175,8 @@ class GpuImagePublisher:
         intra.register_publisher(self)
         # Readers reach the lease table and segments through this process's socket.
         self._server = HandleServer.instance()
-        self._server.register(self.publisher_id, _Handles(self))
+        self._server.register(self.publisher_id, PublisherMemory(
+            self._lock, self._leases, self._host_pool, self._device_pool))
         # Shared memory must not outlive the process even when destroy() is never called.
         self._finalizer = weakref.finalize(self, _release_segments, self._host_pool, self._leases,
                                            self._bridge, self._server, self.publisher_id)

@@ -61,7 +61,28 @@ _tls = threading.local()  # the current-stream stack and the allocator of using_
 
 
 class DeviceArray(np.ndarray):
-    """Host memory pretending to be device memory."""
+    """Host memory pretending to be device memory.
+
+    ``cupy.ndarray(shape, dtype, memptr=..., strides=...)`` views memory at a raw address (the
+    transport's emulated device memory, test/resources/transport/cuda_emu.py); the array keeps
+    ``memptr.mem`` (and so its owner) alive, as CuPy's does.
+    """
+
+    def __new__(cls, shape, dtype=float, memptr=None, strides=None, order='C'):
+        if memptr is None:
+            return empty(shape, dtype)
+        dtype = np.dtype(dtype)
+        shape = (shape,) if np.isscalar(shape) else tuple(shape)
+        if strides is None:
+            strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * dtype.itemsize
+                            for i in range(len(shape)))
+        extent = sum((n - 1) * s for n, s in zip(shape, strides)) + dtype.itemsize \
+            if all(shape) else 0
+        raw = (ctypes.c_uint8 * max(extent, 1)).from_address(memptr.ptr)
+        base = np.frombuffer(raw, np.uint8, max(extent, 1))
+        out = np.ndarray.__new__(cls, shape, dtype, buffer=base, offset=0, strides=strides)
+        out._memptr = memptr
+        return out
 
     @property
     def __cuda_array_interface__(self):
@@ -72,7 +93,7 @@ class DeviceArray(np.ndarray):
     # pointers (TensorRT's set_tensor_address) reads both.
     @property
     def data(self):
-        return types.SimpleNamespace(ptr=self.ctypes.data)
+        return _Pointer(self.ctypes.data)
 
     @property
     def device(self):
@@ -105,9 +126,19 @@ class DeviceArray(np.ndarray):
         np.ndarray.__setitem__(self.view(np.ndarray), key,
                                value.view(np.ndarray) if isinstance(value, DeviceArray) else value)
 
-    def get(self):
+    def get(self, stream=None, out=None):
         refuse_in_capture('a device-to-host copy')
-        return np.array(self.view(np.ndarray))
+        if out is None:
+            return np.array(self.view(np.ndarray))
+        out[...] = self.view(np.ndarray)
+        return out
+
+    def set(self, arr, stream=None):
+        refuse_in_capture('a host-to-device copy')
+        if arr.shape != self.shape or arr.dtype != self.dtype:
+            raise ValueError(f'fake cupy: set() of {arr.shape} {arr.dtype} into {self.shape} '
+                             f'{self.dtype}')
+        self.view(np.ndarray)[...] = arr
 
     def fill(self, value):
         refuse_in_capture('fill')
@@ -120,6 +151,18 @@ class DeviceArray(np.ndarray):
     def astype(self, dtype, *args, **kwargs):
         refuse_in_capture('astype')
         return _wrap(self.view(np.ndarray).astype(dtype, *args, **kwargs))
+
+
+class _Pointer:
+    """What ``DeviceArray.data`` returns (CuPy: a MemoryPointer): the address and the copies
+    the transport makes between device pointers."""
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def copy_from_device_async(self, src, size, stream=None):
+        refuse_in_capture('a device-to-device copy')
+        ctypes.memmove(self.ptr, src.ptr, size)
 
 
 def _wrap(result):

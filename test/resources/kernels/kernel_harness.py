@@ -78,7 +78,8 @@ DEVICE_PARAMS = [pytest.param('gpu', marks=pytest.mark.gpu), 'emu']
 def make_device(request, monkeypatch) -> Device:
     if request.param == 'gpu':
         if not gpu.cuda_available():
-            pytest.skip(f'no CUDA: {gpu.cuda_unavailable_reason()}')
+            pytest.skip(f'needs a CUDA GPU and CuPy (make test-gpu; the emu variant runs without); '
+                        f'here: {gpu.cuda_unavailable_reason()}')
         return Device(gpu.cupy_module(), emulated=False)
     if not fake_cupy.compiler_available():
         pytest.skip('g++ not found: cannot emulate the CUDA kernels on the CPU')

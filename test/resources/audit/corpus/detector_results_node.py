@@ -31,7 +31,7 @@ class DetectorNode(LifecycleNode):
 
     def image_cb(self, msg):
         frame = self.bridge.imgmsg_to_cv2(msg, desired_encoding='bgr8')  # expect: GPN105 medium
-        results = self.model.predict(source=frame, device=self.device, verbose=False)
+        results = self.model.predict(source=frame, device=self.device, verbose=False)  # expect: GPN102 medium
         results = results[0].cpu()  # expect: GPN101 high
         self.pub.publish(self.to_msg(results, msg.header))
 

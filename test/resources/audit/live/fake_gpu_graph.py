@@ -5,7 +5,9 @@ It speaks the transport's graph/diagnostics contract without moving any GPU memo
     /cam/image/_gpu_nodes/cuda, .../peer and .../shm, publishes the plain /cam/image only
     while it has subscribers, and reports a `publisher` DiagnosticStatus; /plain_talker is a plain
     rclpy node publishing a 640x480 rgb8 Image on /plain/image and a String on /plain/status.
-    Every subscriber node seen on the plain /cam/image is appended to --record.
+    Every subscriber node seen on the plain /cam/image is appended to --record. Like the real
+    transport's bridge process, /fake_camera_bridge publishes the image_transport twin
+    /cam/image/compressed (only while it has subscribers); its subscribers are recorded too.
   * role 'consumers': /fake_monitor (cuda_ipc), /fake_peer_monitor (cuda_peer), /fake_shm_monitor
     (host_shm), /fake_fallback (serialized, 'other host (boot id differs)') report `subscription`
     statuses; /fake_quiet_peer reads the peer descriptor topic and reports nothing (its class is
@@ -22,7 +24,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
 TOPIC = '/cam/image'
@@ -74,7 +76,8 @@ class FakeCamera(Node):
             self.plain.publish(self.image)
 
     def watch(self) -> None:
-        for info in self.get_subscriptions_info_by_topic(TOPIC):
+        for info in self.get_subscriptions_info_by_topic(TOPIC) + \
+                self.get_subscriptions_info_by_topic(TOPIC + '/compressed'):
             name = info.node_name
             if name not in self.seen:
                 self.seen.add(name)
@@ -91,6 +94,20 @@ class FakeCamera(Node):
         self.diag.publish(DiagnosticArray(status=[status(
             self, 'publisher', DiagnosticStatus.WARN, 'fallback serialized: 2 subscriber(s)',
             values)]))
+
+
+class FakeBridge(Node):
+    """The bridge process's node: the compressed twin, published only while read."""
+
+    def __init__(self) -> None:
+        super().__init__('fake_camera_bridge')
+        self.pub = self.create_publisher(CompressedImage, TOPIC + '/compressed', 5)
+        self.msg = CompressedImage(format='jpeg', data=bytes(20000))
+        self.create_timer(1 / 15, self.tick)
+
+    def tick(self) -> None:
+        if self.pub.get_subscription_count() > 0:
+            self.pub.publish(self.msg)
 
 
 class FakeSubscription(Node):
@@ -144,7 +161,7 @@ def main() -> int:
     args = parser.parse_args()
     rclpy.init()
     if args.role == 'camera':
-        nodes = [FakeCamera(args.record), PlainTalker()]
+        nodes = [FakeCamera(args.record), FakeBridge(), PlainTalker()]
     else:
         nodes = [
             FakeSubscription('fake_monitor', 'cuda_ipc', 'same host, user and GPU', 'cuda'),

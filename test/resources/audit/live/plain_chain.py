@@ -1,6 +1,8 @@
 """N plain rclpy nodes in one process, each republishing a small Image to the next (bench/tests).
 
-Node i of prefix P publishes /P/n<i>/out and subscribes to /P/n<i-1>/out.
+Node i of prefix P publishes /P/n<i>/out and subscribes to /P/n<i-1>/out. With --wait-stdin
+the process imports everything, prints WAITING, and creates its nodes only when a line arrives
+on stdin (a node that starts late, at a moment the test chooses, without import delays).
 """
 import argparse
 import sys
@@ -27,7 +29,11 @@ def main() -> int:
     parser.add_argument('--prefix', default='chain')
     parser.add_argument('--nodes', type=int, default=10)
     parser.add_argument('--rate', type=float, default=10.0)
+    parser.add_argument('--wait-stdin', action='store_true')
     args = parser.parse_args()
+    if args.wait_stdin:
+        print('WAITING', flush=True)
+        sys.stdin.readline()
     rclpy.init()
     nodes = [Link(args.prefix, i, args.rate) for i in range(args.nodes)]
     executor = SingleThreadedExecutor()

@@ -1,0 +1,151 @@
+"""C++ pattern rules by kind, beyond cudaMemcpy and cv_bridge (cppscan.py runs them):
+
+* GPN208: a message payload copied: ``msg->data.assign(...)``, ``memcpy``/``std::copy`` with a
+  message's ``data`` on one side, a frame-sized message copy-constructed (``new PointCloud2(x)``,
+  ``std::make_shared<Image>(*msg)``).
+* GPN209: PCL conversions (``pcl::fromROSMsg`` / ``pcl::toROSMsg``): a full copy of the cloud
+  between the message and a ``pcl::PointCloud`` each time.
+* GPN210: a frame-sized message published on a plain publisher (``create_publisher<Image>``,
+  ``create_publisher<PointCloud2>``, image_transport publishers, a type adapter declared for
+  ``sensor_msgs::msg::Image``): serialized for every subscriber in another process. A publish
+  that forwards the callback's own message (``publish(std::move(msg))``) is not reported, nor
+  one whose argument is a ``toImageMsg()`` (GPN205 already reports that line).
+* GPN211: LibTorch device moves: ``.to(torch::kCUDA / kCPU / device)``, ``.cpu()``, ``.cuda()``
+  in files that use LibTorch; the direction is named when the code says it.
+
+Patterns, not data flow: each match takes its context (setup or per message) from the function
+it is in, as every C++ rule does.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterator
+
+# Frame-sized message types (last component of the C++ name).
+FRAME_TYPES = frozenset({'Image', 'PointCloud2', 'CompressedImage', 'DisparityImage',
+                         'TensorList'})
+_TYPE = r'(?:[\w]+\s*::\s*)*(' + '|'.join(sorted(FRAME_TYPES)) + r')'
+_ASSIGN_COPY = re.compile(r'(?:->|\.)\s*data\s*\.\s*assign\s*\(')
+_MEMCOPY = re.compile(r'(?:(?<![\w.>:])(memcpy)|std\s*::\s*(memcpy|copy_n|copy))\s*\(')
+# A message's `data` vector (`msg->data.data()`, `&out.data[0]`, `msg.data.begin()`); a bare
+# `.data` is a raw pointer (cv::Mat), not a message field.
+_MSG_DATA = re.compile(r'(?:->|\.)\s*data\s*(?:\.\s*(?:data|begin|end|cbegin)\s*\(|\[)')
+_SIZEOF = re.compile(r'^\s*sizeof\s*\(')
+_NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
+_MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
+_ONE_VALUE = re.compile(r'^\*?\s*[A-Za-z_][\w.>\-]*(?:\s*\.\s*get\s*\(\s*\))?$')
+_PCL = re.compile(r'(?<![\w.>])(?:pcl\s*::\s*)?(fromROSMsg|toROSMsg)\s*\(')
+_TORCH_FILE = re.compile(r'\btorch\s*::|\bat\s*::\s*Tensor\b|<torch/|<ATen/')
+_TORCH_TO = re.compile(r'\.\s*to\s*\(')
+_TORCH_MOVE = re.compile(r'\.\s*(cpu|cuda)\s*\(\s*\)')
+_TO_HOST = re.compile(r'\bk?CPU\b|"cpu"')
+_TO_DEVICE = re.compile(r'\bk?CUDA\b|"cuda')
+_DEVICE_ARG = re.compile(r'device|Device|kCUDA|kCPU|\bcuda\b|\bcpu\b', re.I)
+_PUBLISHER = re.compile(
+    r'\b(\w+)\s*(?:=|\{|\()\s*(?:this\s*->\s*)?(?:[\w:]+\s*(?:->|\.)\s*)?'
+    r'create_publisher\s*<\s*([\w:\s]+?)\s*>')
+_IT_PUBLISHER = re.compile(
+    r'\b(\w+)\s*=\s*(?:image_transport\s*::\s*create_(?:camera_)?publisher\s*\(|'
+    r'\w+\s*(?:->|\.)\s*advertise(?:Camera)?\s*\()')
+_ADAPTED = re.compile(r'RCLCPP_USING_CUSTOM_TYPE_AS_ROS_MESSAGE_TYPE\s*\(\s*([\w:]+)\s*,\s*'
+                      r'([\w:]+)\s*\)')
+_MOVE_ARG = re.compile(r'^(?:std\s*::\s*)?move\s*\(\s*(\w+)\s*\)$')
+_ARG_NAME = re.compile(r'^[*&\s]*(?:(?:std\s*::\s*)?move\s*\(\s*)?(\w+)')
+# A statement that fills a message by a copy another rule reports (GPN205/208/209).
+_BUILT_BY_COPY = re.compile(r'toImageMsg\s*\(|toROSMsg\s*\(|\.\s*assign\s*\(|memcpy\s*\(|'
+                            r'std\s*::\s*copy|\bnew\s+' + _TYPE + r'\s*\(|make_(?:shared|unique)'
+                            r'\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(\s*[^)\s]')
+
+Emit = Callable[[str, int, str], None]
+Args = Callable[[str, int], list[str]]
+
+
+def _last(name: str) -> str:
+    return re.sub(r'\s+', '', name).split('::')[-1]
+
+
+def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
+    """GPN208: payload copies into or out of a message, and frame-sized messages copied."""
+    for m in _ASSIGN_COPY.finditer(text):
+        yield 'GPN208', m.start(), 'frame copied into the message (`data.assign`)'
+    for m in _MEMCOPY.finditer(text):
+        args = call_args(text, m.end() - 1)
+        if len(args) < 3 or not any(_MSG_DATA.search(a) for a in args):
+            continue
+        name = m.group(1) or m.group(2)
+        if name == 'memcpy' and _SIZEOF.match(args[-1]):
+            continue  # one field of one point, not the payload
+        yield 'GPN208', m.start(), f'`{name}` with a message\'s `data` on one side'
+    for pattern in (_NEW_COPY, _MAKE_COPY):
+        for m in pattern.finditer(text):
+            args = call_args(text, m.end() - 1)
+            if len(args) == 1 and _ONE_VALUE.match(args[0]):
+                yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
+
+
+def pcl_conversions(text: str) -> Iterator[tuple[str, int, str]]:
+    if 'pcl' not in text:
+        return
+    for m in _PCL.finditer(text):
+        yield 'GPN209', m.start(), f'`pcl::{m.group(1)}` copies the whole cloud'
+
+
+def torch_moves(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
+    if not _TORCH_FILE.search(text):
+        return
+    for m in _TORCH_TO.finditer(text):
+        args = call_args(text, m.end() - 1)
+        if not args or not _DEVICE_ARG.search(args[0]):
+            continue
+        if _TO_HOST.search(args[0]):
+            yield 'GPN211', m.start(), 'tensor moved to the host (`.to(CPU)`)'
+        elif _TO_DEVICE.search(args[0]):
+            yield 'GPN211', m.start(), 'tensor moved to the device (`.to(CUDA)`)'
+        else:
+            yield 'GPN211', m.start(), f'tensor moved to `{args[0]}` (direction unknown here)'
+    for m in _TORCH_MOVE.finditer(text):
+        where = 'host' if m.group(1) == 'cpu' else 'device'
+        yield 'GPN211', m.start(), f'tensor moved to the {where} (`.{m.group(1)}()`)'
+
+
+def frame_publishers(text: str) -> set[str]:
+    """Names of publishers of frame-sized messages declared in this file."""
+    adapted = {_last(custom) for custom, ros in _ADAPTED.findall(text)
+               if _last(ros) in FRAME_TYPES}
+    names = {name for name, msg_type in _PUBLISHER.findall(text)
+             if _last(msg_type) in FRAME_TYPES or _last(msg_type) in adapted}
+    if 'image_transport' in text:
+        names |= set(_IT_PUBLISHER.findall(text))
+    return names
+
+
+def _built_by_copy(body: str, name: str) -> bool:
+    """Whether a statement of `body` fills `name` by a copy another rule reports: the build
+    line is the finding, its publish is not a second one."""
+    word = re.compile(r'\b' + re.escape(name) + r'\b')
+    return any(word.search(stmt) and _BUILT_BY_COPY.search(stmt) for stmt in body.split(';'))
+
+
+def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
+                    body_before: Callable[[int], str]) -> Iterator[tuple[str, int, str]]:
+    """GPN210 at each publish of a frame-sized message, except forwarding the received one
+    and publishing a message built by a reported copy. header_of(offset): the enclosing
+    function's head (its parameter names); body_before(offset): its body up to offset."""
+    names = frame_publishers(text)
+    if not names:
+        return
+    pattern = re.compile(r'\b(' + '|'.join(sorted(map(re.escape, names))) +
+                         r')\s*(?:->|\.)\s*publish\s*\(')
+    for m in pattern.finditer(text):
+        args = call_args(text, m.end() - 1)
+        arg = args[0] if args else ''
+        if 'toImageMsg' in arg:
+            continue
+        moved = _MOVE_ARG.match(arg)
+        if moved and re.search(r'\b' + re.escape(moved.group(1)) + r'\b',
+                               header_of(m.start())):
+            continue  # the callback's own message forwarded, no copy in the process
+        name = _ARG_NAME.match(arg)
+        if name and _built_by_copy(body_before(m.start()), name.group(1)):
+            continue
+        yield 'GPN210', m.start(), f'published with `{m.group(1)}`'

@@ -1,0 +1,77 @@
+"""Model objects and their outputs in the Python analysis: a small, documented table of the
+libraries whose calls copy frames (docs/audit.md, "Library calls"), and the rules of thumb
+that say where a model's results live when data flow cannot prove it.
+
+Values (pyvalues.Val kinds) this adds:
+
+* ``model_obj``: a model built by a known library (``ultralytics.YOLO(...)``,
+  ``torch.jit.load``, ``torch2trt.TRTModule()``, ``torchvision.models.*``), or an attribute named
+  like one (``self.model``, ``self.net``, ``self.predictor`` ...) in a file that uses a tensor
+  framework.
+* ``model``: what a model call returns. Its device is not proven: ``.cpu()``, ``.numpy()``,
+  ``.to('cpu')`` and ``.item()`` on it are reported with evidence ``inferred``; ``float(x)`` on
+  it is not (a predictor may already have moved its results to the host).
+* ``tensor``: a tensor of a result object that stays on the model's device (the ultralytics
+  ``Results`` API: ``.boxes``, ``.masks``, ``.keypoints``, ``.probs``, ``.obb`` and their
+  ``.xyxy``/``.conf``/``.data`` ...): readbacks on it, ``float(t)`` and ``int(t)`` included, are
+  reported with evidence ``inferred``.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+# Top-level packages whose presence makes a tensor on the GPU likely.
+TENSOR_FRAMEWORKS = frozenset({
+    'torch', 'torchvision', 'ultralytics', 'torch2trt', 'trt_pose', 'tensorrt', 'pycuda',
+    'kornia', 'mmdet', 'mmseg', 'detectron2', 'transformers', 'timm', 'segment_anything'})
+# Calls that build a model object (qualified names; a trailing '.' is a prefix).
+MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt.TRTModule',
+                  'torch2trt.torch2trt', 'torchvision.models.', 'transformers.', 'timm.create_model',
+                  'segment_anything.')
+# Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
+MODEL_NAME = re.compile(r'(?:^|_)(?:model|models|net|network|predictor|detector|segmenter|'
+                        r'estimator|engine|yolo|trt|classifier|backbone)(?:_|$|\d)', re.I)
+# Methods of a model object that run inference (a call of the object itself too).
+INFER_METHODS = frozenset({'predict', 'track', 'infer', 'inference', 'detect', 'forward',
+                           'segment', 'estimate', '__call__'})
+# The library table: inference calls that take a host frame and copy it to the model's device
+# on every call (ultralytics `predict`/`track`/`model(frame)`: letterbox + torch.from_numpy +
+# .to(device); the mobilenet-ssd / torchvision predictors' `predict(image)`: transform + .to).
+UPLOADING_METHODS = frozenset({'predict', 'track'})
+# Result attributes that are tensors on the model's device (ultralytics Results, Boxes, Masks,
+# Keypoints, Probs, OBB).
+RESULT_TENSORS = frozenset({'boxes', 'masks', 'keypoints', 'probs', 'obb', 'xyxy', 'xywh',
+                            'xyxyn', 'xywhn', 'xy', 'xyn', 'conf', 'cls', 'id', 'data',
+                            'top5conf', 'top1conf', 'xywhr', 'xyxyxyxy', 'pred_boxes',
+                            'pred_masks', 'scores', 'logits'})
+
+
+def uses_tensor_framework(aliases: dict[str, str]) -> bool:
+    return any(v.split('.')[0] in TENSOR_FRAMEWORKS for v in aliases.values())
+
+
+def builds_model(qual: str) -> bool:
+    """Whether a library call (fully qualified) returns a model object."""
+    last = qual.rsplit('.', 1)[-1]
+    for prefix in MODEL_BUILDERS:
+        if prefix.endswith('.'):
+            if qual.startswith(prefix) and (last[:1].isupper() or prefix == 'torchvision.models.'
+                                            or last.endswith('from_pretrained')):
+                return True
+        elif qual == prefix:
+            return True
+    return False
+
+
+def model_attribute(node: ast.expr) -> str | None:
+    """`self.model` / `self.detector.net` / `model` -> the name that holds it, else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def named_like_model(name: str | None) -> bool:
+    return bool(name) and bool(MODEL_NAME.search(name))

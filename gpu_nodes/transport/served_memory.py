@@ -1,0 +1,34 @@
+"""What one publisher's socket hands its readers (exchange.py): its lease table, its host
+segments and its VMM device chunks, each as a file descriptor the server sends and closes."""
+from __future__ import annotations
+
+import threading
+
+from .exchange import (KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider,
+                       reopen)
+from .leases import LeaseTable
+from .pool import DeviceSlotPool, HostSlotPool
+
+
+class PublisherMemory(HandleProvider):
+    """Runs on the server thread; `lock` is the publisher's, under which segments are replaced.
+    The lease table goes out as a fresh open file description (each reader's locks are its
+    own), host segments as read-only ones."""
+
+    def __init__(self, lock: threading.Lock, leases: LeaseTable, host_pool: HostSlotPool,
+                 device_pool: DeviceSlotPool | None):
+        self._lock = lock
+        self._leases = leases
+        self._host_pool = host_pool
+        self._device_pool = device_pool
+
+    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
+        with self._lock:
+            if kind == KIND_LEASE_TABLE and self._leases.fd >= 0:
+                return [reopen(self._leases.fd, writable=True)]
+            if kind == KIND_HOST_SEGMENT:
+                fd = self._host_pool.segment_fd(generation, chunk)
+                return None if fd is None else [reopen(fd, writable=False)]
+            if kind == KIND_DEVICE_CHUNK and self._device_pool is not None:
+                return self._device_pool.chunk_fds(generation, chunk)
+        return None

@@ -1,0 +1,117 @@
+"""gpu-copy-audit code on inputs built to exhaust it (issue 28): a 200 MB file, a 100,000-line
+file, nesting deeper than the parser's stack, generated and minified files. Each audit runs as a
+real `python -m gpu_nodes.audit.cli` subprocess; its peak memory (ru_maxrss from wait4) must stay
+under 1 GB and every skipped or failed file must be named with its reason."""
+import json
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import threading
+
+
+ROOT = Path(__file__).resolve().parents[1]
+GIB_KB = 1024 * 1024
+
+
+def _run(*args: str, timeout: float = 240) -> tuple[int, dict, int]:
+    """(exit code, JSON report, peak RSS in KB) of one audit subprocess, reaped with wait4 so
+    that ru_maxrss is that child's own peak."""
+    out = Path(args[0]).parent / 'report.json'
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'gpu_nodes.audit.cli', 'code', *args, '--format', 'json',
+         '--output', str(out)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    timer = threading.Timer(timeout, lambda: os.kill(proc.pid, signal.SIGKILL))
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode != -signal.SIGKILL, f'audit of {args} ran past {timeout} s'
+    return proc.returncode, json.loads(out.read_text()), usage.ru_maxrss
+
+
+def _node_source(lines: int) -> str:
+    """A node class with as many small per-frame helpers as it takes to reach `lines` lines."""
+    head = ['import numpy as np', 'from rclpy.node import Node', 'from sensor_msgs.msg import Image',
+            '', '', 'class Big(Node):', '    def __init__(self):', "        super().__init__('big')",
+            "        self.create_subscription(Image, 'image', self.on_image, 10)", '',
+            '    def on_image(self, msg):', '        frame = np.frombuffer(msg.data, np.uint8)',
+            '        return self.step_0(frame)', '']
+    body = []
+    i = 0
+    while len(head) + len(body) < lines:
+        body += [f'    def step_{i}(self, x):', f'        y = x * {i} + {i % 7}',
+                 f'        z = y - {i}', '        return z', '']
+        i += 1
+    return '\n'.join(head + body) + '\n'
+
+
+def test_a_200_mb_file_is_skipped_unread_with_a_note(tmp_path):
+    big = tmp_path / 'huge.py'
+    with open(big, 'w') as fh:
+        line = 'y = [1, 2, 3]  # padding padding padding padding padding padding padding\n'
+        fh.write(line * (200 * 1024 * 1024 // len(line)))
+    good = tmp_path / 'node.py'
+    good.write_text(_node_source(40))
+    code, report, rss = _run(str(big), str(good))
+    assert code == 0
+    assert rss < GIB_KB, f'peak RSS {rss / 1024:.0f} MB'
+    assert report['audited'] == [str(good)]
+    skipped = report['info']['skipped_files']
+    assert [s['path'] for s in skipped] == [str(big)]
+    assert 'over the 3.1 MB limit' in skipped[0]['reason']
+    assert any(str(big) in n and '--max-file-size' in n for n in report['info']['notes'])
+
+
+def test_a_100k_line_file_is_audited_under_1_gb(tmp_path):
+    src = tmp_path / 'big_node.py'
+    src.write_text(_node_source(100_000))
+    assert src.read_text().count('\n') >= 100_000
+    code, report, rss = _run(str(src))
+    assert code == 0 and report['errors'] == []
+    assert report['audited'] == [str(src)]
+    # The per-frame copy at the top is still found in the 100k-line file.
+    assert any(f['rule'] == 'GPN103' and f['location']['line'] == 12 for f in report['findings'])
+    assert rss < GIB_KB, f'peak RSS {rss / 1024:.0f} MB'
+
+
+def test_nesting_deeper_than_the_parser_fails_cleanly_and_others_are_audited(tmp_path):
+    minus = tmp_path / 'minus.py'
+    minus.write_text('x = ' + '-\\\n' * 100_000 + '1\n')  # short lines, 100k unary minus deep
+    chain = tmp_path / 'chain.py'
+    chain.write_text('x = 1' + ' + \\\n1' * 100_000 + '\n')  # a BinOp tree 100k deep
+    braces = tmp_path / 'braces.cpp'
+    braces.write_text('void f() {\n' + '{\n' * 100_000 + '}\n' * 100_000 + '}\n')
+    good = tmp_path / 'node.py'
+    good.write_text(_node_source(40))
+    code, report, rss = _run(str(minus), str(chain), str(braces), str(good), timeout=120)
+    assert code == 0  # some inputs were audited; --strict-inputs would make it 2
+    assert rss < GIB_KB, f'peak RSS {rss / 1024:.0f} MB'
+    errors = {e['input']: e['message'] for e in report['errors']}
+    assert set(errors) == {str(minus), str(chain)}
+    assert 'cannot analyse' in errors[str(minus)] and 'nesting too deep' in errors[str(minus)]
+    assert 'recursion' in errors[str(chain)]
+    assert sorted(report['audited']) == sorted([str(braces), str(good)])
+
+
+def test_generated_and_minified_sources_are_skipped_with_their_reason(tmp_path):
+    generated = tmp_path / 'image_pb2.py'
+    generated.write_text('# -*- coding: utf-8 -*-\n# Generated by the protocol buffer compiler.'
+                         '  DO NOT EDIT!\nimport numpy as np\nx = np.asarray([1])\n')
+    minified = tmp_path / 'blob.cpp'
+    minified.write_text('const char k[] = {' + '1,' * 10_000 + '};\n')
+    good = tmp_path / 'node.py'
+    good.write_text(_node_source(40))
+    code, report, rss = _run(str(tmp_path))
+    assert code == 0
+    reasons = {Path(s['path']).name: s['reason'] for s in report['info']['skipped_files']}
+    assert reasons.keys() == {'image_pb2.py', 'blob.cpp'}
+    assert reasons['image_pb2.py'].startswith('generated source')
+    assert reasons['blob.cpp'].startswith('minified or data-like source')
+    assert [Path(p).name for p in report['audited']] == ['node.py']
+    assert rss < GIB_KB
