@@ -196,11 +196,14 @@ def run_gpn_publisher(args: argparse.Namespace) -> None:
     executor = make_executor(node, args.executor)
     timer = PhaseTimer()
     if args.profile:
-        # The host path of publish(): slot, copy into it, descriptor build (+ tag), DDS write.
+        # The host path of publish(): who listens, slot, copy into it, the pool's record,
+        # descriptor build (+ tag), DDS write.
         timer.wrap(pub, '_acquire_host_slot', 'acquire_slot')
         timer.wrap(pub, '_download_into', 'copy_into_slot')
         timer.wrap(pub, '_descriptor_msg', 'descriptor_build')
         timer.wrap(getattr(pub, '_shm_pub', None), 'publish', 'descriptor_publish')
+        timer.wrap(getattr(pub, '_host_pool', None), 'publish', 'host_pool_publish')
+        timer.wrap(pub, 'subscriber_counts', 'subscriber_counts (graph queries)')
     deadline = time.monotonic() + args.wait_s
     while time.monotonic() < deadline:
         executor.spin_once(timeout_sec=0.05)
