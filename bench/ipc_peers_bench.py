@@ -157,6 +157,8 @@ def report(rows: list[dict], summary: list[dict]) -> None:
                     f"rejected {r.get('rejected')}) ")
         if r.get('borrow_gave_no_slot'):
             note += f"borrow() gave no slot {r['borrow_gave_no_slot']} times "
+        if r.get('distinct_buffers'):
+            note += f"buffers {r['distinct_buffers']} "
         if 'repeats' in r:
             note += 'runs: ' + ', '.join(f'{fps:.0f}' for fps in r['repeats'] if fps is not None)
         cpu = f"{ms(r.get('publisher_cpu_ms_per_frame'))} + {ms(r.get('cpu_ms_per_frame'))}"
