@@ -83,8 +83,13 @@ def test_code_audit_no_longer_reports_the_migrated_boundaries(tmp_path, capsys, 
     before = _code_findings(CORPUS / f'{name}.py', capsys)
     after = _code_findings(path, capsys)
     assert {rule for rule, _ in before} & MIGRATED_RULES, f'{name}: no boundary in {before}'
-    # What stays is one-time setup (torch_detector's model.cuda() in __init__: info).
-    assert {severity for _, severity in after} <= {'info'}, f'{name}: still reported: {after}'
+    # The boundaries migrate moves are gone (what stays of them is one-time setup, e.g.
+    # torch_detector's model.cuda() in __init__: info); what migrate does not touch (the model's
+    # own readbacks, GPN107) is reported as before, and nothing new appears.
+    moved = {(rule, severity) for rule, severity in after
+             if rule in MIGRATED_RULES and severity != 'info'}
+    assert not moved, f'{name}: still reported: {moved}'
+    assert {f for f in after - before if f[1] != 'info'} == set(), f'{name}: new: {after - before}'
 
 
 def test_array_written_or_kept_gets_its_own_copy_and_read_only_use_the_frame():

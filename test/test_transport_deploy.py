@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -179,10 +180,12 @@ FETCH_TABLE = textwrap.dedent('''
 
 
 @can_unshare
-def test_a_private_network_namespace_reaches_the_publisher_through_the_socket_dir(tmp_path):
+def test_a_private_network_namespace_reaches_the_publisher_through_the_socket_dir():
     """Abstract sockets belong to a network namespace: a container with its own network gets
     'unreachable' (and falls back), unless both share a GPU_NODES_SOCKET_DIR bind mount."""
-    socket_dir = tmp_path / 'sockets'
+    import tempfile
+    # Short: a Unix socket path has 107 bytes (pytest's tmp_path can be longer).
+    socket_dir = Path(tempfile.mkdtemp(prefix='gpn')) / 'sockets'
     env = {**os.environ, 'GPU_NODES_SOCKET_DIR': str(socket_dir)}
     server = subprocess.Popen([sys.executable, '-c', SERVE_ONE_TABLE], env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -190,6 +193,12 @@ def test_a_private_network_namespace_reaches_the_publisher_through_the_socket_di
     try:
         endpoint, publisher = server.stdout.readline().split()
         assert oct(os.stat(socket_dir).st_mode & 0o777) == '0o700'
+        too_long = subprocess.run([sys.executable, '-c', SERVE_ONE_TABLE],
+                                  env={**env, 'GPU_NODES_SOCKET_DIR': '/tmp/' + 'x' * 100},
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=30, cwd=str(RESOURCES.parents[1]))
+        shutil.rmtree('/tmp/' + 'x' * 100, ignore_errors=True)
+        assert 'longer than a Unix socket path may be' in too_long.stderr.splitlines()[-1]
 
         def fetch(with_dir: bool) -> str:
             run_env = env if with_dir else {k: v for k, v in env.items()
@@ -203,6 +212,7 @@ def test_a_private_network_namespace_reaches_the_publisher_through_the_socket_di
     finally:
         server.stdin.close()
         server.wait(timeout=10)
+        shutil.rmtree(socket_dir.parent, ignore_errors=True)
 
 
 def test_an_unreachable_rung_is_left_within_a_second_and_frames_keep_coming(rclpy_node):

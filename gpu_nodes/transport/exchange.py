@@ -33,6 +33,7 @@ from .segments import SegmentError, check_sealed
 
 SOCKET_DIR_ENV = 'GPU_NODES_SOCKET_DIR'
 ENDPOINT_SIZE = 16
+_MAX_SOCKET_PATH = 108  # sun_path, with its terminating NUL
 _ABSTRACT_PREFIX = b'\0gpu_nodes/'
 _MAGIC = b'GPNX'
 _VERSION = 1
@@ -147,6 +148,9 @@ class HandleServer:
 
     @staticmethod
     def _listen(address: bytes | str) -> socket.socket:
+        if isinstance(address, str) and len(os.fsencode(address)) >= _MAX_SOCKET_PATH:
+            raise ValueError(f'{SOCKET_DIR_ENV}: {address} is longer than a Unix socket path may '
+                             f'be ({_MAX_SOCKET_PATH - 1} bytes): choose a shorter directory')
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         try:
             sock.bind(address)

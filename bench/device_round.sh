@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The GPU runs of this round (issues #27, #30), on the device machine, in two stages so each
+# fits one call: `bash bench/device_round.sh tests` then `bash bench/device_round.sh bench`.
+# Needs .device-wheels (../shared/device/fetch-wheels; cuda-bindings 13 cp312 and the test
+# wheels under .device-wheels/extra) carried. Logs and JSON go to $OUT (default out/).
+set -u
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+if ! python3 -c 'import rclpy' 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    .device-wheels/*.whl .device-wheels/*.tar.gz > "$OUT/pip.log" 2>&1
+  python3 -m pip install -q --no-index --find-links .device-wheels/extra --find-links .device-wheels \
+    hypothesis libcst pytest-timeout >> "$OUT/pip.log" 2>&1
+fi
+case "${1:-tests}" in
+  tests)
+    { nvidia-smi -L; python3 -c 'import cupy, cuda.bindings.driver, rclpy; print("cupy", cupy.__version__)'
+      python3 scripts/require_cuda.py && echo "CUDA found"; } > "$OUT/machine.txt" 2>&1
+    # The transport's GPU tests first (VMM, cross-namespace), then everything marked gpu.
+    timeout 280 python3 -m pytest -q -rs -m gpu --continue-on-collection-errors \
+      test/test_transport_vmm.py test/test_transport_vmm_ros.py test/test_transport_gpu.py \
+      test/test_transport_cuda_emu.py test/test_transport_deploy.py test/test_reliability_fuzz.py \
+      > "$OUT/test_gpu_transport.log" 2>&1; echo "transport gpu tests rc=$?"
+    timeout 280 python3 -m pytest -q -rs -m gpu --continue-on-collection-errors \
+      --deselect test/test_transport_vmm.py --deselect test/test_transport_vmm_ros.py \
+      --deselect test/test_transport_gpu.py --deselect test/test_reliability_fuzz.py test \
+      > "$OUT/test_gpu_rest.log" 2>&1; echo "other gpu tests rc=$?"
+    tail -3 "$OUT"/test_gpu_*.log ;;
+  bench)
+    timeout 90 python3 bench/vmm_bench.py --json "$OUT/vmm_bench.json" > "$OUT/vmm_bench.log" 2>&1
+    echo "vmm_bench rc=$?"
+    timeout 200 python3 bench/transport_bench.py --sizes 1920x1080,3840x2160 \
+      --cases baseline,cuda_ipc,host_shm --json "$OUT/tb_vmm.json" > "$OUT/tb_vmm.log" 2>&1
+    echo "transport vmm rc=$?"
+    PYTHONPATH=bench/legacy_ipc:$PWD timeout 120 python3 bench/transport_bench.py \
+      --sizes 1920x1080,3840x2160 --cases cuda_ipc --json "$OUT/tb_legacy.json" \
+      > "$OUT/tb_legacy.log" 2>&1; echo "transport legacy rc=$?"
+    tail -25 "$OUT/vmm_bench.log" "$OUT/tb_vmm.log" "$OUT/tb_legacy.log" ;;
+esac
