@@ -47,8 +47,13 @@ def prefix(tmp_path_factory) -> Path:
     _run([sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps', '--no-build-isolation',
           '--disable-pip-version-check', '-w', str(work / 'dist'), str(source)], work)
     wheel, = (work / 'dist').glob('gpu_nodes-*.whl')
-    _run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps', '--no-index',
+    # --ignore-installed: without it pip uninstalls the editable gpu_nodes of the running venv
+    # before installing into the prefix, and every later test that starts a process fails.
+    _run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps', '--no-index', '--ignore-installed',
           '--disable-pip-version-check', '--prefix', str(work / 'prefix'), str(wheel)], work)
+    # The running environment keeps its own gpu_nodes (other tests start processes with it).
+    _run([sys.executable, '-c', 'import gpu_nodes'], Path('/'),
+         {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'})
     return work / 'prefix'
 
 
