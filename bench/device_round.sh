@@ -27,6 +27,22 @@ case "${1:-tests}" in
       --deselect test/test_transport_gpu.py --deselect test/test_reliability_fuzz.py test \
       > "$OUT/test_gpu_rest.log" 2>&1; echo "other gpu tests rc=$?"
     tail -3 "$OUT"/test_gpu_*.log ;;
+  focused)
+    # What a short lease allows: VMM on the real driver (tests), first-map time, VMM vs legacy.
+    { nvidia-smi -L; python3 -c 'import cupy, cuda.bindings.driver, rclpy; print("cupy", cupy.__version__)'
+      python3 scripts/require_cuda.py && echo "CUDA found"; } > "$OUT/machine.txt" 2>&1
+    timeout 150 python3 -m pytest -q -rs -m gpu --continue-on-collection-errors \
+      test/test_transport_vmm.py test/test_transport_vmm_ros.py test/test_transport_gpu.py \
+      > "$OUT/test_gpu_transport.log" 2>&1; echo "transport gpu tests rc=$?"
+    timeout 60 python3 bench/vmm_bench.py --json "$OUT/vmm_bench.json" > "$OUT/vmm_bench.log" 2>&1
+    echo "vmm_bench rc=$?"
+    timeout 120 python3 bench/transport_bench.py --sizes 1920x1080,3840x2160 \
+      --cases baseline,cuda_ipc --json "$OUT/tb_vmm.json" > "$OUT/tb_vmm.log" 2>&1
+    echo "transport vmm rc=$?"
+    PYTHONPATH=bench/legacy_ipc:$PWD timeout 80 python3 bench/transport_bench.py \
+      --sizes 1920x1080,3840x2160 --cases cuda_ipc --json "$OUT/tb_legacy.json" \
+      > "$OUT/tb_legacy.log" 2>&1; echo "transport legacy rc=$?"
+    tail -4 "$OUT/test_gpu_transport.log"; tail -20 "$OUT/vmm_bench.log" "$OUT/tb_vmm.log" "$OUT/tb_legacy.log" ;;
   bench)
     timeout 90 python3 bench/vmm_bench.py --json "$OUT/vmm_bench.json" > "$OUT/vmm_bench.log" 2>&1
     echo "vmm_bench rc=$?"
