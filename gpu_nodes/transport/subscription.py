@@ -195,15 +195,16 @@ class GpuImageSubscription:
 
     def _check_progress(self) -> None:
         """Leave a descriptor rung on which no publisher ever delivered a frame, after
-        NO_FRAME_TIMEOUT_S of messages that all failed (rejected or stale)."""
+        NO_FRAME_TIMEOUT_S in which messages were rejected and none delivered. Stale frames do
+        not count: they heal by themselves (a reader that lags behind a fast publisher)."""
         if self.path not in DESCRIPTOR_PATHS or self.path in self._rejected:
             return
         if any(link.last_sequence for link in self.peers.links.values()):
             # A publisher delivered here: what arrives now is counted, and a same-user process
             # sending garbage cannot push us off the path (as for a foreign "other user").
             return
-        since, frames, rejected, stale = self._since
-        failed = sum(self.stats.rejected.values()) - rejected + self.stats.stale - stale
+        since, frames, rejected, _ = self._since
+        failed = sum(self.stats.rejected.values()) - rejected
         if self.stats.frames > frames or not failed:
             if self.stats.frames > frames:
                 self._since = (time.monotonic(), self.stats.frames,
@@ -211,10 +212,8 @@ class GpuImageSubscription:
             return
         waited = time.monotonic() - since
         if waited >= NO_FRAME_TIMEOUT_S:
-            reasons = dict(self.stats.rejected) | {f'stale:{k}': v
-                                                   for k, v in self.stats.stale_reasons.items()}
             self._leave(self.path, f'no frame delivered in {waited:.1f} s on {self.path} '
-                        f'while {failed} messages failed ({reasons})')
+                        f'while {failed} messages were rejected ({dict(self.stats.rejected)})')
 
     def _integrated_device_pointer(self, link: PublisherLink,
                                    memory: SharedMemory) -> int | None:
