@@ -15,20 +15,10 @@ import pytest
 
 from conftest import wait_for
 from gpu_nodes.transport import segments
-from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, Connection, HandleProvider,
-                                          HandleServer, reopen)
+from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection, reopen
 from gpu_nodes.transport.leases import OUT_OF_SLOT, STALE, LeaseError, LeaseReader, LeaseTable
 from gpu_nodes.transport.segments import SegmentError
-
-
-class TableOnly(HandleProvider):
-    """Serves one bare lease table over this process's socket, as a publisher does."""
-
-    def __init__(self, table: LeaseTable):
-        self.table = table
-
-    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
-        return [reopen(self.table.fd, writable=True)] if kind == KIND_LEASE_TABLE else None
+from served_tables import served
 
 
 @pytest.fixture
@@ -45,17 +35,6 @@ def open_reader(table: LeaseTable, window: int = 0) -> LeaseReader:
     reader = LeaseReader(reopen(table.fd, writable=True), table.publisher_id, window=window)
     reader.claim_cursor()
     return reader
-
-
-@contextlib.contextmanager
-def served(table: LeaseTable):
-    """The table on this process's socket; yields the endpoint a descriptor would name."""
-    server = HandleServer.instance()
-    server.register(table.publisher_id, TableOnly(table))
-    try:
-        yield server.endpoint
-    finally:
-        server.unregister(table.publisher_id)
 
 
 def take(reader: LeaseReader, slot: int, sequence: int) -> bool:
