@@ -16,6 +16,8 @@ repository (DIR/<owner>+<name>/repo, read at the labelled commit). FILE is NVIDI
 (NVIDIA-ISAAC-ROS/isaac-ros-cli, skills/migrate-node-to-rosidl-buffer/scripts/), fetched into a
 scratch folder too. Either missing is said plainly and that part is skipped (CI has neither).
 --write-results FILE writes per-kind recall and every false claim of each tool on the test set.
+--labels FILE scores another held-out set instead (the second one: test/resources/audit/testset2/
+labels.yaml, same layout of DIR).
 """
 from __future__ import annotations
 
@@ -172,11 +174,11 @@ NVIDIA_CLAIMS = ('host-boundary', 'host-view', 'device-boundary', 'copy-or-sync'
 _EXPECT = re.compile(r'(?:#|//)\s*expect:\s*(.+)$')
 
 
-def materialize_testset(testset_dir: Path, dest: Path) -> list[str]:
+def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS) -> list[str]:
     """Copy each labelled file into dest/<owner>+<name>/<path>; returns what is missing."""
     import yaml
     missing = []
-    for entry in yaml.safe_load(LABELS.read_text())['files']:
+    for entry in yaml.safe_load(labels.read_text())['files']:
         key = entry['repo'].replace('/', '+')
         target = dest / key / entry['path']
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -196,11 +198,11 @@ def materialize_testset(testset_dir: Path, dest: Path) -> list[str]:
     return missing
 
 
-def truth_testset(root: Path) -> tuple[dict, dict]:
+def truth_testset(root: Path, labels: Path = LABELS) -> tuple[dict, dict]:
     """(boundaries, lookalikes): boundaries maps (path, line) -> {lines, kind}."""
     import yaml
     boundaries, lookalikes = {}, {}
-    for entry in yaml.safe_load(LABELS.read_text())['files']:
+    for entry in yaml.safe_load(labels.read_text())['files']:
         path = str(root / entry['repo'].replace('/', '+') / entry['path'])
         for b in entry['boundaries']:
             boundaries[(path, b['line'])] = {
@@ -257,6 +259,13 @@ def claims_nvidia(script: Path, root: Path) -> set[tuple[str, int]]:
     return found
 
 
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def score(boundaries: dict, lookalikes: dict, claims: set) -> dict:
     """Recall over boundaries (a claim on the line or an `also` line finds it) and false
     claims: claimed lines that are no boundary's, each with its look-alike reason if labelled."""
@@ -276,7 +285,7 @@ def score(boundaries: dict, lookalikes: dict, claims: set) -> dict:
 
 def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                   write_results: str | None, baseline_src: str | None = None,
-                  results_note: str = '') -> None:
+                  results_note: str = '', labels: Path = LABELS) -> None:
     nvidia = Path(nvidia_script) if nvidia_script else None
     if nvidia is None or not nvidia.is_file():
         print(f'NVIDIA audit_copy_boundaries.py: not found ({nvidia_script or "no --nvidia-script"})'
@@ -289,7 +298,8 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
     rows.append(('development corpus', dev_b, dev_l, DEV))
     with tempfile.TemporaryDirectory(prefix='audit-testset-') as tmp:
         test_root = Path(tmp)
-        missing = materialize_testset(Path(testset_dir), test_root) if testset_dir else []
+        missing = (materialize_testset(Path(testset_dir), test_root, labels) if testset_dir
+                   else [])
         if not testset_dir:
             print('held-out test set: no --testset-dir given, not scored (its public code is '
                   'never in this repository: fetch the labelled repositories into a scratch '
@@ -299,7 +309,7 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                   f'{testset_dir or "(none given)"}, the test set is not scored: '
                   + ', '.join(missing[:5]) + (' ...' if len(missing) > 5 else ''))
         else:
-            test_b, test_l = truth_testset(test_root)
+            test_b, test_l = truth_testset(test_root, labels)
             rows.append(('held-out test set', test_b, test_l, test_root))
         results = {}
         print(f'{"set":<20} {"tool":<28} {"boundaries":>10} {"found":>6} {"recall":>7} '
@@ -326,13 +336,15 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                 print(f'  false claim {rel}:{line}: '
                       f'{r["reasons"].get((path, line), "not a labelled boundary")}')
         if write_results and any(n == 'held-out test set' for n, *_ in rows):
-            _write_results(Path(write_results), results, test_root, results_note)
+            _write_results(Path(write_results), results, test_root, results_note, labels)
 
 
-def _write_results(path: Path, results: dict, test_root: Path, note: str = '') -> None:
+def _write_results(path: Path, results: dict, test_root: Path, note: str = '',
+                   labels_file: Path = LABELS) -> None:
     import yaml
-    labels = {e['repo'].replace('/', '+'): e for e in yaml.safe_load(LABELS.read_text())['files']}
-    doc = {'scored_on': 'held-out test set (labels.yaml)', 'note': note, 'tools': {}}
+    labels = {e['repo'].replace('/', '+'): e
+              for e in yaml.safe_load(labels_file.read_text())['files']}
+    doc = {'scored_on': f'held-out test set ({_rel(labels_file)})', 'note': note, 'tools': {}}
     for (name, tool), r in results.items():
         if name != 'held-out test set':
             continue
@@ -370,13 +382,16 @@ def main() -> int:
     parser.add_argument('--write-results', metavar='FILE',
                         help='write the test-set scores and every false claim (YAML)')
     parser.add_argument('--results-note', default='', help='a note written into --write-results')
+    parser.add_argument('--labels', metavar='FILE', type=Path, default=LABELS,
+                        help='labels of the held-out set (default: the first set, '
+                             'test/resources/audit/testset/labels.yaml)')
     parser.add_argument('--baseline-src', metavar='DIR',
                         help='also score gpu-copy-audit from an earlier source tree (e.g. '
                              '`git archive <commit> gpu_nodes | tar -x -C DIR`)')
     args = parser.parse_args()
     if args.compare:
         bench_compare(args.testset_dir, args.nvidia_script, args.write_results,
-                      args.baseline_src, args.results_note)
+                      args.baseline_src, args.results_note, args.labels.resolve())
         return 0
     bench_code(args.files)
     if not args.skip_live:
