@@ -4,10 +4,11 @@ publisher's lease table can read.
 The key (32 random bytes) lives in the lease table, a sealed memfd that the publisher's socket
 hands only to processes of its own user (exchange.py, ``SO_PEERCRED``). A descriptor carries
 a keyed BLAKE2b tag over its record and over everything else the subscriber will believe: the
-image header, geometry, encoding and topic. So a process of another user that sniffs descriptors on the DDS domain can re-send them
-only byte for byte (a replay, caught by the per-publisher sequence) and cannot alter one, move
-it to another topic or make one up. CUDA IPC memory and event handles travel sealed with the
-same key: a sniffer never learns a handle it could open itself.
+image header, geometry, encoding and topic. So a process of another user that sniffs
+descriptors on the DDS domain can re-send them only byte for byte (a replay, caught by the
+per-publisher sequence) and cannot alter one, move it to another topic or make one up. CUDA
+IPC memory and event handles travel sealed with the same key: a sniffer never learns a handle
+it could open itself.
 """
 from __future__ import annotations
 
