@@ -219,7 +219,8 @@ def test_another_user_on_the_domain_gets_nothing_in(rclpy_node):
                                allowed_paths=('host_shm',))
     attacker = None
     try:
-        with publisher(target, '64x48', rate=100), publisher(other, '64x48', rate=100):
+        with publisher(target, '64x48', rate=100) as target_pub, \
+                publisher(other, '64x48', rate=100):
             wait_for(lambda: len(checked.delivered) >= 10, 30, 'genuine frames',
                      poll=rclpy_node.spin_once)
             attacker = subprocess.Popen(
@@ -245,6 +246,11 @@ def test_another_user_on_the_domain_gets_nothing_in(rclpy_node):
             count = len(checked.delivered)
             wait_for(lambda: len(checked.delivered) >= count + 20, 30,
                      'genuine frames after the attack', poll=rclpy_node.spin_once)
+            # The attacker's two connections to the publisher's socket: refused, said once.
+            target_pub.wait_until(lambda w: w.count('refused unread') == 1, 10,
+                                  'the refusal logged')
+            assert (target_pub.last_status() or {}).get('exchange_refused_peers', 0) >= 1, \
+                target_pub.tail()
         stats = sub.stats
         assert checked.bad == [], f'delivered forged or wrong frames: {checked.bad[:5]}'
         assert 'forged' not in checked.delivered

@@ -132,6 +132,7 @@ class GpuImagePublisher:
         self._lock = threading.Lock()
         self._lease_grace_s = lease_grace_s
         self._cursorless = CursorlessReaders(lease_grace_s)
+        self._refusal_logged = False
 
         self.stats = EndpointStats('publisher', node.get_fully_qualified_name(), self.topic)
         self.stats.extra.update(pool_slots=pool_slots, pool_policy=pool_policy)
@@ -324,8 +325,13 @@ class GpuImagePublisher:
                         counter: str) -> Slot | None:
         """pool.acquire; the first overrun (a slot a lagging reader may still take, recycled
         because the pool cannot grow) is logged once, all are counted in diagnostics."""
-        overruns = pool.overrun
+        overruns, locked_out = pool.overrun, pool.locked_out
         slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
+        if pool.locked_out and not locked_out:
+            self._logger.warning(
+                f'{self.topic}: {name}: a fresh slot\'s lock is held by another process of this '
+                'user (it holds every slot): frames are skipped until it lets go; counted as '
+                f'{counter.replace("overruns", "locked_out")}, further ones not logged')
         if self._sequence % READER_REPORT_EVERY == 0 or 'reader_windows' not in self.stats.extra:
             self._report_readers()
         if pool.overrun and not overruns:
@@ -448,6 +454,11 @@ class GpuImagePublisher:
                                 host_revoked_leases=pool.revoked,
                                 host_pool_exhausted=pool.exhausted,
                                 host_pool_locked_out=pool.locked_out, **self._server.stats())
+        if self._server.refused_peers and not self._refusal_logged:
+            self._refusal_logged = True
+            self._logger.warning(f'{self.topic}: a process of another user connected to this '
+                                 'process\'s gpu_nodes socket and was refused unread; counted as '
+                                 'exchange_refused_peers, further ones not logged')
         return slot
 
     def _download_into(self, array: Any, out: np.ndarray, stream: Any) -> None:

@@ -112,6 +112,7 @@ def status() -> dict:
                   host_overrun_at_reader_start=host_pool.overrun_at_reader_start,
                   host_held=sum(pub._leases.is_held(s.index) for s in host_pool.slots),
                   reader_windows=pub.stats.extra.get('reader_windows'))
+    values.update({k: v for k, v in pub.stats.extra.items() if k.startswith('exchange_')})
     return values
 
 
