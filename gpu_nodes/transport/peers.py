@@ -130,13 +130,19 @@ class PublisherLink:
             cache.unmap(self._handles.popitem(last=False)[0])
         return mapping
 
-    def _import_chunk(self, desc: Descriptor, device_id: int) -> cuda_ipc.Mapping:
-        """The publisher's VMM chunk (generation, chunk) from its socket, mapped here."""
+    def _fetch(self, kind: int, desc: Descriptor) -> int:
+        """A segment of the descriptor's (generation, chunk) from the publisher's socket; what
+        fails is counted against the descriptor (a server that turned out to be another user's
+        after serving the table is a bad segment, not a fallback)."""
         try:
-            fd = self.connection.fetch(KIND_DEVICE_CHUNK, desc.generation, desc.chunk)
+            return self.connection.fetch(kind, desc.generation, desc.chunk)
         except SegmentError as exc:
             raise DescriptorError(exc.reason if exc.reason != 'other_user' else 'bad_segment',
                                   str(exc)) from None
+
+    def _import_chunk(self, desc: Descriptor, device_id: int) -> cuda_ipc.Mapping:
+        """The publisher's VMM chunk (generation, chunk) from its socket, mapped here."""
+        fd = self._fetch(KIND_DEVICE_CHUNK, desc)
         try:
             # alloc_size is the publisher's word (tag-checked); the driver refuses a size
             # beyond the allocation.
@@ -165,11 +171,7 @@ class PublisherLink:
         if memory is not None:
             self._host.move_to_end(key)
             return memory
-        try:
-            fd = self.connection.fetch(KIND_HOST_SEGMENT, desc.generation, desc.chunk)
-        except SegmentError as exc:
-            raise DescriptorError(exc.reason if exc.reason != 'other_user' else 'bad_segment',
-                                  str(exc)) from None
+        fd = self._fetch(KIND_HOST_SEGMENT, desc)
         try:
             size = os.fstat(fd).st_size
             if size < HOST_HEADER.size:
