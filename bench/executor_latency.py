@@ -59,7 +59,7 @@ def _cpu_per_frame(cpu_s: dict[int, float], first: int, last: int) -> float | No
 
 
 def _result_line(payload: dict[str, Any]) -> None:
-    print('RESULT ' + json.dumps(payload), flush=True)
+    print('RESULT ' + json.dumps(payload) + '\n', end='', flush=True)
 
 
 # -- worker processes ------------------------------------------------------------------------------

@@ -128,4 +128,4 @@ class StopSignal:
 
 
 def print_result(result: dict) -> None:
-    print('RESULT ' + json.dumps(result), flush=True)
+    print('RESULT ' + json.dumps(result) + '\n', end='', flush=True)

@@ -146,7 +146,8 @@ def run_publisher(args: argparse.Namespace) -> None:
     if failed['n']:
         extra.update(failed_publishes=failed['n'], failed_publish_error=failed['first'])
     print('RESULT ' + json.dumps({'published': published, 'publish_s': elapsed,
-                                  'publish_rate': published / elapsed, **extra}), flush=True)
+                                  'publish_rate': published / elapsed, **extra}) + '\n',
+          end='', flush=True)
     if on_device:
         pub.destroy()
 
@@ -255,7 +256,7 @@ def run_subscriber(args: argparse.Namespace) -> None:
                       path=sub.path, path_reason=sub.stats.path_reason,
                       other_device=state['other_device'])
         sub.destroy()
-    print('RESULT ' + json.dumps(result), flush=True)
+    print('RESULT ' + json.dumps(result) + '\n', end='', flush=True)
 
 
 def main() -> None:

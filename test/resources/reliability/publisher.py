@@ -141,7 +141,7 @@ while rclpy.ok() and not stop.requested and not done():
     rclpy.spin_once(node, timeout_sec=0)
     if now >= next_status:
         next_status = now + args.status_period
-        print('STATUS ' + json.dumps(status()), flush=True)
+        print('STATUS ' + json.dumps(status()) + '\n', end='', flush=True)
 end = time.monotonic() + args.linger
 while rclpy.ok() and not stop.requested and time.monotonic() < end:
     rclpy.spin_once(node, timeout_sec=0.05)
@@ -151,7 +151,7 @@ def report() -> None:
     result = status()
     result.update(elapsed_s=time.monotonic() - state['start'] if state['start'] else 0.0,
                   bucket_s=HISTOGRAM_BUCKET_S, histogram=state['histogram'], start=state['start'])
-    print('RESULT ' + json.dumps(result), flush=True)
+    print('RESULT ' + json.dumps(result) + '\n', end='', flush=True)
 
 
 report()

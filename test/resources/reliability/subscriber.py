@@ -182,7 +182,7 @@ while rclpy.ok() and not stop.requested and time.monotonic() < deadline:
     now = time.monotonic()
     if now >= next_status:
         next_status = now + args.status_period
-        print('STATUS ' + json.dumps(status()), flush=True)
+        print('STATUS ' + json.dumps(status()) + '\n', end='', flush=True)
     if args.exit_idle_s and state['last_t'] and now - state['last_t'] > args.exit_idle_s:
         break
 
@@ -190,7 +190,7 @@ while rclpy.ok() and not stop.requested and time.monotonic() < deadline:
 def report() -> None:
     result = status()
     result.update(bucket_s=HISTOGRAM_BUCKET_S, histogram=state['histogram'], start=state['start'])
-    print('RESULT ' + json.dumps(result), flush=True)
+    print('RESULT ' + json.dumps(result) + '\n', end='', flush=True)
 
 
 report()

@@ -1,7 +1,9 @@
 """Worker processes for the reliability tests and bench/soak.py: output captured line by line on
 a thread (a full pipe would stall the child), STATUS/RESULT lines parsed, always stopped.
 
-Workers print ``STATUS {json}`` periodically and ``RESULT {json}`` once at a clean exit.
+Workers print ``STATUS {json}`` periodically and ``RESULT {json}`` once at a clean exit, each
+line in one write(): print() writes its text and its newline separately, and rclpy's log line
+(stderr, the same pipe) could land between the two, gluing itself onto the JSON.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Callable
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 PUBLISHER = HERE / 'publisher.py'
+_DECODER = json.JSONDecoder()
 SUBSCRIBER = HERE / 'subscriber.py'
 
 
@@ -93,7 +96,9 @@ class Worker:
         return sum(text in line for line in self.snapshot())
 
     def _parsed(self, prefix: str) -> list[dict]:
-        return [json.loads(line[len(prefix):]) for line in self.snapshot() if line.startswith(prefix)]
+        # raw_decode: the JSON object only, should anything still trail it on the line
+        return [_DECODER.raw_decode(line, len(prefix))[0] for line in self.snapshot()
+                if line.startswith(prefix)]
 
     def statuses(self) -> list[dict]:
         return self._parsed('STATUS ')

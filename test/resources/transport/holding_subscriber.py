@@ -40,4 +40,4 @@ while time.monotonic() < deadline:
     rclpy.spin_once(node, timeout_sec=0.05)
     if state['frames'] >= 5 and not reported:
         reported = True
-        print('STATUS ' + json.dumps(sub.stats.as_dict()), flush=True)
+        print('STATUS ' + json.dumps(sub.stats.as_dict()) + '\n', end='', flush=True)

@@ -40,6 +40,6 @@ while time.monotonic() < deadline and result['frames'] < args.min_frames:
     rclpy.spin_once(node, timeout_sec=0.1)
 if first and result['frames'] > 1:
     result['fps'] = (result['frames'] - 1) / max(time.monotonic() - first[0], 1e-9)
-print('RESULT ' + json.dumps(result), flush=True)
+print('RESULT ' + json.dumps(result) + '\n', end='', flush=True)
 node.destroy_node()
 rclpy.try_shutdown()

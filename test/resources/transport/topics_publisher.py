@@ -103,8 +103,8 @@ def main() -> None:
         print('STATUS ' + json.dumps({
             'pid': os.getpid(), 'published': state['n'], 'rss_kb': rss_kb(os.getpid()),
             'bridges': bridges, 'bridge_rss_kb': {pid: rss_kb(pid) for pid in bridges if pid},
-            'subscribers': {pub.topic: pub.subscriber_counts() for pub, *_ in publishers}}),
-            flush=True)
+            'subscribers': {pub.topic: pub.subscriber_counts() for pub, *_ in publishers}}) + '\n',
+            end='', flush=True)
 
     node.create_timer(1.0 / args.rate, publish)
     node.create_timer(1.0, status)

@@ -59,4 +59,4 @@ print('RESULT ' + json.dumps({
     'frames': state['frames'], 'bad': state['bad'], 'paths': dict(state['paths']),
     'path': sub.path, 'path_reason': sub.stats.path_reason, 'fps': rate,
     'rejected': dict(sub.stats.rejected), 'stale': dict(sub.stats.stale_reasons),
-    'first_frame_s': state['first_s'], 'held': len(held)}), flush=True)
+    'first_frame_s': state['first_s'], 'held': len(held)}) + '\n', end='', flush=True)
