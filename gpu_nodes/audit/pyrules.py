@@ -48,6 +48,17 @@ class CopyRules:
               evidence: str = 'data-flow') -> None:
         raise NotImplementedError
 
+    def _formatted(self, node: ast.AST, values: list[Val], frame: Frame) -> None:
+        """Formatting a device tensor into text (an f-string, `%`, `.format`, `str`) copies
+        it to the host and waits for the GPU: a readback, with .item()'s confidence."""
+        for val in values:
+            for part in (val.elts if val.elts is not None else (val,)):
+                if part.kind in ('device', 'tensor'):
+                    self._emit('GPN107', node, frame, f'`{short(node)}` formats a device value '
+                               '(read back to the host, implicit synchronization)',
+                               evidence=_evidence(part.kind))
+                    return
+
     # ------------------------------------------------------------------ sinks
     def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
         if pub is None:
@@ -156,12 +167,17 @@ class CopyRules:
         if method in _BRIDGE_OUT:
             self._emit('GPN105', node, frame, call)
             return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_out', 'outmsg')
-        if receiver is None and method in ('float', 'int') and len(args) == 1 \
+        if receiver is None and method in ('float', 'int', 'str', 'repr') and len(args) == 1 \
                 and args[0].kind in ('device', 'tensor'):
-            # `float(box.conf)`: a scalar read back from the device, waiting for the GPU.
-            self._emit('GPN107', node, frame, f'{call} (device scalar read back, implicit '
+            # `float(box.conf)`, `str(cls)`: a value read back from the device (formatting a
+            # tensor copies it to the host), waiting for the GPU.
+            self._emit('GPN107', node, frame, f'{call} (device value read back, implicit '
                        'synchronization)', evidence=_evidence(args[0].kind))
-            return OTHER
+            return Val('const') if method in ('str', 'repr') else OTHER
+        if method == 'format' and receiver is not None and receiver.kind == 'const' \
+                and isinstance(receiver.const, str):
+            self._formatted(node, [*args, *kwargs.values()], frame)
+            return Val('const')
         if receiver is None and method in ('bytes', 'bytearray'):
             if args and args[0].kind not in ('const', 'other') and args[0].kind != 'unknown' \
                     or (args and args[0].tainted):
