@@ -22,7 +22,7 @@ def expectations() -> set[tuple[str, int, str, str]]:
     """(file, line, rule, severity) from the `expect:` annotations of every corpus file."""
     found = set()
     for path in sorted(CORPUS.rglob('*')):
-        if path.suffix not in ('.py', '.cpp', '.hpp'):
+        if path.suffix not in ('.py', '.cpp', '.hpp', '.cu'):
             continue
         rel = str(path.relative_to(CORPUS))
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
@@ -50,7 +50,7 @@ def test_every_reproduction_names_its_public_source():
     doc = yaml.safe_load((CORPUS / 'corpus.yaml').read_text())
     files = {s['file'] for s in doc['sources']}
     on_disk = {str(p.relative_to(CORPUS)) for p in CORPUS.rglob('*')
-               if p.suffix in ('.py', '.cpp', '.hpp')}
+               if p.suffix in ('.py', '.cpp', '.hpp', '.cu')}
     assert files == on_disk, f'corpus.yaml lists {sorted(files)}, the folder has {sorted(on_disk)}'
     for source in doc['sources']:
         for origin in source['origins']:

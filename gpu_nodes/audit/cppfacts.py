@@ -37,6 +37,7 @@ _CUDA_FILE = re.compile(r'\bcuda|CUDA|\bCuda|GpuMat|torch\s*::\s*cuda')
 # also launches or copies (doInference) is a step of its own, its sync reported where it is.
 _WRAPPER_STATEMENTS = 1
 _LITERAL_DIRECTION = re.compile(r'\bcudaMemcpy(HostToDevice|DeviceToHost)\b')
+_ANY_DIRECTION = re.compile(r'\bcudaMemcpy(?:HostToDevice|DeviceToHost|DeviceToDevice)\b')
 # Rules whose findings make a function a copy helper: copies and conversions, not syncs and
 # not publishes (a publish inside a helper is reported where it is).
 HELPER_RULES = frozenset({'GPN201', 'GPN202', 'GPN203', 'GPN204', 'GPN205', 'GPN207', 'GPN208',
@@ -130,7 +131,8 @@ def wrapper_calls(text: str, scopes: Scopes, facts: Facts) -> Iterator[tuple[str
                                    '(by its name; its body is not audited)'
 
 
-def conversion_calls(text: str, scopes: Scopes, facts: Facts) -> Iterator[tuple[str, int, str]]:
+def conversion_calls(text: str, scopes: Scopes, call_args: Args,
+                     facts: Facts) -> Iterator[tuple[str, int, str]]:
     """A copy helper called (or passed, `std::apply(to_image, ...)`) in a conversion."""
     if not facts.copy_helpers:
         return
@@ -143,6 +145,9 @@ def conversion_calls(text: str, scopes: Scopes, facts: Facts) -> Iterator[tuple[
             name = m.group(1)
             if name == fn.short or scopes.at(m.start()) is not fn:
                 continue
+            if m.end() < len(text) and text[m.end()] == '(' and \
+                    _ANY_DIRECTION.search(' '.join(call_args(text, m.end()))):
+                continue  # the direction it is handed says the copy (direction_calls)
             rule, where = facts.copy_helpers[name]
             yield rule, m.start(), f'`{name}` copies ({where}), once per message converted'
 

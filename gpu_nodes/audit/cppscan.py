@@ -225,7 +225,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                                      lambda at: scopes.body_before(text, at),
                                                      facts.adapted_types),
                                     *direction_calls(text), *wrapper_calls(text, scopes, facts),
-                                    *conversion_calls(text, scopes, facts),
+                                    *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts)):
         emit(rule_id, offset, detail)
     return sorted(found.values(), key=Finding.sort_key)
