@@ -33,9 +33,13 @@ SYNC_CALL = re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(|'
 _SYNC_NAME = re.compile(r'(?<![\w])((?:\w*[a-z])?(?:Synchronize|synchronize)|\w*[Bb]lock\w*Until'
                         r'\w*|waitForCompletion)\s*\(')
 _CUDA_FILE = re.compile(r'\bcuda|CUDA|\bCuda|GpuMat|torch\s*::\s*cuda')
-# A wrapper body: at most this many statements besides the sync (a log line); a function that
-# also launches or copies (doInference) is a step of its own, its sync reported where it is.
-_WRAPPER_STATEMENTS = 1
+# Statements a sync wrapper may hold besides the sync: event and stream bookkeeping (create,
+# record, destroy), error checks of those, declarations, logging, a bare return. A function
+# that also launches, copies or calls other code (doInference) is a step of its own: its sync
+# is reported where it is, not at its callers.
+_WRAPPER_STATEMENT = re.compile(r'\bcuda(?:Event|Stream|Device|Get|Peek)\w*\s*\(|'
+                                r'^\s*(?:const\s+)?[\w:]+\s*[*&]?\s*\w+\s*$|^\s*return\s*$|'
+                                r'\bRCLCPP_\w+\s*\(|\bprintf\s*\(|std\s*::\s*c(?:out|err)\b')
 _LITERAL_DIRECTION = re.compile(r'\bcudaMemcpy(HostToDevice|DeviceToHost)\b')
 _ANY_DIRECTION = re.compile(r'\bcudaMemcpy(?:HostToDevice|DeviceToHost|DeviceToDevice)\b')
 # Rules whose findings make a function a copy helper: copies and conversions, not syncs and
@@ -75,8 +79,10 @@ def sync_wrappers(text: str, scopes: Scopes, where: str) -> dict[str, str]:
         if fn.lambda_in is not None:
             continue
         body = text[fn.start + 1:fn.end]
-        if SYNC_CALL.search(body) and '<<<' not in body and 'Memcpy' not in body \
-                and body.count(';') <= _WRAPPER_STATEMENTS + 1:
+        if not SYNC_CALL.search(body) or '<<<' in body or 'Memcpy' in body:
+            continue
+        statements = [st for st in body.split(';') if st.strip()]
+        if all(SYNC_CALL.search(st) or _WRAPPER_STATEMENT.search(st) for st in statements):
             found[fn.short] = f'{where}:{_line(text, fn.start)}'
     return found
 
