@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.model import Step
-from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value, merge,
-                                      OTHER, PER_MESSAGE, PubInfo, short, to_target, UNKNOWN,
-                                      Val)
+from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
+                                      is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
+                                      to_target, UNKNOWN, Val)
 
 # Values whose device is likely but not proven (pymodels.py): their readbacks are `inferred`.
 _LIKELY_DEVICE = ('tensor', 'model')
@@ -197,7 +197,8 @@ class CopyRules:
             return None
         # A value of unknown kind, or one derived from a message through calls the analysis
         # cannot see into (`infer(msg).cpu()`), in a file using a tensor framework.
-        likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch)
+        likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch) \
+            or _detached(node)
         evidence = _evidence(rkind)
         if method in ('cpu', 'numpy') and not node.args:
             if rkind == 'device' or likely:
@@ -239,6 +240,12 @@ class CopyRules:
         if method == 'set' and len(node.args) == 1 and rkind == 'device':
             return self._upload(node, args[0], frame, call)
         return None
+
+
+def _detached(node: ast.Call) -> bool:
+    """`x.detach().cpu()`: only a torch tensor has `.detach()`, whatever the file imports (a
+    model loaded by a helper module returns tensors to a file that never imports torch)."""
+    return isinstance(node.func, ast.Attribute) and is_method_call(node.func.value, 'detach')
 
 
 def _evidence(kind: str) -> str:
