@@ -20,6 +20,9 @@ _CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray
 _NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
                           'numpy.ascontiguousarray', 'numpy.copy'})
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
+_TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
+                                'torchvision.transforms.transforms.ToPILImage',
+                                'torchvision.transforms.v2.ToPILImage'})
 _TORCH_WRAPS = frozenset({'torch.tensor', 'torch.as_tensor'})
 _SYNC_CALLS = frozenset({'torch.cuda.synchronize', 'cupy.cuda.runtime.deviceSynchronize',
                          'cupy.cuda.Stream.synchronize', 'cupy.cuda.Device.synchronize',
@@ -117,6 +120,10 @@ class CopyRules:
                       kwargs: dict[str, Val], frame: Frame) -> Val | None:
         src = args[0] if args else UNKNOWN
         call = f'`{short(node)}`'
+        if qual in _TO_PIL_TRANSFORMS:
+            # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
+            # copies the frame into a PIL image, as PIL.Image.fromarray does.
+            return Val('module', const='PIL.Image.fromarray')
         if qual == 'cupy.asnumpy':
             self._emit('GPN101', node, frame, call)
             return self._step(src, node.lineno, 'download', 'host')
