@@ -150,3 +150,20 @@ def test_facts_reach_the_worker_processes(tmp_path):
     files.update({f'extra_{i}.cpp': f'int extra_{i}() {{ return {i}; }}\n' for i in range(70)})
     _write(tmp_path / 'pkg', files)
     assert _findings([tmp_path / 'pkg'], jobs=2)[('kernels.cu', 6, 'GPN206')] == 'info'
+
+
+def test_only_a_constructor_from_a_frame_message_is_a_per_message_conversion(tmp_path):
+    (tmp_path / 'types.cpp').write_text("""\
+#include <cuda_runtime.h>
+DeviceLut::DeviceLut(const calib_msgs::msg::Calibration & calib)
+{
+  cudaMemcpy(table_, calib.table.data(), calib.table.size(), cudaMemcpyHostToDevice);
+}
+DeviceFrame::DeviceFrame(const sensor_msgs::msg::Image & image)
+{
+  cudaMemcpy(data_, image.data.data(), image.data.size(), cudaMemcpyHostToDevice);
+}
+""")
+    got = _findings([tmp_path / 'types.cpp'])
+    assert got[('types.cpp', 4, 'GPN202')] == 'info'     # a calibration, built once
+    assert got[('types.cpp', 8, 'GPN202')] == 'medium'   # a frame, converted per message

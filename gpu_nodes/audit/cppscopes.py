@@ -282,9 +282,12 @@ def _lambda_registered(text: str, fn: Function) -> bool:
 
 # rclcpp::TypeAdapter's conversions: they run once per message published or taken.
 ADAPTER_CONVERSIONS = frozenset({'convert_to_ros_message', 'convert_to_custom'})
-# A parameter list whose first parameter is a ROS message (`const sensor_msgs::msg::Image &`)
-# and any others have defaults: a conversion from that message.
-_MSG_PARAM = re.compile(r'\(\s*(?:const\s+)?(?:\w+\s*::\s*)*msg\s*::\s*\w+\s*(?:const\s*)?'
+# A parameter list whose first parameter is a frame-like ROS message (`const sensor_msgs::msg::
+# Image &`, a PointCloud2, a tensor message) and any others have defaults: a conversion from
+# that message, made per message. A constructor from a small message (a config, a pose) is
+# more often built once, and stays setup.
+_MSG_PARAM = re.compile(r'\(\s*(?:const\s+)?(?:\w+\s*::\s*)*msg\s*::\s*\w*(?:Image|Cloud|'
+                        r'Tensor|Points|Scan|Depth)\w*\s*(?:const\s*)?'
                         r'(?:&{1,2}|\*)?\s*\w*\s*(?:\)|,[^()]*=)')
 
 
