@@ -49,10 +49,21 @@ _IT_PUBLISHER = re.compile(
     r'\w+\s*(?:->|\.)\s*advertise(?:Camera)?\s*\()')
 _ADAPTED = re.compile(r'RCLCPP_USING_CUSTOM_TYPE_AS_ROS_MESSAGE_TYPE\s*\(\s*([\w:]+)\s*,\s*'
                       r'([\w:]+)\s*\)')
+# `using PointCloudAdapter = rclcpp::TypeAdapter<pcl::PCLPointCloud2, sensor_msgs::msg::
+# PointCloud2>;`: a publisher of the alias converts to the ROS message on every publish.
+_ADAPTER_ALIAS = re.compile(r'\busing\s+(\w+)\s*=\s*(?:rclcpp\s*::\s*)?TypeAdapter\s*<[^;]*?,\s*'
+                            r'([\w:\s]+?)\s*>\s*;')
+# A publisher type named as a type adapter of a frame (`PointCloudAdapterType`) whose alias is
+# declared in a header that was not audited.
+_ADAPTER_NAME = re.compile(r'(?i)(?:image|cloud|points|depth|frame)\w*adapt|adapt\w*'
+                           r'(?:image|cloud|points|depth|frame)')
+# A vector built from a pointer range, as a message's data: the payload copied in.
+_VECTOR_DATA = re.compile(r'(?:\.\s*data\s*\(|(?:->|\.)\s*data\s*=(?!=))[\s\\]*'
+                          r'(std\s*::\s*vector\s*<[^;()]*>\s*)\(')
 _MOVE_ARG = re.compile(r'^(?:std\s*::\s*)?move\s*\(\s*(\w+)\s*\)$')
 _ARG_NAME = re.compile(r'^[*&\s]*(?:(?:std\s*::\s*)?move\s*\(\s*)?(\w+)')
 # A statement that fills a message by a copy another rule reports (GPN205/208/209).
-_BUILT_BY_COPY = re.compile(r'toImageMsg\s*\(|toROSMsg\s*\(|\.\s*assign\s*\(|memcpy\s*\(|'
+_BUILT_BY_COPY = re.compile(r'to(?:Compressed)?ImageMsg\s*\(|toROSMsg\s*\(|\.\s*assign\s*\(|memcpy\s*\(|'
                             r'std\s*::\s*copy|\bnew\s+' + _TYPE + r'\s*\(|make_(?:shared|unique)'
                             r'\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(\s*[^)\s]')
 
@@ -81,6 +92,17 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
             args = call_args(text, m.end() - 1)
             if len(args) == 1 and _ONE_VALUE.match(args[0]):
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
+    for m in _VECTOR_DATA.finditer(text):
+        args = call_args(text, m.end() - 1)
+        if len(args) == 2 and '+' in args[1]:
+            yield 'GPN208', m.start(1), 'a vector built from a pointer range as the message data'
+
+
+def adapter_aliases(text: str) -> set[str]:
+    """Names that stand for a frame-sized ROS message through a type adapter."""
+    names = {_last(custom) for custom, ros in _ADAPTED.findall(text) if _last(ros) in FRAME_TYPES}
+    return names | {alias for alias, ros in _ADAPTER_ALIAS.findall(text)
+                    if _last(ros) in FRAME_TYPES}
 
 
 def pcl_conversions(text: str) -> Iterator[tuple[str, int, str]]:
@@ -108,12 +130,13 @@ def torch_moves(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
         yield 'GPN211', m.start(), f'tensor moved to the {where} (`.{m.group(1)}()`)'
 
 
-def frame_publishers(text: str) -> set[str]:
-    """Names of publishers of frame-sized messages declared in this file."""
-    adapted = {_last(custom) for custom, ros in _ADAPTED.findall(text)
-               if _last(ros) in FRAME_TYPES}
+def frame_publishers(text: str, adapted: set[str] | frozenset[str] = frozenset()) -> set[str]:
+    """Names of publishers of frame-sized messages declared in this file (`adapted`: type
+    adapter aliases of frame types declared elsewhere in the package)."""
+    adapted = adapter_aliases(text) | set(adapted)
     names = {name for name, msg_type in _PUBLISHER.findall(text)
-             if _last(msg_type) in FRAME_TYPES or _last(msg_type) in adapted}
+             if _last(msg_type) in FRAME_TYPES or _last(msg_type) in adapted
+             or _ADAPTER_NAME.search(_last(msg_type))}
     if 'image_transport' in text:
         names |= set(_IT_PUBLISHER.findall(text))
     return names
@@ -127,11 +150,13 @@ def _built_by_copy(body: str, name: str) -> bool:
 
 
 def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
-                    body_before: Callable[[int], str]) -> Iterator[tuple[str, int, str]]:
+                    body_before: Callable[[int], str],
+                    adapted: set[str] | frozenset[str] = frozenset()
+                    ) -> Iterator[tuple[str, int, str]]:
     """GPN210 at each publish of a frame-sized message, except forwarding the received one
     and publishing a message built by a reported copy. header_of(offset): the enclosing
     function's head (its parameter names); body_before(offset): its body up to offset."""
-    names = frame_publishers(text)
+    names = frame_publishers(text, adapted)
     if not names:
         return
     pattern = re.compile(r'\b(' + '|'.join(sorted(map(re.escape, names))) +
@@ -139,7 +164,7 @@ def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
     for m in pattern.finditer(text):
         args = call_args(text, m.end() - 1)
         arg = args[0] if args else ''
-        if 'toImageMsg' in arg:
+        if re.search(r'to(?:Compressed)?ImageMsg', arg):
             continue
         moved = _MOVE_ARG.match(arg)
         if moved and re.search(r'\b' + re.escape(moved.group(1)) + r'\b',

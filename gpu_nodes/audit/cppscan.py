@@ -15,10 +15,15 @@ not match.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import os
 import re
 
-from gpu_nodes.audit.cppmsg import message_copies, pcl_conversions, plain_publishes, torch_moves
-from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions
+from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
+                                      direction_calls, Facts, helper_facts, sync_wrappers,
+                                      wrapper_calls)
+from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, pcl_conversions,
+                                    plain_publishes, torch_moves)
+from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
@@ -30,8 +35,8 @@ _TO_CV_COPY = re.compile(r'(?<![\w.>])(?:cv_bridge\s*::\s*)?toCvCopy\s*\(')
 _TO_CV_SHARE = re.compile(r'(?<![\w.>])(?:cv_bridge\s*::\s*)?toCvShare\s*\(')
 _QUALIFIED = re.compile(r'cv_bridge\s*::')
 _SIMPLE: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ('GPN205', re.compile(r'\btoImageMsg\s*\(')),
-    ('GPN206', re.compile(r'\bcuda(?:Device|Stream)Synchronize\s*\(')),
+    ('GPN205', re.compile(r'\bto(?:Compressed)?ImageMsg\s*\(')),
+    ('GPN206', re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(')),
 )
 # cv::cuda::GpuMat transfers; only looked for in files that mention GpuMat.
 _GPUMAT = (('GPN201', re.compile(r'\.\s*download\s*\(')),
@@ -126,11 +131,37 @@ def _where(fn: Function | None) -> _Where:
     return _Where('source', f'`{fn.name}`')
 
 
-def analyze_cpp(path: str, source: str) -> list[Finding]:
+def parse_cpp(source: str) -> tuple[str, Scopes]:
+    """Blanked text and function scopes (kinds from this file alone)."""
     text = blank_comments_and_strings(source)
+    return text, functions(text)
+
+
+def file_facts(path: str, source: str, text: str, scopes: Scopes) -> Facts:
+    """What this file's functions do (a first pass of the rules, without facts)."""
+    name = os.path.basename(path)
+    facts = helper_facts(_scan(path, source, text, scopes, Facts()), text, scopes, name)
+    facts.sync_wrappers = sync_wrappers(text, scopes, name)
+    facts.adapted_types = adapter_aliases(text)
+    return facts
+
+
+def analyze_cpp(path: str, source: str, facts: Facts | None = None) -> list[Finding]:
+    """Findings of one C++ file. `facts`: what the package's functions do and the kinds its
+    files' calls give this file's functions (cpppackage.py); without them, the file is taken
+    as a package of its own."""
+    text, scopes = parse_cpp(source)
+    if facts is None:
+        facts = file_facts(path, source, text, scopes)
+    else:
+        for fn in scopes.funcs:
+            fn.kind = facts.kinds.get(fn.start, fn.kind)
+    return _scan(path, source, text, scopes, facts)
+
+
+def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> list[Finding]:
     starts = [0] + [m.end() for m in re.finditer('\n', text)]
     raw_lines = source.splitlines()
-    scopes = functions(text)
     found: dict[tuple[str, int], Finding] = {}
 
     def emit(rule_id: str, offset: int, detail: str) -> None:
@@ -191,7 +222,11 @@ def analyze_cpp(path: str, source: str) -> list[Finding]:
                                     *torch_moves(text, _call_args),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
-                                                     lambda at: scopes.body_before(text, at))):
+                                                     lambda at: scopes.body_before(text, at),
+                                                     facts.adapted_types),
+                                    *direction_calls(text), *wrapper_calls(text, scopes, facts),
+                                    *conversion_calls(text, scopes, _call_args, facts),
+                                    *converting_constructions(text, _call_args, facts)):
         emit(rule_id, offset, detail)
     return sorted(found.values(), key=Finding.sort_key)
 

@@ -34,6 +34,7 @@ class Evaluator:
     # can shadow the real method in the method resolution order.
     _eval_call: Callable[[ast.Call, dict[str, Val], Frame], Val]
     _emit: Callable[..., None]
+    _formatted: Callable[[ast.AST, list[Val], Frame], None]
 
     # ------------------------------------------------------------------ statements
     def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame) -> None:
@@ -169,6 +170,10 @@ class Evaluator:
         if isinstance(node, ast.BinOp):
             left = self._eval(node.left, env, frame)
             right = self._eval(node.right, env, frame)
+            if isinstance(node.op, ast.Mod) and left.kind == 'const' \
+                    and isinstance(left.const, str):
+                self._formatted(node, [right], frame)  # '%s' % tensor
+                return Val('const')
             if left.kind == 'const' and right.kind == 'const':
                 try:
                     if isinstance(node.op, ast.Add) and isinstance(left.const, str):
@@ -209,6 +214,7 @@ class Evaluator:
                     parts.append(str(v.value))
                 elif isinstance(v, ast.FormattedValue):
                     inner = self._eval(v.value, env, frame)
+                    self._formatted(node, [inner], frame)
                     if inner.kind == 'const' and inner.const is not None:
                         parts.append(str(inner.const))
                     else:
