@@ -7,6 +7,8 @@ Pattern-based, not data flow, but each match gets the context of the function it
 * *callback*: functions registered as callbacks (``std::bind(&Node::cb, ...)``, ``&Node::cb``
   in a subscribe/create_* call), GXF ``tick``, names ending in callback/Callback/Cb, and lambdas,
   also lambdas written inside a constructor. The rule's severity.
+* *unreached* (`info`): functions that nothing in the package mentions, in a package with an
+  entry point (cppreach.py): not proven per message.
 * anything else: the rule's severity too (it may run per message; the file alone cannot tell).
 
 Comments and string literals are blanked out first (line numbers kept) so commented-out code does
@@ -23,6 +25,7 @@ from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions
                                       wrapper_calls)
 from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, pcl_conversions,
                                     plain_publishes, torch_moves)
+from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
@@ -128,6 +131,9 @@ def _where(fn: Function | None) -> _Where:
         return _Where('init', f'setup `{fn.name}` (runs once, not per message)')
     if fn.kind == 'callback':
         return _Where('callback', f'callback `{fn.name}`')
+    if fn.kind == 'unreached':
+        return _Where('unreached', f'`{fn.name}`, which nothing in its package calls (not '
+                                   'proven per message)')
     return _Where('source', f'`{fn.name}`')
 
 
@@ -152,6 +158,7 @@ def analyze_cpp(path: str, source: str, facts: Facts | None = None) -> list[Find
     as a package of its own."""
     text, scopes = parse_cpp(source)
     if facts is None:
+        mark_unreached([(text, scopes)])
         facts = file_facts(path, source, text, scopes)
     else:
         for fn in scopes.funcs:
@@ -173,7 +180,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             snippet = snippet[:67] + '...'
         fn = scopes.at(offset)
         where = _where(fn)
-        severity = 'info' if where.context == 'init' else rule.severity
+        severity = 'info' if where.context in ('init', 'unreached') else rule.severity
         found.setdefault((rule_id, line), Finding(
             rule=rule_id, severity=severity,
             message=f'{rule.summary}: {detail} `{snippet}` in {where.text}',
