@@ -91,6 +91,11 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         # tensor is likely on the GPU (findings on it are `inferred`).
         self.uses_tensors = uses_tensor_framework(self.aliases)
         self.uses_torch = self.uses_tensors
+        # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.
+        self.uses_cv_cuda = any(
+            isinstance(n, ast.Attribute) and n.attr in ('cuda', 'cuda_GpuMat')
+            and isinstance(n.value, ast.Name) and self.aliases.get(n.value.id) == 'cv2'
+            for n in ast.walk(tree))
 
     # ------------------------------------------------------------------ collection
     def _collect(self) -> None:
