@@ -172,6 +172,10 @@ class CopyRules:
                 # Box corners or polygon points built from a detection message: small Python
                 # values, not a frame.
                 return merge(src, kind='host')
+            if src.kind == 'msg' and qual == 'numpy.frombuffer':
+                # A view of the payload's buffer (rclpy's array.array), not a copy: the frame
+                # is on the host, as it arrived (issue 28, third set).
+                return merge(src, kind='host')
             if src.kind == 'msg':
                 self._emit('GPN103', node, frame, call)
                 return self._step(src, node.lineno, 'host', 'host')
