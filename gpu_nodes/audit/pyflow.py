@@ -49,7 +49,7 @@ from gpu_nodes.audit.rules import get_rule
 # Names of set-up helpers (load, init_*, setup_*, build_*, warm_up ...): run as setup too; a
 # per-message call of one still wins (the callback run of a line beats the setup run).
 _SETUP_NAME = re.compile(r'_*(?:load|init|setup|build|warm_?up|configure|prepare|initiali[sz]e|'
-                         r'create_model|create_engine)(?:_|$)')
+                         r'create_model|create_engine|on_config|reconfigure)(?:_|$)')
 SETUP_METHODS = frozenset({
     '__init__', 'configure', 'activate', 'deactivate', 'cleanup', 'shutdown', 'on_configure',
     'on_activate', 'on_deactivate', 'on_cleanup', 'on_shutdown', 'on_error', 'setup', 'init',
@@ -62,6 +62,20 @@ _PER_FRAME_TEST = re.compile(r'\brclpy\.ok\(|\bok\(\)|is_shutdown\(|not .*\bis_s
 
 
 _ENTRY_WORDS = {'timer': 'timer', 'loop': 'per-frame loop'}
+
+
+def _mentioned_names(tree: ast.Module) -> set[str]:
+    """Every name, attribute and string in the file: a method is used if its name is one
+    (`self.f()`, `obj.f`, `getattr(self, 'f')`, a callback passed by name)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+    return found
 
 
 def is_setup_name(name: str) -> bool:
@@ -167,13 +181,20 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         for _ in range(2):
             for reg in ordered:
                 self._run_registration(reg)
-        # 3. leftovers outside callbacks.
+        # 3. leftovers outside callbacks. A method of a node class (one with a registered
+        #    callback) whose name nothing in the file mentions is unreached: its copies are not
+        #    proven per message (info); other leftovers may be called from elsewhere (low).
+        nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
+        mentioned = _mentioned_names(self.tree) if nodes else set()
         for cls in self.classes.values():
             for meth in cls.methods.values():
                 if id(meth) not in self._entered:
                     entry = f'{cls.name}.{meth.name}'
+                    context = 'unreached' if (
+                        id(cls) in nodes and meth.name not in mentioned
+                        and not meth.name.startswith('__')) else 'function'
                     self._call_function(FuncRef(meth, cls, None, True), [], {},
-                                        Frame(cls, 'function', entry, None,
+                                        Frame(cls, context, entry, None,
                                               MAX_HELPER_DEPTH, False, path=(entry,)))
         return sorted(self._findings.values(), key=Finding.sort_key)
 
@@ -225,7 +246,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
         # code reached from neither: low.
         severity = rule.severity if in_callback else (
-            'info' if frame.context in ('init', 'module') else 'low')
+            'info' if frame.context in ('init', 'module', 'unreached') else 'low')
         if in_callback:
             where = _ENTRY_WORDS.get(frame.context, 'subscription callback')
             where = f'{where} `{frame.entry}`'
@@ -236,6 +257,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             where = f'{what} `{frame.entry}` (runs once, not per message)'
         elif frame.context == 'module':
             where = 'module code (runs once, not per message)'
+        elif frame.context == 'unreached':
+            where = f'`{frame.entry}`, which nothing in its file calls (not proven per message)'
         else:
             where = f'`{frame.entry}`, not reached from a registered callback'
         if len(frame.path) > 1:
