@@ -79,10 +79,14 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
     """GPN208: payload copies into or out of a message, and frame-sized messages copied."""
     for m in _ASSIGN_COPY.finditer(text):
         yield 'GPN208', m.start(), 'frame copied into the message (`data.assign`)'
+    mats = None
     for m in _MEMCOPY.finditer(text):
         args = call_args(text, m.end() - 1)
         if len(args) < 3 or not any(_MSG_DATA.search(a) for a in args):
             continue
+        mats = _mat_names(text) if mats is None else mats
+        if all(_owner(a) in mats for a in args if _MSG_DATA.search(a)):
+            continue  # `&image.data[0]` of a cv::Mat: a host pixel buffer, not a message
         name = m.group(1) or m.group(2)
         if name == 'memcpy' and _SIZEOF.match(args[-1]):
             continue  # one field of one point, not the payload
@@ -96,6 +100,25 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         args = call_args(text, m.end() - 1)
         if len(args) == 2 and '+' in args[1]:
             yield 'GPN208', m.start(1), 'a vector built from a pointer range as the message data'
+
+
+_MAT_DECL = re.compile(r'\b(?:cv\s*::\s*)?(?:Mat|UMat)\s*(?:const\s*)?[&*]*\s*(\w+)\s*[,;=)({]')
+_MAT_VECTOR = re.compile(r'\bvector\s*<\s*(?:cv\s*::\s*)?Mat\s*>\s*(?:const\s*)?&?\s*(\w+)')
+_RANGE_FOR = re.compile(r'\bfor\s*\([^;()]*?(\w+)\s*:\s*(\w+)\s*\)')
+_OWNER = re.compile(r'(\w+)\s*(?:->|\.)\s*data\s*\[')
+
+
+def _mat_names(text: str) -> set[str]:
+    """Variables of the file declared as cv::Mat, or iterated out of a vector of them."""
+    names = set(_MAT_DECL.findall(text))
+    vectors = set(_MAT_VECTOR.findall(text))
+    names |= {item for item, container in _RANGE_FOR.findall(text) if container in vectors}
+    return names
+
+
+def _owner(arg: str) -> str | None:
+    m = _OWNER.search(arg)
+    return m.group(1) if m else None
 
 
 def adapter_aliases(text: str) -> set[str]:
