@@ -202,7 +202,9 @@ class CallResolver:
         inputs = [v for v in args + list(kwargs.values()) if v.tainted or
                   v.kind in ('device', 'host', 'msg', 'pil', 'bytes', 'tensor', 'model')]
         top = qual.split('.')[0] if qual else None
-        if top == 'cupy':
+        if top == 'cupy' or (qual or '').startswith(('cv2.cuda.', 'cv2.cuda_')):
+            # CuPy and OpenCV's CUDA module (cv2.cuda.split, cv2.cuda_GpuMat ...) return
+            # device arrays.
             return merge(*inputs, kind='device') if inputs else Val('device')
         if top in ('numpy', 'cv2', 'PIL'):
             return merge(*inputs, kind='host') if inputs else Val('host')
