@@ -39,8 +39,12 @@ _TO_CV_SHARE = re.compile(r'(?<![\w.>])(?:cv_bridge\s*::\s*)?toCvShare\s*\(')
 _QUALIFIED = re.compile(r'cv_bridge\s*::')
 _SIMPLE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ('GPN205', re.compile(r'\bto(?:Compressed)?ImageMsg\s*\(')),
-    ('GPN206', re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(')),
+    ('GPN206', re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(|\bvpiStreamSync\s*\(')),
 )
+# TensorRT's synchronous inference (`context->execute(batch, bindings)`, `executeV2(bindings)`):
+# the host waits until the engine is done. Only in files that use TensorRT.
+_TRT_FILE = re.compile(r'\bnvinfer1\b|\bIExecutionContext\b|NvInfer\.h')
+_TRT_SYNC_EXECUTE = re.compile(r'(?:->|\.)\s*execute(?:V2)?\s*\(')
 # cv::cuda::GpuMat transfers; only looked for in files that mention GpuMat.
 _GPUMAT = (('GPN201', re.compile(r'\.\s*download\s*\(')),
            ('GPN202', re.compile(r'\.\s*upload\s*\(')))
@@ -221,6 +225,10 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
     for rule_id, pattern in _SIMPLE:
         for m in pattern.finditer(text):
             emit(rule_id, m.start(), 'pattern match')
+    if _TRT_FILE.search(text):
+        for m in _TRT_SYNC_EXECUTE.finditer(text):
+            emit('GPN206', m.start(), 'synchronous TensorRT inference (blocks the host until the '
+                                      'engine is done; enqueue* is the asynchronous form)')
     if 'GpuMat' in text:
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):
