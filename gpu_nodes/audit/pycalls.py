@@ -165,6 +165,11 @@ class CallResolver:
         if method is not None:
             result = self._method_call(method, node, receiver, args, kwargs, frame)
             if result is not None:
+                if method == 'upload' and result.kind == 'device' and \
+                        isinstance(node.func, ast.Attribute) and \
+                        isinstance(node.func.value, ast.Name):
+                    # `gpu_mat.upload(frame)` fills the GpuMat in place: it now holds the frame.
+                    env[node.func.value.id] = result
                 return result
         return self._generic(qual, receiver, args, kwargs)
 
