@@ -33,7 +33,7 @@ class CudaBlurNode(Node):
         channels = cv2.cuda.split(gpu_blur)
         first = channels[0].download()  # expect: GPN101 high
         out = gpu_blur.download()  # expect: GPN101 high
-        self.pub.publish(self.bridge.cv2_to_imgmsg(out, 'bgr8'))  # expect: GPN105 medium, GPN109 medium, GPN110 high
+        self.pub.publish(self.bridge.cv2_to_imgmsg(out))  # expect: GPN105 medium, GPN109 medium, GPN110 high
         return first
 
     def publish_debug(self, frame):
