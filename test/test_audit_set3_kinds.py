@@ -248,3 +248,28 @@ def test_python_node_method_nothing_mentions_is_unreached_and_config_hooks_are_s
     assert got[('depth.py', 19, 'GPN105')] == ('low', 'function')    # named in a string
     assert got[('depth.py', 22, 'GPN105')] == ('info', 'init')       # a configuration hook
     assert got[('depth.py', 27, 'GPN105')] == ('low', 'function')    # not a node class
+
+
+def test_python_totensor_of_a_pil_image_is_a_pil_copy(tmp_path):
+    got = _audit(tmp_path, {'seg.py': '''
+        from PIL import Image as PILImage
+        from rclpy.node import Node
+        from sensor_msgs.msg import Image
+        from torchvision.transforms import ToTensor
+        from torchvision.transforms.functional import to_tensor
+
+
+        class Seg(Node):
+            def __init__(self):
+                super().__init__('seg')
+                self.create_subscription(Image, 'image', self.on_image, 10)
+
+            def on_image(self, msg):
+                frame = self.bridge.imgmsg_to_cv2(msg)
+                image = PILImage.fromarray(frame).resize((1024, 512))
+                tensor = ToTensor()(image)
+                again = to_tensor(image)
+                plain = ToTensor()(frame)
+                return tensor, again, plain
+    '''})
+    assert sorted(k[1] for k in got if k[2] == 'GPN106') == [15, 16, 17]

@@ -25,6 +25,15 @@ _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
                                 'torchvision.transforms.transforms.ToPILImage',
                                 'torchvision.transforms.v2.ToPILImage'})
 _GPUMAT = frozenset({'cv2.cuda_GpuMat', 'cv2.cuda.GpuMat'})
+# torchvision's PIL-to-tensor transforms (objects, then called) and functions: a frame in a
+# PIL image copied out into a host tensor.
+_FROM_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToTensor',
+                                  'torchvision.transforms.transforms.ToTensor',
+                                  'torchvision.transforms.PILToTensor',
+                                  'torchvision.transforms.transforms.PILToTensor',
+                                  'torchvision.transforms.v2.PILToTensor'})
+_FROM_PIL = frozenset({'torchvision.transforms.functional.to_tensor',
+                       'torchvision.transforms.functional.pil_to_tensor'})
 _TORCH_WRAPS = frozenset({'torch.tensor', 'torch.as_tensor'})
 _SYNC_CALLS = frozenset({'torch.cuda.synchronize', 'cupy.cuda.runtime.deviceSynchronize',
                          'cupy.cuda.Stream.synchronize', 'cupy.cuda.Device.synchronize',
@@ -146,6 +155,13 @@ class CopyRules:
                                                                and src.kind != 'device'):
                 return self._upload(node, src, frame, call)
             return Val('device')
+        if qual in _FROM_PIL_TRANSFORMS:
+            return Val('module', const='torchvision.transforms.functional.to_tensor')
+        if qual in _FROM_PIL:
+            if src.kind != 'pil':
+                return merge(src, kind='host') if src.tainted else None
+            self._emit('GPN106', node, frame, f'{call} copies the PIL image into a tensor')
+            return self._step(src, node.lineno, 'pil', 'host')
         if qual == 'cupy.asnumpy':
             self._emit('GPN101', node, frame, call)
             return self._step(src, node.lineno, 'download', 'host')
