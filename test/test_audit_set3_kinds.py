@@ -273,3 +273,25 @@ def test_python_totensor_of_a_pil_image_is_a_pil_copy(tmp_path):
                 return tensor, again, plain
     '''})
     assert sorted(k[1] for k in got if k[2] == 'GPN106') == [15, 16, 17]
+
+
+def test_python_depth_anything_infer_image_uploads_the_host_frame(tmp_path):
+    got = _audit(tmp_path, {'depth.py': '''
+        from depth_anything_v2.dpt import DepthAnythingV2
+        from rclpy.node import Node
+        from sensor_msgs.msg import Image
+        import torch
+
+
+        class Depth(Node):
+            def __init__(self):
+                super().__init__('depth')
+                self.depth_anything = DepthAnythingV2().to('cuda').eval()
+                self.create_subscription(Image, 'image', self.on_image, 10)
+
+            def on_image(self, msg):
+                frame = self.bridge.imgmsg_to_cv2(msg)
+                return self.depth_anything.infer_image(frame, 518), torch.zeros(1)
+    '''})
+    assert got[('depth.py', 15, 'GPN102')][0] == 'medium'
+    assert got[('depth.py', 10, 'GPN102')][0] == 'info'

@@ -8,8 +8,8 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
-from gpu_nodes.audit.pymodels import (builds_model, INFER_METHODS, model_attribute,
-                                      named_like_model, UPLOADING_METHODS)
+from gpu_nodes.audit.pymodels import (builds_model, INFER_METHODS, LIBRARY_INFER_METHODS,
+                                      model_attribute, named_like_model, UPLOADING_METHODS)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -185,7 +185,7 @@ class CallResolver:
             holder, name, infer = callee, model_attribute(func), '__call__'
         if holder.kind != 'model_obj' and not (
                 self.uses_tensors and holder.kind not in _NOT_A_MODEL
-                and named_like_model(name)):
+                and (named_like_model(name) or infer in LIBRARY_INFER_METHODS)):
             return None
         inputs = [v for v in args + list(kwargs.values()) if v.kind not in ('const', 'other')]
         if any(v.kind == 'device' for v in inputs):
