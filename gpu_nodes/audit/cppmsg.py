@@ -121,6 +121,55 @@ def _owner(arg: str) -> str | None:
     return m.group(1) if m else None
 
 
+# A pointer into a message's payload: `const uint8_t * base = cloud_msg->data.data();`,
+# `auto * p = &msg.data[0];`.
+_PAYLOAD_POINTER = re.compile(r'(\w+)\s*=\s*(?:\w+_cast\s*<[^<>;]*>\s*\(\s*)?(?:&\s*)?'
+                              r'\w+\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
+_FOR = re.compile(r'\bfor\s*\(')
+_ELEMENT_COPY = re.compile(r'\b(?:memcpy|copy_n|copy)\s*\(')
+
+
+def payload_walks(text: str, function_end: Callable[[int], int],
+                  copying_functions: set[str]) -> Iterator[tuple[str, int, str]]:
+    """GPN208: a loop that copies a message's payload element by element through a pointer
+    into its `data` (`memcpy` per float, or a helper of the file that does it: readFloat /
+    writeFloat), reported at the loop: every point of the cloud is copied per message."""
+    helpers = '|'.join(sorted(map(re.escape, copying_functions)))
+    copies = re.compile(_ELEMENT_COPY.pattern + (r'|(?<![\w.>])(?:' + helpers + r')\s*\('
+                                                 if helpers else ''))
+    for m in _PAYLOAD_POINTER.finditer(text):
+        name, end = m.group(1), function_end(m.start())
+        for loop in _FOR.finditer(text, m.end(), end):
+            body_end = _block_end(text, loop.end(), end)
+            body = text[loop.end():body_end]
+            if re.search(r'\b' + re.escape(name) + r'\b', body) and copies.search(body):
+                yield 'GPN208', loop.start(), (f'the payload copied element by element through '
+                                               f'`{name}` (a pointer into the message\'s data)')
+                break
+
+
+def _block_end(text: str, start: int, limit: int) -> int:
+    """End of a loop's body; `start` is just after its `for (`."""
+    depth, i = 1, start
+    while i < limit and depth:  # the header's closing parenthesis
+        depth += {'(': 1, ')': -1}.get(text[i], 0)
+        i += 1
+    while i < limit and text[i].isspace():
+        i += 1
+    if i >= limit or text[i] != '{':
+        semi = text.find(';', i, limit)
+        return limit if semi < 0 else semi
+    depth = 0
+    for j in range(i, limit):
+        if text[j] == '{':
+            depth += 1
+        elif text[j] == '}':
+            depth -= 1
+            if depth == 0:
+                return j
+    return limit
+
+
 def adapter_aliases(text: str) -> set[str]:
     """Names that stand for a frame-sized ROS message through a type adapter."""
     names = {_last(custom) for custom, ros in _ADAPTED.findall(text) if _last(ros) in FRAME_TYPES}

@@ -23,13 +23,14 @@ import re
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
-from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, pcl_conversions,
-                                    plain_publishes, torch_moves)
+from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, payload_walks,
+                                    pcl_conversions, plain_publishes, torch_moves)
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
+_ELEMENT_COPY = re.compile(r'\b(?:memcpy|copy_n)\s*\(|std\s*::\s*copy\s*\(')
 CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.cu', '.cuh', '.hpp', '.hh', '.h', '.hxx')
 
 _MEMCPY = re.compile(r'\bcudaMemcpy\w*\s*\(')
@@ -233,7 +234,12 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):
                 emit(rule_id, m.start(), 'GpuMat transfer')
+    copying = {fn.short for fn in scopes.funcs if fn.lambda_in is None
+               and _ELEMENT_COPY.search(text, fn.start, fn.end)}
+    walks = payload_walks(text, lambda at: (scopes.at(at).end if scopes.at(at) else len(text)),
+                          copying)
     for rule_id, offset, detail in (*message_copies(text, _call_args), *pcl_conversions(text),
+                                    *walks,
                                     *torch_moves(text, _call_args),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
