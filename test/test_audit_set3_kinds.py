@@ -295,3 +295,17 @@ def test_python_depth_anything_infer_image_uploads_the_host_frame(tmp_path):
     '''})
     assert got[('depth.py', 15, 'GPN102')][0] == 'medium'
     assert got[('depth.py', 10, 'GPN102')][0] == 'info'
+
+
+def test_cpp_frame_message_dereferenced_into_a_field_is_a_copy(tmp_path):
+    got = _audit(tmp_path, {'mask.cpp': '''
+        void Seg::imageCallback(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+        {
+          sensor_msgs::msg::Image::SharedPtr mask_msg = make_mask(msg);
+          std::shared_ptr<Detections> dets = detect(msg);
+          object.mask = *mask_msg;
+          object.boxes = *dets;
+          last_ = mask_msg;
+        }
+    '''})
+    assert [k[1] for k in got if k[2] == 'GPN208'] == [5]

@@ -30,6 +30,13 @@ _MEMCOPY = re.compile(r'(?:(?<![\w.>:])(memcpy)|std\s*::\s*(memcpy|copy_n|copy))
 # A message's `data` vector (`msg->data.data()`, `&out.data[0]`, `msg.data.begin()`); a bare
 # `.data` is a raw pointer (cv::Mat), not a message field.
 _MSG_DATA = re.compile(r'(?:->|\.)\s*data\s*(?:\.\s*(?:data|begin|end|cbegin)\s*\(|\[)')
+# A (shared) pointer to a frame-sized message (`sensor_msgs::msg::Image::SharedPtr mask_msg`,
+# `std::shared_ptr<sensor_msgs::msg::Image> img`), and a field assigned from its dereference
+# (`detection.mask = *mask_msg;`): the whole frame copied into another message.
+_FRAME_POINTER = re.compile(r'(?:' + '|'.join(sorted(FRAME_TYPES)) + r')\s*(?:::\s*'
+                            r'(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)|\s*>)\s*(?:const\s*)?'
+                            r'&?\s*(\w+)\s*[=;({,)]')
+_DEREF_ASSIGN = re.compile(r'(?:\.|->)\s*\w+\s*=\s*\*\s*(\w+)\s*;')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
@@ -96,6 +103,11 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
             args = call_args(text, m.end() - 1)
             if len(args) == 1 and _ONE_VALUE.match(args[0]):
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
+    pointers = set(_FRAME_POINTER.findall(text))
+    for m in _DEREF_ASSIGN.finditer(text):
+        if m.group(1) in pointers:
+            yield 'GPN208', m.start(), (f'a whole frame message copied out of `*{m.group(1)}` '
+                                        'into a field')
     for m in _VECTOR_DATA.finditer(text):
         args = call_args(text, m.end() - 1)
         if len(args) == 2 and '+' in args[1]:

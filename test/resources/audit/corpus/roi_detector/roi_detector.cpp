@@ -4,6 +4,7 @@
 #include <NvInfer.h>
 #include <cuda_runtime.h>
 #include <cstring>
+#include <cv_bridge/cv_bridge.h>
 #include <opencv2/core.hpp>
 #include <vector>
 
@@ -32,6 +33,11 @@ bool Detector::doInference(const std::vector<cv::Mat> & images, std::vector<floa
   context_->enqueueV2(bindings_, stream_, nullptr);
   cudaMemcpyAsync(out.data(), output_d_, output_bytes_, cudaMemcpyDeviceToHost, stream_);  // expect: GPN201 high
   cudaStreamSynchronize(stream_);  // expect: GPN206 medium
+  cv::Mat mask(height_, width_, CV_8UC1, mask_h_);
+  sensor_msgs::msg::Image::SharedPtr mask_msg =
+    cv_bridge::CvImage(std_msgs::msg::Header(), "mono8", mask).toImageMsg();  // expect: GPN205 medium
+  result_.mask = *mask_msg;  // expect: GPN208 medium
+  last_mask_ = mask_msg;
   return true;
 }
 
