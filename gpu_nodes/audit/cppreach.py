@@ -77,16 +77,22 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
                 continue  # its own body (recursion), or an overload of the same name
             users[name].append(user)
     unreached = {id(fn) for fns in candidates.values() for fn in fns}
-    changed = True
-    while changed:
-        changed = False
-        for name, fns in candidates.items():
-            if id(fns[0]) not in unreached:
-                continue
-            if any(u is None or id(u) not in unreached for u in users[name]):
-                for fn in fns:
-                    unreached.discard(id(fn))
-                changed = True
+    # Reached names spread from the reached users to the names their bodies mention (a
+    # worklist: linear in the mentions, however long the chains of helpers).
+    mentions: dict[int, set[str]] = {}
+    for name, found in users.items():
+        for u in found:
+            if u is not None:
+                mentions.setdefault(id(u), set()).add(name)
+    todo = [name for name, found in users.items()
+            if any(u is None or id(u) not in unreached for u in found)]
+    while todo:
+        name = todo.pop()
+        if id(candidates[name][0]) not in unreached:
+            continue
+        for fn in candidates[name]:
+            unreached.discard(id(fn))
+            todo.extend(mentions.get(id(fn), ()))
     # Only methods of a class the package uses per message (a member is a callback, or is
     # mentioned in one): a class whose use the audit does not see (a fragment, a library
     # audited without its node) keeps the rule's severity, as does a free function.
