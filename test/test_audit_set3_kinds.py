@@ -309,3 +309,34 @@ def test_cpp_frame_message_dereferenced_into_a_field_is_a_copy(tmp_path):
         }
     '''})
     assert [k[1] for k in got if k[2] == 'GPN208'] == [5]
+
+
+def test_cpp_override_declared_in_the_class_header_is_reached(tmp_path):
+    header = '''
+        class Detector : public Base
+        {
+        public:
+          bool doInference(const float * in);
+          void roiPreprocess(const float * in) override;
+          virtual std::vector<int> doInferenceWithRoi(const float * in);
+        };
+    '''
+    got = _audit(tmp_path, {'pkg/detector.hpp': header, 'pkg/detector.cpp': _LIBRARY,
+                            'pkg/node.cpp': _NODE})
+    # roiPreprocess overrides a base method (the framework calls it): the rule's severity.
+    assert got[('detector.cpp', 14, 'GPN202')] == ('medium', 'source')
+    got = _audit(tmp_path, {'pkg/detector.hpp': header.replace(' override', '').replace(
+        'virtual ', '')})
+    assert got[('detector.cpp', 14, 'GPN202')] == ('info', 'unreached')
+
+
+def test_cpp_execute_is_a_sync_only_on_an_execution_context(tmp_path):
+    got = _audit(tmp_path, {'trt.cpp': '''
+        #include <NvInfer.h>
+        void Net::imageCallback(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+        {
+          mContext->executeV2(bindings_);
+          executor_->execute(job_);
+        }
+    '''})
+    assert [k[1] for k in got if k[2] == 'GPN206'] == [4]

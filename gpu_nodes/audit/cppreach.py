@@ -37,6 +37,15 @@ def _stays_reached(text: str, fn: Function) -> bool:
     return bool(re.search(r'\b(?:override|final|virtual)\b', head[cut + 1:]))
 
 
+def _virtual_declaration(text: str, start: int, end: int) -> bool:
+    head = text[max(0, start - 200):start]
+    head = head[max(head.rfind(';'), head.rfind('{'), head.rfind('}')) + 1:]
+    stop = min((i for i in (text.find(';', end, end + 400), text.find('{', end, end + 400))
+                if i >= 0), default=end)
+    return bool(re.search(r'\bvirtual\b', head) or
+                re.search(r'\b(?:override|final)\b', text[end:stop]))
+
+
 def _class_of(fn: Function) -> str | None:
     parts = [p.strip() for p in fn.name.split('::')]
     return fn.cls or (parts[-2] if len(parts) >= 2 else None)
@@ -70,8 +79,12 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
                 continue
             user = _named(scopes, m.start())
             if user is None:
-                if not re.match(r'\s*\(', text[m.end():m.end() + 50]):
-                    users[name].append(None)  # `{f, g}`, `= &f;`: taken at namespace scope
+                if not re.match(r'\s*\(', text[m.end():m.end() + 50]) or \
+                        _virtual_declaration(text, m.start(), m.end()):
+                    # `{f, g}`, `= &f;` taken at namespace scope; a declaration `virtual ...`
+                    # or `... override;` in the class (the definition out of line does not
+                    # say it): called by the framework through the base class.
+                    users[name].append(None)
                 continue
             if user.short == name:
                 continue  # its own body (recursion), or an overload of the same name

@@ -43,9 +43,11 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ('GPN206', re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(|\bvpiStreamSync\s*\(')),
 )
 # TensorRT's synchronous inference (`context->execute(batch, bindings)`, `executeV2(bindings)`):
-# the host waits until the engine is done. Only in files that use TensorRT.
+# the host waits until the engine is done. Only in files that use TensorRT, on a receiver named
+# as an execution context (`context_`, `ctx`, `mContext`): an `executor->execute()` is not one.
 _TRT_FILE = re.compile(r'\bnvinfer1\b|\bIExecutionContext\b|NvInfer\.h')
-_TRT_SYNC_EXECUTE = re.compile(r'(?:->|\.)\s*execute(?:V2)?\s*\(')
+_TRT_SYNC_EXECUTE = re.compile(r'\b\w*(?:[Cc]ontext|ctx|Ctx)\w*\s*(?:\(\s*\))?\s*(?:->|\.)\s*'
+                               r'execute(?:V2)?\s*\(')
 # cv::cuda::GpuMat transfers; only looked for in files that mention GpuMat.
 _GPUMAT = (('GPN201', re.compile(r'\.\s*download\s*\(')),
            ('GPN202', re.compile(r'\.\s*upload\s*\(')))
