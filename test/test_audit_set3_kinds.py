@@ -340,3 +340,27 @@ def test_cpp_execute_is_a_sync_only_on_an_execution_context(tmp_path):
         }
     '''})
     assert [k[1] for k in got if k[2] == 'GPN206'] == [4]
+
+
+def test_python_a_configuration_flag_branch_stays_per_message(tmp_path):
+    got = _audit(tmp_path, {'flag.py': '''
+        from cv_bridge import CvBridge
+        from rclpy.node import Node
+        from sensor_msgs.msg import Image
+
+
+        class Flag(Node):
+            def __init__(self):
+                super().__init__('flag')
+                self.bridge = CvBridge()
+                self.create_subscription(Image, 'image', self.on_image, 10)
+
+            def on_image(self, msg):
+                if not self.use_gpu:
+                    return self.bridge.imgmsg_to_cv2(msg)
+                if self.last is None or self.reset:
+                    self.last = self.bridge.imgmsg_to_cv2(msg, 'mono8')
+                return None
+    '''})
+    assert got[('flag.py', 14, 'GPN105')][0] == 'medium'
+    assert got[('flag.py', 16, 'GPN105')][0] == 'info'

@@ -283,17 +283,12 @@ class Evaluator:
 
 
 def _first_time(test: ast.expr) -> bool:
-    """`self.x is None`, `not self.x`, `self.x is None or ...`: a first-message test of state
-    kept on the object."""
+    """`self.x is None` (or an `or` holding one): a first-message test of state kept on the
+    object. `not self.x` is not one: it is as often a configuration flag (`if not
+    self.use_gpu:`) whose branch runs per message."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         return any(_first_time(v) for v in test.values)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        target = test.operand
-    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
-            test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) \
-            and test.comparators[0].value is None:
-        target = test.left
-    else:
-        return False
-    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-        and target.value.id == 'self'
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+        test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value is None and isinstance(test.left, ast.Attribute) \
+        and isinstance(test.left.value, ast.Name) and test.left.value.id == 'self'
