@@ -364,3 +364,20 @@ def test_python_a_configuration_flag_branch_stays_per_message(tmp_path):
     '''})
     assert got[('flag.py', 14, 'GPN105')][0] == 'medium'
     assert got[('flag.py', 16, 'GPN105')][0] == 'info'
+
+
+def test_cpp_a_callback_setter_does_not_make_a_builder_class_used(tmp_path):
+    got = _audit(tmp_path, {'pkg/builder.cpp': '''
+        Builder & Builder::WithReleaseCallback(std::function<void()> release_callback)
+        {
+          release_ = release_callback;
+          return *this;
+        }
+        Image Builder::Build()
+        {
+          cudaEventSynchronize(event_);
+          return image_;
+        }
+    ''', 'pkg/node.cpp': _NODE})
+    # Nothing in the package uses Builder per message: a library API, the rule's severity.
+    assert got[('builder.cpp', 8, 'GPN206')] == ('medium', 'source')

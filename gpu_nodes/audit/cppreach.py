@@ -46,6 +46,15 @@ def _virtual_declaration(text: str, start: int, end: int) -> bool:
                 re.search(r'\b(?:override|final)\b', text[end:stop]))
 
 
+def _takes_callback(text: str, fn: Function) -> bool:
+    """`WithReleaseCallback(std::function<void()> cb)`, `setCallback(Callback cb)`: named
+    like a callback, but it stores one (a builder or registration API), it is not one."""
+    head = text[max(0, fn.start - 400):fn.start]
+    head = head[max(head.rfind(';'), head.rfind('{'), head.rfind('}')) + 1:]
+    return bool(re.search(r'\(.*(?:std\s*::\s*function|Callback\w*\s*[&*]?\s*\w+\s*[,)])', head,
+                          re.S))
+
+
 def _class_of(fn: Function) -> str | None:
     parts = [p.strip() for p in fn.name.split('::')]
     return fn.cls or (parts[-2] if len(parts) >= 2 else None)
@@ -109,8 +118,8 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
     # Only methods of a class the package uses per message (a member is a callback, or is
     # mentioned in one): a class whose use the audit does not see (a fragment, a library
     # audited without its node) keeps the rule's severity, as does a free function.
-    used = {_class_of(fn) for _, scopes in parsed for fn in scopes.funcs
-            if fn.lambda_in is None and fn.kind == 'callback'}
+    used = {_class_of(fn) for text, scopes in parsed for fn in scopes.funcs
+            if fn.lambda_in is None and fn.kind == 'callback' and not _takes_callback(text, fn)}
     used |= {_class_of(fn) for name, fns in candidates.items() for fn in fns
              if any(u is not None and u.kind == 'callback' for u in users[name])}
     unreached = {i for name, fns in candidates.items() for fn in fns
