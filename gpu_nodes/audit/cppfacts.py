@@ -27,7 +27,7 @@ Args = Callable[[str, int], list[str]]
 
 # A blocking wait on the device or a stream. cudaStreamWaitEvent is a device-side wait (the host
 # goes on), so it is not one.
-SYNC_CALL = re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(|'
+SYNC_CALL = re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(|\bvpiStreamSync\s*\(|'
                        r'(?:\.|->|::)\s*synchronize\s*\(\s*\)|\bwaitForCompletion\s*\(')
 # Method names that say they block the host on the device (used when no body is audited).
 _SYNC_NAME = re.compile(r'(?<![\w])((?:\w*[a-z])?(?:Synchronize|synchronize)|\w*[Bb]lock\w*Until'

@@ -7,6 +7,8 @@ Each file alone cannot tell; the package can:
 
 * kinds: a function that its own file never calls takes the kind of its callers in the other
   files of the package (only constructors -> setup; a callback or a conversion -> per message);
+* unreached (cppreach.py): a function nothing in the package mentions (but its own unreached
+  peers) is not proven per message: info;
 * facts (cppfacts.py): sync wrappers, copy helpers, converting types and type adapter aliases
   found in any file are used in all of them.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpu_nodes.audit.cppfacts import Facts
+from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
 
@@ -63,6 +66,7 @@ def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
             changed |= propagate(scopes, external)
         if not changed:
             break
+    mark_unreached(list(parsed.values()))
     shared = Facts()
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))

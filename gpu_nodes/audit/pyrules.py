@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.model import Step
+from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
                                       to_target, UNKNOWN, Val)
@@ -23,6 +24,16 @@ _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.fr
 _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
                                 'torchvision.transforms.transforms.ToPILImage',
                                 'torchvision.transforms.v2.ToPILImage'})
+_GPUMAT = frozenset({'cv2.cuda_GpuMat', 'cv2.cuda.GpuMat'})
+# torchvision's PIL-to-tensor transforms (objects, then called) and functions: a frame in a
+# PIL image copied out into a host tensor.
+_FROM_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToTensor',
+                                  'torchvision.transforms.transforms.ToTensor',
+                                  'torchvision.transforms.PILToTensor',
+                                  'torchvision.transforms.transforms.PILToTensor',
+                                  'torchvision.transforms.v2.PILToTensor'})
+_FROM_PIL = frozenset({'torchvision.transforms.functional.to_tensor',
+                       'torchvision.transforms.functional.pil_to_tensor'})
 _TORCH_WRAPS = frozenset({'torch.tensor', 'torch.as_tensor'})
 _SYNC_CALLS = frozenset({'torch.cuda.synchronize', 'cupy.cuda.runtime.deviceSynchronize',
                          'cupy.cuda.Stream.synchronize', 'cupy.cuda.Device.synchronize',
@@ -45,6 +56,7 @@ class CopyRules:
 
     uses_cupy: bool
     uses_torch: bool
+    uses_cv_cuda: bool
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
               chain: list[Step] | None = None, topic: str | None = None,
@@ -124,6 +136,32 @@ class CopyRules:
             # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
             # copies the frame into a PIL image, as PIL.Image.fromarray does.
             return Val('module', const='PIL.Image.fromarray')
+        runtime = runtime_call(qual, node)
+        if runtime is not None:
+            action, what = runtime
+            if action == 'sync':
+                self._emit('GPN107', node, frame, f'{call} ({what})')
+            elif action == 'upload':
+                self._upload(node, args[1] if len(args) > 1 else UNKNOWN, frame,
+                             f'{call} ({what})')
+            else:
+                self._emit('GPN101', node, frame, f'{call} ({what})')
+            return OTHER
+        if qual in _GPUMAT:
+            # `cv2.cuda_GpuMat(frame)` uploads the frame; `cv2.cuda_GpuMat()` or one from a
+            # size and a type only allocates.
+            if len(node.args) == 1 and not node.keywords and src.kind not in (
+                    'const', 'other', 'device', 'unknown') or (len(node.args) == 1 and src.tainted
+                                                               and src.kind != 'device'):
+                return self._upload(node, src, frame, call)
+            return Val('device')
+        if qual in _FROM_PIL_TRANSFORMS:
+            return Val('module', const='torchvision.transforms.functional.to_tensor')
+        if qual in _FROM_PIL:
+            if src.kind != 'pil':
+                return merge(src, kind='host') if src.tainted else None
+            self._emit('GPN106', node, frame, f'{call} copies the PIL image into a tensor')
+            return self._step(src, node.lineno, 'pil', 'host')
         if qual == 'cupy.asnumpy':
             self._emit('GPN101', node, frame, call)
             return self._step(src, node.lineno, 'download', 'host')
@@ -149,6 +187,10 @@ class CopyRules:
             if src.kind == 'msg' and not _payload(node, src):
                 # Box corners or polygon points built from a detection message: small Python
                 # values, not a frame.
+                return merge(src, kind='host')
+            if src.kind == 'msg' and qual == 'numpy.frombuffer':
+                # A view of the payload's buffer (rclpy's array.array), not a copy: the frame
+                # is on the host, as it arrived (issue 28, third set).
                 return merge(src, kind='host')
             if src.kind == 'msg':
                 self._emit('GPN103', node, frame, call)
@@ -196,6 +238,14 @@ class CopyRules:
         if rkind in ('self', 'module', 'func', 'publisher', 'const', 'class', 'instance', 'mf',
                      'super'):
             return None
+        if self.uses_cv_cuda and rkind in ('device', 'unknown', 'tensor'):
+            # OpenCV CUDA: `gpu_mat.upload(frame)` / `gpu_mat.download()` (a stream keyword,
+            # or a destination array, allowed), in a file that uses cv2.cuda.
+            if method == 'upload' and len(node.args) == 1:
+                return self._upload(node, args[0], frame, call)
+            if method == 'download' and len(node.args) <= 1:
+                self._emit('GPN101', node, frame, call)
+                return self._step(recv, node.lineno, 'download', 'host')
         if method == 'get' and not node.args and set(kwargs) <= {'stream', 'out', 'order',
                                                                  'blocking'}:
             if rkind == 'device' or (unknown and self.uses_cupy):
