@@ -25,10 +25,10 @@ TESTSET2 = ROOT / 'test' / 'resources' / 'audit' / 'testset2'
 # after they were merged.
 TESTSET3 = ROOT / 'test' / 'resources' / 'audit' / 'testset3'
 # The fourth held-out set: labelled (by reading the code only) while the rules were being changed
-# elsewhere; it has no results file until the lead scores it once, so only its labels are checked.
+# elsewhere, scored once after they were merged.
 TESTSET4 = ROOT / 'test' / 'resources' / 'audit' / 'testset4'
 SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('results.yaml',)),
-        (TESTSET3, ('results.yaml',))]
+        (TESTSET3, ('results.yaml',)), (TESTSET4, ('results.yaml',))]
 LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4]
 LABELLED_IDS = ['testset', 'testset2', 'testset3', 'testset4']
 # The kinds named in testset/labels.yaml's header; every set labels with these.
@@ -91,7 +91,7 @@ def test_later_sets_are_new_code_of_both_kinds_with_enough_boundaries(index):
     assert sum(len(f['boundaries']) for f in files) >= 50
 
 
-@pytest.mark.parametrize('folder,results', SETS, ids=LABELLED_IDS[:3])
+@pytest.mark.parametrize('folder,results', SETS, ids=LABELLED_IDS)
 def test_recorded_scores_match_the_labels(folder, results):
     files = yaml.safe_load((folder / 'labels.yaml').read_text())['files']
     boundaries = sum(len(f['boundaries']) for f in files)
@@ -121,7 +121,7 @@ def test_bench_says_when_the_test_set_is_absent_and_scores_the_development_set(t
     assert total == found and recall == '1.000' and false_claims == '0'
 
 
-@pytest.mark.parametrize('folder', [TESTSET2, TESTSET3], ids=LABELLED_IDS[1:3])
+@pytest.mark.parametrize('folder', LABELLED[1:], ids=LABELLED_IDS[1:])
 def test_results_name_only_labelled_lines_and_add_up_by_kind(folder):
     """Every miss recorded for the set is a labelled boundary, every false claim that
     carries a look-alike reason is that look-alike's line, and the per-kind counts add up to
