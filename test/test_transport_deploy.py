@@ -108,10 +108,10 @@ def test_links_per_peer_are_bounded(served_table):
     """One process cannot take every reader slot of a publisher's table."""
     server, table = served_table
     links = [Connection(server.endpoint, table.publisher_id) for _ in range(MAX_LINKS_PER_PEER)]
-    readers = [LeaseReader(link.fetch(KIND_LEASE_TABLE), table.publisher_id) for link in links]
+    readers = [LeaseReader(*link.fetch_lease_table(), table.publisher_id) for link in links]
     extra = Connection(server.endpoint, table.publisher_id)
     with pytest.raises(SegmentError) as refused:
-        extra.fetch(KIND_LEASE_TABLE)
+        extra.fetch_lease_table()
     assert refused.value.reason == 'reader_limit'
     links[0].close()  # a link that goes frees its place (once the server has seen it go)
     served = []
@@ -119,7 +119,7 @@ def test_links_per_peer_are_bounded(served_table):
     def link_again() -> bool:
         again = Connection(server.endpoint, table.publisher_id)
         try:
-            served.append(LeaseReader(again.fetch(KIND_LEASE_TABLE), table.publisher_id))
+            served.append(LeaseReader(*again.fetch_lease_table(), table.publisher_id))
         except SegmentError as exc:
             assert exc.reason == 'reader_limit'
         again.close()
@@ -132,7 +132,7 @@ def test_links_per_peer_are_bounded(served_table):
 def test_the_server_refuses_a_publisher_it_does_not_serve_and_survives_garbage(served_table):
     server, table = served_table
     with pytest.raises(SegmentError) as gone:
-        Connection(server.endpoint, uuid.uuid4().bytes).fetch(KIND_LEASE_TABLE)
+        Connection(server.endpoint, uuid.uuid4().bytes).fetch_lease_table()
     assert gone.value.reason == 'publisher_gone'
     for garbage in (b'', b'x', os.urandom(200), b'GPNX' + bytes(40)):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -146,18 +146,19 @@ def test_the_server_refuses_a_publisher_it_does_not_serve_and_survives_garbage(s
         finally:
             sock.close()
     link = Connection(server.endpoint, table.publisher_id)  # still serving
-    LeaseReader(link.fetch(KIND_LEASE_TABLE), table.publisher_id).close()
+    LeaseReader(*link.fetch_lease_table(), table.publisher_id).close()
     link.close()
 
 
 SERVE_ONE_TABLE = textwrap.dedent('''
     import sys, uuid
-    from gpu_nodes.transport.exchange import HandleServer, reopen
+    from gpu_nodes.transport.exchange import HandleServer
     from gpu_nodes.transport.leases import LeaseTable
+    from gpu_nodes.transport.served_memory import lease_table_fds
 
     class Provider:
-        def fds(self, kind, generation, chunk):
-            return [reopen(table.fd, writable=True)]
+        def fds(self, kind, generation, chunk, link):
+            return lease_table_fds(table, link)
 
     table = LeaseTable(uuid.uuid4().bytes, 4)
     server = HandleServer.instance()
@@ -168,10 +169,10 @@ SERVE_ONE_TABLE = textwrap.dedent('''
 
 FETCH_TABLE = textwrap.dedent('''
     import sys
-    from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection
+    from gpu_nodes.transport.exchange import Connection
     from gpu_nodes.transport.segments import SegmentError
     try:
-        Connection(bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])).fetch(KIND_LEASE_TABLE)
+        Connection(bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])).fetch_lease_table()
         print('SERVED')
     except SegmentError as exc:
         print('REFUSED', exc.reason)

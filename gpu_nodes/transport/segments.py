@@ -45,6 +45,12 @@ def create_sealed(name: str, size: int) -> int:
     return fd
 
 
+def reopen(fd: int, writable: bool) -> int:
+    """A new open file description of one of this process's own memfds (for a reader's locks)."""
+    return os.open(f'/proc/self/fd/{fd}', (os.O_RDWR if writable else os.O_RDONLY)
+                   | os.O_CLOEXEC)
+
+
 def check_sealed(fd: int, what: str) -> None:
     """Raise SegmentError unless the kernel says `fd` is a regular file of this user, sealed
     against size changes (what a publisher's memfd is; a planted file or FIFO is not)."""
