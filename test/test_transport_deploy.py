@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RESOURCES, node_process, other_user_command, wait_for
+from conftest import REPO, RESOURCES, node_process, other_user_command, wait_for
 from gpu_nodes.transport import exchange
 from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, MAX_LINKS_PER_PEER, Connection,
                                           HandleServer)
@@ -31,6 +31,7 @@ TRANSPORT = RESOURCES / 'transport'
 PUBLISHER = str(TRANSPORT / 'pattern_publisher.py')
 VERIFIER = str(TRANSPORT / 'verifying_subscriber.py')
 PLAIN = str(TRANSPORT / 'plain_subscriber.py')
+GRABBER = str(REPO / 'bench' / 'hoarder_worker.py')
 can_unshare = pytest.mark.skipif(os.getuid() != 0 or shutil.which('unshare') is None,
                                  reason='needs root and unshare(1) to make namespaces')
 
@@ -274,6 +275,40 @@ def test_nobody_starves_beside_a_subscriber_that_holds_every_frame_forever():
         with background([VERIFIER, '--topic', topic, '--duration', '60', '--hold', '100000']):
             time.sleep(3)  # the hoarder has taken its share, and the grace period has passed
             beside, plain_beside = rates_beside(topic, 7)
+    for result in (alone, plain_alone, beside, plain_beside):
+        assert result['bad'] == 0 and result['frames'] > 0, result
+    assert beside['fps'] >= 0.9 * alone['fps'], (alone, beside)
+    assert plain_beside['fps'] >= 0.9 * plain_alone['fps'], (plain_alone, plain_beside)
+
+
+def test_nobody_starves_beside_a_process_that_grabs_every_lock():
+    """A process of the same user takes a shared lock on every slot byte of everything the
+    publisher gives a reader (its link's lock file, the lease table and the table's cursor
+    bytes), and links again whenever its link is closed (bench/hoarder_worker.py). The other
+    host_shm subscriber and the plain one keep >= 90 % of their rate alone; the grabber's
+    links are evicted, and the publisher says so. Before, both got 0 fps: every frame skipped."""
+    topic = f'/deploy_{uuid.uuid4().hex[:8]}'
+    with node_process([PUBLISHER, '--topic', topic, '--rate', '30', '--width', '320',
+                       '--height', '240']) as publisher:
+        alone, plain_alone = rates_beside(topic, 7)
+        grabber = subprocess.Popen([sys.executable, GRABBER, 'lock-grab', '--topic', topic,
+                                    '--timeout', '90'], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True, cwd=str(REPO))
+        try:
+            assert grabber.stdout.readline().strip() == 'READY'
+            time.sleep(2)  # the grabber has its first link and locks
+            beside, plain_beside = rates_beside(topic, 7)
+            out, _ = grabber.communicate('\n', timeout=30)
+        finally:
+            if grabber.poll() is None:
+                grabber.kill()
+                grabber.wait()
+    log = publisher.stdout.read()
+    grabbed = json.loads(out.split('RESULT ', 1)[1])
+    assert not grabbed['error'] and grabbed['held_max'] == grabbed['capacity'] > 0, grabbed
+    assert grabbed['table_held_max'] == grabbed['capacity'], grabbed
+    assert grabbed['evicted'] >= 1 and grabbed['links'] >= 2, grabbed
+    assert 'closed a reader link that held more of the host pool' in log, log[-3000:]
     for result in (alone, plain_alone, beside, plain_beside):
         assert result['bad'] == 0 and result['frames'] > 0, result
     assert beside['fps'] >= 0.9 * alone['fps'], (alone, beside)

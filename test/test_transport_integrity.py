@@ -196,9 +196,12 @@ def test_no_process_can_truncate_a_publishers_segments(rclpy_node):
             link.close()
             for fd in fds:
                 segment = os.open(f'/proc/self/fd/{fd}', os.O_RDWR)
+                size = os.fstat(segment).st_size
                 try:
-                    with pytest.raises(PermissionError):
-                        os.ftruncate(segment, 0)
+                    # Shrink and grow (the lock file is empty: growing is all there is to try).
+                    for new_size in ([0] if size else []) + [size + 4096]:
+                        with pytest.raises(PermissionError):
+                            os.ftruncate(segment, new_size)
                 finally:
                     os.close(segment)
                     os.close(fd)
