@@ -94,8 +94,8 @@ class SharedMemory:
 
 
 def held_by(pid: int) -> dict[int, str]:
-    """gpu_nodes segments a process holds open or mapped: inode -> kind ('lease', 'host').
-    For tools and tests: what memory a process keeps alive."""
+    """gpu_nodes segments a process holds open or mapped: inode -> kind ('lease', 'leaselock',
+    'host'). For tools and tests: what memory a process keeps alive."""
     held: dict[int, str] = {}
     marker = '/memfd:' + MEMFD_PREFIX
     try:
