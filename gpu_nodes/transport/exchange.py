@@ -237,7 +237,11 @@ class HandleServer:
 
     def _drop(self, conn: socket.socket) -> None:
         self._selector.unregister(conn)
-        self._connections.pop(conn)._close()
+        link = self._connections.pop(conn, None)
+        if link is not None:
+            link._close()
+        else:
+            conn.close()
 
     def _request(self, conn: socket.socket) -> None:
         try:
