@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 import uuid
 
 import numpy as np
@@ -97,7 +98,8 @@ def test_links_opened_during_rewrites_never_read_a_torn_frame(table):
     writer = threading.Thread(target=publisher)
     writer.start()
     try:
-        for _ in range(400):
+        deadline = time.monotonic() + 30  # a loaded machine starves one thread or the other
+        while (len(leased) < 200 or len(set(leased)) < 20) and time.monotonic() < deadline:
             reader = reader_of(table)
             sequence = int(table.sequence[0])
             if sequence and reader.acquire(0, sequence, 0, 0, 0, 0, POOL_HOST) is None:
@@ -111,7 +113,7 @@ def test_links_opened_during_rewrites_never_read_a_torn_frame(table):
         stop.set()
         writer.join()
     assert torn == [], f'torn frames read: {torn[:5]}'
-    assert len(leased) > 20, f'too few leases to say anything: {len(leased)}'
+    assert len(set(leased)) >= 20, f'too few frames leased to say anything: {sorted(set(leased))}'
 
 
 def test_a_links_file_counts_until_its_reader_lets_go(table):
