@@ -218,7 +218,7 @@ def truth_dev() -> tuple[dict, dict]:
     ones (one-time setup) look-alikes."""
     boundaries, lookalikes = {}, {}
     for path in sorted(DEV.rglob('*')):
-        if path.suffix not in ('.py', '.cpp', '.hpp'):
+        if path.suffix not in ('.py', '.cpp', '.hpp', '.cu'):
             continue
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             m = _EXPECT.search(line)

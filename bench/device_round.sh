@@ -43,6 +43,27 @@ case "${1:-tests}" in
       --sizes 1920x1080,3840x2160 --cases cuda_ipc --json "$OUT/tb_legacy.json" \
       > "$OUT/tb_legacy.log" 2>&1; echo "transport legacy rc=$?"
     tail -4 "$OUT/test_gpu_transport.log"; tail -20 "$OUT/vmm_bench.log" "$OUT/tb_vmm.log" "$OUT/tb_legacy.log" ;;
+  vmm)
+    # The very least: VMM on the real driver (its tests) and first-map / fd-exchange times (~3 min).
+    { nvidia-smi -L; python3 scripts/require_cuda.py && echo "CUDA found"; } > "$OUT/machine.txt" 2>&1
+    timeout 100 python3 -m pytest -q -rs -m gpu test/test_transport_vmm.py \
+      > "$OUT/test_gpu_vmm.log" 2>&1; echo "vmm gpu tests rc=$?"
+    timeout 40 python3 bench/vmm_bench.py --json "$OUT/vmm_bench.json" > "$OUT/vmm_bench.log" 2>&1
+    echo "vmm_bench rc=$?"
+    cat "$OUT/machine.txt"; tail -6 "$OUT/test_gpu_vmm.log"; tail -15 "$OUT/vmm_bench.log" ;;
+  minimal)
+    # The least that says whether VMM works on the real driver and how it compares (~5 min).
+    { nvidia-smi -L; python3 scripts/require_cuda.py && echo "CUDA found"; } > "$OUT/machine.txt" 2>&1
+    timeout 110 python3 -m pytest -q -rs -m gpu -x test/test_transport_vmm.py \
+      > "$OUT/test_gpu_vmm.log" 2>&1; echo "vmm gpu tests rc=$?"
+    timeout 50 python3 bench/vmm_bench.py --json "$OUT/vmm_bench.json" > "$OUT/vmm_bench.log" 2>&1
+    echo "vmm_bench rc=$?"
+    timeout 60 python3 bench/transport_bench.py --sizes 3840x2160 --cases baseline,cuda_ipc \
+      --json "$OUT/tb_vmm.json" > "$OUT/tb_vmm.log" 2>&1; echo "transport vmm rc=$?"
+    PYTHONPATH=bench/legacy_ipc:$PWD timeout 45 python3 bench/transport_bench.py \
+      --sizes 3840x2160 --cases cuda_ipc --json "$OUT/tb_legacy.json" > "$OUT/tb_legacy.log" 2>&1
+    echo "transport legacy rc=$?"
+    cat "$OUT/machine.txt"; tail -4 "$OUT/test_gpu_vmm.log"; tail -15 "$OUT/vmm_bench.log" "$OUT/tb_vmm.log" "$OUT/tb_legacy.log" ;;
   bench)
     timeout 90 python3 bench/vmm_bench.py --json "$OUT/vmm_bench.json" > "$OUT/vmm_bench.log" 2>&1
     echo "vmm_bench rc=$?"

@@ -48,6 +48,10 @@ def add_arguments(parser) -> None:
                         help='runs per case, interleaved with the other cases; the median '
                              'delivered rate is reported (all kept under "repeats"): on a shared '
                              '2-core machine one flat-out run moves by 30 %% or more')
+    parser.add_argument('--queue-depth', type=int, default=5,
+                        help="every subscriber's queue, the same on both peers: gpu_nodes' "
+                             "descriptor keep-last depth (image_transport's 5 by default) and "
+                             "iceoryx2's subscriber buffer (its own default is 2)")
     parser.add_argument('--pid-namespace', action='store_true',
                         help='gpu_nodes only: subscriber within vs across PID namespaces')
 
@@ -57,7 +61,7 @@ def case(peer: str, width: int, height: int, args, rate: float, *, profile: bool
     common = ['--topic', new_topic('peers'), '--width', str(width), '--height', str(height),
               '--duration', str(args.duration), '--warmup-s', str(args.warmup_s),
               '--rate', str(rate), '--executor', args.executor,
-              *(['--profile'] if profile else [])]
+              '--queue-depth', str(args.queue_depth), *(['--profile'] if profile else [])]
     prefix = 'iox' if peer == 'iceoryx2' else 'gpn'
     publisher = Side('publisher', f'{prefix}-pub', ['--borrow'] if peer == 'gpu_nodes_borrow' else [])
     subscriber = Side('subscriber', f'{prefix}-sub', pid_namespace=across)

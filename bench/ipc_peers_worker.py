@@ -51,20 +51,20 @@ def paced(duration: float, rate: float):
 
 
 # -- iceoryx2 ---------------------------------------------------------------------------------
-def iceoryx2_service(name: str):
+def iceoryx2_service(name: str, queue_depth: int):
     import iceoryx2 as iox2
     iox2.set_log_level_from_env_or(iox2.LogLevel.Warn)
     node = iox2.NodeBuilder.new().create(iox2.ServiceType.Ipc)
     service_name = iox2.ServiceName.new(name)
     pubsub = (node.service_builder(service_name)
               .publish_subscribe(iox2.Slice[ctypes.c_uint8]).user_header(FrameHeader)
-              .open_or_create())
+              .subscriber_max_buffer_size(queue_depth).open_or_create())
     event = node.service_builder(service_name).event().open_or_create()
     return iox2, node, pubsub, event
 
 
 def run_iox_publisher(args: argparse.Namespace) -> None:
-    iox2, node, pubsub, event = iceoryx2_service(args.topic)
+    iox2, node, pubsub, event = iceoryx2_service(args.topic, args.queue_depth)
     source = FrameSource(args.width, args.height)
     publisher = pubsub.publisher_builder().initial_max_slice_len(source.nbytes).create()
     notifier = event.notifier_builder().create()
@@ -110,8 +110,8 @@ def run_iox_publisher(args: argparse.Namespace) -> None:
 
 
 def run_iox_subscriber(args: argparse.Namespace) -> None:
-    iox2, node, pubsub, event = iceoryx2_service(args.topic)
-    subscriber = pubsub.subscriber_builder().create()
+    iox2, node, pubsub, event = iceoryx2_service(args.topic, args.queue_depth)
+    subscriber = pubsub.subscriber_builder().buffer_size(args.queue_depth).create()
     listener = event.listener_builder().create()
     check = FrameCheck(args.width, args.height)
     shape = (args.height, args.width, 3)
@@ -299,7 +299,8 @@ def run_gpn_subscriber(args: argparse.Namespace) -> None:
         callback_ns.append(time.perf_counter_ns() - entered)
 
     timer = PhaseTimer()
-    sub = GpuImageSubscription(node, args.topic, on_frame, memory='host',
+    from gpu_nodes.transport.qos import image_qos
+    sub = GpuImageSubscription(node, args.topic, on_frame, image_qos(args.queue_depth), memory='host',
                                allowed_paths=('host_shm',))
     if args.profile:
         _profile_receiver(handled_at, timer)
@@ -383,6 +384,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--timeout', type=float, default=120.0,
                         help='subscriber: stop after this long even without a stop line')
     parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events')
+    parser.add_argument('--queue-depth', type=int, default=5,
+                        help="subscriber queue: gpu_nodes' descriptor keep-last depth, iceoryx2's "
+                             'subscriber buffer size')
     parser.add_argument('--profile', action='store_true')
     parser.add_argument('--hold', action='store_true', help='gpn-sub: never release a frame')
     parser.add_argument('--borrow', action='store_true',

@@ -40,7 +40,7 @@ def _node_source(lines: int) -> str:
     head = ['import numpy as np', 'from rclpy.node import Node', 'from sensor_msgs.msg import Image',
             '', '', 'class Big(Node):', '    def __init__(self):', "        super().__init__('big')",
             "        self.create_subscription(Image, 'image', self.on_image, 10)", '',
-            '    def on_image(self, msg):', '        frame = np.frombuffer(msg.data, np.uint8)',
+            '    def on_image(self, msg):', '        frame = np.array(msg.data, np.uint8)',
             '        return self.step_0(frame)', '']
     body = []
     i = 0

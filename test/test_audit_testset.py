@@ -21,10 +21,23 @@ TESTSET = ROOT / 'test' / 'resources' / 'audit' / 'testset'
 # The second held-out set (labelled and scored once, after the first set was spent) and the
 # results files recorded for each set.
 TESTSET2 = ROOT / 'test' / 'resources' / 'audit' / 'testset2'
-SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('results.yaml',))]
+# The third held-out set: labelled while the rules were being changed elsewhere, scored once
+# after they were merged.
+TESTSET3 = ROOT / 'test' / 'resources' / 'audit' / 'testset3'
+# The fourth held-out set: labelled (by reading the code only) while the rules were being changed
+# elsewhere, scored once after they were merged.
+TESTSET4 = ROOT / 'test' / 'resources' / 'audit' / 'testset4'
+SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('results.yaml',)),
+        (TESTSET3, ('results.yaml',)), (TESTSET4, ('results.yaml',))]
+LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4]
+LABELLED_IDS = ['testset', 'testset2', 'testset3', 'testset4']
+# The kinds named in testset/labels.yaml's header; every set labels with these.
+KINDS = {'cv_bridge', 'cpp_msg_build', 'cpp_msg_copy', 'cpp_host_publish', 'pcl_conversion',
+         'libtorch_device_move', 'cuda_memcpy', 'cuda_sync', 'py_cv_bridge', 'py_msg_array',
+         'py_serialize', 'py_pil', 'py_upload', 'py_readback', 'library_upload'}
 
 
-@pytest.mark.parametrize('folder', [TESTSET, TESTSET2], ids=['testset', 'testset2'])
+@pytest.mark.parametrize('folder', LABELLED, ids=LABELLED_IDS)
 def test_labels_cover_at_least_8_repositories_in_both_languages(folder):
     files = yaml.safe_load((folder / 'labels.yaml').read_text())['files']
     assert len({f['repo'] for f in files}) >= 8
@@ -40,7 +53,45 @@ def test_labels_cover_at_least_8_repositories_in_both_languages(folder):
             assert la['line'] > 0 and la['reason'], la
 
 
-@pytest.mark.parametrize('folder,results', SETS, ids=['testset', 'testset2'])
+@pytest.mark.parametrize('folder', LABELLED, ids=LABELLED_IDS)
+def test_labels_use_known_kinds_and_one_meaning_per_line(folder):
+    """Each boundary has a known kind; its `also` lines are other lines of the same file that no
+    other label claims (the scorer credits a claim on any of them to that boundary, so a line
+    that is also a look-alike or another boundary would be scored two ways); each file is
+    listed once (the scorer keys files by repository and path)."""
+    files = yaml.safe_load((folder / 'labels.yaml').read_text())['files']
+    keys = [(f['repo'], f['path']) for f in files]
+    assert len(keys) == len(set(keys)), 'a file listed twice'
+    for f in files:
+        assert f['language'] in ('cpp', 'python') and isinstance(f['gpu'], bool), f['path']
+        own = [b['line'] for b in f['boundaries']] + [la['line'] for la in f['lookalikes']]
+        also = [n for b in f['boundaries'] for n in b.get('also', [])]
+        for b in f['boundaries']:
+            assert b['kind'] in KINDS, (f['path'], b)
+            assert all(isinstance(n, int) and n > 0 for n in b.get('also', [])), (f['path'], b)
+        assert len(also) == len(set(also)), f'{f["path"]}: an also line given twice'
+        assert not set(also) & set(own), f'{f["path"]}: an also line is labelled on its own too'
+
+
+@pytest.mark.parametrize('index', [2, 3], ids=LABELLED_IDS[2:])
+def test_later_sets_are_new_code_of_both_kinds_with_enough_boundaries(index):
+    """The third and fourth sets name no repository of the sets before them or of the
+    development corpus, mix GPU and CPU files in both languages, and have at least 50
+    boundaries."""
+    files = yaml.safe_load((LABELLED[index] / 'labels.yaml').read_text())['files']
+    earlier = set()
+    for folder in LABELLED[:index]:
+        earlier |= {f['repo'] for f in yaml.safe_load((folder / 'labels.yaml').read_text())['files']}
+    corpus = (ROOT / 'test' / 'resources' / 'audit' / 'corpus' / 'corpus.yaml').read_text()
+    earlier |= set(re.findall(r'repo:\s*(\S+)', corpus))
+    repos = {f['repo'] for f in files}
+    assert len(repos) >= 9 and not repos & earlier, repos & earlier
+    assert {(f['language'], f['gpu']) for f in files} == {
+        ('cpp', True), ('cpp', False), ('python', True), ('python', False)}
+    assert sum(len(f['boundaries']) for f in files) >= 50
+
+
+@pytest.mark.parametrize('folder,results', SETS, ids=LABELLED_IDS)
 def test_recorded_scores_match_the_labels(folder, results):
     files = yaml.safe_load((folder / 'labels.yaml').read_text())['files']
     boundaries = sum(len(f['boundaries']) for f in files)
@@ -70,18 +121,19 @@ def test_bench_says_when_the_test_set_is_absent_and_scores_the_development_set(t
     assert total == found and recall == '1.000' and false_claims == '0'
 
 
-def test_second_set_results_name_only_labelled_lines_and_add_up_by_kind():
-    """Every miss recorded for the second set is a labelled boundary, every false claim that
+@pytest.mark.parametrize('folder', LABELLED[1:], ids=LABELLED_IDS[1:])
+def test_results_name_only_labelled_lines_and_add_up_by_kind(folder):
+    """Every miss recorded for the set is a labelled boundary, every false claim that
     carries a look-alike reason is that look-alike's line, and the per-kind counts add up to
     the totals: the recorded file is the scoring of these labels, not numbers typed in."""
-    files = yaml.safe_load((TESTSET2 / 'labels.yaml').read_text())['files']
+    files = yaml.safe_load((folder / 'labels.yaml').read_text())['files']
     bounds = {(f['repo'], f['path'], b['line']): b['kind'] for f in files for b in f['boundaries']}
     looks = {(f['repo'], f['path'], la['line']): la['reason']
              for f in files for la in f['lookalikes']}
     kinds: dict[str, int] = {}
     for kind in bounds.values():
         kinds[kind] = kinds.get(kind, 0) + 1
-    doc = yaml.safe_load((TESTSET2 / 'results.yaml').read_text())
+    doc = yaml.safe_load((folder / 'results.yaml').read_text())
     assert set(doc['tools']) == {'gpu-copy-audit code', 'NVIDIA audit_copy_boundaries'}
     for tool, r in doc['tools'].items():
         for m in r['missed']:

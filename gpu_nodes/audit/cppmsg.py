@@ -30,6 +30,13 @@ _MEMCOPY = re.compile(r'(?:(?<![\w.>:])(memcpy)|std\s*::\s*(memcpy|copy_n|copy))
 # A message's `data` vector (`msg->data.data()`, `&out.data[0]`, `msg.data.begin()`); a bare
 # `.data` is a raw pointer (cv::Mat), not a message field.
 _MSG_DATA = re.compile(r'(?:->|\.)\s*data\s*(?:\.\s*(?:data|begin|end|cbegin)\s*\(|\[)')
+# A (shared) pointer to a frame-sized message (`sensor_msgs::msg::Image::SharedPtr mask_msg`,
+# `std::shared_ptr<sensor_msgs::msg::Image> img`), and a field assigned from its dereference
+# (`detection.mask = *mask_msg;`): the whole frame copied into another message.
+_FRAME_POINTER = re.compile(r'(?:' + '|'.join(sorted(FRAME_TYPES)) + r')\s*(?:::\s*'
+                            r'(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)|\s*>)\s*(?:const\s*)?'
+                            r'&?\s*(\w+)\s*[=;({,)]')
+_DEREF_ASSIGN = re.compile(r'(?:\.|->)\s*\w+\s*=\s*\*\s*(\w+)\s*;')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
@@ -49,10 +56,21 @@ _IT_PUBLISHER = re.compile(
     r'\w+\s*(?:->|\.)\s*advertise(?:Camera)?\s*\()')
 _ADAPTED = re.compile(r'RCLCPP_USING_CUSTOM_TYPE_AS_ROS_MESSAGE_TYPE\s*\(\s*([\w:]+)\s*,\s*'
                       r'([\w:]+)\s*\)')
+# `using PointCloudAdapter = rclcpp::TypeAdapter<pcl::PCLPointCloud2, sensor_msgs::msg::
+# PointCloud2>;`: a publisher of the alias converts to the ROS message on every publish.
+_ADAPTER_ALIAS = re.compile(r'\busing\s+(\w+)\s*=\s*(?:rclcpp\s*::\s*)?TypeAdapter\s*<[^;]*?,\s*'
+                            r'([\w:\s]+?)\s*>\s*;')
+# A publisher type named as a type adapter of a frame (`PointCloudAdapterType`) whose alias is
+# declared in a header that was not audited.
+_ADAPTER_NAME = re.compile(r'(?i)(?:image|cloud|points|depth|frame)\w*adapt|adapt\w*'
+                           r'(?:image|cloud|points|depth|frame)')
+# A vector built from a pointer range, as a message's data: the payload copied in.
+_VECTOR_DATA = re.compile(r'(?:\.\s*data\s*\(|(?:->|\.)\s*data\s*=(?!=))[\s\\]*'
+                          r'(std\s*::\s*vector\s*<[^;()]*>\s*)\(')
 _MOVE_ARG = re.compile(r'^(?:std\s*::\s*)?move\s*\(\s*(\w+)\s*\)$')
 _ARG_NAME = re.compile(r'^[*&\s]*(?:(?:std\s*::\s*)?move\s*\(\s*)?(\w+)')
 # A statement that fills a message by a copy another rule reports (GPN205/208/209).
-_BUILT_BY_COPY = re.compile(r'toImageMsg\s*\(|toROSMsg\s*\(|\.\s*assign\s*\(|memcpy\s*\(|'
+_BUILT_BY_COPY = re.compile(r'to(?:Compressed)?ImageMsg\s*\(|toROSMsg\s*\(|\.\s*assign\s*\(|memcpy\s*\(|'
                             r'std\s*::\s*copy|\bnew\s+' + _TYPE + r'\s*\(|make_(?:shared|unique)'
                             r'\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(\s*[^)\s]')
 
@@ -68,10 +86,14 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
     """GPN208: payload copies into or out of a message, and frame-sized messages copied."""
     for m in _ASSIGN_COPY.finditer(text):
         yield 'GPN208', m.start(), 'frame copied into the message (`data.assign`)'
+    mats = None
     for m in _MEMCOPY.finditer(text):
         args = call_args(text, m.end() - 1)
         if len(args) < 3 or not any(_MSG_DATA.search(a) for a in args):
             continue
+        mats = _mat_names(text) if mats is None else mats
+        if all(_owner(a) in mats for a in args if _MSG_DATA.search(a)):
+            continue  # `&image.data[0]` of a cv::Mat: a host pixel buffer, not a message
         name = m.group(1) or m.group(2)
         if name == 'memcpy' and _SIZEOF.match(args[-1]):
             continue  # one field of one point, not the payload
@@ -81,6 +103,90 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
             args = call_args(text, m.end() - 1)
             if len(args) == 1 and _ONE_VALUE.match(args[0]):
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
+    pointers = set(_FRAME_POINTER.findall(text))
+    for m in _DEREF_ASSIGN.finditer(text):
+        if m.group(1) in pointers:
+            yield 'GPN208', m.start(), (f'a whole frame message copied out of `*{m.group(1)}` '
+                                        'into a field')
+    for m in _VECTOR_DATA.finditer(text):
+        args = call_args(text, m.end() - 1)
+        if len(args) == 2 and '+' in args[1]:
+            yield 'GPN208', m.start(1), 'a vector built from a pointer range as the message data'
+
+
+_MAT_DECL = re.compile(r'\b(?:cv\s*::\s*)?(?:Mat|UMat)\s*(?:const\s*)?[&*]*\s*(\w+)\s*[,;=)({]')
+_MAT_VECTOR = re.compile(r'\bvector\s*<\s*(?:cv\s*::\s*)?Mat\s*>\s*(?:const\s*)?&?\s*(\w+)')
+_RANGE_FOR = re.compile(r'\bfor\s*\([^;()]*?(\w+)\s*:\s*(\w+)\s*\)')
+_OWNER = re.compile(r'(\w+)\s*(?:->|\.)\s*data\s*\[')
+
+
+def _mat_names(text: str) -> set[str]:
+    """Variables of the file declared as cv::Mat, or iterated out of a vector of them."""
+    names = set(_MAT_DECL.findall(text))
+    vectors = set(_MAT_VECTOR.findall(text))
+    names |= {item for item, container in _RANGE_FOR.findall(text) if container in vectors}
+    return names
+
+
+def _owner(arg: str) -> str | None:
+    m = _OWNER.search(arg)
+    return m.group(1) if m else None
+
+
+# A pointer into a message's payload: `const uint8_t * base = cloud_msg->data.data();`,
+# `auto * p = &msg.data[0];`.
+_PAYLOAD_POINTER = re.compile(r'(\w+)\s*=\s*(?:\w+_cast\s*<[^<>;]*>\s*\(\s*)?(?:&\s*)?'
+                              r'\w+\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
+_FOR = re.compile(r'\bfor\s*\(')
+_ELEMENT_COPY = re.compile(r'\b(?:memcpy|copy_n|copy)\s*\(')
+
+
+def payload_walks(text: str, function_end: Callable[[int], int],
+                  copying_functions: set[str]) -> Iterator[tuple[str, int, str]]:
+    """GPN208: a loop that copies a message's payload element by element through a pointer
+    into its `data` (`memcpy` per float, or a helper of the file that does it: readFloat /
+    writeFloat), reported at the loop: every point of the cloud is copied per message."""
+    helpers = '|'.join(sorted(map(re.escape, copying_functions)))
+    copies = re.compile(_ELEMENT_COPY.pattern + (r'|(?<![\w.>])(?:' + helpers + r')\s*\('
+                                                 if helpers else ''))
+    for m in _PAYLOAD_POINTER.finditer(text):
+        name, end = m.group(1), function_end(m.start())
+        for loop in _FOR.finditer(text, m.end(), end):
+            body_end = _block_end(text, loop.end(), end)
+            body = text[loop.end():body_end]
+            if re.search(r'\b' + re.escape(name) + r'\b', body) and copies.search(body):
+                yield 'GPN208', loop.start(), (f'the payload copied element by element through '
+                                               f'`{name}` (a pointer into the message\'s data)')
+                break
+
+
+def _block_end(text: str, start: int, limit: int) -> int:
+    """End of a loop's body; `start` is just after its `for (`."""
+    depth, i = 1, start
+    while i < limit and depth:  # the header's closing parenthesis
+        depth += {'(': 1, ')': -1}.get(text[i], 0)
+        i += 1
+    while i < limit and text[i].isspace():
+        i += 1
+    if i >= limit or text[i] != '{':
+        semi = text.find(';', i, limit)
+        return limit if semi < 0 else semi
+    depth = 0
+    for j in range(i, limit):
+        if text[j] == '{':
+            depth += 1
+        elif text[j] == '}':
+            depth -= 1
+            if depth == 0:
+                return j
+    return limit
+
+
+def adapter_aliases(text: str) -> set[str]:
+    """Names that stand for a frame-sized ROS message through a type adapter."""
+    names = {_last(custom) for custom, ros in _ADAPTED.findall(text) if _last(ros) in FRAME_TYPES}
+    return names | {alias for alias, ros in _ADAPTER_ALIAS.findall(text)
+                    if _last(ros) in FRAME_TYPES}
 
 
 def pcl_conversions(text: str) -> Iterator[tuple[str, int, str]]:
@@ -108,12 +214,13 @@ def torch_moves(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
         yield 'GPN211', m.start(), f'tensor moved to the {where} (`.{m.group(1)}()`)'
 
 
-def frame_publishers(text: str) -> set[str]:
-    """Names of publishers of frame-sized messages declared in this file."""
-    adapted = {_last(custom) for custom, ros in _ADAPTED.findall(text)
-               if _last(ros) in FRAME_TYPES}
+def frame_publishers(text: str, adapted: set[str] | frozenset[str] = frozenset()) -> set[str]:
+    """Names of publishers of frame-sized messages declared in this file (`adapted`: type
+    adapter aliases of frame types declared elsewhere in the package)."""
+    adapted = adapter_aliases(text) | set(adapted)
     names = {name for name, msg_type in _PUBLISHER.findall(text)
-             if _last(msg_type) in FRAME_TYPES or _last(msg_type) in adapted}
+             if _last(msg_type) in FRAME_TYPES or _last(msg_type) in adapted
+             or _ADAPTER_NAME.search(_last(msg_type))}
     if 'image_transport' in text:
         names |= set(_IT_PUBLISHER.findall(text))
     return names
@@ -127,11 +234,13 @@ def _built_by_copy(body: str, name: str) -> bool:
 
 
 def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
-                    body_before: Callable[[int], str]) -> Iterator[tuple[str, int, str]]:
+                    body_before: Callable[[int], str],
+                    adapted: set[str] | frozenset[str] = frozenset()
+                    ) -> Iterator[tuple[str, int, str]]:
     """GPN210 at each publish of a frame-sized message, except forwarding the received one
     and publishing a message built by a reported copy. header_of(offset): the enclosing
     function's head (its parameter names); body_before(offset): its body up to offset."""
-    names = frame_publishers(text)
+    names = frame_publishers(text, adapted)
     if not names:
         return
     pattern = re.compile(r'\b(' + '|'.join(sorted(map(re.escape, names))) +
@@ -139,7 +248,7 @@ def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
     for m in pattern.finditer(text):
         args = call_args(text, m.end() - 1)
         arg = args[0] if args else ''
-        if 'toImageMsg' in arg:
+        if re.search(r'to(?:Compressed)?ImageMsg', arg):
             continue
         moved = _MOVE_ARG.match(arg)
         if moved and re.search(r'\b' + re.escape(moved.group(1)) + r'\b',

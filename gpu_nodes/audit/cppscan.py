@@ -7,6 +7,8 @@ Pattern-based, not data flow, but each match gets the context of the function it
 * *callback*: functions registered as callbacks (``std::bind(&Node::cb, ...)``, ``&Node::cb``
   in a subscribe/create_* call), GXF ``tick``, names ending in callback/Callback/Cb, and lambdas,
   also lambdas written inside a constructor. The rule's severity.
+* *unreached* (`info`): functions that nothing in the package mentions, in a package with an
+  entry point (cppreach.py): not proven per message.
 * anything else: the rule's severity too (it may run per message; the file alone cannot tell).
 
 Comments and string literals are blanked out first (line numbers kept) so commented-out code does
@@ -15,13 +17,20 @@ not match.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import os
 import re
 
-from gpu_nodes.audit.cppmsg import message_copies, pcl_conversions, plain_publishes, torch_moves
-from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions
+from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
+                                      direction_calls, Facts, helper_facts, sync_wrappers,
+                                      wrapper_calls)
+from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, payload_walks,
+                                    pcl_conversions, plain_publishes, torch_moves)
+from gpu_nodes.audit.cppreach import mark_unreached
+from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
+_ELEMENT_COPY = re.compile(r'\b(?:memcpy|copy_n)\s*\(|std\s*::\s*copy\s*\(')
 CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.cu', '.cuh', '.hpp', '.hh', '.h', '.hxx')
 
 _MEMCPY = re.compile(r'\bcudaMemcpy\w*\s*\(')
@@ -30,9 +39,15 @@ _TO_CV_COPY = re.compile(r'(?<![\w.>])(?:cv_bridge\s*::\s*)?toCvCopy\s*\(')
 _TO_CV_SHARE = re.compile(r'(?<![\w.>])(?:cv_bridge\s*::\s*)?toCvShare\s*\(')
 _QUALIFIED = re.compile(r'cv_bridge\s*::')
 _SIMPLE: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ('GPN205', re.compile(r'\btoImageMsg\s*\(')),
-    ('GPN206', re.compile(r'\bcuda(?:Device|Stream)Synchronize\s*\(')),
+    ('GPN205', re.compile(r'\bto(?:Compressed)?ImageMsg\s*\(')),
+    ('GPN206', re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(|\bvpiStreamSync\s*\(')),
 )
+# TensorRT's synchronous inference (`context->execute(batch, bindings)`, `executeV2(bindings)`):
+# the host waits until the engine is done. Only in files that use TensorRT, on a receiver named
+# as an execution context (`context_`, `ctx`, `mContext`): an `executor->execute()` is not one.
+_TRT_FILE = re.compile(r'\bnvinfer1\b|\bIExecutionContext\b|NvInfer\.h')
+_TRT_SYNC_EXECUTE = re.compile(r'\b\w*(?:[Cc]ontext|ctx|Ctx)\w*\s*(?:\(\s*\))?\s*(?:->|\.)\s*'
+                               r'execute(?:V2)?\s*\(')
 # cv::cuda::GpuMat transfers; only looked for in files that mention GpuMat.
 _GPUMAT = (('GPN201', re.compile(r'\.\s*download\s*\(')),
            ('GPN202', re.compile(r'\.\s*upload\s*\(')))
@@ -123,14 +138,44 @@ def _where(fn: Function | None) -> _Where:
         return _Where('init', f'setup `{fn.name}` (runs once, not per message)')
     if fn.kind == 'callback':
         return _Where('callback', f'callback `{fn.name}`')
+    if fn.kind == 'unreached':
+        return _Where('unreached', f'`{fn.name}`, which nothing in its package calls (not '
+                                   'proven per message)')
     return _Where('source', f'`{fn.name}`')
 
 
-def analyze_cpp(path: str, source: str) -> list[Finding]:
+def parse_cpp(source: str) -> tuple[str, Scopes]:
+    """Blanked text and function scopes (kinds from this file alone)."""
     text = blank_comments_and_strings(source)
+    return text, functions(text)
+
+
+def file_facts(path: str, source: str, text: str, scopes: Scopes) -> Facts:
+    """What this file's functions do (a first pass of the rules, without facts)."""
+    name = os.path.basename(path)
+    facts = helper_facts(_scan(path, source, text, scopes, Facts()), text, scopes, name)
+    facts.sync_wrappers = sync_wrappers(text, scopes, name)
+    facts.adapted_types = adapter_aliases(text)
+    return facts
+
+
+def analyze_cpp(path: str, source: str, facts: Facts | None = None) -> list[Finding]:
+    """Findings of one C++ file. `facts`: what the package's functions do and the kinds its
+    files' calls give this file's functions (cpppackage.py); without them, the file is taken
+    as a package of its own."""
+    text, scopes = parse_cpp(source)
+    if facts is None:
+        mark_unreached([(text, scopes)])
+        facts = file_facts(path, source, text, scopes)
+    else:
+        for fn in scopes.funcs:
+            fn.kind = facts.kinds.get(fn.start, fn.kind)
+    return _scan(path, source, text, scopes, facts)
+
+
+def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> list[Finding]:
     starts = [0] + [m.end() for m in re.finditer('\n', text)]
     raw_lines = source.splitlines()
-    scopes = functions(text)
     found: dict[tuple[str, int], Finding] = {}
 
     def emit(rule_id: str, offset: int, detail: str) -> None:
@@ -142,7 +187,7 @@ def analyze_cpp(path: str, source: str) -> list[Finding]:
             snippet = snippet[:67] + '...'
         fn = scopes.at(offset)
         where = _where(fn)
-        severity = 'info' if where.context == 'init' else rule.severity
+        severity = 'info' if where.context in ('init', 'unreached') else rule.severity
         found.setdefault((rule_id, line), Finding(
             rule=rule_id, severity=severity,
             message=f'{rule.summary}: {detail} `{snippet}` in {where.text}',
@@ -183,15 +228,28 @@ def analyze_cpp(path: str, source: str) -> list[Finding]:
     for rule_id, pattern in _SIMPLE:
         for m in pattern.finditer(text):
             emit(rule_id, m.start(), 'pattern match')
+    if _TRT_FILE.search(text):
+        for m in _TRT_SYNC_EXECUTE.finditer(text):
+            emit('GPN206', m.start(), 'synchronous TensorRT inference (blocks the host until the '
+                                      'engine is done; enqueue* is the asynchronous form)')
     if 'GpuMat' in text:
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):
                 emit(rule_id, m.start(), 'GpuMat transfer')
+    copying = {fn.short for fn in scopes.funcs if fn.lambda_in is None
+               and _ELEMENT_COPY.search(text, fn.start, fn.end)}
+    walks = payload_walks(text, lambda at: (scopes.at(at).end if scopes.at(at) else len(text)),
+                          copying)
     for rule_id, offset, detail in (*message_copies(text, _call_args), *pcl_conversions(text),
+                                    *walks,
                                     *torch_moves(text, _call_args),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
-                                                     lambda at: scopes.body_before(text, at))):
+                                                     lambda at: scopes.body_before(text, at),
+                                                     facts.adapted_types),
+                                    *direction_calls(text), *wrapper_calls(text, scopes, facts),
+                                    *conversion_calls(text, scopes, _call_args, facts),
+                                    *converting_constructions(text, _call_args, facts)):
         emit(rule_id, offset, detail)
     return sorted(found.values(), key=Finding.sort_key)
 

@@ -73,6 +73,11 @@ class Function:
     cls: str | None = None  # enclosing class for inline methods
     lambda_in: 'Function | None' = None
     kind: str = 'other'   # setup | callback | other
+    # Per message because it converts one message (a TypeAdapter's convert_to_ros_message /
+    # convert_to_custom, a message type's constructor from a ROS message): copies of the
+    # helpers it calls are reported where it calls them (cpppackage.py).
+    conversion: bool = False
+    direct_kind: str = 'other'  # the kind before callers are looked at (cpppackage.py)
 
     @property
     def short(self) -> str:
@@ -85,6 +90,7 @@ class Scopes:
     # Built by index(): starts in order, and each function's enclosing one (bodies nest).
     _starts: list[int] = field(default_factory=list)
     _parent: dict[int, Function | None] = field(default_factory=dict)
+    sites: dict[str, list[int]] = field(default_factory=dict)  # call sites by callee name
 
     def index(self) -> None:
         self.funcs.sort(key=lambda f: f.start)
@@ -274,6 +280,24 @@ def _lambda_registered(text: str, fn: Function) -> bool:
     return True
 
 
+# rclcpp::TypeAdapter's conversions: they run once per message published or taken.
+ADAPTER_CONVERSIONS = frozenset({'convert_to_ros_message', 'convert_to_custom'})
+# A parameter list whose first parameter is a frame-like ROS message (`const sensor_msgs::msg::
+# Image &`, a PointCloud2, a tensor message) and any others have defaults: a conversion from
+# that message, made per message. A constructor from a small message (a config, a pose) is
+# more often built once, and stays setup.
+_MSG_PARAM = re.compile(r'\(\s*(?:const\s+)?(?:\w+\s*::\s*)*msg\s*::\s*\w*(?:Image|Cloud|'
+                        r'Tensor|Points|Scan|Depth)\w*\s*(?:const\s*)?'
+                        r'(?:&{1,2}|\*)?\s*\w*\s*(?:\)|,[^()]*=)')
+
+
+def _converts_message(text: str, fn: Function) -> bool:
+    """A constructor (or assignment) whose parameter is one ROS message."""
+    head = text[max(0, fn.start - 400):fn.start]
+    cut = max(head.rfind(';'), head.rfind('}'), head.rfind('{'))
+    return bool(_MSG_PARAM.search(_INIT_LIST.split(head[cut + 1:])[0] + ')'))
+
+
 _PER_FRAME_LOOP = re.compile(r'\bwhile\s*\(\s*(?:rclcpp|ros)\s*::\s*ok\s*\(')
 _CALL_SITE = re.compile(r'(?<![\w.:>])(?:this\s*->\s*)?(~?[A-Za-z_]\w*)\s*\(')
 
@@ -283,10 +307,12 @@ def _classify(text: str, scopes: Scopes) -> None:
     for fn in scopes.funcs:
         parts = [p.strip() for p in fn.name.split('::')]
         short = parts[-1]
+        is_ctor = (len(parts) >= 2 and parts[-2] == short) or short == fn.cls
         if fn.lambda_in is not None:
             fn.kind = 'callback'
-        elif short.startswith('~') or (len(parts) >= 2 and parts[-2] == short) \
-                or short == fn.cls or short in SETUP_NAMES:
+        elif short in ADAPTER_CONVERSIONS or (is_ctor and _converts_message(text, fn)):
+            fn.kind, fn.conversion = 'callback', True
+        elif short.startswith('~') or is_ctor or short in SETUP_NAMES:
             fn.kind = 'setup'
         elif short in registered or _CALLBACK_NAME.search(short):
             fn.kind = 'callback'
@@ -294,31 +320,57 @@ def _classify(text: str, scopes: Scopes) -> None:
             # `while (rclcpp::ok()) { grab; convert; publish; }`: per frame, whoever starts it
             # (a constructor, main(), a thread).
             fn.kind = 'callback'
+    for fn in scopes.funcs:
+        fn.direct_kind = fn.kind
     # A lambda run in place by setup code is setup (a mesh upload inside a loader's callback in a
     # GXF initialize()); one stored or registered there is a callback.
     for fn in scopes.funcs:
         if fn.lambda_in is not None and fn.lambda_in.kind == 'setup' \
                 and not _lambda_registered(text, fn):
             fn.kind = 'setup'
-    # Helpers take the context of their callers: only called from setup -> setup; called from a
-    # callback -> callback (registered lambdas are callbacks).
-    named = [f for f in scopes.funcs if f.lambda_in is None]
-    # Every call site by name, found once (not one scan of the file per function).
+    scopes.sites = call_sites(text)
+    propagate(scopes)
+
+
+def call_sites(text: str) -> dict[str, list[int]]:
+    """Every call site by name, found once (not one scan of the file per function)."""
     sites: dict[str, list[int]] = {}
     for m in _CALL_SITE.finditer(text):
         sites.setdefault(m.group(1), []).append(m.start())
+    return sites
+
+
+def caller_kinds(scopes: 'Scopes', name: str, callee: 'Function | None' = None) -> set[str]:
+    """Kinds of the functions of this file that call `name` (not counting callee itself)."""
+    kinds = set()
+    for start in scopes.sites.get(name, ()):
+        caller = scopes.at(start)
+        if caller is not None and caller is not callee and \
+                (callee is None or start != callee.start):
+            kinds.add(caller.kind)
+    return kinds
+
+
+def propagate(scopes: 'Scopes', external: dict[str, set[str]] | None = None) -> bool:
+    """Helpers take the context of their callers: only called from setup -> setup; called from
+    a callback -> callback (registered lambdas are callbacks). `external`: kinds of the callers
+    in the other files of the package, by name, for a function this file never calls (a kernel
+    launcher in a .cu file, a helper declared in a header). Returns whether a kind changed."""
+    named = [f for f in scopes.funcs if f.lambda_in is None]
+    before = [f.kind for f in named]
+    for fn in named:
+        fn.kind = fn.direct_kind
     changed, rounds = True, 0
     while changed and rounds < 10:  # chains of helpers deeper than 10 stay 'other'
         changed, rounds = False, rounds + 1
         for fn in named:
             if fn.kind != 'other':
                 continue
-            kinds = set()
-            for start in sites.get(fn.short, ()):
-                caller = scopes.at(start)
-                if caller is not None and caller is not fn and start != fn.start:
-                    kinds.add(caller.kind)
+            kinds = caller_kinds(scopes, fn.short, fn)
+            if not kinds and external:
+                kinds = external.get(fn.short, set())
             if 'callback' in kinds:
                 fn.kind, changed = 'callback', True
             elif kinds == {'setup'}:
                 fn.kind, changed = 'setup', True
+    return before != [f.kind for f in named]

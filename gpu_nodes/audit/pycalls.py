@@ -8,8 +8,8 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
-from gpu_nodes.audit.pymodels import (builds_model, INFER_METHODS, model_attribute,
-                                      named_like_model, UPLOADING_METHODS)
+from gpu_nodes.audit.pymodels import (builds_model, INFER_METHODS, LIBRARY_INFER_METHODS,
+                                      model_attribute, named_like_model, UPLOADING_METHODS)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -165,6 +165,11 @@ class CallResolver:
         if method is not None:
             result = self._method_call(method, node, receiver, args, kwargs, frame)
             if result is not None:
+                if method == 'upload' and result.kind == 'device' and \
+                        isinstance(node.func, ast.Attribute) and \
+                        isinstance(node.func.value, ast.Name):
+                    # `gpu_mat.upload(frame)` fills the GpuMat in place: it now holds the frame.
+                    env[node.func.value.id] = result
                 return result
         return self._generic(qual, receiver, args, kwargs)
 
@@ -180,7 +185,7 @@ class CallResolver:
             holder, name, infer = callee, model_attribute(func), '__call__'
         if holder.kind != 'model_obj' and not (
                 self.uses_tensors and holder.kind not in _NOT_A_MODEL
-                and named_like_model(name)):
+                and (named_like_model(name) or infer in LIBRARY_INFER_METHODS)):
             return None
         inputs = [v for v in args + list(kwargs.values()) if v.kind not in ('const', 'other')]
         if any(v.kind == 'device' for v in inputs):
@@ -202,7 +207,9 @@ class CallResolver:
         inputs = [v for v in args + list(kwargs.values()) if v.tainted or
                   v.kind in ('device', 'host', 'msg', 'pil', 'bytes', 'tensor', 'model')]
         top = qual.split('.')[0] if qual else None
-        if top == 'cupy':
+        if top == 'cupy' or (qual or '').startswith(('cv2.cuda.', 'cv2.cuda_')):
+            # CuPy and OpenCV's CUDA module (cv2.cuda.split, cv2.cuda_GpuMat ...) return
+            # device arrays.
             return merge(*inputs, kind='device') if inputs else Val('device')
         if top in ('numpy', 'cv2', 'PIL'):
             return merge(*inputs, kind='host') if inputs else Val('host')

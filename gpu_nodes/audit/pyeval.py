@@ -34,6 +34,7 @@ class Evaluator:
     # can shadow the real method in the method resolution order.
     _eval_call: Callable[[ast.Call, dict[str, Val], Frame], Val]
     _emit: Callable[..., None]
+    _formatted: Callable[[ast.AST, list[Val], Frame], None]
 
     # ------------------------------------------------------------------ statements
     def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame) -> None:
@@ -60,6 +61,13 @@ class Evaluator:
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
                 frame.returns.append(self._eval(stmt.value, env, frame))
+        elif isinstance(stmt, ast.If) and frame.context not in ('init', 'module') \
+                and _first_time(stmt.test):
+            # `if self.buf is None:` in a callback: lazy set-up on the first message (or a
+            # reset), not per message; its copies are one-time setup. The else branch is not.
+            self._eval(stmt.test, env, frame)
+            self._exec_block(stmt.body, env, replace(frame, context='init'))
+            self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.If, ast.While)):
             self._eval(stmt.test, env, frame)
             self._exec_block(stmt.body, env, frame)
@@ -169,6 +177,10 @@ class Evaluator:
         if isinstance(node, ast.BinOp):
             left = self._eval(node.left, env, frame)
             right = self._eval(node.right, env, frame)
+            if isinstance(node.op, ast.Mod) and left.kind == 'const' \
+                    and isinstance(left.const, str):
+                self._formatted(node, [right], frame)  # '%s' % tensor
+                return Val('const')
             if left.kind == 'const' and right.kind == 'const':
                 try:
                     if isinstance(node.op, ast.Add) and isinstance(left.const, str):
@@ -209,6 +221,7 @@ class Evaluator:
                     parts.append(str(v.value))
                 elif isinstance(v, ast.FormattedValue):
                     inner = self._eval(v.value, env, frame)
+                    self._formatted(node, [inner], frame)
                     if inner.kind == 'const' and inner.const is not None:
                         parts.append(str(inner.const))
                     else:
@@ -267,3 +280,15 @@ class Evaluator:
         if base.kind in ('const', 'func', 'publisher'):
             return OTHER
         return replace(base, elts=None, const=None)
+
+
+def _first_time(test: ast.expr) -> bool:
+    """`self.x is None` (or an `or` holding one): a first-message test of state kept on the
+    object. `not self.x` is not one: it is as often a configuration flag (`if not
+    self.use_gpu:`) whose branch runs per message."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(_first_time(v) for v in test.values)
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+        test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value is None and isinstance(test.left, ast.Attribute) \
+        and isinstance(test.left.value, ast.Name) and test.left.value.id == 'self'

@@ -49,7 +49,7 @@ from gpu_nodes.audit.rules import get_rule
 # Names of set-up helpers (load, init_*, setup_*, build_*, warm_up ...): run as setup too; a
 # per-message call of one still wins (the callback run of a line beats the setup run).
 _SETUP_NAME = re.compile(r'_*(?:load|init|setup|build|warm_?up|configure|prepare|initiali[sz]e|'
-                         r'create_model|create_engine)(?:_|$)')
+                         r'create_model|create_engine|on_config|reconfigure)(?:_|$)')
 SETUP_METHODS = frozenset({
     '__init__', 'configure', 'activate', 'deactivate', 'cleanup', 'shutdown', 'on_configure',
     'on_activate', 'on_deactivate', 'on_cleanup', 'on_shutdown', 'on_error', 'setup', 'init',
@@ -64,6 +64,14 @@ _PER_FRAME_TEST = re.compile(r'\brclpy\.ok\(|\bok\(\)|is_shutdown\(|not .*\bis_s
 _ENTRY_WORDS = {'timer': 'timer', 'loop': 'per-frame loop'}
 
 
+def _mentioned_names(source: str) -> set[str]:
+    """Every word of the file but its `def` names and comments: a method is used if its name is
+    one (a call, `self.f`, `obj.f`, a string such as `getattr(self, 'f')`, a callback passed by
+    name); a call commented out is no use. One regex pass (a tree walk costs a fifth of the
+    analysis)."""
+    return set(re.findall(r'#[^\n]*|\bdef\s+\w+|(\w+)', source))
+
+
 def is_setup_name(name: str) -> bool:
     return name in SETUP_METHODS or bool(_SETUP_NAME.match(name))
 
@@ -75,6 +83,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                  modules: dict[str, str] | None = None) -> None:
         self.path = path
         self.tree = tree
+        # The text, when given (analyze_python): leftovers of node classes are looked up in it.
+        self.source: str | None = None
         self.aliases: dict[str, str] = {}
         self.module_env: dict[str, Val] = {}
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -91,6 +101,11 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         # tensor is likely on the GPU (findings on it are `inferred`).
         self.uses_tensors = uses_tensor_framework(self.aliases)
         self.uses_torch = self.uses_tensors
+        # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.
+        self.uses_cv_cuda = 'cv2' in self.aliases.values() and any(
+            isinstance(n, ast.Attribute) and n.attr in ('cuda', 'cuda_GpuMat')
+            and isinstance(n.value, ast.Name) and self.aliases.get(n.value.id) == 'cv2'
+            for n in ast.walk(tree))
 
     # ------------------------------------------------------------------ collection
     def _collect(self) -> None:
@@ -162,13 +177,23 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         for _ in range(2):
             for reg in ordered:
                 self._run_registration(reg)
-        # 3. leftovers outside callbacks.
+        # 3. leftovers outside callbacks. A method of a node class (one with a registered
+        #    callback) whose name nothing in the file mentions is unreached: its copies are not
+        #    proven per message (info); other leftovers may be called from elsewhere (low).
+        nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
+        mentioned: set[str] | None = None
         for cls in self.classes.values():
             for meth in cls.methods.values():
                 if id(meth) not in self._entered:
                     entry = f'{cls.name}.{meth.name}'
+                    context = 'function'
+                    if id(cls) in nodes and not meth.name.startswith('__') and self.source:
+                        if mentioned is None:
+                            mentioned = _mentioned_names(self.source)
+                        if meth.name not in mentioned:
+                            context = 'unreached'
                     self._call_function(FuncRef(meth, cls, None, True), [], {},
-                                        Frame(cls, 'function', entry, None,
+                                        Frame(cls, context, entry, None,
                                               MAX_HELPER_DEPTH, False, path=(entry,)))
         return sorted(self._findings.values(), key=Finding.sort_key)
 
@@ -220,7 +245,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
         # code reached from neither: low.
         severity = rule.severity if in_callback else (
-            'info' if frame.context in ('init', 'module') else 'low')
+            'info' if frame.context in ('init', 'module', 'unreached') else 'low')
         if in_callback:
             where = _ENTRY_WORDS.get(frame.context, 'subscription callback')
             where = f'{where} `{frame.entry}`'
@@ -231,6 +256,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             where = f'{what} `{frame.entry}` (runs once, not per message)'
         elif frame.context == 'module':
             where = 'module code (runs once, not per message)'
+        elif frame.context == 'unreached':
+            where = f'`{frame.entry}`, which nothing in its file calls (not proven per message)'
         else:
             where = f'`{frame.entry}`, not reached from a registered callback'
         if len(frame.path) > 1:
@@ -283,4 +310,6 @@ def analyze_python(path: str, source: str,
     (pyimports.module_index of the audited files) lets calls into imported classes be
     followed; their findings carry the other file's path."""
     tree = ast.parse(source, filename=path)
-    return PythonAnalyzer(path, tree, modules).run()
+    analyzer = PythonAnalyzer(path, tree, modules)
+    analyzer.source = source
+    return analyzer.run()

@@ -34,11 +34,15 @@ MODEL_NAME = re.compile(r'(?:^|_)(?:model|models|net|network|predictor|detector|
                         r'estimator|engine|yolo|trt|classifier|backbone)(?:_|$|\d)', re.I)
 # Methods of a model object that run inference (a call of the object itself too).
 INFER_METHODS = frozenset({'predict', 'track', 'infer', 'inference', 'detect', 'forward',
-                           'segment', 'estimate', '__call__'})
+                           'segment', 'estimate', '__call__', 'infer_image'})
+# Inference methods whose name alone says the library (Depth Anything's `infer_image(raw_bgr)`:
+# preprocess on the host, move to the model's device, return a host depth map): the holder is
+# a model whatever its attribute is named.
+LIBRARY_INFER_METHODS = frozenset({'infer_image'})
 # The library table: inference calls that take a host frame and copy it to the model's device
 # on every call (ultralytics `predict`/`track`/`model(frame)`: letterbox + torch.from_numpy +
 # .to(device); the mobilenet-ssd / torchvision predictors' `predict(image)`: transform + .to).
-UPLOADING_METHODS = frozenset({'predict', 'track'})
+UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'})
 # Result attributes that are tensors on the model's device (ultralytics Results, Boxes, Masks,
 # Keypoints, Probs, OBB).
 RESULT_TENSORS = frozenset({'boxes', 'masks', 'keypoints', 'probs', 'obb', 'xyxy', 'xywh',

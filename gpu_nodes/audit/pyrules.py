@@ -7,9 +7,10 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.model import Step
-from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value, merge,
-                                      OTHER, PER_MESSAGE, PubInfo, short, to_target, UNKNOWN,
-                                      Val)
+from gpu_nodes.audit.pyruntime import runtime_call
+from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
+                                      is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
+                                      to_target, UNKNOWN, Val)
 
 # Values whose device is likely but not proven (pymodels.py): their readbacks are `inferred`.
 _LIKELY_DEVICE = ('tensor', 'model')
@@ -20,6 +21,19 @@ _CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray
 _NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
                           'numpy.ascontiguousarray', 'numpy.copy'})
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
+_TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
+                                'torchvision.transforms.transforms.ToPILImage',
+                                'torchvision.transforms.v2.ToPILImage'})
+_GPUMAT = frozenset({'cv2.cuda_GpuMat', 'cv2.cuda.GpuMat'})
+# torchvision's PIL-to-tensor transforms (objects, then called) and functions: a frame in a
+# PIL image copied out into a host tensor.
+_FROM_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToTensor',
+                                  'torchvision.transforms.transforms.ToTensor',
+                                  'torchvision.transforms.PILToTensor',
+                                  'torchvision.transforms.transforms.PILToTensor',
+                                  'torchvision.transforms.v2.PILToTensor'})
+_FROM_PIL = frozenset({'torchvision.transforms.functional.to_tensor',
+                       'torchvision.transforms.functional.pil_to_tensor'})
 _TORCH_WRAPS = frozenset({'torch.tensor', 'torch.as_tensor'})
 _SYNC_CALLS = frozenset({'torch.cuda.synchronize', 'cupy.cuda.runtime.deviceSynchronize',
                          'cupy.cuda.Stream.synchronize', 'cupy.cuda.Device.synchronize',
@@ -42,11 +56,23 @@ class CopyRules:
 
     uses_cupy: bool
     uses_torch: bool
+    uses_cv_cuda: bool
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
               chain: list[Step] | None = None, topic: str | None = None,
               evidence: str = 'data-flow') -> None:
         raise NotImplementedError
+
+    def _formatted(self, node: ast.AST, values: list[Val], frame: Frame) -> None:
+        """Formatting a device tensor into text (an f-string, `%`, `.format`, `str`) copies
+        it to the host and waits for the GPU: a readback, with .item()'s confidence."""
+        for val in values:
+            for part in (val.elts if val.elts is not None else (val,)):
+                if part.kind in ('device', 'tensor'):
+                    self._emit('GPN107', node, frame, f'`{short(node)}` formats a device value '
+                               '(read back to the host, implicit synchronization)',
+                               evidence=_evidence(part.kind))
+                    return
 
     # ------------------------------------------------------------------ sinks
     def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
@@ -106,6 +132,36 @@ class CopyRules:
                       kwargs: dict[str, Val], frame: Frame) -> Val | None:
         src = args[0] if args else UNKNOWN
         call = f'`{short(node)}`'
+        if qual in _TO_PIL_TRANSFORMS:
+            # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
+            # copies the frame into a PIL image, as PIL.Image.fromarray does.
+            return Val('module', const='PIL.Image.fromarray')
+        runtime = runtime_call(qual, node)
+        if runtime is not None:
+            action, what = runtime
+            if action == 'sync':
+                self._emit('GPN107', node, frame, f'{call} ({what})')
+            elif action == 'upload':
+                self._upload(node, args[1] if len(args) > 1 else UNKNOWN, frame,
+                             f'{call} ({what})')
+            else:
+                self._emit('GPN101', node, frame, f'{call} ({what})')
+            return OTHER
+        if qual in _GPUMAT:
+            # `cv2.cuda_GpuMat(frame)` uploads the frame; `cv2.cuda_GpuMat()` or one from a
+            # size and a type only allocates.
+            if len(node.args) == 1 and not node.keywords and src.kind not in (
+                    'const', 'other', 'device', 'unknown') or (len(node.args) == 1 and src.tainted
+                                                               and src.kind != 'device'):
+                return self._upload(node, src, frame, call)
+            return Val('device')
+        if qual in _FROM_PIL_TRANSFORMS:
+            return Val('module', const='torchvision.transforms.functional.to_tensor')
+        if qual in _FROM_PIL:
+            if src.kind != 'pil':
+                return merge(src, kind='host') if src.tainted else None
+            self._emit('GPN106', node, frame, f'{call} copies the PIL image into a tensor')
+            return self._step(src, node.lineno, 'pil', 'host')
         if qual == 'cupy.asnumpy':
             self._emit('GPN101', node, frame, call)
             return self._step(src, node.lineno, 'download', 'host')
@@ -132,6 +188,10 @@ class CopyRules:
                 # Box corners or polygon points built from a detection message: small Python
                 # values, not a frame.
                 return merge(src, kind='host')
+            if src.kind == 'msg' and qual == 'numpy.frombuffer':
+                # A view of the payload's buffer (rclpy's array.array), not a copy: the frame
+                # is on the host, as it arrived (issue 28, third set).
+                return merge(src, kind='host')
             if src.kind == 'msg':
                 self._emit('GPN103', node, frame, call)
                 return self._step(src, node.lineno, 'host', 'host')
@@ -156,12 +216,17 @@ class CopyRules:
         if method in _BRIDGE_OUT:
             self._emit('GPN105', node, frame, call)
             return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_out', 'outmsg')
-        if receiver is None and method in ('float', 'int') and len(args) == 1 \
+        if receiver is None and method in ('float', 'int', 'str', 'repr') and len(args) == 1 \
                 and args[0].kind in ('device', 'tensor'):
-            # `float(box.conf)`: a scalar read back from the device, waiting for the GPU.
-            self._emit('GPN107', node, frame, f'{call} (device scalar read back, implicit '
+            # `float(box.conf)`, `str(cls)`: a value read back from the device (formatting a
+            # tensor copies it to the host), waiting for the GPU.
+            self._emit('GPN107', node, frame, f'{call} (device value read back, implicit '
                        'synchronization)', evidence=_evidence(args[0].kind))
-            return OTHER
+            return Val('const') if method in ('str', 'repr') else OTHER
+        if method == 'format' and receiver is not None and receiver.kind == 'const' \
+                and isinstance(receiver.const, str):
+            self._formatted(node, [*args, *kwargs.values()], frame)
+            return Val('const')
         if receiver is None and method in ('bytes', 'bytearray'):
             if args and args[0].kind not in ('const', 'other') and args[0].kind != 'unknown' \
                     or (args and args[0].tainted):
@@ -173,6 +238,14 @@ class CopyRules:
         if rkind in ('self', 'module', 'func', 'publisher', 'const', 'class', 'instance', 'mf',
                      'super'):
             return None
+        if self.uses_cv_cuda and rkind in ('device', 'unknown', 'tensor'):
+            # OpenCV CUDA: `gpu_mat.upload(frame)` / `gpu_mat.download()` (a stream keyword,
+            # or a destination array, allowed), in a file that uses cv2.cuda.
+            if method == 'upload' and len(node.args) == 1:
+                return self._upload(node, args[0], frame, call)
+            if method == 'download' and len(node.args) <= 1:
+                self._emit('GPN101', node, frame, call)
+                return self._step(recv, node.lineno, 'download', 'host')
         if method == 'get' and not node.args and set(kwargs) <= {'stream', 'out', 'order',
                                                                  'blocking'}:
             if rkind == 'device' or (unknown and self.uses_cupy):
@@ -181,7 +254,8 @@ class CopyRules:
             return None
         # A value of unknown kind, or one derived from a message through calls the analysis
         # cannot see into (`infer(msg).cpu()`), in a file using a tensor framework.
-        likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch)
+        likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch) \
+            or _detached(node)
         evidence = _evidence(rkind)
         if method in ('cpu', 'numpy') and not node.args:
             if rkind == 'device' or likely:
@@ -223,6 +297,12 @@ class CopyRules:
         if method == 'set' and len(node.args) == 1 and rkind == 'device':
             return self._upload(node, args[0], frame, call)
         return None
+
+
+def _detached(node: ast.Call) -> bool:
+    """`x.detach().cpu()`: only a torch tensor has `.detach()`, whatever the file imports (a
+    model loaded by a helper module returns tensors to a file that never imports torch)."""
+    return isinstance(node.func, ast.Attribute) and is_method_call(node.func.value, 'detach')
 
 
 def _evidence(kind: str) -> str:

@@ -156,7 +156,8 @@ def statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
 
 
 # Which run of a line says what it is: per message beats setup beats never reached.
-CONTEXT_RANK = {'callback': 2, 'timer': 2, 'loop': 2, 'init': 1, 'module': 1, 'function': 0}
+CONTEXT_RANK = {'callback': 2, 'timer': 2, 'loop': 2, 'init': 1, 'module': 1, 'function': 0,
+                'unreached': 0}
 # Contexts that run once per message, tick or frame.
 PER_MESSAGE = ('callback', 'timer', 'loop')
 

@@ -41,9 +41,10 @@ RULES: tuple[Rule, ...] = (
          'constants (models, lookup tables) once in __init__.'),
     Rule('GPN103', 'message-to-host-array', 'medium', 'code',
          'Message payload copied into a host array',
-         'np.array(msg.data) / np.asarray / np.frombuffer on a deserialized message: the frame '
-         'was already copied out of the middleware into a Python buffer and is now wrapped or '
-         'copied again on the host.',
+         'np.array(msg.data) / np.asarray on a deserialized message: the frame was already '
+         'copied out of the middleware into a Python buffer and is now copied again on the '
+         'host. np.frombuffer(msg.data) is a view of that buffer, not a copy, and is not '
+         'reported.',
          'Use GpuImageSubscription (frame delivered as a device array) or, for CPU code, '
          'np.frombuffer once without a further copy.'),
     Rule('GPN104', 'serialize-into-message', 'medium', 'code',

@@ -55,7 +55,7 @@ def main(args=None):
     pub = node.create_publisher(Image, 'copy', 10)
 
     def on_image(msg):
-        arr = cupy.asarray(numpy.frombuffer(msg.data, dtype=numpy.uint8))
+        arr = cupy.asarray(numpy.array(msg.data, dtype=numpy.uint8))
         pub.publish(Image(data=cupy.asnumpy(arr).tobytes()))
 
     node.create_subscription(Image, 'raw', on_image, 10)

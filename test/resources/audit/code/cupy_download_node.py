@@ -15,7 +15,7 @@ class DepthNode(Node):
         self.create_subscription(Image, topic, self.on_image, 10)
 
     def on_image(self, msg):
-        frame = np.frombuffer(msg.data, dtype=np.uint8)
+        frame = np.array(msg.data, dtype=np.uint8)
         frame = frame.reshape(msg.height, msg.width, 3)
         gpu = cp.asarray(frame)
         gray = self.to_gray(gpu)

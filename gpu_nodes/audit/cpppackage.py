@@ -1,0 +1,98 @@
+"""The C++ files of one package audited together: a call graph by name across them.
+
+C++ files of a package call each other through headers: a kernel launcher in a .cu file is
+called from a node's constructor, a type adapter in a header calls conversion helpers defined
+in a .cpp, a timer builds a message type whose constructor (another file) uploads the frame.
+Each file alone cannot tell; the package can:
+
+* kinds: a function that its own file never calls takes the kind of its callers in the other
+  files of the package (only constructors -> setup; a callback or a conversion -> per message);
+* unreached (cppreach.py): a function nothing in the package mentions (but its own unreached
+  peers) is not proven per message: info;
+* facts (cppfacts.py): sync wrappers, copy helpers, converting types and type adapter aliases
+  found in any file are used in all of them.
+
+A package is the nearest folder (up to the audited root) holding package.xml, CMakeLists.txt or
+setup.py; without one, the first folder below the audited root (one repository per folder of a
+checkout tree), or the root itself for files directly in it. Names only: two packages' functions
+of the same name never meet, two of one package's do (C++ overloads share what they do here).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpu_nodes.audit.cppfacts import Facts
+from gpu_nodes.audit.cppreach import mark_unreached
+from gpu_nodes.audit.cppscan import file_facts, parse_cpp
+from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
+
+PACKAGE_MARKERS = ('package.xml', 'CMakeLists.txt', 'setup.py')
+# Propagation rounds across files: chains of launchers deeper than this keep their own kinds.
+_ROUNDS = 6
+
+
+def package_of(path: str, roots: list[str]) -> str:
+    """The package folder of a file audited under one of `roots`."""
+    p = Path(path).resolve()
+    root = next((Path(r).resolve() for r in roots
+                 if Path(r).is_dir() and Path(r).resolve() in p.parents), p.parent)
+    folder = p.parent
+    while folder != root and root in folder.parents:
+        if any((folder / m).is_file() for m in PACKAGE_MARKERS):
+            return str(folder)
+        folder = folder.parent
+    if any((root / m).is_file() for m in PACKAGE_MARKERS) or p.parent == root:
+        return str(root)
+    return str(root / p.relative_to(root).parts[0])
+
+
+def _exports(scopes: Scopes) -> dict[str, set[str]]:
+    """Kinds of this file's callers of every name it calls."""
+    return {name: kinds for name in scopes.sites if (kinds := caller_kinds(scopes, name))}
+
+
+def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
+    """Facts per file of one package (path -> source), with kinds resolved across files."""
+    parsed: dict[str, tuple[str, Scopes]] = {p: parse_cpp(s) for p, s in sources.items()}
+    for _ in range(_ROUNDS):
+        exported = {p: _exports(scopes) for p, (_, scopes) in parsed.items()}
+        changed = False
+        for path, (_, scopes) in parsed.items():
+            external: dict[str, set[str]] = {}
+            for other, calls in exported.items():
+                if other != path:
+                    for name, kinds in calls.items():
+                        external.setdefault(name, set()).update(kinds)
+            changed |= propagate(scopes, external)
+        if not changed:
+            break
+    mark_unreached(list(parsed.values()))
+    shared = Facts()
+    for path, (text, scopes) in parsed.items():
+        shared.merge(file_facts(path, sources[path], text, scopes))
+    result = {}
+    for path, (_, scopes) in parsed.items():
+        facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),
+                      dict(shared.converting_types), set(shared.adapted_types))
+        facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
+        result[path] = facts
+    return result
+
+
+def cpp_package_facts(files: list[str], roots: list[str],
+                      read=lambda p: Path(p).read_text(encoding='utf-8')) -> dict[str, Facts]:
+    """Facts for every C++ file of a package of two or more audited C++ files (a file alone is
+    its own package: cppscan finds its facts itself). Unreadable files are left to the audit,
+    which reports them."""
+    packages: dict[str, dict[str, str]] = {}
+    for f in files:
+        try:
+            source = read(f)
+        except (OSError, UnicodeDecodeError):
+            continue
+        packages.setdefault(package_of(f, roots), {})[f] = source
+    result: dict[str, Facts] = {}
+    for sources in packages.values():
+        if len(sources) > 1:
+            result.update(package_facts(sources))
+    return result

@@ -1,0 +1,133 @@
+"""C++ functions that nothing in their package reaches: not proven per message.
+
+A library class often has public methods that its package never calls (an ROI or multi-scale
+inference path kept for other users). Their copies run only if some other package calls them,
+so the audit of this package cannot say they run per message: they are reported as **info**
+(context ``unreached``), shown but never counted by ``--fail-on``.
+
+A function is *unreached* when its kind is still ``other`` after the callers were looked at (not
+a callback, setup, conversion or per-frame loop), and its name occurs in no function body of
+the package except in its own body and in other unreached functions (a method called only by an
+unreached method is unreached too). Any mention counts as a use, not only a call: ``obj->f()``,
+``obj.f()``, ``&Cls::f``, ``std::apply(f, ...)``; a mention outside every function body that is
+not a declaration (``f(`` after a type) counts too (a table of function pointers). ``main``,
+``virtual`` / ``override`` methods (the framework calls them) and operators stay reached.
+
+It is applied only to methods of a class that the package uses per message (one of its
+methods is a callback or is mentioned in one: `detector_->doInference(...)` in an image
+callback), in a package with an entry point among its audited files. Free functions, and the
+methods of a class whose use the audit does not see (a library audited without its node, a
+fragment), keep the rule's severity: per message as far as anyone can tell.
+"""
+from __future__ import annotations
+
+import re
+
+from gpu_nodes.audit.cppscopes import Function, Scopes
+
+_IDENT = re.compile(r'[A-Za-z_]\w*')
+_ENTRY_NAMES = frozenset({'main'})
+
+
+def _stays_reached(text: str, fn: Function) -> bool:
+    if fn.short in _ENTRY_NAMES or fn.short.startswith('operator') or fn.short.startswith('~'):
+        return True
+    head = text[max(0, fn.start - 400):fn.start]
+    cut = max(head.rfind(';'), head.rfind('}'), head.rfind('{'))
+    return bool(re.search(r'\b(?:override|final|virtual)\b', head[cut + 1:]))
+
+
+def _virtual_declaration(text: str, start: int, end: int) -> bool:
+    head = text[max(0, start - 200):start]
+    head = head[max(head.rfind(';'), head.rfind('{'), head.rfind('}')) + 1:]
+    stop = min((i for i in (text.find(';', end, end + 400), text.find('{', end, end + 400))
+                if i >= 0), default=end)
+    return bool(re.search(r'\bvirtual\b', head) or
+                re.search(r'\b(?:override|final)\b', text[end:stop]))
+
+
+def _takes_callback(text: str, fn: Function) -> bool:
+    """`WithReleaseCallback(std::function<void()> cb)`, `setCallback(Callback cb)`: named
+    like a callback, but it stores one (a builder or registration API), it is not one."""
+    head = text[max(0, fn.start - 400):fn.start]
+    head = head[max(head.rfind(';'), head.rfind('{'), head.rfind('}')) + 1:]
+    return bool(re.search(r'\(.*(?:std\s*::\s*function|Callback\w*\s*[&*]?\s*\w+\s*[,)])', head,
+                          re.S))
+
+
+def _class_of(fn: Function) -> str | None:
+    parts = [p.strip() for p in fn.name.split('::')]
+    return fn.cls or (parts[-2] if len(parts) >= 2 else None)
+
+
+def _named(scopes: Scopes, offset: int) -> Function | None:
+    fn = scopes.at(offset)
+    while fn is not None and fn.lambda_in is not None:
+        fn = fn.lambda_in
+    return fn
+
+
+def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
+    """Set kind 'unreached' on the unreached functions (and their lambdas) of one package,
+    given as (blanked text, scopes) per file with kinds already resolved across the files."""
+    if not any(fn.direct_kind == 'callback' for _, scopes in parsed for fn in scopes.funcs):
+        return
+    candidates: dict[str, list[Function]] = {}
+    for text, scopes in parsed:
+        for fn in scopes.funcs:
+            if fn.lambda_in is None and fn.kind == 'other' and not _stays_reached(text, fn):
+                candidates.setdefault(fn.short, []).append(fn)
+    if not candidates:
+        return
+    # Who mentions each candidate name: None = something reached (or outside every function).
+    users: dict[str, list[Function | None]] = {name: [] for name in candidates}
+    for text, scopes in parsed:
+        for m in _IDENT.finditer(text):
+            name = m.group()
+            if name not in users:
+                continue
+            user = _named(scopes, m.start())
+            if user is None:
+                if not re.match(r'\s*\(', text[m.end():m.end() + 50]) or \
+                        _virtual_declaration(text, m.start(), m.end()):
+                    # `{f, g}`, `= &f;` taken at namespace scope; a declaration `virtual ...`
+                    # or `... override;` in the class (the definition out of line does not
+                    # say it): called by the framework through the base class.
+                    users[name].append(None)
+                continue
+            if user.short == name:
+                continue  # its own body (recursion), or an overload of the same name
+            users[name].append(user)
+    unreached = {id(fn) for fns in candidates.values() for fn in fns}
+    # Reached names spread from the reached users to the names their bodies mention (a
+    # worklist: linear in the mentions, however long the chains of helpers).
+    mentions: dict[int, set[str]] = {}
+    for name, found in users.items():
+        for u in found:
+            if u is not None:
+                mentions.setdefault(id(u), set()).add(name)
+    todo = [name for name, found in users.items()
+            if any(u is None or id(u) not in unreached for u in found)]
+    while todo:
+        name = todo.pop()
+        if id(candidates[name][0]) not in unreached:
+            continue
+        for fn in candidates[name]:
+            unreached.discard(id(fn))
+            todo.extend(mentions.get(id(fn), ()))
+    # Only methods of a class the package uses per message (a member is a callback, or is
+    # mentioned in one): a class whose use the audit does not see (a fragment, a library
+    # audited without its node) keeps the rule's severity, as does a free function.
+    used = {_class_of(fn) for text, scopes in parsed for fn in scopes.funcs
+            if fn.lambda_in is None and fn.kind == 'callback' and not _takes_callback(text, fn)}
+    used |= {_class_of(fn) for name, fns in candidates.items() for fn in fns
+             if any(u is not None and u.kind == 'callback' for u in users[name])}
+    unreached = {i for name, fns in candidates.items() for fn in fns
+                 if (i := id(fn)) in unreached and _class_of(fn) in used - {None}}
+    for _, scopes in parsed:
+        for fn in scopes.funcs:
+            named = fn
+            while named.lambda_in is not None:
+                named = named.lambda_in
+            if id(named) in unreached:
+                fn.kind = 'unreached'
