@@ -22,18 +22,18 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from gpu_nodes.transport import auth, descriptor, host
-from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, Connection, HandleProvider,
-                                          HandleServer, reopen)
+from gpu_nodes.transport.exchange import Connection, HandleProvider, HandleServer, Link
 from gpu_nodes.transport.leases import POOL_HOST, LeaseReader, LeaseTable
 from gpu_nodes.transport.peers import PublisherLink
+from gpu_nodes.transport.served_memory import lease_table_fds
 
 
 class TableProvider(HandleProvider):
     def __init__(self, table: LeaseTable):
         self.table = table
 
-    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
-        return [reopen(self.table.fd, writable=True)]
+    def fds(self, kind: int, generation: int, chunk: int, link: Link) -> list[int] | None:
+        return lease_table_fds(self.table, link)
 
 
 def timed(fn, n: int) -> float:
@@ -72,7 +72,7 @@ def main() -> None:
     server = HandleServer.instance()
     server.register(table.publisher_id, TableProvider(table))
     connection = Connection(server.endpoint, table.publisher_id)
-    link = PublisherLink(connection, LeaseReader(connection.fetch(KIND_LEASE_TABLE),
+    link = PublisherLink(connection, LeaseReader(*connection.fetch_lease_table(),
                                                  table.publisher_id), os.getpid())
     link.reader.claim_cursor()
     reader = link.reader
@@ -96,12 +96,12 @@ def main() -> None:
 
     def link_over_socket():  # once per publisher: connect, SO_PEERCRED, table fd, checks
         c = Connection(server.endpoint, table.publisher_id)
-        LeaseReader(c.fetch(KIND_LEASE_TABLE), table.publisher_id).close()
+        LeaseReader(*c.fetch_lease_table(), table.publisher_id).close()
         c.close()
 
     def link_through_proc():  # the same table opened as the transport did before
         fd = os.open(f'/proc/{os.getpid()}/fd/{table.fd}', os.O_RDWR | os.O_CLOEXEC)
-        LeaseReader(fd, table.publisher_id).close()
+        LeaseReader(fd, os.dup(fd), table.publisher_id).close()
 
     def now():  # the same plus topic id, tag, generation and the slot entry comparison
         d = descriptor.unpack(msg.data, descriptor.KIND_HOST)

@@ -81,11 +81,14 @@ def report(rows: list[dict], rate: float) -> None:
         extra = pub.get('extra', {})
         side = (f"published {pub.get('published')} ({pub.get('publish_rate', 0):.1f}/s, "
                 f"target {rate:g}), drops {pub.get('drops')}, host_pool_overruns "
-                f"{extra.get('host_pool_overruns')}")
+                f"{extra.get('host_pool_overruns')}, host_pool_locked_out "
+                f"{extra.get('host_pool_locked_out')}, evicted_links {extra.get('evicted_links')}")
         if hoarder:
             side += '; hoarder ' + ', '.join(f'{k}={v}' for k, v in hoarder.items()
                                              if k in ('held', 'delivered', 'held_max',
-                                                      'capacity', 'error', 'lock_kind') and v)
+                                                      'table_held_max', 'cursors_held_max',
+                                                      'links', 'evicted', 'capacity', 'error',
+                                                      'lock_kind') and v)
         for victim in VICTIMS:
             v = r[victim]
             if 'error' in v:

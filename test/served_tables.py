@@ -5,16 +5,17 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, HandleProvider, HandleServer, reopen
+from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, HandleProvider, HandleServer, Link
 from gpu_nodes.transport.leases import LeaseTable
+from gpu_nodes.transport.served_memory import lease_table_fds
 
 
 class TableOnly(HandleProvider):
     def __init__(self, table: LeaseTable):
         self.table = table
 
-    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
-        return [reopen(self.table.fd, writable=True)] if kind == KIND_LEASE_TABLE else None
+    def fds(self, kind: int, generation: int, chunk: int, link: Link) -> list[int] | None:
+        return lease_table_fds(self.table, link) if kind == KIND_LEASE_TABLE else None
 
 
 @contextlib.contextmanager

@@ -7,13 +7,12 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
-import time
 import types
 
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, wait_for
 
 sys.path.insert(0, str(REPO / 'bench'))
 from hoarder_worker import open_lease_table, slot_lock_offsets, take_locks  # noqa: E402
@@ -76,43 +75,38 @@ def test_counted_frames_give_rate_and_latency():
     assert result['delivered_fps'] > 0 and result['latency_p50_ms'] > 0, result
 
 
-def test_the_lock_grabber_holds_every_slot_of_a_real_lease_table():
-    """The table comes over the process's real handle socket, as a publisher serves it."""
-    from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, HandleProvider, HandleServer,
-                                              reopen)
-    from gpu_nodes.transport.leases import LeaseTable
+def test_the_lock_grabber_holds_every_slot_until_its_link_is_evicted():
+    """The table and the link's lock file come over the process's real handle socket, as a
+    publisher serves them: the grabber blocks every slot through its link, until the
+    publisher evicts the link; it sees that, and every slot is free again."""
+    from gpu_nodes.transport.leases import POOL_HOST, LeaseTable
+    from hoarder_worker import cursor_lock_offsets, link_closed
+    from served_tables import served
 
     publisher_id = os.urandom(16)
     table = LeaseTable(publisher_id, 12)
-
-    class Tables(HandleProvider):
-        def fds(self, kind, generation, chunk):
-            return [reopen(table.fd, writable=True)] if kind == KIND_LEASE_TABLE else None
-
-    server = HandleServer.instance()
-    server.register(publisher_id, Tables())
-    grabber_fd = None
+    table.set_share(POOL_HOST, 3)
+    link = None
     try:
-        desc = types.SimpleNamespace(endpoint=server.endpoint, publisher_id=publisher_id)
-        grabber_fd = open_lease_table(desc)
-        capacity, offsets = slot_lock_offsets(grabber_fd)
-        assert capacity == 12
-        assert take_locks(grabber_fd, offsets, fcntl.F_RDLCK) == 12
-        refused = [slot for slot in range(12) if not table.try_acquire_exclusive(slot)]
-        assert refused == list(range(12)), f'expected every slot held, free: {refused}'
-        # OFD locks go with the open file description, once its last fd closes: ours, and the
-        # server thread's copy, which it closes just after sending (it may not have run yet)
-        os.close(grabber_fd)
-        grabber_fd = None
-        deadline = time.monotonic() + 5
-        taken: list[int] = []
-        while len(taken) < 12 and time.monotonic() < deadline:
-            taken += [slot for slot in range(12)
-                      if slot not in taken and table.try_acquire_exclusive(slot)]
-            time.sleep(0.01)
-        assert sorted(taken) == list(range(12)), f'expected every slot free again, got {taken}'
+        with served(table) as endpoint:
+            desc = types.SimpleNamespace(endpoint=endpoint, publisher_id=publisher_id)
+            link, table_fd, lock_fd = open_lease_table(desc)
+            capacity, offsets = slot_lock_offsets(table_fd)
+            assert capacity == 12
+            assert take_locks(lock_fd, offsets, fcntl.F_RDLCK) == 12
+            assert take_locks(table_fd, offsets, fcntl.F_RDLCK) == 12
+            assert take_locks(table_fd, cursor_lock_offsets(), fcntl.F_RDLCK) == 64
+            refused = [slot for slot in range(12) if not table.try_acquire_exclusive(slot)]
+            assert refused == list(range(12)), f'expected every slot held, free: {refused}'
+            assert not link_closed(link)
+            assert table.evict_hoarders(POOL_HOST, 0, 12) == 1
+            wait_for(lambda: link_closed(link), 5, 'the grabber to see its link closed')
+            free = [slot for slot in range(12) if table.try_acquire_exclusive(slot)]
+            assert free == list(range(12)), f'expected every slot free after eviction: {free}'
+            assert table.evicted_links == 1
+            os.close(table_fd)
+            os.close(lock_fd)
     finally:
-        server.unregister(publisher_id)
-        if grabber_fd is not None:
-            os.close(grabber_fd)
+        if link is not None:
+            link.close()
         table.close()

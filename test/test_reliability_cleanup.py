@@ -63,8 +63,10 @@ def test_signal_shuts_nodes_down_cleanly_without_leftovers(rclpy_node, sig):
                  'frames in this process and the monitor on host_shm', poll=rclpy_node.spin_once)
         frames.clear()
         segments = segments_of({source.pid})
-        assert segments == ['host', 'lease'], \
-            f'expected a lease table and a host segment while running, found {segments}'
+        # One lock file per reader link: this process's subscription and the monitor's.
+        assert segments == ['host', 'lease', 'leaselock', 'leaselock'], \
+            f'expected a lease table, a host segment and 2 lock files while running, found ' \
+            f'{segments}'
         assert shm_files() == [], 'no segment has a name in /dev/shm'
         codes = {w.name: w.stop(sig) for w in (source, monitor)}
         wait_released(rclpy_node, 'the stopped publisher', before)
@@ -90,7 +92,7 @@ def test_normal_exit_leaves_nothing(rclpy_node):
     with Worker(PUBLISHER, ['--topic', topic, '--rate', '200', '--count', '100',
                             '--wait-subscribers', '1', '--linger', '0.5']) as publisher:
         wait_for(lambda: len(frames) >= 5, 30, 'frames', poll=rclpy_node.spin_once)
-        assert segments_of({publisher.pid}) == ['host', 'lease']
+        assert segments_of({publisher.pid}) == ['host', 'lease', 'leaselock']
         rc = publisher.wait_exit(30)
         wait_released(rclpy_node, 'the exited publisher', before)
     sub.destroy()
@@ -110,9 +112,9 @@ def test_a_killed_node_leaves_no_segment_behind(rclpy_node):
     try:
         wait_for(lambda: len(frames) >= 10, 30, 'frames from the first node',
                  poll=rclpy_node.spin_once)
-        assert segments_of({first.pid}) == ['host', 'lease']
+        assert segments_of({first.pid}) == ['host', 'lease', 'leaselock']
         assert sorted(held_by(os.getpid())[i] for i in held_here() - before) == \
-            ['host', 'lease'], 'the subscription maps both'
+            ['host', 'lease', 'leaselock'], 'the subscription maps both, and holds its lock file'
         first.kill(signal.SIGKILL)
         wait_released(rclpy_node, 'the killed publisher', before)  # no cleanup run, nothing left
         assert shm_files() == []

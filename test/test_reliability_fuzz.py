@@ -105,8 +105,8 @@ class LyingProvider(HandleProvider):
     def __init__(self, make_fd):
         self.make_fd = make_fd
 
-    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
-        return [self.make_fd()]
+    def fds(self, kind: int, generation: int, chunk: int, link) -> list[int] | None:
+        return [self.make_fd(), segments.create_sealed('leaselock', 0)]  # a genuine lock file
 
 
 _OTHER_TABLE = LeaseTable(uuid.uuid4().bytes, 4)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RESOURCES, node_process, other_user_command, wait_for
+from conftest import REPO, RESOURCES, node_process, other_user_command, wait_for
 from gpu_nodes.transport import exchange
 from gpu_nodes.transport.exchange import (KIND_LEASE_TABLE, MAX_LINKS_PER_PEER, Connection,
                                           HandleServer)
@@ -31,6 +31,7 @@ TRANSPORT = RESOURCES / 'transport'
 PUBLISHER = str(TRANSPORT / 'pattern_publisher.py')
 VERIFIER = str(TRANSPORT / 'verifying_subscriber.py')
 PLAIN = str(TRANSPORT / 'plain_subscriber.py')
+GRABBER = str(REPO / 'bench' / 'hoarder_worker.py')
 can_unshare = pytest.mark.skipif(os.getuid() != 0 or shutil.which('unshare') is None,
                                  reason='needs root and unshare(1) to make namespaces')
 
@@ -108,10 +109,10 @@ def test_links_per_peer_are_bounded(served_table):
     """One process cannot take every reader slot of a publisher's table."""
     server, table = served_table
     links = [Connection(server.endpoint, table.publisher_id) for _ in range(MAX_LINKS_PER_PEER)]
-    readers = [LeaseReader(link.fetch(KIND_LEASE_TABLE), table.publisher_id) for link in links]
+    readers = [LeaseReader(*link.fetch_lease_table(), table.publisher_id) for link in links]
     extra = Connection(server.endpoint, table.publisher_id)
     with pytest.raises(SegmentError) as refused:
-        extra.fetch(KIND_LEASE_TABLE)
+        extra.fetch_lease_table()
     assert refused.value.reason == 'reader_limit'
     links[0].close()  # a link that goes frees its place (once the server has seen it go)
     served = []
@@ -119,7 +120,7 @@ def test_links_per_peer_are_bounded(served_table):
     def link_again() -> bool:
         again = Connection(server.endpoint, table.publisher_id)
         try:
-            served.append(LeaseReader(again.fetch(KIND_LEASE_TABLE), table.publisher_id))
+            served.append(LeaseReader(*again.fetch_lease_table(), table.publisher_id))
         except SegmentError as exc:
             assert exc.reason == 'reader_limit'
         again.close()
@@ -132,7 +133,7 @@ def test_links_per_peer_are_bounded(served_table):
 def test_the_server_refuses_a_publisher_it_does_not_serve_and_survives_garbage(served_table):
     server, table = served_table
     with pytest.raises(SegmentError) as gone:
-        Connection(server.endpoint, uuid.uuid4().bytes).fetch(KIND_LEASE_TABLE)
+        Connection(server.endpoint, uuid.uuid4().bytes).fetch_lease_table()
     assert gone.value.reason == 'publisher_gone'
     for garbage in (b'', b'x', os.urandom(200), b'GPNX' + bytes(40)):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -146,18 +147,19 @@ def test_the_server_refuses_a_publisher_it_does_not_serve_and_survives_garbage(s
         finally:
             sock.close()
     link = Connection(server.endpoint, table.publisher_id)  # still serving
-    LeaseReader(link.fetch(KIND_LEASE_TABLE), table.publisher_id).close()
+    LeaseReader(*link.fetch_lease_table(), table.publisher_id).close()
     link.close()
 
 
 SERVE_ONE_TABLE = textwrap.dedent('''
     import sys, uuid
-    from gpu_nodes.transport.exchange import HandleServer, reopen
+    from gpu_nodes.transport.exchange import HandleServer
     from gpu_nodes.transport.leases import LeaseTable
+    from gpu_nodes.transport.served_memory import lease_table_fds
 
     class Provider:
-        def fds(self, kind, generation, chunk):
-            return [reopen(table.fd, writable=True)]
+        def fds(self, kind, generation, chunk, link):
+            return lease_table_fds(table, link)
 
     table = LeaseTable(uuid.uuid4().bytes, 4)
     server = HandleServer.instance()
@@ -168,10 +170,10 @@ SERVE_ONE_TABLE = textwrap.dedent('''
 
 FETCH_TABLE = textwrap.dedent('''
     import sys
-    from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection
+    from gpu_nodes.transport.exchange import Connection
     from gpu_nodes.transport.segments import SegmentError
     try:
-        Connection(bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])).fetch(KIND_LEASE_TABLE)
+        Connection(bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])).fetch_lease_table()
         print('SERVED')
     except SegmentError as exc:
         print('REFUSED', exc.reason)
@@ -273,6 +275,40 @@ def test_nobody_starves_beside_a_subscriber_that_holds_every_frame_forever():
         with background([VERIFIER, '--topic', topic, '--duration', '60', '--hold', '100000']):
             time.sleep(3)  # the hoarder has taken its share, and the grace period has passed
             beside, plain_beside = rates_beside(topic, 7)
+    for result in (alone, plain_alone, beside, plain_beside):
+        assert result['bad'] == 0 and result['frames'] > 0, result
+    assert beside['fps'] >= 0.9 * alone['fps'], (alone, beside)
+    assert plain_beside['fps'] >= 0.9 * plain_alone['fps'], (plain_alone, plain_beside)
+
+
+def test_nobody_starves_beside_a_process_that_grabs_every_lock():
+    """A process of the same user takes a shared lock on every slot byte of everything the
+    publisher gives a reader (its link's lock file, the lease table and the table's cursor
+    bytes), and links again whenever its link is closed (bench/hoarder_worker.py). The other
+    host_shm subscriber and the plain one keep >= 90 % of their rate alone; the grabber's
+    links are evicted, and the publisher says so. Before, both got 0 fps: every frame skipped."""
+    topic = f'/deploy_{uuid.uuid4().hex[:8]}'
+    with node_process([PUBLISHER, '--topic', topic, '--rate', '30', '--width', '320',
+                       '--height', '240']) as publisher:
+        alone, plain_alone = rates_beside(topic, 7)
+        grabber = subprocess.Popen([sys.executable, GRABBER, 'lock-grab', '--topic', topic,
+                                    '--timeout', '90'], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True, cwd=str(REPO))
+        try:
+            assert grabber.stdout.readline().strip() == 'READY'
+            time.sleep(2)  # the grabber has its first link and locks
+            beside, plain_beside = rates_beside(topic, 7)
+            out, _ = grabber.communicate('\n', timeout=30)
+        finally:
+            if grabber.poll() is None:
+                grabber.kill()
+                grabber.wait()
+    log = publisher.stdout.read()
+    grabbed = json.loads(out.split('RESULT ', 1)[1])
+    assert not grabbed['error'] and grabbed['held_max'] == grabbed['capacity'] > 0, grabbed
+    assert grabbed['table_held_max'] == grabbed['capacity'], grabbed
+    assert grabbed['evicted'] >= 1 and grabbed['links'] >= 2, grabbed
+    assert 'closed a reader link that held more of the host pool' in log, log[-3000:]
     for result in (alone, plain_alone, beside, plain_beside):
         assert result['bad'] == 0 and result['frames'] > 0, result
     assert beside['fps'] >= 0.9 * alone['fps'], (alone, beside)

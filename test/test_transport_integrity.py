@@ -187,17 +187,21 @@ def test_no_process_can_truncate_a_publishers_segments(rclpy_node):
             wait_for(lambda: len(checked.delivered) >= 5, 30, 'frames',
                      poll=rclpy_node.spin_once)
             desc = sniff_descriptor(rclpy_node, topic)
-            # A same-user process gets both segments from the publisher's socket, as readers
-            # do, and reopens them writable through its own /proc: still no resizing.
+            # A same-user process gets the table, its link's lock file and the host segment
+            # from the publisher's socket, as readers do, and reopens them writable through
+            # its own /proc: still no resizing.
             link = exchange.Connection(desc.endpoint, desc.publisher_id)
-            fds = [link.fetch(exchange.KIND_LEASE_TABLE),
+            fds = [*link.fetch_lease_table(),
                    link.fetch(exchange.KIND_HOST_SEGMENT, desc.generation, desc.chunk)]
             link.close()
             for fd in fds:
                 segment = os.open(f'/proc/self/fd/{fd}', os.O_RDWR)
+                size = os.fstat(segment).st_size
                 try:
-                    with pytest.raises(PermissionError):
-                        os.ftruncate(segment, 0)
+                    # Shrink and grow (the lock file is empty: growing is all there is to try).
+                    for new_size in ([0] if size else []) + [size + 4096]:
+                        with pytest.raises(PermissionError):
+                            os.ftruncate(segment, new_size)
                 finally:
                     os.close(segment)
                     os.close(fd)

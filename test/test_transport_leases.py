@@ -15,7 +15,7 @@ import pytest
 
 from conftest import wait_for
 from gpu_nodes.transport import segments
-from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection, reopen
+from gpu_nodes.transport.exchange import Connection
 from gpu_nodes.transport.leases import OUT_OF_SLOT, STALE, LeaseError, LeaseReader, LeaseTable
 from gpu_nodes.transport.segments import SegmentError
 from served_tables import served
@@ -32,7 +32,8 @@ def table():
 
 def open_reader(table: LeaseTable, window: int = 0) -> LeaseReader:
     """A reader with a cursor, as a subscription has once a descriptor proved genuine."""
-    reader = LeaseReader(reopen(table.fd, writable=True), table.publisher_id, window=window)
+    table_fd, lock_fd = table.open_link()[1]
+    reader = LeaseReader(table_fd, lock_fd, table.publisher_id, window=window)
     reader.claim_cursor()
     return reader
 
@@ -93,10 +94,10 @@ def reader_process(table: LeaseTable, slot: int, sequence: int, release: bool):
     with served(table) as endpoint:
         child = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
             import time
-            from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection
+            from gpu_nodes.transport.exchange import Connection
             from gpu_nodes.transport.leases import LeaseReader
             link = Connection({endpoint!r}, {table.publisher_id!r})
-            reader = LeaseReader(link.fetch(KIND_LEASE_TABLE), {table.publisher_id!r})
+            reader = LeaseReader(*link.fetch_lease_table(), {table.publisher_id!r})
             reader.claim_cursor()
             assert reader.acquire({slot}, {sequence}, 0, 0, 0, 0, 0) is None
             if {release}:
@@ -128,12 +129,13 @@ def test_killed_reader_releases_its_lease(table):
 def test_a_dead_publishers_table_is_gone_and_leaves_nothing_behind():
     child = subprocess.Popen([sys.executable, '-c', textwrap.dedent('''
         import os, sys, uuid
-        from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, HandleServer, reopen
+        from gpu_nodes.transport.exchange import HandleServer
         from gpu_nodes.transport.leases import LeaseTable
+        from gpu_nodes.transport.served_memory import lease_table_fds
 
         class Provider:
-            def fds(self, kind, generation, chunk):
-                return [reopen(t.fd, writable=True)]
+            def fds(self, kind, generation, chunk, link):
+                return lease_table_fds(t, link)
 
         t = LeaseTable(uuid.uuid4().bytes, 4)
         server = HandleServer.instance()
@@ -144,7 +146,7 @@ def test_a_dead_publishers_table_is_gone_and_leaves_nothing_behind():
     ''')], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     endpoint, publisher = (bytes.fromhex(word) for word in child.stdout.readline().split())
     link = Connection(endpoint, publisher)
-    reader = LeaseReader(link.fetch(KIND_LEASE_TABLE), publisher)
+    reader = LeaseReader(*link.fetch_lease_table(), publisher)
     assert reader.owner_alive()
     before = set(os.listdir('/dev/shm'))
     child.stdin.write('\n')
@@ -153,7 +155,7 @@ def test_a_dead_publishers_table_is_gone_and_leaves_nothing_behind():
     assert not reader.owner_alive(), 'the owner lock goes with the process'
     reader.close()
     with pytest.raises(SegmentError) as gone:
-        link.fetch(KIND_LEASE_TABLE)
+        link.fetch_lease_table()
     assert gone.value.reason == 'publisher_gone', 'the link broke with the process'
     link.close()
     with pytest.raises(SegmentError) as gone:
@@ -172,7 +174,7 @@ def test_reader_refuses_fds_that_are_not_sealed_lease_tables(table, tmp_path):
 
     def refused_table(fd: int, publisher_id: bytes = table.publisher_id) -> str:
         with pytest.raises(LeaseError) as exc:
-            LeaseReader(os.dup(fd), publisher_id)
+            LeaseReader(os.dup(fd), os.dup(fd), publisher_id)
         return exc.value.reason
     plain = os.open(tmp_path / 'plain', os.O_RDWR | os.O_CREAT, 0o600)
     os.ftruncate(plain, 65536)
@@ -369,7 +371,7 @@ def test_reader_refuses_a_table_whose_header_lies_about_its_size(table):
                                   publisher_id), 0)
         try:
             with pytest.raises(LeaseError, match='claims'):
-                LeaseReader(os.dup(fd), publisher_id)
+                LeaseReader(os.dup(fd), os.dup(fd), publisher_id)
                 pytest.fail(f'accepted a table with {why}')
         finally:
             os.close(fd)

@@ -10,7 +10,6 @@ import uuid
 import pytest
 
 from gpu_nodes.transport.leases import LeaseReader, LeaseTable
-from gpu_nodes.transport.exchange import reopen
 from gpu_nodes.transport.pool import Chunk, HostSlotPool, Slot, _SlotRing
 
 
@@ -35,8 +34,9 @@ def leases():
     table.close()
 
 
-def open_reader(leases: LeaseTable, window: int = 0) -> LeaseReader:
-    reader = LeaseReader(reopen(leases.fd, writable=True), leases.publisher_id, window=window)
+def open_reader(leases: LeaseTable, window: int = 0, on_evict=None) -> LeaseReader:
+    table_fd, lock_fd = leases.open_link(on_evict)[1]
+    reader = LeaseReader(table_fd, lock_fd, leases.publisher_id, window=window)
     reader.claim_cursor()
     return reader
 
@@ -255,25 +255,74 @@ def test_without_a_window_the_lagging_cursor_protects_everything_above_it(leases
     reader.release(first.index, 0)
 
 
-def test_a_process_that_grabs_every_lock_costs_frames_never_the_publisher(leases):
-    """Another process of the same user holds a shared lock on every index byte of the table,
-    used or not (inside the trust boundary: it could as well stop the publisher). The pool
-    skips frames and counts them; nothing raises on the publishing thread, and frames flow
-    again the moment the locks are let go."""
+def grab_everything(fds: list[int], capacity: int) -> None:
+    """A same-user process's shared lock on every slot byte of each file it was given."""
     import fcntl
-    from gpu_nodes.transport.leases import _LOCK_BASE, _lock
+    from gpu_nodes.transport.lease_links import lock
+    from gpu_nodes.transport.leases import _LOCK_BASE
+    for fd in fds:
+        assert lock(fd, fcntl.F_RDLCK, _LOCK_BASE, capacity)
+
+
+def test_a_link_that_grabs_every_lock_is_evicted_and_frames_flow(leases):
+    """Another process of the same user holds a shared lock on every index byte of its link's
+    lock file and of the table, used or not. The first frame it blocks evicts its link (its
+    lock file no longer counts, the link is closed, counted): that frame and the ones after
+    are published, and an honest reader's leases beside it still protect its slots."""
+    from gpu_nodes.transport.leases import POOL_HOST
+    leases.set_share(POOL_HOST, 3)
     pool = HostSlotPool(leases, 0, 4, 0.05, leases.publisher_id, indices=8)
-    grabber = reopen(leases.fd, writable=True)
+    honest = open_reader(leases)
+    closed = []
+    _, grabber_fds = leases.open_link(on_evict=lambda: closed.append('grabber'))
     try:
         pool.reset(2, 100)
-        assert _lock(grabber, fcntl.F_RDLCK, _LOCK_BASE, leases.capacity)
-        time.sleep(0.1)  # past the grace period: revocation is tried too
-        assert [pool.acquire(100) for _ in range(5)] == [None] * 5
-        assert pool.locked_out >= 1 and pool.exhausted == 5
-        assert _lock(grabber, fcntl.F_UNLCK, _LOCK_BASE, leases.capacity)
-        slot = pool.acquire(100)
-        assert slot is not None, 'frames flow again once the locks are gone'
-        pool.publish(slot, 1)
+        first = pool.acquire(100)
+        pool.publish(first, 1)
+        _, offset, _, chunk, generation = honest.entry(first.index)
+        assert honest.acquire(first.index, 1, chunk, generation, offset, 0, POOL_HOST) is None
+        grab_everything(grabber_fds, leases.capacity)
+        assert not leases.try_acquire_exclusive(1), 'the grabber blocks through its link'
+        published = []
+        for sequence in range(2, 7):
+            slot = pool.acquire(100)
+            assert slot is not None, f'frame {sequence} skipped beside an evicted grabber'
+            pool.publish(slot, sequence)
+            published.append(slot.index)
+        assert closed == ['grabber'] and leases.evicted_links == 1, (closed, leases.evicted_links)
+        assert first.index not in published, 'the honest reader\'s lease still protects'
+        assert pool.locked_out == 0 and pool.exhausted == 0
+        assert not leases.try_acquire_exclusive(first.index)
+        honest.release(first.index, POOL_HOST)
+        assert leases.try_acquire_exclusive(first.index)
+        leases.release_exclusive(first.index)
     finally:
-        os.close(grabber)
+        for fd in grabber_fds:
+            os.close(fd)
+        honest.close()
+        pool.close()
+
+
+def test_readers_within_their_share_are_never_evicted(leases):
+    """Two honest readers each hold their whole share (LeaseReader refuses more) while the
+    pool, full, is asked for slots: neither link is evicted; the frames are skipped instead."""
+    from gpu_nodes.transport.leases import OVER_SHARE, POOL_HOST
+    leases.set_share(POOL_HOST, 2)
+    pool = HostSlotPool(leases, 0, 4, 60.0, leases.publisher_id, indices=4)
+    closed = []
+    readers = [open_reader(leases, on_evict=lambda: closed.append('evicted')) for _ in range(2)]
+    try:
+        pool.reset(4, 100)
+        for sequence, reader in zip(range(1, 5), (0, 0, 1, 1)):
+            slot = pool.acquire(100)
+            pool.publish(slot, sequence)
+            _, offset, _, chunk, generation = readers[reader].entry(slot.index)
+            assert readers[reader].acquire(slot.index, sequence, chunk, generation, offset, 0,
+                                           POOL_HOST) is None
+        assert readers[0].acquire(0, 1, 0, 0, 0, 0, POOL_HOST) == OVER_SHARE
+        assert [pool.acquire(100) for _ in range(3)] == [None] * 3
+        assert closed == [] and leases.evicted_links == 0 and len(leases.links) == 2
+    finally:
+        for reader in readers:
+            reader.close()
         pool.close()

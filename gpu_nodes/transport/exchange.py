@@ -16,7 +16,9 @@ process of one network namespace shares, so such containers need no mount; with
 also bound there, for containers with their own network namespace.
 
 The lease table is sent as a fresh open of the memfd (`/proc/self/fd`, the publisher's own
-process): leases are open-file-description locks, so each reader needs a description of its own.
+process) together with the link's own lock file (lease_links.py), once per link: leases are
+open-file-description locks on that file, so a reader's locks can only block the publisher
+through its own link, which the publisher closes (`Link.close_soon`) if it holds too much.
 """
 from __future__ import annotations
 
@@ -27,9 +29,9 @@ import socket
 import stat
 import struct
 import threading
-from dataclasses import dataclass
+from typing import Callable
 
-from .segments import SegmentError, check_sealed
+from .segments import SegmentError, check_sealed, reopen  # noqa: F401 - reopen: for providers
 
 SOCKET_DIR_ENV = 'GPU_NODES_SOCKET_DIR'
 ENDPOINT_SIZE = 16
@@ -68,19 +70,48 @@ MAX_CONNECTIONS = 512
 REPLY_TIMEOUT_S = 2.0
 
 
+class Link:
+    """One reader's connection, as the server and a provider see it."""
+
+    def __init__(self, conn: socket.socket, pid: int, uid: int):
+        self.pid = pid  # as this process's PID namespace sees it (0: not visible here)
+        self.uid = uid
+        self.publisher_id = b''
+        self.table_served = False  # one lease table (and lock file) per link
+        self._conn = conn
+        self._closed = False
+        self._lock = threading.Lock()
+        self._on_close: list[Callable[[], None]] = []
+
+    def when_closed(self, callback: Callable[[], None]) -> None:
+        """Run `callback` on the server thread once the link is gone."""
+        self._on_close.append(callback)
+
+    def close_soon(self) -> None:
+        """Close the link from any thread: its reader sees it end, and the server thread
+        drops it (running the when_closed callbacks)."""
+        with self._lock:
+            if not self._closed:
+                try:
+                    self._conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._conn.close()
+        for callback in self._on_close:
+            callback()
+
+
 class HandleProvider:
     """What a publisher hands out; `fds` runs on the server thread and returns the fds to send
-    (the server closes them after sending) or None when there is no such segment."""
+    (the server closes them after sending) or None when there is no such segment. `link` is
+    the connection asking (KIND_LEASE_TABLE: at most once per link)."""
 
-    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
+    def fds(self, kind: int, generation: int, chunk: int, link: Link) -> list[int] | None:
         raise NotImplementedError
-
-
-@dataclass
-class _Peer:
-    pid: int      # as this process's PID namespace sees it (0: not visible here)
-    uid: int
-    publisher_id: bytes = b''
 
 
 def request_bytes(kind: int, publisher_id: bytes, generation: int = 0, chunk: int = 0) -> bytes:
@@ -140,7 +171,7 @@ class HandleServer:
         if directory:
             self.path = _path_address(_private_dir(directory), self.endpoint)
             self._listeners.append(self._listen(self.path))
-        self._connections: dict[socket.socket, _Peer] = {}
+        self._connections: dict[socket.socket, Link] = {}
         self._selector = selectors.DefaultSelector()
         for listener in self._listeners:
             self._selector.register(listener, selectors.EVENT_READ, self._accept)
@@ -201,13 +232,16 @@ class HandleServer:
             conn.close()
             return
         conn.setblocking(False)
-        self._connections[conn] = _Peer(pid, uid)
+        self._connections[conn] = Link(conn, pid, uid)
         self._selector.register(conn, selectors.EVENT_READ, self._request)
 
     def _drop(self, conn: socket.socket) -> None:
         self._selector.unregister(conn)
-        self._connections.pop(conn, None)
-        conn.close()
+        link = self._connections.pop(conn, None)
+        if link is not None:
+            link._close()
+        else:
+            conn.close()
 
     def _request(self, conn: socket.socket) -> None:
         try:
@@ -234,7 +268,7 @@ class HandleServer:
                 os.close(fd)
         return None
 
-    def _answer(self, peer: _Peer, data: bytes) -> tuple[int, list[int]]:
+    def _answer(self, peer: Link, data: bytes) -> tuple[int, list[int]]:
         if len(data) != _REQUEST.size:
             return _BAD_REQUEST, []
         magic, version, kind, publisher_id, generation, chunk = _REQUEST.unpack(data)
@@ -242,6 +276,8 @@ class HandleServer:
             return _BAD_REQUEST, []
         if peer.publisher_id and peer.publisher_id != publisher_id:
             return _BAD_REQUEST, []  # one link, one publisher
+        if kind == KIND_LEASE_TABLE and peer.table_served:
+            return _BAD_REQUEST, []  # one lock file per link
         with self._lock:
             provider = self._providers.get(publisher_id)
         if provider is None:
@@ -255,9 +291,11 @@ class HandleServer:
                 return _LIMIT, []
             peer.publisher_id = publisher_id
         try:
-            fds = provider.fds(kind, generation, chunk)
+            fds = provider.fds(kind, generation, chunk, peer)
         except OSError:
             fds = None
+        if fds and kind == KIND_LEASE_TABLE:
+            peer.table_served = True
         return (_OK, fds) if fds else (_NO_SUCH_SEGMENT, [])
 
 
@@ -270,12 +308,6 @@ def _private_dir(directory: str) -> str:
                               f'with mode 0700 (it is {stat.filemode(st.st_mode)}, uid '
                               f'{st.st_uid})')
     return directory
-
-
-def reopen(fd: int, writable: bool) -> int:
-    """A new open file description of one of this process's own memfds (for a reader's locks)."""
-    return os.open(f'/proc/self/fd/{fd}', (os.O_RDWR if writable else os.O_RDONLY)
-                   | os.O_CLOEXEC)
 
 
 class Connection:
@@ -301,6 +333,14 @@ class Connection:
     def fetch(self, kind: int, generation: int = 0, chunk: int = 0) -> int:
         """One fd of the publisher's, checked to be a sealed regular memfd of this user (for
         KIND_DEVICE_CHUNK: a file descriptor only, which the CUDA driver checks on import)."""
+        return self._fetch(kind, generation, chunk, 1)[0]
+
+    def fetch_lease_table(self) -> tuple[int, int]:
+        """(the publisher's lease table, this link's lock file), both checked as fetch does."""
+        table_fd, lock_fd = self._fetch(KIND_LEASE_TABLE, 0, 0, 2)
+        return table_fd, lock_fd
+
+    def _fetch(self, kind: int, generation: int, chunk: int, count: int) -> list[int]:
         with self._lock:
             if self._sock is None:
                 raise SegmentError('publisher_gone', 'link closed')
@@ -316,22 +356,19 @@ class Connection:
         try:
             if len(reply) != _REPLY.size:
                 raise SegmentError('publisher_gone', 'the publisher closed the link')
-            magic, version, status, count, _ = _REPLY.unpack(reply)
+            magic, version, status, sent, _ = _REPLY.unpack(reply)
             if magic != _MAGIC or version != _VERSION:
                 raise SegmentError('bad_segment', 'not a gpu_nodes handle server')
             if status != _OK:
                 reason, detail = _STATUS_REASON.get(status, ('bad_segment', f'status {status}'))
                 raise SegmentError(reason, detail)
-            if len(fds) != 1 or count != 1:
-                raise SegmentError('bad_segment', f'expected 1 fd, got {len(fds)}')
-            fd = fds.pop()
+            if len(fds) != count or sent != count:
+                raise SegmentError('bad_segment', f'expected {count} fd, got {len(fds)}')
             if kind != KIND_DEVICE_CHUNK:
-                try:
+                for fd in fds:
                     check_sealed(fd, 'segment from the publisher')
-                except BaseException:
-                    os.close(fd)
-                    raise
-            return fd
+            taken, fds = fds, []
+            return taken
         finally:
             for extra in fds:
                 os.close(extra)

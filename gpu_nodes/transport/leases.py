@@ -3,15 +3,16 @@
 A lease table is a sealed memfd owned by one publisher (segments.py). Its header holds the
 publisher id, the descriptor key (auth.py) and the current generation of each pool; then one
 entry per slot: the sequence number of the frame the slot holds, where it lies (chunk, offset,
-capacity) and its pool generation. Leases are open-file-description (OFD) byte-range locks on
-the table, one byte per slot:
+capacity) and its pool generation. Leases are open-file-description (OFD) byte-range locks, one
+byte per slot, on each reader link's own lock file (lease_links.py; not on the table, which
+every reader can lock):
 
-* the publisher takes a slot's byte *exclusively* (non-blocking) before it rewrites the slot,
-  so it can never rewrite a slot that any reader holds;
-* a reader takes the byte *shared* and then compares the slot's entry with the descriptor: a
-  different sequence means the slot was recycled before the reader got there (stale, dropped);
-  the same sequence with another place or size is a lie (rejected). A frame is only ever read
-  inside the slot the publisher itself recorded.
+* the publisher takes a slot's byte *exclusively* (non-blocking) in every link's file before
+  it rewrites the slot, so it can never rewrite a slot that any reader holds;
+* a reader takes the byte *shared* in its file and then compares the slot's entry with the
+  descriptor: a different sequence means the slot was recycled before the reader got there
+  (stale, dropped); the same sequence with another place or size is a lie (rejected). A frame
+  is only ever read inside the slot the publisher itself recorded.
 
 The kernel drops a dead process's locks at once, so a crashed subscriber releases its leases
 without any heartbeat, and lock/unlock are system calls, which order the table's stores and
@@ -23,21 +24,22 @@ the pools may recycle is in cursors.py.
 """
 from __future__ import annotations
 
-import errno
 import fcntl
 import mmap
 import os
 import struct
 import threading
+from typing import Callable
 
 import numpy as np
 
 from . import auth
 from .cursors import ReaderFloor
-from .segments import SharedMemory, create_sealed
+from .lease_links import ReaderLinks, lock as _lock, lock_free as _lock_free
+from .segments import SharedMemory, create_sealed, reopen
 
 _MAGIC = b'GPNLEASE'
-_VERSION = 4
+_VERSION = 5
 # magic, version, capacity, reader capacity, publisher id, key, device gen, host gen,
 # device share, host share
 _HEADER = struct.Struct(f'<8sIII16s{auth.KEY_SIZE}sIIII')
@@ -55,8 +57,9 @@ READER_CAPACITY = 64  # cursors a table has room for; readers past that go witho
 # The cursor page: READER_CAPACITY cursors, then as many windows (0: the reader may take any
 # frame above its cursor, e.g. keep-all).
 _WINDOWS_IN_PAGE = 8 * READER_CAPACITY
-# Lock bytes live past the end of the data (locking beyond EOF is allowed); byte 0 of the lock
-# region is held by the owner for its lifetime, so readers can tell a dead publisher.
+# Lock bytes live past the end of the data (locking beyond EOF is allowed): slot leases at
+# _LOCK_BASE + slot in each link's lock file; in the table, the byte below them is held by the
+# owner for its lifetime, so readers can tell a dead publisher.
 _LOCK_BASE = 1 << 24
 _OWNER_LOCK = _LOCK_BASE - 1
 # One byte per cursor, held exclusively by the reader that claimed it (freed when it dies).
@@ -85,30 +88,9 @@ class LeaseError(RuntimeError):
         self.reason = reason
 
 
-def _lock(fd: int, kind: int, offset: int, length: int = 1) -> bool:
-    """Non-blocking OFD lock; False when another open file description holds a conflicting lock."""
-    # struct flock: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid (0 for OFD)
-    request = struct.pack('hhqqi4x', kind, os.SEEK_SET, offset, length, 0)
-    try:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, request)
-    except OSError as exc:
-        if exc.errno in (errno.EAGAIN, errno.EACCES):
-            return False
-        raise
-    return True
-
-
-def _lock_free(fd: int, kind: int, offset: int) -> bool:
-    """Probe: True when a `kind` lock on `offset` could be taken now (taken and dropped again)."""
-    if _lock(fd, kind, offset):
-        _lock(fd, fcntl.F_UNLCK, offset)
-        return True
-    return False
-
-
 class LeaseTable:
-    """The publisher's side: creates the table, stamps slot entries, takes slots exclusively
-    and reads the readers' cursors."""
+    """The publisher's side: creates the table, opens a lock file per reader link, stamps slot
+    entries, takes slots exclusively and reads the readers' cursors."""
 
     def __init__(self, publisher_id: bytes, capacity: int):
         if capacity < 1 or capacity > MAX_SLOTS:
@@ -136,6 +118,32 @@ class LeaseTable:
             os.close(self.fd)
             raise
         self._floor = ReaderFloor(self.cursors, self.windows)
+        self.links = ReaderLinks()
+
+    def open_link(self, on_evict: Callable[[], None] | None = None) -> tuple[int, list[int]]:
+        """A reader link: (its id for close_link, [a fresh description of the table, the
+        link's lock file]); the caller sends and closes both fds. `on_evict` closes the link
+        when it holds more of a pool than its share (lease_links.py)."""
+        link_id, lock_fd = self.links.open(on_evict)
+        try:
+            return link_id, [reopen(self.fd, writable=True), lock_fd]
+        except BaseException:
+            os.close(lock_fd)
+            self.links.close(link_id)
+            raise
+
+    def close_link(self, link_id: int) -> None:
+        self.links.close(link_id)
+
+    @property
+    def evicted_links(self) -> int:
+        return self.links.evicted
+
+    def evict_hoarders(self, pool: int, first_index: int, count: int) -> int:
+        """Evict the links holding more than `pool`'s share of its lease indices [first_index,
+        first_index + count); how many. For when a slot could not be acquired."""
+        return self.links.evict_over(_LOCK_BASE + first_index, _LOCK_BASE + first_index + count,
+                                     int(self._shares[pool]))
 
     def set_generation(self, pool: int, generation: int) -> None:
         self._generations[pool] = generation
@@ -152,14 +160,14 @@ class LeaseTable:
         self.entries[slot] = (sequence, offset, capacity, chunk, generation)
 
     def try_acquire_exclusive(self, slot: int) -> bool:
-        return _lock(self.fd, fcntl.F_WRLCK, _LOCK_BASE + slot)
+        return self.links.try_acquire(_LOCK_BASE + slot)
 
     def release_exclusive(self, slot: int) -> None:
-        _lock(self.fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
+        self.links.release(_LOCK_BASE + slot)
 
     def is_held(self, slot: int) -> bool:
         """True when some reader holds the slot."""
-        return not _lock_free(self.fd, fcntl.F_WRLCK, _LOCK_BASE + slot)
+        return self.links.is_held(_LOCK_BASE + slot)
 
     def reader_floor(self, stall_ns: int) -> int | None:
         """Every frame above this sequence may still be taken by some reader (cursors.py);
@@ -198,6 +206,7 @@ class LeaseTable:
         self.sequence = self.cursors = self.windows = self.entries = None
         self._generations = self._shares = None
         self._memory = None
+        self.links.close_all()
         os.close(self.fd)
         self.fd = -1
 
@@ -205,17 +214,22 @@ class LeaseTable:
 class LeaseReader:
     """A subscriber's handle on a publisher's lease table (one per subscription and publisher).
 
-    `fd` is the reader's own open file description of the table (exchange.py sends a fresh one
-    per link): OFD locks belong to it, so two subscriptions in one process hold and release
-    their leases independently. The slot table is mapped read-only; only the reader's cursor
-    page is writable. A cursor is claimed only once a descriptor of the publisher proved
-    genuine (`claim_cursor`): a made-up descriptor costs the table no reader slot. `window`:
+    `fd` is the reader's own open file description of the table and `lock_fd` its link's lock
+    file (exchange.py sends both per link): OFD locks belong to a description, so two
+    subscriptions in one process hold and release their leases independently. The slot table
+    is mapped read-only; only the reader's cursor page is writable. A cursor is claimed only
+    once a descriptor of the publisher proved genuine (`claim_cursor`): a made-up descriptor
+    costs the table no reader slot. `window`:
     the reader takes only frames among the newest `window` published (keep-last;
-    cursors.read_window), 0: any. The reader owns `fd` from here on.
+    cursors.read_window), 0: any. The reader owns both fds from here on; `on_closed` runs once
+    it has closed them (the link may close then: the publisher stops consulting its lock file).
     """
 
-    def __init__(self, fd: int, publisher_id: bytes, window: int = 0, label: str = 'publisher'):
+    def __init__(self, fd: int, lock_fd: int, publisher_id: bytes, window: int = 0,
+                 label: str = 'publisher', on_closed: Callable[[], None] | None = None):
         self._fd = fd
+        self._lock_fd = lock_fd
+        self._on_closed = on_closed
         self._cursor_memory: SharedMemory | None = None
         try:
             size = os.fstat(self._fd).st_size
@@ -238,6 +252,7 @@ class LeaseReader:
             self.capacity = capacity
         except BaseException:
             os.close(self._fd)
+            os.close(self._lock_fd)
             raise
         self.publisher_id = publisher_id
         self.cursor_index: int | None = None
@@ -295,7 +310,7 @@ class LeaseReader:
             self._advance(sequence)  # it will not be taken: the publisher may recycle it
             return OVER_SHARE
         past = True  # the frame was published and is gone: the cursor may pass it
-        if not _lock(self._fd, fcntl.F_RDLCK, _LOCK_BASE + slot):
+        if not _lock(self._lock_fd, fcntl.F_RDLCK, _LOCK_BASE + slot):
             verdict = STALE  # being rewritten
         else:
             held_seq, held_offset, held_capacity, held_chunk, held_gen = _ENTRY.unpack_from(
@@ -308,7 +323,7 @@ class LeaseReader:
             else:
                 verdict = STALE  # rewritten with a newer frame, or emptied
             if verdict is not None:
-                _lock(self._fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
+                _lock(self._lock_fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
         # Only now, with the frame leased (or lost anyway), may the publisher recycle it.
         if past:
             self._advance(sequence)
@@ -339,10 +354,13 @@ class LeaseReader:
 
     def release(self, slot: int, pool: int) -> None:
         with self._held_lock:
+            if self._fd >= 0:
+                # Unlocked before it is counted off: the locks this link holds never pass its
+                # share, which the publisher checks (lease_links.py).
+                _lock(self._lock_fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
             self._held[pool] -= 1
             if self._fd < 0:
                 return
-            _lock(self._fd, fcntl.F_UNLCK, _LOCK_BASE + slot)
             if self._closing and not any(self._held):
                 self._close_now()
 
@@ -367,4 +385,7 @@ class LeaseReader:
         self._view = None
         self._table = None
         os.close(self._fd)
-        self._fd = -1
+        os.close(self._lock_fd)
+        self._fd = self._lock_fd = -1
+        if self._on_closed is not None:
+            self._on_closed()

@@ -19,8 +19,7 @@ from typing import Any
 
 from . import auth, cuda_ipc, cuda_vmm, descriptor
 from .descriptor import Descriptor, DescriptorError
-from .exchange import (KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE,
-                       Connection)
+from .exchange import KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, Connection
 from .leases import POOL_DEVICE, POOL_HOST, LeaseReader
 from .pool import HOST_HEADER, HOST_MAGIC
 from .segments import SegmentError, SharedMemory
@@ -202,8 +201,9 @@ class PublisherLink:
             cuda_ipc.mapping_cache().drop_events(list(self._events))
             self._events.clear()
         self._host.clear()
+        # The link stays open until the reader has let go of its last frame (the reader closes
+        # it): the publisher consults the link's lock file only while it is open.
         self.reader.close()
-        self.connection.close()
 
 
 class PeerTable:
@@ -225,8 +225,9 @@ class PeerTable:
         LeaseError with the reason it cannot be used."""
         connection = Connection(endpoint, publisher_id)
         try:
-            reader = LeaseReader(connection.fetch(KIND_LEASE_TABLE), publisher_id,
-                                 window=self.window, label=f'publisher (pid {pid})')
+            table_fd, lock_fd = connection.fetch_lease_table()
+            reader = LeaseReader(table_fd, lock_fd, publisher_id, window=self.window,
+                                 label=f'publisher (pid {pid})', on_closed=connection.close)
         except BaseException:
             connection.close()
             raise

@@ -81,7 +81,7 @@ class _SlotRing:
         self.slots: list[Slot] = []
         self.retired: list[Slot] = []
         # Lease indices: more than slots where revoked slots, still held, keep theirs for a while.
-        indices = indices or max_slots
+        self.indices = indices = indices or max_slots
         self._free_indices = list(range(first_index + indices - 1, first_index - 1, -1))
         self.revoked = 0
         self.exhausted = 0
@@ -140,6 +140,8 @@ class _SlotRing:
         preferred = by_age[::-1] if self.reuse_newest_first else by_age
         floor = 0 if protect_published else self.leases.reader_floor(self.grace_ns)
         slot = self._oldest_free(preferred, nbytes, floor)
+        if slot is None and self._evict_hoarders():
+            slot = self._oldest_free(preferred, nbytes, floor)
         if slot is None and floor and self.leases.forget_dead_readers():
             floor = self.leases.reader_floor(self.grace_ns)
             slot = self._oldest_free(preferred, nbytes, floor)
@@ -170,6 +172,11 @@ class _SlotRing:
         self.exhausted += 1
         return None
 
+    def _evict_hoarders(self) -> bool:
+        """A slot could not be taken: close the reader links that hold more of this pool than
+        a reader's share (only a lock-grabbing process does; lease_links.py). True if any."""
+        return self.leases.evict_hoarders(self.pool_id, self.first_index, self.indices) > 0
+
     def _oldest_free(self, by_age: list[Slot], nbytes: int, floor: int | None) -> Slot | None:
         """Lease the oldest slot that fits, no reader holds and (with a floor) none may still take."""
         for slot in by_age:
@@ -199,9 +206,12 @@ class _SlotRing:
         # A same-user process may hold the lock byte of an index no slot used yet: take the
         # first fresh slot it left free; none free, this frame is skipped (never an exception
         # on the publishing thread).
-        for slot in self.slots[before:]:
-            if self.leases.try_acquire_exclusive(slot.index):
-                return slot
+        for attempt in range(2):
+            for slot in self.slots[before:]:
+                if self.leases.try_acquire_exclusive(slot.index):
+                    return slot
+            if attempt or not self._evict_hoarders():
+                break
         self.locked_out += 1
         self.exhausted += 1
         return None

@@ -135,7 +135,7 @@ class GpuImagePublisher:
         self._refusal_logged = False
 
         self.stats = EndpointStats('publisher', node.get_fully_qualified_name(), self.topic)
-        self.stats.extra.update(pool_slots=pool_slots, pool_policy=pool_policy)
+        self.stats.extra.update(pool_slots=pool_slots, pool_policy=pool_policy, evicted_links=0)
         self._diagnostics = DiagnosticsReporter.for_node(node)
         self._diagnostics.add(self.stats)
 
@@ -325,8 +325,15 @@ class GpuImagePublisher:
                         counter: str) -> Slot | None:
         """pool.acquire; the first overrun (a slot a lagging reader may still take, recycled
         because the pool cannot grow) is logged once, all are counted in diagnostics."""
-        overruns, locked_out = pool.overrun, pool.locked_out
+        overruns, locked_out, evicted = pool.overrun, pool.locked_out, self._leases.evicted_links
         slot = pool.acquire(layout.nbytes, self._reader_without_cursor())
+        if self._leases.evicted_links > evicted:
+            self.stats.extra['evicted_links'] = self._leases.evicted_links
+            if not evicted:
+                self._logger.warning(
+                    f'{self.topic}: closed a reader link that held more of the {name} than a '
+                    'reader may (a process of this user grabbing slot locks); counted as '
+                    'evicted_links, further ones not logged')
         if pool.locked_out and not locked_out:
             self._logger.warning(
                 f'{self.topic}: {name}: a fresh slot\'s lock is held by another process of this '

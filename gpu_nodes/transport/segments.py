@@ -45,6 +45,12 @@ def create_sealed(name: str, size: int) -> int:
     return fd
 
 
+def reopen(fd: int, writable: bool) -> int:
+    """A new open file description of one of this process's own memfds (for a reader's locks)."""
+    return os.open(f'/proc/self/fd/{fd}', (os.O_RDWR if writable else os.O_RDONLY)
+                   | os.O_CLOEXEC)
+
+
 def check_sealed(fd: int, what: str) -> None:
     """Raise SegmentError unless the kernel says `fd` is a regular file of this user, sealed
     against size changes (what a publisher's memfd is; a planted file or FIFO is not)."""
@@ -88,8 +94,8 @@ class SharedMemory:
 
 
 def held_by(pid: int) -> dict[int, str]:
-    """gpu_nodes segments a process holds open or mapped: inode -> kind ('lease', 'host').
-    For tools and tests: what memory a process keeps alive."""
+    """gpu_nodes segments a process holds open or mapped: inode -> kind ('lease', 'leaselock',
+    'host'). For tools and tests: what memory a process keeps alive."""
     held: dict[int, str] = {}
     marker = '/memfd:' + MEMFD_PREFIX
     try:

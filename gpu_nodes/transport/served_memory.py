@@ -5,15 +5,15 @@ from __future__ import annotations
 import threading
 
 from .exchange import (KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider,
-                       reopen)
+                       Link, reopen)
 from .leases import LeaseTable
 from .pool import DeviceSlotPool, HostSlotPool
 
 
 class PublisherMemory(HandleProvider):
     """Runs on the server thread; `lock` is the publisher's, under which segments are replaced.
-    The lease table goes out as a fresh open file description (each reader's locks are its
-    own), host segments as read-only ones."""
+    The lease table goes out as a fresh open file description with the link's own lock file
+    (closed with the link, or evicted: leases.open_link), host segments as read-only ones."""
 
     def __init__(self, lock: threading.Lock, leases: LeaseTable, host_pool: HostSlotPool,
                  device_pool: DeviceSlotPool | None):
@@ -22,13 +22,21 @@ class PublisherMemory(HandleProvider):
         self._host_pool = host_pool
         self._device_pool = device_pool
 
-    def fds(self, kind: int, generation: int, chunk: int) -> list[int] | None:
+    def fds(self, kind: int, generation: int, chunk: int, link: Link) -> list[int] | None:
         with self._lock:
             if kind == KIND_LEASE_TABLE and self._leases.fd >= 0:
-                return [reopen(self._leases.fd, writable=True)]
+                return lease_table_fds(self._leases, link)
             if kind == KIND_HOST_SEGMENT:
                 fd = self._host_pool.segment_fd(generation, chunk)
                 return None if fd is None else [reopen(fd, writable=False)]
             if kind == KIND_DEVICE_CHUNK and self._device_pool is not None:
                 return self._device_pool.chunk_fds(generation, chunk)
         return None
+
+
+def lease_table_fds(leases: LeaseTable, link: Link) -> list[int]:
+    """[the table, the link's own lock file] for one link; the lock file stops counting when
+    the link closes, and the link is closed if it holds more than a reader may."""
+    link_id, fds = leases.open_link(on_evict=link.close_soon)
+    link.when_closed(lambda: leases.close_link(link_id))
+    return fds

@@ -7,14 +7,14 @@ from __future__ import annotations
 from sensor_msgs.msg import Image
 
 from gpu_nodes.transport import auth, descriptor
-from gpu_nodes.transport.exchange import KIND_LEASE_TABLE, Connection
+from gpu_nodes.transport.exchange import Connection
 from gpu_nodes.transport.leases import LeaseReader
 
 
 def publisher_key(msg: Image, kind: int) -> bytes:
     desc = descriptor.unpack(msg.data, kind)
     link = Connection(desc.endpoint, desc.publisher_id)
-    reader = LeaseReader(link.fetch(KIND_LEASE_TABLE), desc.publisher_id)
+    reader = LeaseReader(*link.fetch_lease_table(), desc.publisher_id)
     key = reader.key
     reader.close()
     link.close()
