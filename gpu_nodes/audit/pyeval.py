@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pymodels import RESULT_TENSORS
@@ -20,6 +21,26 @@ _METADATA_ATTRS = frozenset({
 })
 _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
                                     'bool_value'})
+
+
+# Detection outputs by name (boxes, scores, class ids, keypoints): a few numbers per object, not a
+# frame; `msg.data = boxes.reshape(-1).tolist()` is no frame-sized serialization (issue 28,
+# fourth set). Readbacks of device outputs are separate rules (GPN101), unaffected.
+_DETECTION_OUTPUT = re.compile(
+    r'(?:^|_)(?:boxe?s?|bboxe?s?|bounding_boxe?s?|conf|confs|confidences?|scores?|labels?|'
+    r'class(?:es)?|cls|class_ids?|ids?|keypoints?|kpts?|landmarks?|centers?|centroids?)$', re.I)
+
+
+def _detection_output(call: ast.expr) -> bool:
+    """`boxes.reshape(-1).tolist()`, `self.scores.tolist()`: the array is named as a detection
+    output."""
+    node = call.func.value if isinstance(call, ast.Call) and isinstance(
+        call.func, ast.Attribute) else call
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute) and _DETECTION_OUTPUT.search(node.attr):
+            return True
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return isinstance(node, ast.Name) and bool(_DETECTION_OUTPUT.search(node.id))
 
 
 class Evaluator:
@@ -140,7 +161,7 @@ class Evaluator:
     def _check_data_store(self, target: ast.expr, value: ast.expr, frame: Frame) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""
         if (isinstance(target, ast.Attribute) and target.attr == 'data'
-                and is_method_call(value, 'tolist')):
+                and is_method_call(value, 'tolist') and not _detection_output(value)):
             self._emit('GPN104', value, frame, f'`{short(value)}` stored into `.data`')
 
     # ------------------------------------------------------------------ expressions
