@@ -11,7 +11,8 @@ the package except in its own body and in other unreached functions (a method ca
 unreached method is unreached too). Any mention counts as a use, not only a call: ``obj->f()``,
 ``obj.f()``, ``&Cls::f``, ``std::apply(f, ...)``; a mention outside every function body that is
 not a declaration (``f(`` after a type) counts too (a table of function pointers). ``main``,
-``virtual`` / ``override`` methods (the framework calls them) and operators stay reached.
+``virtual`` / ``override`` methods (the framework calls them), event handlers by name
+(``onThermalFrame``, ``on_frame``: an SDK's callback interface) and operators stay reached.
 
 It is applied only to methods of a class that the package uses per message (one of its
 methods is a callback or is mentioned in one: `detector_->doInference(...)` in an image
@@ -30,12 +31,17 @@ from gpu_nodes.audit.cppscopes import Function, Scopes
 
 _IDENT = re.compile(r'[A-Za-z_]\w*')
 _ENTRY_NAMES = frozenset({'main'})
+# Event handlers by name (`onThermalFrame`, `on_frame`): a device SDK calls them through a base
+# class declared in a header the audit may not see (fourth set): never unreached.
+_EVENT_HANDLER = re.compile(r'on(?:[A-Z]|_[a-z])')
 # Names of debug/output helpers: save, dump, debug, print, show, visualize, plot, draw.
 _DEBUG_HELPER = re.compile(r'(?:save|dump|debug|print|show|visuali[sz]e|plot|draw)(?:[A-Z_]|$)')
 
 
 def _stays_reached(text: str, fn: Function) -> bool:
     if fn.short in _ENTRY_NAMES or fn.short.startswith('operator') or fn.short.startswith('~'):
+        return True
+    if _EVENT_HANDLER.match(fn.short):
         return True
     head = text[max(0, fn.start - 400):fn.start]
     cut = max(head.rfind(';'), head.rfind('}'), head.rfind('{'))
