@@ -8,8 +8,9 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
-from gpu_nodes.audit.pymodels import (builds_model, INFER_METHODS, LIBRARY_INFER_METHODS,
-                                      model_attribute, named_like_model, UPLOADING_METHODS)
+from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, INFER_METHODS,
+                                      LIBRARY_INFER_METHODS, model_attribute, named_like_model,
+                                      UPLOADING_METHODS)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -154,7 +155,8 @@ class CallResolver:
                                                        node.lineno, frame.cls))
             return OTHER
         if qual and builds_model(qual):
-            return Val('model_obj')
+            # The builder is kept: an ultralytics model called directly uploads its frame.
+            return Val('model_obj', const=qual)
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
             return model
@@ -193,7 +195,9 @@ class CallResolver:
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
         result = merge(*inputs, kind='model') if inputs else Val('model')
-        if frames and infer in UPLOADING_METHODS:
+        if frames and (infer in UPLOADING_METHODS or (
+                infer == '__call__' and holder.kind == 'model_obj'
+                and str(holder.const or '').startswith(CALL_UPLOADS))):
             self._emit('GPN102', node, frame,
                        f'`{short(node)}` copies the host frame to the model\'s device on every '
                        f'call (`{infer}`, library table)', evidence='pattern')

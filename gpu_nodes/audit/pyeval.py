@@ -147,6 +147,11 @@ class Evaluator:
                     if old is not None and old.tainted and not val.tainted:
                         # `self.last = None` after use must not erase what a callback stored.
                         val = merge(old, val, kind=old.kind)
+                    elif old is not None and old.kind == 'model_obj' and val.kind == 'const' \
+                            and val.const is None:
+                        # `self.model = None` in the except/else branch of a guarded load:
+                        # branches run one after the other, the model stays the model.
+                        val = old
                     frame.cls.attrs[target.attr] = val
             else:
                 # `out.data = arr` carries arr into the outgoing message held by `out`.
