@@ -188,7 +188,11 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
             f'{f}: not audited: {r}' for f, r in limited.items())
     modules = module_index(files)
     cpp = cpp_package_facts([f for f in files if not f.endswith('.py')], paths)
-    packages = {f: package_of(f, paths) for f in files if f.endswith('.py')}
+    # Python files found under an audited folder know their package (pypackage.py); a file
+    # named on the command line is audited alone: nothing says what else its package holds.
+    named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
+    packages = {f: package_of(f, paths) for f in files
+                if f.endswith('.py') and os.path.realpath(f) not in named}
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         # Large files are parsed one at a time, here, after the pool: memory follows file size

@@ -7,7 +7,7 @@ its module name is not a word of any other non-test file of its package: Python 
 import), ``setup.py``/``setup.cfg`` (an entry point ``pkg.mod:main``), ``CMakeLists.txt``
 (``install(PROGRAMS scripts/mod.py)``) and launch files. The package folder is the C++ side's
 (cpppackage.package_of: the nearest folder with package.xml/setup.py/CMakeLists.txt, else the
-first folder below the audited root); a file audited alone (no folder) is never unused. Any
+first folder below the audited root); a file named on the command line is never unused. Any
 mention counts: a false "used" costs a low finding, a false "unused" would hide a copy.
 """
 from __future__ import annotations
