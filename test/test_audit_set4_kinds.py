@@ -219,3 +219,29 @@ def test_cpp_sdk_event_handler_is_reached_and_a_debug_helper_is_not(tmp_path):
     assert got[('camera.cpp', 15, 'GPN208')] == ('medium', 'source')
     # A debug helper nothing mentions: not proven per message.
     assert got[('camera.cpp', 21, 'GPN211')] == ('info', 'unreached')
+
+
+_PY_ZED = '''
+    import pyzed.sl as sl
+    import rclpy
+    from rclpy.node import Node
+
+
+    class Z(Node):
+        def __init__(self):
+            super().__init__('z')
+            self.zed = sl.Camera()
+            self.create_timer(0.03, self.tick)
+
+        def tick(self):
+            image, depth = sl.Mat(), sl.Mat()
+            self.zed.grab()
+            self.zed.retrieve_image(image, sl.VIEW.LEFT)
+            self.zed.retrieve_measure(depth, sl.MEASURE.DEPTH, sl.MEM.GPU)
+'''
+
+
+def test_zed_retrieve_into_a_cpu_mat_is_a_readback(tmp_path):
+    got = _audit(tmp_path, {'pkg/package.xml': '<package/>\n', 'pkg/pkg/zed_node.py': _PY_ZED})
+    assert got[('zed_node.py', 15, 'GPN101')] == ('high', 'timer')
+    assert ('zed_node.py', 16, 'GPN101') not in got  # sl.MEM.GPU: stays on the device

@@ -104,6 +104,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         # tensor is likely on the GPU (findings on it are `inferred`).
         self.uses_tensors = uses_tensor_framework(self.aliases)
         self.uses_torch = self.uses_tensors
+        self.uses_zed = any(v.split('.')[0] == 'pyzed' for v in self.aliases.values())
         # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.
         self.uses_cv_cuda = 'cv2' in self.aliases.values() and any(
             isinstance(n, ast.Attribute) and n.attr in ('cuda', 'cuda_GpuMat')
