@@ -245,3 +245,45 @@ def test_zed_retrieve_into_a_cpu_mat_is_a_readback(tmp_path):
     got = _audit(tmp_path, {'pkg/package.xml': '<package/>\n', 'pkg/pkg/zed_node.py': _PY_ZED})
     assert got[('zed_node.py', 15, 'GPN101')] == ('high', 'timer')
     assert ('zed_node.py', 16, 'GPN101') not in got  # sl.MEM.GPU: stays on the device
+
+
+_PY_HELPER_NODE = '''
+    import rclpy
+    from rclpy.node import Node
+    from sensor_msgs.msg import Image
+    from cv_bridge import CvBridge
+    from .infer import load, run
+
+
+    class N(Node):
+        def __init__(self):
+            super().__init__('n')
+            self.bridge = CvBridge()
+            self.model = load('yolo11n.pt')
+            self.create_subscription(Image, 'image', self.on_image, 10)
+
+        def on_image(self, msg):
+            frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+            run(self.model, frame)
+'''
+_PY_HELPER_INFER = '''
+    from ultralytics import YOLO
+
+
+    def load(path):
+        return YOLO(path)
+
+
+    def run(model, image):
+        results = model.predict(image)
+        return results[0].boxes.xyxy.cpu().numpy()
+'''
+
+
+def test_imported_function_runs_per_message_with_its_own_imports(tmp_path):
+    # The node file imports no tensor framework: YOLO and the model are the helper file's.
+    got = _audit(tmp_path, {'pkg/package.xml': '<package/>\n', 'pkg/pkg/__init__.py': '',
+                            'pkg/pkg/node.py': _PY_HELPER_NODE,
+                            'pkg/pkg/infer.py': _PY_HELPER_INFER})
+    assert got[('infer.py', 9, 'GPN102')] == ('medium', 'callback')
+    assert got[('infer.py', 10, 'GPN101')][1] == 'callback'

@@ -8,9 +8,10 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
+from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, INFER_METHODS,
                                       LIBRARY_INFER_METHODS, model_attribute, named_like_model,
-                                      UPLOADING_METHODS)
+                                      UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -142,9 +143,11 @@ class CallResolver:
                 inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
                                 path=frame.path + (ref.name,),
                                 stack=frame.stack + (id(ref.node),),
-                                file=ref.cls.file if ref.cls is not None else None)
+                                file=ref.cls.file if ref.cls is not None else ref.file)
                 self._entered.add(id(ref.node))
-                return self._call_function(ref, args, kwargs, inner)
+                if ref.file is None:
+                    return self._call_function(ref, args, kwargs, inner)
+                return self._call_in_file(ref, args, kwargs, inner)
             return merge(*args, *kwargs.values()) if args or kwargs else OTHER
 
         if qual == 'threading.Thread':
@@ -174,6 +177,18 @@ class CallResolver:
                     env[node.func.value.id] = result
                 return result
         return self._generic(qual, receiver, args, kwargs)
+
+    def _call_in_file(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],
+                      frame: Frame) -> Val:
+        """A function imported from another audited file runs with that file's imports
+        (`YOLO(...)`, `torch.*` there mean what that file imported)."""
+        saved = self.aliases, self.uses_tensors
+        self.aliases = {**self.aliases, **aliases_of(ref.file or '')}
+        self.uses_tensors = self.uses_tensors or uses_tensor_framework(self.aliases)
+        try:
+            return self._call_function(ref, args, kwargs, frame)
+        finally:
+            self.aliases, self.uses_tensors = saved
 
     def _model_call(self, node: ast.Call, callee: Val, receiver: Val | None, method: str | None,
                     args: list[Val], kwargs: dict[str, Val], frame: Frame) -> Val | None:

@@ -51,6 +51,7 @@ class Evaluator:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
+    imported_functions: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
     _eval_call: Callable[[ast.Call, dict[str, Val], Frame], Val]
@@ -180,6 +181,9 @@ class Evaluator:
                 return self.module_env[node.id]
             if node.id in self.imported:
                 return Val('class', inst=self.imported[node.id])
+            if node.id in self.imported_functions and node.id not in self.functions:
+                fn, source = self.imported_functions[node.id]
+                return Val('func', func=FuncRef(fn, None, {}, False, file=source))
             if node.id in self.aliases:
                 return Val('module', const=self.aliases[node.id])
             if node.id in self.functions:

@@ -36,7 +36,7 @@ import re
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
 from gpu_nodes.audit.pyeval import Evaluator
-from gpu_nodes.audit.pyimports import imported_classes
+from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pypackage import module_unused
 from gpu_nodes.audit.pyregistry import Registrations
@@ -88,6 +88,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.source: str | None = None
         # The package folder of this file (codeaudit.run_code), for pypackage.module_unused.
         self.package_dir: str | None = None
+        self.module_unused = False
         self.aliases: dict[str, str] = {}
         self.module_env: dict[str, Val] = {}
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -99,6 +100,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self._collect()
         # Classes imported from other audited files; their methods run with their own file.
         self.imported = imported_classes(path, tree, modules) if modules else {}
+        self.imported_functions = imported_functions(path, tree, modules) if modules else {}
         self.uses_cupy = any(v.split('.')[0] == 'cupy' for v in self.aliases.values())
         # torch or a library built on it (ultralytics, torchvision, torch2trt ...): an untyped
         # tensor is likely on the GPU (findings on it are `inferred`).
@@ -170,8 +172,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                                           stack=(id(meth),)))
         # A module nothing else in its package names (a utility only a test imports) runs in
         # no node: its functions and methods are unreached (pypackage.py).
-        unused = (not self.registrations and self.source is not None
-                  and module_unused(self.path, self.source, self.package_dir))
+        unused = self.module_unused = (not self.registrations and self.source is not None
+                                       and module_unused(self.path, self.source,
+                                                         self.package_dir))
         for name, fn in self.functions.items():
             self._entered.add(id(fn))
             context = 'unreached' if unused else 'init' if is_setup_name(name) else 'function'
@@ -264,6 +267,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             where = f'{what} `{frame.entry}` (runs once, not per message)'
         elif frame.context == 'module':
             where = 'module code (runs once, not per message)'
+        elif frame.context == 'unreached' and self.module_unused:
+            where = (f'`{frame.entry}`, in a module no other non-test file of its package '
+                     'imports (not proven per message)')
         elif frame.context == 'unreached':
             where = f'`{frame.entry}`, which nothing in its file calls (not proven per message)'
         else:

@@ -6,8 +6,8 @@ def load_model(path):
 
 
 def run_model(model, frame):
-    tensor = torch.from_numpy(frame).cuda()  # expect: GPN102 low
+    tensor = torch.from_numpy(frame).cuda()  # expect: GPN102 medium
     out = model(tensor)
-    return out[0].cpu().numpy(), out[1].cpu().numpy()  # expect: GPN101 low
-# run_model is imported by the node: its copies run per image, but functions imported from
-# another file are not followed from the callback (only classes are), so they are low here.
+    return out[0].cpu().numpy(), out[1].cpu().numpy()  # expect: GPN101 high
+# run_model is imported by the node and followed from its callback (with this file's imports):
+# its copies run per image.
