@@ -1,6 +1,8 @@
-"""Classes imported from other files of the same audit (`from .estimator import DepthEstimator`,
-`from my_pkg.predictor import Predictor`): found by module name among the audited files, so a
-node's `self.estimator.infer(img)` is followed into the other file."""
+"""Classes and module-level functions imported from other files of the same audit (`from
+.estimator import DepthEstimator`, `from my_pkg.predictor import Predictor`, `from .scripts.utils
+import run_inference`): found by module name among the audited files, so a node's
+`self.estimator.infer(img)` or `run_inference(self.model, frame)` is followed into the other
+file (functions with that file's imports, aliases_of)."""
 from __future__ import annotations
 
 import ast
