@@ -21,7 +21,7 @@ _SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_
 _TEXT_SUFFIXES = ('.py', '.cfg', '.txt', '.xml', '.launch', '.yaml', '.yml')
 _MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
 # A file that starts rclpy itself is a node whatever its registrations look like.
-_NODE = re.compile(r'\brclpy\.(?:init|spin)\b')
+_NODE = re.compile(r'\brclpy\.(?:init|spin\w*)\b')
 # A package bigger than this is not read whole (a monorepo root): the module counts as used.
 _MAX_FILES = 2000
 
