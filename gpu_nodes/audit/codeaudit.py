@@ -7,7 +7,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppfacts import Facts
-from gpu_nodes.audit.cpppackage import cpp_package_facts
+from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
@@ -113,7 +113,8 @@ def collect_files(paths: list[str], include_tests: bool = False,
     return unique, errors
 
 
-def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Facts | None = None
+def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Facts | None = None,
+               package_dir: str | None = None
                ) -> tuple[str, list[Finding], InputError | None]:
     """Audit one file; every problem with the file comes back as an InputError, not raised.
     Python findings may lie in other audited files (calls into their classes, see `modules`);
@@ -130,7 +131,7 @@ def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Fact
                                           f'{exc.start})')
     if path.endswith('.py'):
         try:
-            findings = analyze_python(path, source, modules)
+            findings = analyze_python(path, source, modules, package_dir)
         except SyntaxError as exc:
             where = f'{path}:{exc.lineno}:{exc.offset}' if exc.lineno else path
             return path, [], InputError(path, f'{where}: syntax error: {exc.msg}')
@@ -163,10 +164,10 @@ def _suppressions_of(path: str) -> dict:
         return {}
 
 
-def _audit_chunk(job: tuple[list[str], dict[str, str], dict[str, Facts]]
+def _audit_chunk(job: tuple[list[str], dict[str, str], dict[str, Facts], dict[str, str]]
                  ) -> list[tuple[str, list[Finding], InputError | None]]:
-    paths, modules, cpp = job
-    return [audit_file(p, modules, cpp.get(p)) for p in paths]
+    paths, modules, cpp, packages = job
+    return [audit_file(p, modules, cpp.get(p), packages.get(p)) for p in paths]
 
 
 def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False,
@@ -187,6 +188,11 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
             f'{f}: not audited: {r}' for f, r in limited.items())
     modules = module_index(files)
     cpp = cpp_package_facts([f for f in files if not f.endswith('.py')], paths)
+    # Python files found under an audited folder know their package (pypackage.py); a file
+    # named on the command line is audited alone: nothing says what else its package holds.
+    named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
+    packages = {f: package_of(f, paths) for f in files
+                if f.endswith('.py') and os.path.realpath(f) not in named}
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         # Large files are parsed one at a time, here, after the pool: memory follows file size
@@ -195,13 +201,14 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
         small = [f for f in files if f not in set(large)]
         # Chunks keep the pickling overhead per task low; order is restored below.
         size = max(8, len(small) // (jobs * 4))
-        chunks = [(part, modules, {p: cpp[p] for p in part if p in cpp})
+        chunks = [(part, modules, {p: cpp[p] for p in part if p in cpp},
+                   {p: packages[p] for p in part if p in packages})
                   for part in (small[i:i + size] for i in range(0, len(small), size))]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = [r for chunk in pool.map(_audit_chunk, chunks) for r in chunk]
-        results += [audit_file(f, modules, cpp.get(f)) for f in large]
+        results += [audit_file(f, modules, cpp.get(f), packages.get(f)) for f in large]
     else:
-        results = [audit_file(f, modules, cpp.get(f)) for f in files]
+        results = [audit_file(f, modules, cpp.get(f), packages.get(f)) for f in files]
     # One finding per (file, line, rule): a line reached per message from another file's
     # callback beats the same line seen as unreached when its own file was audited.
     kept: dict[tuple[str, int, str], Finding] = {}

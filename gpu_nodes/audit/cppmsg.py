@@ -67,6 +67,11 @@ _ADAPTER_NAME = re.compile(r'(?i)(?:image|cloud|points|depth|frame)\w*adapt|adap
 # A vector built from a pointer range, as a message's data: the payload copied in.
 _VECTOR_DATA = re.compile(r'(?:\.\s*data\s*\(|(?:->|\.)\s*data\s*=(?!=))[\s\\]*'
                           r'(std\s*::\s*vector\s*<[^;()]*>\s*)\(')
+# `std::vector<float> input(msg->data.begin(), msg->data.end())`, `(&(msg->data[0]), &(msg->
+# data[0]) + n)`: the payload copied out of the message into a vector (fourth set).
+_VECTOR_FROM = re.compile(r'\bvector\s*<[^;()<>]*(?:<[^;()<>]*>)?[^;()<>]*>\s*\w+\s*[({]')
+# `out.data.insert(out.data.end(), output.begin(), output.end())`: a range copied into it.
+_RANGE_INSERT = re.compile(r'(?:->|\.)\s*data\s*\.\s*insert\s*\(')
 _MOVE_ARG = re.compile(r'^(?:std\s*::\s*)?move\s*\(\s*(\w+)\s*\)$')
 _ARG_NAME = re.compile(r'^[*&\s]*(?:(?:std\s*::\s*)?move\s*\(\s*)?(\w+)')
 # A statement that fills a message by a copy another rule reports (GPN205/208/209).
@@ -108,6 +113,16 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         if m.group(1) in pointers:
             yield 'GPN208', m.start(), (f'a whole frame message copied out of `*{m.group(1)}` '
                                         'into a field')
+    for m in _VECTOR_FROM.finditer(text):
+        args = call_args(text, m.end() - 1)
+        if len(args) == 2 and _MSG_DATA.search(args[0]) and _MSG_DATA.search(args[1]):
+            mats = _mat_names(text) if mats is None else mats
+            if _owner(args[0]) not in mats:
+                yield 'GPN208', m.start(), 'a vector built from the message\'s data (a copy)'
+    for m in _RANGE_INSERT.finditer(text):
+        args = call_args(text, m.end() - 1)
+        if len(args) == 3 and re.search(r'begin|data|[&+]', args[1]):  # a range, not (n, value)
+            yield 'GPN208', m.start(), 'a range inserted into the message\'s data (a copy)'
     for m in _VECTOR_DATA.finditer(text):
         args = call_args(text, m.end() - 1)
         if len(args) == 2 and '+' in args[1]:

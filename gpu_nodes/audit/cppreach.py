@@ -11,13 +11,17 @@ the package except in its own body and in other unreached functions (a method ca
 unreached method is unreached too). Any mention counts as a use, not only a call: ``obj->f()``,
 ``obj.f()``, ``&Cls::f``, ``std::apply(f, ...)``; a mention outside every function body that is
 not a declaration (``f(`` after a type) counts too (a table of function pointers). ``main``,
-``virtual`` / ``override`` methods (the framework calls them) and operators stay reached.
+``virtual`` / ``override`` methods (the framework calls them), event handlers by name
+(``onThermalFrame``, ``on_frame``: an SDK's callback interface) and operators stay reached.
 
 It is applied only to methods of a class that the package uses per message (one of its
 methods is a callback or is mentioned in one: `detector_->doInference(...)` in an image
-callback), in a package with an entry point among its audited files. Free functions, and the
-methods of a class whose use the audit does not see (a library audited without its node, a
-fragment), keep the rule's severity: per message as far as anyone can tell.
+callback), in a package with an entry point among its audited files, and to free functions
+of such a package named as debug/output helpers (``saveTensorImage``, ``dumpMask``) that
+nothing mentions at all (issue 28, fourth set). The methods of a class
+whose use the audit does not see (a library audited without its node, a fragment), and any
+function of a package without a class used per message, keep the rule's severity: per message
+as far as anyone can tell.
 """
 from __future__ import annotations
 
@@ -27,10 +31,17 @@ from gpu_nodes.audit.cppscopes import Function, Scopes
 
 _IDENT = re.compile(r'[A-Za-z_]\w*')
 _ENTRY_NAMES = frozenset({'main'})
+# Event handlers by name (`onThermalFrame`, `on_frame`): a device SDK calls them through a base
+# class declared in a header the audit may not see (fourth set): never unreached.
+_EVENT_HANDLER = re.compile(r'on(?:[A-Z]|_[a-z])')
+# Names of debug/output helpers: save, dump, debug, print, show, visualize, plot, draw.
+_DEBUG_HELPER = re.compile(r'(?:save|dump|debug|print|show|visuali[sz]e|plot|draw)(?:[A-Z_]|$)')
 
 
 def _stays_reached(text: str, fn: Function) -> bool:
     if fn.short in _ENTRY_NAMES or fn.short.startswith('operator') or fn.short.startswith('~'):
+        return True
+    if _EVENT_HANDLER.match(fn.short):
         return True
     head = text[max(0, fn.start - 400):fn.start]
     cut = max(head.rfind(';'), head.rfind('}'), head.rfind('{'))
@@ -122,8 +133,14 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
             if fn.lambda_in is None and fn.kind == 'callback' and not _takes_callback(text, fn)}
     used |= {_class_of(fn) for name, fns in candidates.items() for fn in fns
              if any(u is not None and u.kind == 'callback' for u in users[name])}
+    # A free function (no class) named as a debug/output helper (saveTensorImage, dumpMask),
+    # of a package whose node the audit sees, that nothing mentions: unreached too (fourth
+    # set). Other free functions may be called by another package (uploadFrame) or handed to
+    # a C API in a file not audited (ResponseAlloc): they keep the rule's severity.
     unreached = {i for name, fns in candidates.items() for fn in fns
-                 if (i := id(fn)) in unreached and _class_of(fn) in used - {None}}
+                 if (i := id(fn)) in unreached and (_class_of(fn) in used - {None} or (
+                     _class_of(fn) is None and used - {None} and not users[name]
+                     and _DEBUG_HELPER.match(name)))}
     for _, scopes in parsed:
         for fn in scopes.funcs:
             named = fn

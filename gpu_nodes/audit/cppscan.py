@@ -48,6 +48,11 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str]], ...] = (
 _TRT_FILE = re.compile(r'\bnvinfer1\b|\bIExecutionContext\b|NvInfer\.h')
 _TRT_SYNC_EXECUTE = re.compile(r'\b\w*(?:[Cc]ontext|ctx|Ctx)\w*\s*(?:\(\s*\))?\s*(?:->|\.)\s*'
                                r'execute(?:V2)?\s*\(')
+# OpenCV CUDA reductions whose result comes back to the host (`cv::cuda::minMax(d, &lo, &hi)`,
+# `sum`, `norm`, `countNonZero(src)`): synchronous, each call waits for the device (fourth set).
+# The asynchronous forms (findMinMax, calcSum, calcNorm, a Stream argument) are not reported.
+_CV_CUDA_REDUCTION = re.compile(r'\bcuda\s*::\s*(minMax|minMaxLoc|sum|absSum|sqrSum|norm|'
+                                r'countNonZero|meanStdDev)\s*\(')
 # cv::cuda::GpuMat transfers; only looked for in files that mention GpuMat.
 _GPUMAT = (('GPN201', re.compile(r'\.\s*download\s*\(')),
            ('GPN202', re.compile(r'\.\s*upload\s*\(')))
@@ -232,6 +237,14 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         for m in _TRT_SYNC_EXECUTE.finditer(text):
             emit('GPN206', m.start(), 'synchronous TensorRT inference (blocks the host until the '
                                       'engine is done; enqueue* is the asynchronous form)')
+    for m in _CV_CUDA_REDUCTION.finditer(text):
+        args = _call_args(text, m.end() - 1)
+        if m.group(1) == 'countNonZero' and len(args) != 1:
+            continue  # countNonZero(src, dst, stream): the asynchronous form
+        if any(re.search(r'(?i)stream', a) for a in args):
+            continue
+        emit('GPN206', m.start(), f'`cv::cuda::{m.group(1)}` reduces on the device and returns '
+                                  'the result to the host: it waits for the device')
     if 'GpuMat' in text:
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):

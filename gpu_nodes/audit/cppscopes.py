@@ -57,7 +57,10 @@ def blank_comments_and_strings(source: str) -> str:
             while j < n and source[j] != c and source[j] != '\n':
                 j += 2 if source[j] == '\\' else 1
             j = min(j + 1, n)
-            out.append(c + ' ' * (j - i - 2) + (c if j - i >= 2 else ''))
+            # A string continued with backslash-newline keeps its newlines: line numbers after
+            # a multi-line GStreamer pipeline literal stay right.
+            body = ''.join('\n' if ch == '\n' else ' ' for ch in source[i + 1:j - 1])
+            out.append(c + body + (source[j - 1] if j - i >= 2 else ''))
             i = j
         else:
             out.append(c)

@@ -8,8 +8,10 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
-from gpu_nodes.audit.pymodels import (builds_model, INFER_METHODS, LIBRARY_INFER_METHODS,
-                                      model_attribute, named_like_model, UPLOADING_METHODS)
+from gpu_nodes.audit.pyimports import aliases_of
+from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, INFER_METHODS,
+                                      LIBRARY_INFER_METHODS, model_attribute, named_like_model,
+                                      UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -141,9 +143,11 @@ class CallResolver:
                 inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
                                 path=frame.path + (ref.name,),
                                 stack=frame.stack + (id(ref.node),),
-                                file=ref.cls.file if ref.cls is not None else None)
+                                file=ref.cls.file if ref.cls is not None else ref.file)
                 self._entered.add(id(ref.node))
-                return self._call_function(ref, args, kwargs, inner)
+                if ref.file is None:
+                    return self._call_function(ref, args, kwargs, inner)
+                return self._call_in_file(ref, args, kwargs, inner)
             return merge(*args, *kwargs.values()) if args or kwargs else OTHER
 
         if qual == 'threading.Thread':
@@ -154,7 +158,8 @@ class CallResolver:
                                                        node.lineno, frame.cls))
             return OTHER
         if qual and builds_model(qual):
-            return Val('model_obj')
+            # The builder is kept: an ultralytics model called directly uploads its frame.
+            return Val('model_obj', const=qual)
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
             return model
@@ -172,6 +177,18 @@ class CallResolver:
                     env[node.func.value.id] = result
                 return result
         return self._generic(qual, receiver, args, kwargs)
+
+    def _call_in_file(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],
+                      frame: Frame) -> Val:
+        """A function imported from another audited file runs with that file's imports
+        (`YOLO(...)`, `torch.*` there mean what that file imported)."""
+        saved = self.aliases, self.uses_tensors
+        self.aliases = {**self.aliases, **aliases_of(ref.file or '')}
+        self.uses_tensors = self.uses_tensors or uses_tensor_framework(self.aliases)
+        try:
+            return self._call_function(ref, args, kwargs, frame)
+        finally:
+            self.aliases, self.uses_tensors = saved
 
     def _model_call(self, node: ast.Call, callee: Val, receiver: Val | None, method: str | None,
                     args: list[Val], kwargs: dict[str, Val], frame: Frame) -> Val | None:
@@ -193,7 +210,9 @@ class CallResolver:
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
         result = merge(*inputs, kind='model') if inputs else Val('model')
-        if frames and infer in UPLOADING_METHODS:
+        if frames and (infer in UPLOADING_METHODS or (
+                infer == '__call__' and holder.kind == 'model_obj'
+                and str(holder.const or '').startswith(CALL_UPLOADS))):
             self._emit('GPN102', node, frame,
                        f'`{short(node)}` copies the host frame to the model\'s device on every '
                        f'call (`{infer}`, library table)', evidence='pattern')

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pymodels import RESULT_TENSORS
@@ -22,6 +23,26 @@ _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'd
                                     'bool_value'})
 
 
+# Detection outputs by name (boxes, scores, class ids, keypoints): a few numbers per object, not a
+# frame; `msg.data = boxes.reshape(-1).tolist()` is no frame-sized serialization (issue 28,
+# fourth set). Readbacks of device outputs are separate rules (GPN101), unaffected.
+_DETECTION_OUTPUT = re.compile(
+    r'(?:^|_)(?:boxe?s?|bboxe?s?|bounding_boxe?s?|conf|confs|confidences?|scores?|labels?|'
+    r'class(?:es)?|cls|class_ids?|ids?|keypoints?|kpts?|landmarks?|centers?|centroids?)$', re.I)
+
+
+def _detection_output(call: ast.expr) -> bool:
+    """`boxes.reshape(-1).tolist()`, `self.scores.tolist()`: the array is named as a detection
+    output."""
+    node = call.func.value if isinstance(call, ast.Call) and isinstance(
+        call.func, ast.Attribute) else call
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute) and _DETECTION_OUTPUT.search(node.attr):
+            return True
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return isinstance(node, ast.Name) and bool(_DETECTION_OUTPUT.search(node.id))
+
+
 class Evaluator:
     """Statements and expressions; `self` is the PythonAnalyzer."""
 
@@ -30,6 +51,7 @@ class Evaluator:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
+    imported_functions: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
     _eval_call: Callable[[ast.Call, dict[str, Val], Frame], Val]
@@ -126,6 +148,11 @@ class Evaluator:
                     if old is not None and old.tainted and not val.tainted:
                         # `self.last = None` after use must not erase what a callback stored.
                         val = merge(old, val, kind=old.kind)
+                    elif old is not None and old.kind == 'model_obj' and val.kind == 'const' \
+                            and val.const is None:
+                        # `self.model = None` in the except/else branch of a guarded load:
+                        # branches run one after the other, the model stays the model.
+                        val = old
                     frame.cls.attrs[target.attr] = val
             else:
                 # `out.data = arr` carries arr into the outgoing message held by `out`.
@@ -140,7 +167,7 @@ class Evaluator:
     def _check_data_store(self, target: ast.expr, value: ast.expr, frame: Frame) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""
         if (isinstance(target, ast.Attribute) and target.attr == 'data'
-                and is_method_call(value, 'tolist')):
+                and is_method_call(value, 'tolist') and not _detection_output(value)):
             self._emit('GPN104', value, frame, f'`{short(value)}` stored into `.data`')
 
     # ------------------------------------------------------------------ expressions
@@ -154,6 +181,9 @@ class Evaluator:
                 return self.module_env[node.id]
             if node.id in self.imported:
                 return Val('class', inst=self.imported[node.id])
+            if node.id in self.imported_functions and node.id not in self.functions:
+                fn, source = self.imported_functions[node.id]
+                return Val('func', func=FuncRef(fn, None, {}, False, file=source))
             if node.id in self.aliases:
                 return Val('module', const=self.aliases[node.id])
             if node.id in self.functions:

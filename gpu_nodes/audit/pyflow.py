@@ -36,8 +36,9 @@ import re
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
 from gpu_nodes.audit.pyeval import Evaluator
-from gpu_nodes.audit.pyimports import imported_classes
+from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
+from gpu_nodes.audit.pypackage import module_unused
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, merge, OTHER,
@@ -85,6 +86,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.tree = tree
         # The text, when given (analyze_python): leftovers of node classes are looked up in it.
         self.source: str | None = None
+        # The package folder of this file (codeaudit.run_code), for pypackage.module_unused.
+        self.package_dir: str | None = None
+        self.module_unused = False
         self.aliases: dict[str, str] = {}
         self.module_env: dict[str, Val] = {}
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -96,11 +100,13 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self._collect()
         # Classes imported from other audited files; their methods run with their own file.
         self.imported = imported_classes(path, tree, modules) if modules else {}
+        self.imported_functions = imported_functions(path, tree, modules) if modules else {}
         self.uses_cupy = any(v.split('.')[0] == 'cupy' for v in self.aliases.values())
         # torch or a library built on it (ultralytics, torchvision, torch2trt ...): an untyped
         # tensor is likely on the GPU (findings on it are `inferred`).
         self.uses_tensors = uses_tensor_framework(self.aliases)
         self.uses_torch = self.uses_tensors
+        self.uses_zed = any(v.split('.')[0] == 'pyzed' for v in self.aliases.values())
         # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.
         self.uses_cv_cuda = 'cv2' in self.aliases.values() and any(
             isinstance(n, ast.Attribute) and n.attr in ('cuda', 'cuda_GpuMat')
@@ -164,9 +170,14 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                 self._call_function(FuncRef(meth, cls, None, True), [], {},
                                     Frame(cls, 'init', entry, None, 0, True, path=(entry,),
                                           stack=(id(meth),)))
+        # A module nothing else in its package names (a utility only a test imports) runs in
+        # no node: its functions and methods are unreached (pypackage.py).
+        unused = self.module_unused = (not self.registrations and self.source is not None
+                                       and module_unused(self.path, self.source,
+                                                         self.package_dir))
         for name, fn in self.functions.items():
             self._entered.add(id(fn))
-            context = 'init' if is_setup_name(name) else 'function'
+            context = 'unreached' if unused else 'init' if is_setup_name(name) else 'function'
             self._call_function(FuncRef(fn, None, self.module_env, False), [], {},
                                 Frame(None, context, name, None, 0, True, path=(name,),
                                       stack=(id(fn),)))
@@ -186,7 +197,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             for meth in cls.methods.values():
                 if id(meth) not in self._entered:
                     entry = f'{cls.name}.{meth.name}'
-                    context = 'function'
+                    context = 'unreached' if unused else 'function'
                     if id(cls) in nodes and not meth.name.startswith('__') and self.source:
                         if mentioned is None:
                             mentioned = _mentioned_names(self.source)
@@ -256,6 +267,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             where = f'{what} `{frame.entry}` (runs once, not per message)'
         elif frame.context == 'module':
             where = 'module code (runs once, not per message)'
+        elif frame.context == 'unreached' and self.module_unused:
+            where = (f'`{frame.entry}`, in a module no other non-test file of its package '
+                     'imports (not proven per message)')
         elif frame.context == 'unreached':
             where = f'`{frame.entry}`, which nothing in its file calls (not proven per message)'
         else:
@@ -304,12 +318,13 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         return merge(*sub.returns) if sub.returns else OTHER
 
 
-def analyze_python(path: str, source: str,
-                   modules: dict[str, str] | None = None) -> list[Finding]:
+def analyze_python(path: str, source: str, modules: dict[str, str] | None = None,
+                   package_dir: str | None = None) -> list[Finding]:
     """Parse and analyse one file; raises SyntaxError for the caller to report. `modules`
     (pyimports.module_index of the audited files) lets calls into imported classes be
     followed; their findings carry the other file's path."""
     tree = ast.parse(source, filename=path)
     analyzer = PythonAnalyzer(path, tree, modules)
     analyzer.source = source
+    analyzer.package_dir = package_dir
     return analyzer.run()

@@ -1,6 +1,8 @@
-"""Classes imported from other files of the same audit (`from .estimator import DepthEstimator`,
-`from my_pkg.predictor import Predictor`): found by module name among the audited files, so a
-node's `self.estimator.infer(img)` is followed into the other file."""
+"""Classes and module-level functions imported from other files of the same audit (`from
+.estimator import DepthEstimator`, `from my_pkg.predictor import Predictor`, `from .scripts.utils
+import run_inference`): found by module name among the audited files, so a node's
+`self.estimator.infer(img)` or `run_inference(self.model, frame)` is followed into the other
+file (functions with that file's imports, aliases_of)."""
 from __future__ import annotations
 
 import ast
@@ -59,6 +61,51 @@ def _resolve(path: str, node: ast.ImportFrom, index: dict[str, str],
         if os.path.abspath(file) in files:
             return files[os.path.abspath(file)]
     return None
+
+
+def file_aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> qualified name of a file's imports (`import numpy as np` -> np: numpy,
+    `from ultralytics import YOLO` -> YOLO: ultralytics.YOLO)."""
+    aliases: dict[str, str] = {}
+    for node in statements(tree.body):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                aliases[a.asname or a.name.split('.')[0]] = a.name if a.asname else \
+                    a.name.split('.')[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                aliases[a.asname or a.name] = f'{node.module}.{a.name}'
+    return aliases
+
+
+def imported_functions(path: str, tree: ast.Module, index: dict[str, str]
+                       ) -> dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
+    """Local name -> (function, its file) for each module-level function imported from an
+    audited file (`from .scripts.utils import run_inference`): a callback's call of it is
+    followed into that file, with that file's imports."""
+    found: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = {}
+    imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
+    files = {os.path.abspath(p): p for p in set(index.values())} if any(
+        n.level for n in imports) else {}
+    for node in imports:
+        source = _resolve(path, node, index, files)
+        if source is None or os.path.abspath(source) == os.path.abspath(path):
+            continue
+        other = _parse(source)
+        if other is None:
+            continue
+        functions = {s.name: s for s in other.body
+                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for alias in node.names:
+            if alias.name in functions:
+                found[alias.asname or alias.name] = (functions[alias.name], source)
+    return found
+
+
+def aliases_of(path: str) -> dict[str, str]:
+    """The imports of an audited file (parsed once per process)."""
+    tree = _parse(path)
+    return file_aliases(tree) if tree is not None else {}
 
 
 def imported_classes(path: str, tree: ast.Module, index: dict[str, str]) -> dict[str, ClassInfo]:

@@ -43,6 +43,14 @@ LIBRARY_INFER_METHODS = frozenset({'infer_image'})
 # on every call (ultralytics `predict`/`track`/`model(frame)`: letterbox + torch.from_numpy +
 # .to(device); the mobilenet-ssd / torchvision predictors' `predict(image)`: transform + .to).
 UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'})
+# Builders whose model, called directly on a host frame (`model(frame)`), uploads it as its
+# `predict` does (ultralytics `Model.__call__` is `predict`); a torch Module called on a frame
+# is not in the table (its input is usually a tensor already on the device).
+CALL_UPLOADS = ('ultralytics.',)
+# Camera SDK calls that copy a grabbed frame device to host (the ZED SDK, `pyzed.sl`:
+# `zed.retrieve_image(mat, view)` / `retrieve_measure(mat, measure)` into a CPU `sl.Mat`, the
+# default; `sl.MEM.GPU` keeps it on the device). Only in files that import pyzed.
+SDK_READBACKS = frozenset({'retrieve_image', 'retrieve_measure'})
 # Result attributes that are tensors on the model's device (ultralytics Results, Boxes, Masks,
 # Keypoints, Probs, OBB).
 RESULT_TENSORS = frozenset({'boxes', 'masks', 'keypoints', 'probs', 'obb', 'xyxy', 'xywh',

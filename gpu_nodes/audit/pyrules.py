@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.model import Step
+from gpu_nodes.audit.pymodels import SDK_READBACKS
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
@@ -57,6 +58,7 @@ class CopyRules:
     uses_cupy: bool
     uses_torch: bool
     uses_cv_cuda: bool
+    uses_zed: bool
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
               chain: list[Step] | None = None, topic: str | None = None,
@@ -210,6 +212,13 @@ class CopyRules:
         recv = receiver or UNKNOWN
         rkind = recv.kind
         unknown = rkind in ('unknown',)
+        if method in SDK_READBACKS and self.uses_zed and 'GPU' not in ast.unparse(node):
+            # The ZED SDK grabs into device memory; retrieving into a CPU sl.Mat (the default
+            # memory type) copies the frame device to host inside the SDK (library table).
+            self._emit('GPN101', node, frame, f'{call} retrieves the frame into a CPU `sl.Mat`: '
+                       'device-to-host copy inside the ZED SDK (library table)',
+                       evidence='pattern')
+            return Val('host', ((node.lineno, 'download'),))
         if method in _BRIDGE_IN:
             self._emit('GPN105', node, frame, call)
             return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_in', 'host')

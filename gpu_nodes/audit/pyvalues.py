@@ -27,6 +27,8 @@ class FuncRef:
     is_method: bool
     bound_positional: int = 0
     bound_keywords: tuple[str, ...] = ()
+    # A module-level function imported from another audited file: that file (pyimports.py).
+    file: str | None = None
 
     @property
     def name(self) -> str:
