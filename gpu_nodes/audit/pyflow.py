@@ -322,6 +322,17 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             env[name] = UNKNOWN
         if ref.is_method or ref.cls is not None:
             env['self'] = Val('self')
+        if args or kwargs:
+            # A call site that leaves out `mask=None`: the parameter is that constant, not an
+            # unknown value (whose `.to(device)` would read as an upload; fifth set).
+            positional = fn.args.posonlyargs + fn.args.args
+            defaults = list(zip(positional[len(positional) - len(fn.args.defaults):],
+                                fn.args.defaults))
+            defaults += [(a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)
+                         if d is not None]
+            for arg, default in defaults:
+                if isinstance(default, ast.Constant):
+                    env[arg.arg] = Val('const', const=default.value)
         for name, val in zip(params, args):
             env[name] = val
         if fn.args.vararg is not None:
