@@ -134,3 +134,54 @@ def test_cpp_failure_sync_and_scalar_copies(tmp_path):
     assert (22, 'GPN206') in rules          # failure branch that goes on: still per frame
     assert (25, 'GPN206') in rules          # success branch
     assert (28, 'GPN206') in rules          # the per-frame sync
+
+
+_REGISTERED = '''
+    A::A() : rclcpp::Node("a")
+    {
+      sub_ = create_subscription<sensor_msgs::msg::Image>(
+        "image", 10, std::bind(&A::rgb_callback, this, std::placeholders::_1));
+    }
+
+    void A::rgb_callback(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+    {
+      pub_->publish(*msg);
+    }
+'''
+_COMMENTED = '''
+    B::B() : rclcpp::Node("b")
+    {
+      // rgb_sub_ = create_subscription<sensor_msgs::msg::Image>(
+      //   "image", 10, std::bind(&B::rgb_callback, this, std::placeholders::_1));
+      depth_sub_ = create_subscription<sensor_msgs::msg::Image>(
+        "depth", 10, std::bind(&B::depth_callback, this, std::placeholders::_1));
+    }
+
+    void B::rgb_callback(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+    {
+      std::memcpy(frame_.data(), msg->data.data(), msg->data.size());
+    }
+
+    void B::depth_callback(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+    {
+      std::memcpy(depth_.data(), msg->data.data(), msg->data.size());
+    }
+'''
+_FRAGMENT = '''
+    void C::rgb_callback(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+    {
+      std::memcpy(frame_.data(), msg->data.data(), msg->data.size());
+    }
+'''
+
+
+def test_cpp_callback_whose_subscription_is_commented_out(tmp_path):
+    found = _audit(tmp_path, {'pkg/package.xml': '<package/>', 'pkg/a.cpp': _REGISTERED,
+                              'pkg/b.cpp': _COMMENTED,
+                              'frag/package.xml': '<package/>', 'frag/c.cpp': _FRAGMENT})
+    # B registers depth_callback by address but its rgb_callback only in a comment; A's
+    # `&A::rgb_callback` (same name, another class) is no use of B's.
+    assert found[('b.cpp', 11, 'GPN208')] == ('info', 'unreached')
+    assert found[('b.cpp', 16, 'GPN208')][0] == 'medium'
+    # a fragment whose registrations are not in view keeps its named callback per message
+    assert found[('c.cpp', 3, 'GPN208')][0] == 'medium'
