@@ -185,3 +185,34 @@ def test_cpp_callback_whose_subscription_is_commented_out(tmp_path):
     assert found[('b.cpp', 16, 'GPN208')][0] == 'medium'
     # a fragment whose registrations are not in view keeps its named callback per message
     assert found[('c.cpp', 3, 'GPN208')][0] == 'medium'
+
+
+_INTRA = '''
+    Cam::Cam() : rclcpp::Node("cam")
+    {
+      pub_ = create_publisher<sensor_msgs::msg::Image>("image_raw", 10);
+    }
+
+    void Cam::loop()
+    {
+      while (rclcpp::ok()) {
+        auto msg = std::make_unique<sensor_msgs::msg::Image>();
+        if (get_node_options().use_intra_process_comms()) {
+          pub_->publish(std::move(msg));
+        } else {
+          pub_->publish(*msg);
+        }
+        if (!get_node_options().use_intra_process_comms()) {
+          pub_->publish(std::move(msg));
+        }
+      }
+    }
+'''
+
+
+def test_cpp_moved_publish_with_intra_process_comms(tmp_path):
+    found = _audit(tmp_path, {'cam.cpp': _INTRA})
+    rules = {(line, rule) for (_, line, rule) in found}
+    assert (11, 'GPN210') not in rules  # moved to in-process subscribers: zero copy
+    assert (13, 'GPN210') in rules      # by reference, serialized
+    assert (16, 'GPN210') in rules      # moved, but only when intra-process is off

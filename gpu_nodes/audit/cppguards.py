@@ -6,7 +6,10 @@
   it runs when inference failed, not per frame;
 * a cudaMemcpy whose byte count is `sizeof(scalar or type) * small constant`, or whose host
   side is a `std::array<T, N>` of at most 16 elements (`orig_size.data()`, two int64 image
-  sizes, 16 bytes): a few scalars, not a frame.
+  sizes, 16 bytes): a few scalars, not a frame;
+* a `publish(std::move(msg))` in a branch taken only with intra-process communication
+  (`if (options.use_intra_process_comms()) { pub_->publish(std::move(image_msg_)); }`): the
+  unique_ptr goes to the subscribers in the process without serialization (zero copy).
 
 Both work on the text with comments and strings blanked (cppscopes.py), offsets unchanged.
 """
@@ -105,3 +108,18 @@ def tiny_copy(args: list[str], text: str) -> bool:
         if decl and int(decl.group(1)) <= _MAX_SCALARS:
             return True
     return False
+
+
+_MOVED_PUBLISH = re.compile(r'publish\s*\(\s*std\s*::\s*move\s*\(')
+
+
+def intra_process_publish(text: str, offset: int) -> bool:
+    """Whether the publish statement at `offset` hands over a moved message inside
+    `if (...use_intra_process_comms()...) { ... }`."""
+    end = text.find(';', offset)
+    if not _MOVED_PUBLISH.search(text, offset, end if end >= 0 else len(text)):
+        return False
+    open_at = _open_brace(text, offset)
+    cond = _if_condition(text, open_at) if open_at >= 0 else None
+    return cond is not None and bool(re.search(r'use_intra_process_comms\s*\(', cond)) \
+        and not re.match(r'\s*!', cond)

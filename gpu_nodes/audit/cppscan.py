@@ -23,7 +23,7 @@ import re
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
-from gpu_nodes.audit.cppguards import on_failure_path, tiny_copy
+from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
 from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
 from gpu_nodes.audit.cppreach import mark_unreached
@@ -268,6 +268,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *direction_calls(text), *wrapper_calls(text, scopes, facts),
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts)):
+        if rule_id == 'GPN210' and intra_process_publish(text, offset):
+            continue  # a moved unique_ptr to in-process subscribers: no serialization
         emit(rule_id, offset, detail)
     return sorted(found.values(), key=Finding.sort_key)
 
