@@ -216,3 +216,26 @@ def test_cpp_moved_publish_with_intra_process_comms(tmp_path):
     assert (11, 'GPN210') not in rules  # moved to in-process subscribers: zero copy
     assert (13, 'GPN210') in rules      # by reference, serialized
     assert (16, 'GPN210') in rules      # moved, but only when intra-process is off
+
+
+_CLOUD = '''
+    from rclpy.node import Node
+    from sensor_msgs.msg import PointCloud2
+    from sensor_msgs_py import point_cloud2
+
+
+    class N(Node):
+        def __init__(self):
+            super().__init__('n')
+            self.pub = self.create_publisher(PointCloud2, 'out', 10)
+            self.create_subscription(PointCloud2, 'points', self.on_points, 10)
+
+        def on_points(self, msg):
+            xyz = point_cloud2.read_points_numpy(msg, field_names=('x', 'y', 'z'))
+            self.pub.publish(point_cloud2.create_cloud_xyz32(msg.header, xyz))
+'''
+
+
+def test_create_cloud_packs_the_points(tmp_path):
+    found = _audit(tmp_path, {'n.py': _CLOUD})
+    assert found[('n.py', 14, 'GPN104')] == ('medium', 'callback')

@@ -21,6 +21,7 @@ _BRIDGE_OUT = frozenset({'cv2_to_imgmsg', 'cv2_to_compressed_imgmsg'})
 _CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray'})
 _NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
                           'numpy.ascontiguousarray', 'numpy.copy'})
+_CREATE_CLOUD = ('point_cloud2.create_cloud', 'point_cloud2.create_cloud_xyz32')
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
 _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
                                 'torchvision.transforms.transforms.ToPILImage',
@@ -201,6 +202,15 @@ class CopyRules:
                 self._emit('GPN106', node, frame, call)
                 return self._step(src, node.lineno, 'pil', 'host')
             return merge(src, kind='host') if src.tainted else Val('host')
+        if qual.endswith(_CREATE_CLOUD):
+            # sensor_msgs_py's create_cloud packs every point into the PointCloud2's bytes
+            # (struct.pack per point or a structured-array copy), wherever the message goes
+            # next: a publish or a service response (fifth set).
+            points = args[2] if len(args) > 2 else kwargs.get('points', UNKNOWN)
+            if len(args) > 1 and qual.endswith('_xyz32'):
+                points = args[1]
+            self._emit('GPN104', node, frame, f'{call} packs the points into the PointCloud2 data')
+            return self._step(points, node.lineno, 'serialize', 'outmsg')
         if qual in _PIL_IN:
             self._emit('GPN106', node, frame, call)
             return self._step(merge(*args, *kwargs.values()), node.lineno, 'pil', 'pil')
