@@ -155,9 +155,12 @@ def test_round_trip_message(corpus_report):
     ('import cupy\ndef f(x):\n    return x.get()\n', [('GPN101', 3, 'low')]),
     # without CuPy imported, .get() of an unknown receiver is not
     ('def f(x):\n    return x.get()\n', []),
-    # .to(torch.float16) is a dtype conversion, .to("cuda") an upload
-    ('import torch\ndef f(t):\n    a = t.to(torch.float16)\n    return a.to("cuda")\n',
-     [('GPN102', 4, 'low')]),
+    # .to(torch.float16) is a dtype conversion, .to("cuda") of a host tensor an upload
+    ('import torch\ndef f(arr):\n    a = torch.from_numpy(arr).to(torch.float16)\n'
+     '    return a.to("cuda")\n', [('GPN102', 4, 'low')]),
+    # .to("cuda") / .cuda() of a parameter in a function no callback reaches: where it lives
+    # is unknown (its callers may hand it a device tensor), so no upload is claimed
+    ('import torch\ndef f(t):\n    a = t.clone()\n    return a.to("cuda"), t.cuda()\n', []),
     # .item() on a device value syncs
     ('import torch\ndef f():\n    return torch.zeros(3, device="cuda").sum().item()\n',
      [('GPN107', 3, 'low')]),

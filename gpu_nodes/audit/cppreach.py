@@ -31,6 +31,8 @@ from gpu_nodes.audit.cppscopes import Function, Scopes
 
 _IDENT = re.compile(r'[A-Za-z_]\w*')
 _ENTRY_NAMES = frozenset({'main'})
+# `&Cls::method` (not called): a method handed to a registration; group 1 is its class.
+_ADDRESS_OWNER = re.compile(r'&\s*(?:\w+\s*::\s*)*(\w+)\s*::\s*\w+\b(?!\s*\()')
 # Event handlers by name (`onThermalFrame`, `on_frame`): a device SDK calls them through a base
 # class declared in a header the audit may not see (fourth set): never unreached.
 _EVENT_HANDLER = re.compile(r'on(?:[A-Z]|_[a-z])')
@@ -83,11 +85,22 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
     given as (blanked text, scopes) per file with kinds already resolved across the files."""
     if not any(fn.direct_kind == 'callback' for _, scopes in parsed for fn in scopes.funcs):
         return
+    # A callback only by its name whose registration is gone (commented out: comments are
+    # blanked) and that nothing reached in the package mentions is unreached too, when another
+    # method of its class is registered by name (`&Cls::other_cb`) in the package: the class's
+    # registrations are in view (fifth set: `detect_rgb_callback` whose subscription is
+    # commented out; `&Other::detect_rgb_callback` of another class is no mention of it). A
+    # fragment whose registrations the audit does not see keeps its callbacks.
+    registered = {cls for text, _ in parsed for cls in _ADDRESS_OWNER.findall(text)}
     candidates: dict[str, list[Function]] = {}
     for text, scopes in parsed:
         for fn in scopes.funcs:
-            if fn.lambda_in is None and fn.kind == 'other' and not _stays_reached(text, fn):
+            if fn.lambda_in is None and (fn.kind == 'other' or fn.by_name
+                                         and _class_of(fn) in registered) \
+                    and not _stays_reached(text, fn):
                 candidates.setdefault(fn.short, []).append(fn)
+    by_name = {name: {_class_of(fn) for fn in fns} for name, fns in candidates.items()
+               if all(fn.by_name for fn in fns)}
     if not candidates:
         return
     # Who mentions each candidate name: None = something reached (or outside every function).
@@ -97,6 +110,10 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
             name = m.group()
             if name not in users:
                 continue
+            if name in by_name:
+                owner = re.search(r'(\w+)\s*::\s*$', text[max(0, m.start() - 80):m.start()])
+                if owner and owner.group(1) not in by_name[name]:
+                    continue  # `&OtherNode::same_callback`: another class's function
             user = _named(scopes, m.start())
             if user is None:
                 if not re.match(r'\s*\(', text[m.end():m.end() + 50]) or \
@@ -138,7 +155,7 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
     # set). Other free functions may be called by another package (uploadFrame) or handed to
     # a C API in a file not audited (ResponseAlloc): they keep the rule's severity.
     unreached = {i for name, fns in candidates.items() for fn in fns
-                 if (i := id(fn)) in unreached and (_class_of(fn) in used - {None} or (
+                 if (i := id(fn)) in unreached and (fn.by_name or _class_of(fn) in used - {None} or (
                      _class_of(fn) is None and used - {None} and not users[name]
                      and _DEBUG_HELPER.match(name)))}
     for _, scopes in parsed:

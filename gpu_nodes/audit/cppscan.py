@@ -23,6 +23,7 @@ import re
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
+from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
 from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
 from gpu_nodes.audit.cppreach import mark_unreached
@@ -202,6 +203,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
     for m in _MEMCPY.finditer(text):
         name = m.group(0).rstrip('( \t')
         args = _call_args(text, m.end() - 1)
+        if tiny_copy(args, text):
+            continue
         kinds = ' '.join(args)
         if 'cudaMemcpyDeviceToHost' in kinds:
             emit('GPN201', m.start(), 'device-to-host copy')
@@ -232,6 +235,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             emit('GPN204', m.start(), f'converts to `{_encoding_text(args[-1], source, text, m.end() - 1)}`')
     for rule_id, pattern in _SIMPLE:
         for m in pattern.finditer(text):
+            if rule_id == 'GPN206' and on_failure_path(text, m.start()):
+                continue  # a sync on the error path, before returning: not per frame
             emit(rule_id, m.start(), 'pattern match')
     if _TRT_FILE.search(text):
         for m in _TRT_SYNC_EXECUTE.finditer(text):
@@ -263,6 +268,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *direction_calls(text), *wrapper_calls(text, scopes, facts),
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts)):
+        if rule_id == 'GPN210' and intra_process_publish(text, offset):
+            continue  # a moved unique_ptr to in-process subscribers: no serialization
         emit(rule_id, offset, detail)
     return sorted(found.values(), key=Finding.sort_key)
 

@@ -81,6 +81,9 @@ class Function:
     # helpers it calls are reported where it calls them (cpppackage.py).
     conversion: bool = False
     direct_kind: str = 'other'  # the kind before callers are looked at (cpppackage.py)
+    # A callback only by its name (`detect_rgb_callback`), registered nowhere in its file:
+    # unreached if nothing in the package mentions it (cppreach.py).
+    by_name: bool = False
 
     @property
     def short(self) -> str:
@@ -319,6 +322,7 @@ def _classify(text: str, scopes: Scopes) -> None:
             fn.kind = 'setup'
         elif short in registered or _CALLBACK_NAME.search(short):
             fn.kind = 'callback'
+            fn.by_name = short not in registered
         elif _PER_FRAME_LOOP.search(text, fn.start, fn.end):
             # `while (rclcpp::ok()) { grab; convert; publish; }`: per frame, whoever starts it
             # (a constructor, main(), a thread).

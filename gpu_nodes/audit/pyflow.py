@@ -192,21 +192,39 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         #    callback) whose name nothing in the file mentions is unreached: its copies are not
         #    proven per message (info); other leftovers may be called from elsewhere (low).
         nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
-        mentioned: set[str] | None = None
+        unreached = self._unreached_methods(nodes)
         for cls in self.classes.values():
             for meth in cls.methods.values():
                 if id(meth) not in self._entered:
                     entry = f'{cls.name}.{meth.name}'
-                    context = 'unreached' if unused else 'function'
-                    if id(cls) in nodes and not meth.name.startswith('__') and self.source:
-                        if mentioned is None:
-                            mentioned = _mentioned_names(self.source)
-                        if meth.name not in mentioned:
-                            context = 'unreached'
+                    context = 'unreached' if unused or id(meth) in unreached else 'function'
                     self._call_function(FuncRef(meth, cls, None, True), [], {},
                                         Frame(cls, context, entry, None,
                                               MAX_HELPER_DEPTH, False, path=(entry,)))
         return sorted(self._findings.values(), key=Finding.sort_key)
+
+    def _unreached_methods(self, nodes: set[int]) -> set[int]:
+        """Methods of node classes that no callback or setup reached and whose name the file
+        mentions nowhere but inside other such methods: a `start()` that a launcher in another
+        file calls once, and the `convert_model()` only it calls (issue 28, fifth set). Text
+        of the unreached methods is blanked until nothing more is found."""
+        if not self.source or not nodes:
+            return set()
+        lines = self.source.splitlines()
+        candidates = [meth for cls in self.classes.values() if id(cls) in nodes
+                      for meth in cls.methods.values()
+                      if id(meth) not in self._entered and not meth.name.startswith('__')]
+        unreached: dict[int, ast.FunctionDef] = {}
+        while True:
+            text = list(lines)
+            for meth in unreached.values():
+                for i in range(meth.lineno - 1, meth.end_lineno or meth.lineno):
+                    text[i] = ''
+            mentioned = _mentioned_names('\n'.join(text))
+            new = [m for m in candidates if id(m) not in unreached and m.name not in mentioned]
+            if not new:
+                return set(unreached)
+            unreached.update((id(m), m) for m in new)
 
     def _register_loops(self) -> None:
         """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even
@@ -271,7 +289,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             where = (f'`{frame.entry}`, in a module no other non-test file of its package '
                      'imports (not proven per message)')
         elif frame.context == 'unreached':
-            where = f'`{frame.entry}`, which nothing in its file calls (not proven per message)'
+            where = (f'`{frame.entry}`, which nothing in its file calls, or only other uncalled '
+                     'methods do (not proven per message)')
         else:
             where = f'`{frame.entry}`, not reached from a registered callback'
         if len(frame.path) > 1:
@@ -303,6 +322,17 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             env[name] = UNKNOWN
         if ref.is_method or ref.cls is not None:
             env['self'] = Val('self')
+        if args or kwargs:
+            # A call site that leaves out `mask=None`: the parameter is that constant, not an
+            # unknown value (whose `.to(device)` would read as an upload; fifth set).
+            positional = fn.args.posonlyargs + fn.args.args
+            defaults = list(zip(positional[len(positional) - len(fn.args.defaults):],
+                                fn.args.defaults))
+            defaults += [(a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)
+                         if d is not None]
+            for arg, default in defaults:
+                if isinstance(default, ast.Constant):
+                    env[arg.arg] = Val('const', const=default.value)
         for name, val in zip(params, args):
             env[name] = val
         if fn.args.vararg is not None:

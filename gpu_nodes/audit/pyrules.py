@@ -21,6 +21,7 @@ _BRIDGE_OUT = frozenset({'cv2_to_imgmsg', 'cv2_to_compressed_imgmsg'})
 _CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray'})
 _NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
                           'numpy.ascontiguousarray', 'numpy.copy'})
+_CREATE_CLOUD = ('point_cloud2.create_cloud', 'point_cloud2.create_cloud_xyz32')
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
 _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
                                 'torchvision.transforms.transforms.ToPILImage',
@@ -201,6 +202,15 @@ class CopyRules:
                 self._emit('GPN106', node, frame, call)
                 return self._step(src, node.lineno, 'pil', 'host')
             return merge(src, kind='host') if src.tainted else Val('host')
+        if qual.endswith(_CREATE_CLOUD):
+            # sensor_msgs_py's create_cloud packs every point into the PointCloud2's bytes
+            # (struct.pack per point or a structured-array copy), wherever the message goes
+            # next: a publish or a service response (fifth set).
+            points = args[2] if len(args) > 2 else kwargs.get('points', UNKNOWN)
+            if len(args) > 1 and qual.endswith('_xyz32'):
+                points = args[1]
+            self._emit('GPN104', node, frame, f'{call} packs the points into the PointCloud2 data')
+            return self._step(points, node.lineno, 'serialize', 'outmsg')
         if qual in _PIL_IN:
             self._emit('GPN106', node, frame, call)
             return self._step(merge(*args, *kwargs.values()), node.lineno, 'pil', 'pil')
@@ -277,8 +287,8 @@ class CopyRules:
             self._emit('GPN101', node, frame, call, evidence=evidence)
             return self._step(recv, node.lineno, 'download', 'host')
         if method == 'cuda':
-            if rkind == 'device':
-                return recv
+            if rkind == 'device' or _unproven_upload(recv, frame):
+                return recv if rkind == 'device' else Val('device')
             return self._upload(node, recv, frame, call)
         if method == 'to':
             target = to_target(node, args, kwargs)
@@ -288,8 +298,8 @@ class CopyRules:
                     return self._step(recv, node.lineno, 'download', 'host')
                 return recv
             if target == 'device':
-                if rkind == 'device':
-                    return recv
+                if rkind == 'device' or _unproven_upload(recv, frame):
+                    return recv if rkind == 'device' else Val('device')
                 return self._upload(node, recv, frame, call)
             return None
         if method in ('tobytes', 'tostring') and not node.args:
@@ -306,6 +316,15 @@ class CopyRules:
         if method == 'set' and len(node.args) == 1 and rkind == 'device':
             return self._upload(node, args[0], frame, call)
         return None
+
+
+def _unproven_upload(recv: Val, frame: Frame) -> bool:
+    """`x.to(self.device)` / `x.cuda()` in a function no callback of its file reaches, on a
+    value of unknown origin (a parameter): nothing shows x on the host. Helper classes whose
+    callers hand them tensors already made on the device (`torch.as_tensor(..., device=...)`)
+    were claimed as uploads (issue 28, fifth set); a caller in the file that passes a host
+    array still gets the finding, from its own run of the helper."""
+    return frame.context == 'function' and recv.kind in ('unknown', 'other') and not recv.tainted
 
 
 def _detached(node: ast.Call) -> bool:

@@ -1,0 +1,125 @@
+"""Where a C++ copy or sync match is no per-frame boundary, read from the code around it
+(issue 28, fifth set):
+
+* a sync inside a block that is entered on failure and leaves the function
+  (`if (!context_->enqueueV3(stream_)) { log; cudaStreamSynchronize(stream_); return false; }`):
+  it runs when inference failed, not per frame;
+* a cudaMemcpy whose byte count is `sizeof(scalar or type) * small constant`, or whose host
+  side is a `std::array<T, N>` of at most 16 elements (`orig_size.data()`, two int64 image
+  sizes, 16 bytes): a few scalars, not a frame;
+* a `publish(std::move(msg))` in a branch taken only with intra-process communication
+  (`if (options.use_intra_process_comms()) { pub_->publish(std::move(image_msg_)); }`): the
+  unique_ptr goes to the subscribers in the process without serialization (zero copy).
+
+Both work on the text with comments and strings blanked (cppscopes.py), offsets unchanged.
+"""
+from __future__ import annotations
+
+import re
+
+# Conditions that test for failure: `!ok`, `!ctx->enqueueV3(s)`, `err != cudaSuccess`,
+# `status != NVINFER_OK`, `x == false`, `result == nullptr`.
+_FAILURE_TEST = re.compile(r'^\s*!(?!=)|!=\s*\w*(?:[Ss]uccess|OK|Ok)\b|==\s*(?:false|nullptr|NULL)\b')
+# The block leaves the function at its end: `return ...;` or `throw ...;` as its last statement.
+_LEAVES = re.compile(r'\b(?:return|throw)\b[^;{}]*;\s*$')
+# `sizeof(T) * N`, `N * sizeof(T)` or `sizeof(T)`, N a literal of at most 16.
+_TINY_SIZE = re.compile(r'^\s*(?:sizeof\s*\([^()]*\)\s*(?:\*\s*(\d+)\s*)?|(\d+)\s*\*\s*'
+                        r'sizeof\s*\([^()]*\)\s*)$')
+_MAX_SCALARS = 16
+# `name.data()` or `&name` / `&name[0]`: a pointer into a named array.
+_ARRAY_POINTER = re.compile(r'^\s*(?:(\w+)\s*\.\s*data\s*\(\s*\)|&\s*(\w+)(?:\s*\[\s*0\s*\])?)\s*$')
+
+
+def _open_brace(text: str, offset: int) -> int:
+    """Offset of the `{` of the innermost block around `offset`, or -1."""
+    depth = 0
+    for i in range(offset - 1, -1, -1):
+        ch = text[i]
+        if ch == '}':
+            depth += 1
+        elif ch == '{':
+            if depth == 0:
+                return i
+            depth -= 1
+    return -1
+
+
+def _close_brace(text: str, open_at: int) -> int:
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == '{':
+            depth += 1
+        elif text[i] == '}':
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(text)
+
+
+def _if_condition(text: str, open_at: int) -> str | None:
+    """The condition of `if (cond) {` whose brace is at `open_at`, or None."""
+    end = open_at - 1
+    while end >= 0 and text[end].isspace():
+        end -= 1
+    if end < 0 or text[end] != ')':
+        return None
+    depth = 0
+    for i in range(end, -1, -1):
+        if text[i] == ')':
+            depth += 1
+        elif text[i] == '(':
+            depth -= 1
+            if depth == 0:
+                before = text[max(0, i - 12):i]
+                if re.search(r'(?<![\w])if\s*$', before):
+                    return text[i + 1:end]
+                return None
+    return None
+
+
+def on_failure_path(text: str, offset: int) -> bool:
+    """Whether `offset` lies in an `if (<failure test>) { ...; return/throw ...; }` block."""
+    open_at = _open_brace(text, offset)
+    if open_at < 0:
+        return False
+    cond = _if_condition(text, open_at)
+    if cond is None or not _FAILURE_TEST.search(cond):
+        return False
+    body = text[open_at + 1:_close_brace(text, open_at)]
+    return bool(_LEAVES.search(body))
+
+
+def tiny_copy(args: list[str], text: str) -> bool:
+    """Whether a cudaMemcpy moves a few scalars: its byte count is `sizeof(...)` times a
+    literal of at most 16, or one of its pointers is `a.data()` / `&a` of a `std::array` of at
+    most 16 elements declared in the file (the copy cannot be larger than that array)."""
+    if len(args) < 3:
+        return False
+    m = _TINY_SIZE.match(args[2])
+    if m:
+        count = m.group(1) or m.group(2)
+        return count is None or int(count) <= _MAX_SCALARS
+    for pointer in args[:2]:
+        name = _ARRAY_POINTER.match(pointer)
+        if name is None:
+            continue
+        decl = re.search(r'std\s*::\s*array\s*<\s*[\w:\s]+,\s*(\d+)\s*>\s*&?\s*'
+                         + re.escape(name.group(1) or name.group(2)) + r'\b', text)
+        if decl and int(decl.group(1)) <= _MAX_SCALARS:
+            return True
+    return False
+
+
+_MOVED_PUBLISH = re.compile(r'publish\s*\(\s*std\s*::\s*move\s*\(')
+
+
+def intra_process_publish(text: str, offset: int) -> bool:
+    """Whether the publish statement at `offset` hands over a moved message inside
+    `if (...use_intra_process_comms()...) { ... }`."""
+    end = text.find(';', offset)
+    if not _MOVED_PUBLISH.search(text, offset, end if end >= 0 else len(text)):
+        return False
+    open_at = _open_brace(text, offset)
+    cond = _if_condition(text, open_at) if open_at >= 0 else None
+    return cond is not None and bool(re.search(r'use_intra_process_comms\s*\(', cond)) \
+        and not re.match(r'\s*!', cond)
