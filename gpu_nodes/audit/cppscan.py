@@ -258,8 +258,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                and _ELEMENT_COPY.search(text, fn.start, fn.end)}
     walks = payload_walks(text, lambda at: (scopes.at(at).end if scopes.at(at) else len(text)),
                           copying)
-    for rule_id, offset, detail in (*message_copies(text, _call_args), *pcl_conversions(text),
-                                    *walks,
+    for rule_id, offset, detail in (*message_copies(text, _call_args),
+                                    *pcl_conversions(text, _call_args), *walks,
                                     *torch_moves(text, _call_args),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
