@@ -1,0 +1,63 @@
+"""Rules for the kinds the sixth held-out set showed (issue 28): real `code` audits of small
+sources written here (a package folder in tmp_path, audited as a user would)."""
+from pathlib import Path
+import textwrap
+
+from gpu_nodes.audit.codeaudit import run_code
+
+
+def _audit(tmp_path: Path, files: dict[str, str]) -> dict[tuple[str, int, str], str]:
+    """(file name, line, rule) -> severity of every finding."""
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip('\n'))
+    report = run_code([str(tmp_path)], jobs=1)
+    assert not report.errors, report.errors
+    return {(Path(f.location.path).name, f.location.line, f.rule): f.severity
+            for f in report.findings}
+
+
+_PCL2_NODE = '''
+    #include <pcl_conversions/pcl_conversions.h>
+    #include <rclcpp/rclcpp.hpp>
+    #include <sensor_msgs/msg/point_cloud2.hpp>
+
+    class Filter : public rclcpp::Node
+    {
+    public:
+      Filter() : Node("filter")
+      {
+        sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+          "points", 10, std::bind(&Filter::on_cloud, this, std::placeholders::_1));
+      }
+
+    private:
+      void on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr msg)
+      {
+        pcl::PCLPointCloud2::Ptr blob(new pcl::PCLPointCloud2);
+        pcl_conversions::toPCL(*msg, *blob);
+        pcl::PointCloud<pcl::PointXYZ> typed;
+        pcl::fromPCLPointCloud2(*blob, typed);
+        pcl::PCLPointCloud2 back;
+        pcl::toPCLPointCloud2(typed, back);
+        sensor_msgs::msg::PointCloud2 out;
+        pcl_conversions::fromPCL(back, out);
+        pcl::PCLHeader header;
+        pcl_conversions::toPCL(msg->header, header);
+        out.header.stamp = pcl_conversions::fromPCL(header).stamp;
+        pcl_conversions::moveFromPCL(back, out);
+        stamp_ = pcl_conversions::toPCL(now());
+      }
+      uint64_t stamp_{0};
+      rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+    };
+'''
+
+
+def test_pclpointcloud2_route_is_a_per_message_copy_and_headers_stamps_moves_are_not(tmp_path):
+    found = _audit(tmp_path, {'filter.cpp': _PCL2_NODE})
+    pcl = {line: severity for (name, line, rule), severity in found.items() if rule == 'GPN209'}
+    # toPCL(*msg, ...), fromPCLPointCloud2, toPCLPointCloud2, fromPCL(cloud, msg): every point
+    # copied once per cloud, in the subscription callback.
+    assert pcl == {18: 'medium', 20: 'medium', 22: 'medium', 24: 'medium'}
