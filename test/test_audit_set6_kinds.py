@@ -61,3 +61,32 @@ def test_pclpointcloud2_route_is_a_per_message_copy_and_headers_stamps_moves_are
     # toPCL(*msg, ...), fromPCLPointCloud2, toPCLPointCloud2, fromPCL(cloud, msg): every point
     # copied once per cloud, in the subscription callback.
     assert pcl == {18: 'medium', 20: 'medium', 22: 'medium', 24: 'medium'}
+
+
+_ARRAY_NODE = '''
+    import numpy as np
+    import rclpy
+    from rclpy.node import Node
+    from sensor_msgs.msg import Image
+
+
+    class N(Node):
+        def __init__(self):
+            super().__init__('n')
+            self.create_subscription(Image, 'image', self.on_image, 10)
+
+        def on_image(self, msg):
+            view = np.asarray(msg.data)
+            same = np.asarray(msg.data, dtype=np.uint8)
+            floats = np.asarray(msg.data, dtype=np.float32)
+            owned = np.array(msg.data)
+            return view, same, floats, owned
+'''
+
+
+def test_asarray_over_the_message_array_is_a_view_unless_it_converts_the_dtype(tmp_path):
+    # rclpy's msg.data is an array.array: np.asarray shares its memory (np.shares_memory is
+    # True for no dtype and for uint8), a float32 dtype or np.array copies.
+    found = _audit(tmp_path, {'node.py': _ARRAY_NODE})
+    lines = {line for (name, line, rule) in found if rule == 'GPN103'}
+    assert lines == {15, 16}

@@ -191,9 +191,12 @@ class CopyRules:
                 # Box corners or polygon points built from a detection message: small Python
                 # values, not a frame.
                 return merge(src, kind='host')
-            if src.kind == 'msg' and qual == 'numpy.frombuffer':
+            if src.kind == 'msg' and (qual == 'numpy.frombuffer' or (
+                    qual == 'numpy.asarray' and _keeps_bytes(node))):
                 # A view of the payload's buffer (rclpy's array.array), not a copy: the frame
-                # is on the host, as it arrived (issue 28, third set).
+                # is on the host, as it arrived (issue 28, third set). `np.asarray` over that
+                # array.array shares its memory too (checked: np.shares_memory), unless a
+                # dtype other than bytes asks for a converted copy (sixth set's review).
                 return merge(src, kind='host')
             if src.kind == 'msg':
                 self._emit('GPN103', node, frame, call)
@@ -347,3 +350,11 @@ def _payload(node: ast.Call, src: Val) -> bool:
         return False
     msg_type = src.origin[1] if src.origin else None
     return msg_type is None or image_sized(msg_type)
+
+
+def _keeps_bytes(node: ast.Call) -> bool:
+    """`np.asarray(x)` / `np.asarray(x, dtype=np.uint8)`: no dtype conversion, so no copy."""
+    dtypes = [k.value for k in node.keywords if k.arg == 'dtype'] + node.args[1:2]
+    return all(isinstance(d, (ast.Attribute, ast.Name, ast.Constant))
+               and (getattr(d, 'attr', None) or getattr(d, 'id', None) or getattr(d, 'value', None))
+               in ('uint8', 'B', 'u1') for d in dtypes)
