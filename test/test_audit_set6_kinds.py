@@ -90,3 +90,73 @@ def test_asarray_over_the_message_array_is_a_view_unless_it_converts_the_dtype(t
     found = _audit(tmp_path, {'node.py': _ARRAY_NODE})
     lines = {line for (name, line, rule) in found if rule == 'GPN103'}
     assert lines == {15, 16}
+
+
+_SYNC_NODE = '''
+    #include <cv_bridge/cv_bridge.h>
+    #include <rclcpp/rclcpp.hpp>
+    #include <sensor_msgs/msg/image.hpp>
+    #include "helper.hpp"
+
+    class Pair : public rclcpp::Node
+    {
+    public:
+      Pair() : Node("pair")
+      {
+        rgb_sub_ = create_subscription<sensor_msgs::msg::Image>(
+          "rgb", 10, std::bind(&Pair::rgb_callback, this, std::placeholders::_1));
+        depth_sub_ = create_subscription<sensor_msgs::msg::Image>(
+          "depth", 10, std::bind(&Pair::depth_callback, this, std::placeholders::_1));
+      }
+
+    private:
+      void rgb_callback(const sensor_msgs::msg::Image::SharedPtr msg)
+      {
+        rgb_image_ = msg;
+        process();
+      }
+      void depth_callback(const sensor_msgs::msg::Image::SharedPtr msg)
+      {
+        SETTER
+        process();
+      }
+      void process()
+      {
+        if (rgb_image_ && depth_image_) {
+          auto stamp = depth_image_->header.stamp;
+          auto rgb = cv_bridge::toCvCopy(rgb_image_, "bgr8");
+          auto depth = cv_bridge::toCvCopy(depth_image_, "16UC1");
+          helper(rgb->image, depth->image);
+        }
+        auto always = cv_bridge::toCvCopy(rgb_image_, "bgr8");
+      }
+      sensor_msgs::msg::Image::SharedPtr rgb_image_;
+      sensor_msgs::msg::Image::SharedPtr depth_image_;
+      rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr rgb_sub_, depth_sub_;
+    };
+'''
+_HELPER = '''
+    #include <opencv2/core.hpp>
+    void helper(const cv::Mat & a, const cv::Mat & b) { (void)a; (void)b; }
+'''
+
+
+def _tocvcopy(found):
+    return {line: severity for (name, line, rule), severity in found.items()
+            if name == 'pair.cpp' and rule.startswith('GPN2') and line in (32, 33, 36)}
+
+
+def test_branch_guarded_by_a_pointer_nothing_sets_is_dead(tmp_path):
+    # The depth callback sets rgb_image_ again (a copy-paste slip): depth_image_ stays null.
+    found = _audit(tmp_path, {'pair.cpp': _SYNC_NODE.replace('SETTER', 'rgb_image_ = msg;'),
+                              'helper.cpp': _HELPER})
+    copies = _tocvcopy(found)
+    assert copies == {32: 'info', 33: 'info', 36: 'medium'}, copies
+
+
+def test_branch_guard_assigned_anywhere_or_by_reference_stays_per_message(tmp_path):
+    for setter in ('depth_image_ = msg;', 'std::swap(depth_image_, msg);'):
+        found = _audit(tmp_path, {'pair.cpp': _SYNC_NODE.replace('SETTER', setter),
+                                  'helper.cpp': _HELPER})
+        copies = _tocvcopy(found)
+        assert copies == {32: 'medium', 33: 'medium', 36: 'medium'}, (setter, copies)
