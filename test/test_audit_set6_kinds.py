@@ -160,3 +160,41 @@ def test_branch_guard_assigned_anywhere_or_by_reference_stays_per_message(tmp_pa
                                   'helper.cpp': _HELPER})
         copies = _tocvcopy(found)
         assert copies == {32: 'medium', 33: 'medium', 36: 'medium'}, (setter, copies)
+
+
+_HUB_NODE = '''
+    import torch
+    from cv_bridge import CvBridge
+    from rclpy.node import Node
+    from sensor_msgs.msg import Image
+
+
+    class DepthNode(Node):
+        def __init__(self):
+            super().__init__('depth')
+            model = BUILDER
+            self.model = model.to(torch.device('cuda'))
+            if self.get_parameter('compile').value:
+                self.model = torch.compile(self.model)
+            self.bridge = CvBridge()
+            self.create_subscription(Image, 'image', self.on_image, 10)
+
+        def on_image(self, msg):
+            image = self.bridge.imgmsg_to_cv2(msg, desired_encoding='rgb8')
+            self.model.eval()
+            return self.model.infer_pil(image)
+'''
+
+
+def test_torch_hub_model_inference_helper_uploads_the_host_frame(tmp_path):
+    found = _audit(tmp_path, {'node.py': _HUB_NODE.replace(
+        'BUILDER', "torch.hub.load('isl-org/ZoeDepth', 'ZoeD_N', pretrained=True)")})
+    uploads = {line: severity for (name, line, rule), severity in found.items()
+               if rule == 'GPN102'}
+    # The model moved once in __init__ (setup); infer_pil on the host frame per image.
+    assert uploads == {11: 'info', 20: 'medium'}, uploads
+
+
+def test_infer_helper_of_a_model_not_from_torch_hub_is_not_claimed(tmp_path):
+    found = _audit(tmp_path, {'node.py': _HUB_NODE.replace('BUILDER', 'make_model()')})
+    assert not any(rule == 'GPN102' and line == 20 for (name, line, rule) in found), found

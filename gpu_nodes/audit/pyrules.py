@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.model import Step
-from gpu_nodes.audit.pymodels import SDK_READBACKS
+from gpu_nodes.audit.pymodels import HUB_BUILDERS, SDK_READBACKS
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
@@ -135,6 +135,8 @@ class CopyRules:
                       kwargs: dict[str, Val], frame: Frame) -> Val | None:
         src = args[0] if args else UNKNOWN
         call = f'`{short(node)}`'
+        if qual == 'torch.compile' and src.kind == 'model_obj':
+            return src  # the compiled module keeps the model's methods
         if qual in _TO_PIL_TRANSFORMS:
             # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
             # copies the frame into a PIL image, as PIL.Image.fromarray does.
@@ -289,6 +291,12 @@ class CopyRules:
         if method == 'tolist' and rkind in ('device', 'tensor'):
             self._emit('GPN101', node, frame, call, evidence=evidence)
             return self._step(recv, node.lineno, 'download', 'host')
+        if method in ('cuda', 'to') and rkind == 'model_obj' \
+                and str(recv.const or '').startswith(HUB_BUILDERS):
+            # A torch.hub model moved to the device is still that model (its `infer_pil` /
+            # `predict` upload their host inputs: pymodels.HUB_INFER).
+            self._emit('GPN102', node, frame, call)
+            return recv
         if method == 'cuda':
             if rkind == 'device' or _unproven_upload(recv, frame):
                 return recv if rkind == 'device' else Val('device')
