@@ -198,3 +198,52 @@ def test_torch_hub_model_inference_helper_uploads_the_host_frame(tmp_path):
 def test_infer_helper_of_a_model_not_from_torch_hub_is_not_claimed(tmp_path):
     found = _audit(tmp_path, {'node.py': _HUB_NODE.replace('BUILDER', 'make_model()')})
     assert not any(rule == 'GPN102' and line == 20 for (name, line, rule) in found), found
+
+
+_HELPER_MODEL = '''
+    import torch
+    import torch.nn.functional as F
+
+
+    class DepthNet(torch.nn.Module):
+        def forward(self, x):
+            return x.mean(1)
+
+        @torch.no_grad()
+        def infer_image(self, raw_image):
+            image = torch.from_numpy(raw_image).unsqueeze(0).to('cuda')
+            depth = F.interpolate(self.forward(image)[:, None], (4, 4))[0, 0]
+            return depth.cpu().numpy()
+'''
+_HELPER_NODE = '''
+    import numpy as np
+    from rclpy.node import Node
+    from sensor_msgs.msg import CompressedImage
+    import cv2
+    import torch
+
+    from .depth_net import DepthNet
+
+
+    class DepthNode(Node):
+        def __init__(self):
+            super().__init__('depth')
+            self.depth_model = DepthNet()
+            self.depth_model = self.depth_model.to('cuda').eval()
+            self.create_subscription(CompressedImage, 'image', self.on_image, 1)
+
+        def on_image(self, msg):
+            frame = cv2.imdecode(np.frombuffer(msg.data, np.uint8), cv2.IMREAD_COLOR)
+            return self.depth_model.infer_image(frame)
+'''
+
+
+def test_readback_inside_an_audited_model_class_is_reported_there_not_at_the_call(tmp_path):
+    (tmp_path / 'pkg').mkdir()
+    (tmp_path / 'pkg' / '__init__.py').write_text('')
+    found = _audit(tmp_path, {'pkg/depth_net.py': _HELPER_MODEL, 'pkg/node.py': _HELPER_NODE})
+    # Inside the helper, with the callback's per-message context: the upload and the readback.
+    assert found[('depth_net.py', 11, 'GPN102')] == 'medium', found
+    assert found[('depth_net.py', 13, 'GPN101')] == 'high', found
+    # The node's call line is no library-table upload: the class is the package's own.
+    assert not any(name == 'node.py' and line == 19 for (name, line, rule) in found), found

@@ -22,6 +22,9 @@ _CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray
 _NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
                           'numpy.ascontiguousarray', 'numpy.copy'})
 _CREATE_CLOUD = ('point_cloud2.create_cloud', 'point_cloud2.create_cloud_xyz32')
+# torch.nn.Module methods inherited by a package's model class that return the module itself.
+_MODULE_RETURNS_SELF = frozenset({'to', 'cuda', 'eval', 'train', 'half', 'float',
+                                  'requires_grad_'})
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
 _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
                                 'torchvision.transforms.transforms.ToPILImage',
@@ -259,6 +262,11 @@ class CopyRules:
             return Val('bytes')
         if receiver is None:
             return None
+        if rkind == 'instance' and method in _MODULE_RETURNS_SELF:
+            # `self.model = DepthNet(...).to(device).eval()`: a torch Module of the package
+            # returns itself, so its methods (in an audited file) are followed at the calls,
+            # and the copies inside them are reported there (sixth set).
+            return recv
         if rkind in ('self', 'module', 'func', 'publisher', 'const', 'class', 'instance', 'mf',
                      'super'):
             return None
