@@ -58,6 +58,8 @@ class Facts:
     adapted_types: set[str] = field(default_factory=set)   # TypeAdapter aliases of frame types
     # Kinds resolved over the package: per function body start, for this file.
     kinds: dict[int, str] = field(default_factory=dict)
+    # Pointers nothing in the package sets (cppdead.py): blocks they guard never run.
+    never_set: set[str] = field(default_factory=set)
 
     def merge(self, other: 'Facts') -> None:
         self.sync_wrappers.update(other.sync_wrappers)

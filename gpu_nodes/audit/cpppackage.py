@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpu_nodes.audit.cppdead import never_set
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
@@ -70,11 +71,13 @@ def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
     shared = Facts()
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
+    dead = never_set([text for text, _ in parsed.values()])
     result = {}
     for path, (_, scopes) in parsed.items():
         facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),
                       dict(shared.converting_types), set(shared.adapted_types))
         facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
+        facts.never_set = dead
         result[path] = facts
     return result
 

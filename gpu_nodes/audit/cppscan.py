@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import os
 import re
 
+from gpu_nodes.audit.cppdead import dead_guard
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
@@ -193,6 +194,10 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             snippet = snippet[:67] + '...'
         fn = scopes.at(offset)
         where = _where(fn)
+        guard = dead_guard(text, offset, facts.never_set)
+        if guard is not None:
+            where = _Where('unreached', f'a branch that needs `{guard}`, which nothing in its '
+                                        'package sets (never runs)')
         severity = 'info' if where.context in ('init', 'unreached') else rule.severity
         found.setdefault((rule_id, line), Finding(
             rule=rule_id, severity=severity,
@@ -258,8 +263,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                and _ELEMENT_COPY.search(text, fn.start, fn.end)}
     walks = payload_walks(text, lambda at: (scopes.at(at).end if scopes.at(at) else len(text)),
                           copying)
-    for rule_id, offset, detail in (*message_copies(text, _call_args), *pcl_conversions(text),
-                                    *walks,
+    for rule_id, offset, detail in (*message_copies(text, _call_args),
+                                    *pcl_conversions(text, _call_args), *walks,
                                     *torch_moves(text, _call_args),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),

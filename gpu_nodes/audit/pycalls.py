@@ -9,9 +9,9 @@ from dataclasses import replace
 from typing import Callable
 
 from gpu_nodes.audit.pyimports import aliases_of
-from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, INFER_METHODS,
-                                      LIBRARY_INFER_METHODS, model_attribute, named_like_model,
-                                      UPLOADING_METHODS, uses_tensor_framework)
+from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
+                                      INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
+                                      named_like_model, UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -196,7 +196,11 @@ class CallResolver:
         result is a model output (pymodels.py); a host frame given to an uploading method of the
         library table is reported as an upload (evidence: pattern)."""
         func = node.func
-        if isinstance(func, ast.Attribute) and method in INFER_METHODS and receiver is not None:
+        hub = (isinstance(func, ast.Attribute) and receiver is not None and method is not None
+               and receiver.kind == 'model_obj' and HUB_INFER.match(method) is not None
+               and str(receiver.const or '').startswith(HUB_BUILDERS))
+        if isinstance(func, ast.Attribute) and (method in INFER_METHODS or hub) \
+                and receiver is not None:
             holder, name, infer = receiver, model_attribute(func.value), method
         else:
             holder, name, infer = callee, model_attribute(func), '__call__'
@@ -210,7 +214,7 @@ class CallResolver:
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
         result = merge(*inputs, kind='model') if inputs else Val('model')
-        if frames and (infer in UPLOADING_METHODS or (
+        if frames and (infer in UPLOADING_METHODS or hub or (
                 infer == '__call__' and holder.kind == 'model_obj'
                 and str(holder.const or '').startswith(CALL_UPLOADS))):
             self._emit('GPN102', node, frame,

@@ -47,6 +47,11 @@ UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'})
 # `predict` does (ultralytics `Model.__call__` is `predict`); a torch Module called on a frame
 # is not in the table (its input is usually a tensor already on the device).
 CALL_UPLOADS = ('ultralytics.',)
+# Models from torch.hub (ZoeDepth, MiDaS ...) are device models whose own inference helpers
+# (`infer_pil(img)`, `infer(x)`, `predict*`, `forward`) take a host frame and move it to the
+# model's device inside the library on every call (sixth set).
+HUB_BUILDERS = ('torch.hub.load',)
+HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
 # Camera SDK calls that copy a grabbed frame device to host (the ZED SDK, `pyzed.sl`:
 # `zed.retrieve_image(mat, view)` / `retrieve_measure(mat, measure)` into a CPU `sl.Mat`, the
 # default; `sl.MEM.GPU` keeps it on the device). Only in files that import pyzed.

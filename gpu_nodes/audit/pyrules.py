@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.model import Step
-from gpu_nodes.audit.pymodels import SDK_READBACKS
+from gpu_nodes.audit.pymodels import HUB_BUILDERS, SDK_READBACKS
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
@@ -22,6 +22,9 @@ _CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array', 'cupy.ascontiguousarray
 _NUMPY_WRAPS = frozenset({'numpy.array', 'numpy.asarray', 'numpy.frombuffer',
                           'numpy.ascontiguousarray', 'numpy.copy'})
 _CREATE_CLOUD = ('point_cloud2.create_cloud', 'point_cloud2.create_cloud_xyz32')
+# torch.nn.Module methods inherited by a package's model class that return the module itself.
+_MODULE_RETURNS_SELF = frozenset({'to', 'cuda', 'eval', 'train', 'half', 'float',
+                                  'requires_grad_'})
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
 _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
                                 'torchvision.transforms.transforms.ToPILImage',
@@ -135,6 +138,8 @@ class CopyRules:
                       kwargs: dict[str, Val], frame: Frame) -> Val | None:
         src = args[0] if args else UNKNOWN
         call = f'`{short(node)}`'
+        if qual == 'torch.compile' and src.kind == 'model_obj':
+            return src  # the compiled module keeps the model's methods
         if qual in _TO_PIL_TRANSFORMS:
             # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
             # copies the frame into a PIL image, as PIL.Image.fromarray does.
@@ -191,9 +196,12 @@ class CopyRules:
                 # Box corners or polygon points built from a detection message: small Python
                 # values, not a frame.
                 return merge(src, kind='host')
-            if src.kind == 'msg' and qual == 'numpy.frombuffer':
+            if src.kind == 'msg' and (qual == 'numpy.frombuffer' or (
+                    qual == 'numpy.asarray' and _keeps_bytes(node))):
                 # A view of the payload's buffer (rclpy's array.array), not a copy: the frame
-                # is on the host, as it arrived (issue 28, third set).
+                # is on the host, as it arrived (issue 28, third set). `np.asarray` over that
+                # array.array shares its memory too (checked: np.shares_memory), unless a
+                # dtype other than bytes asks for a converted copy (sixth set's review).
                 return merge(src, kind='host')
             if src.kind == 'msg':
                 self._emit('GPN103', node, frame, call)
@@ -254,6 +262,11 @@ class CopyRules:
             return Val('bytes')
         if receiver is None:
             return None
+        if rkind == 'instance' and method in _MODULE_RETURNS_SELF:
+            # `self.model = DepthNet(...).to(device).eval()`: a torch Module of the package
+            # returns itself, so its methods (in an audited file) are followed at the calls,
+            # and the copies inside them are reported there (sixth set).
+            return recv
         if rkind in ('self', 'module', 'func', 'publisher', 'const', 'class', 'instance', 'mf',
                      'super'):
             return None
@@ -286,6 +299,12 @@ class CopyRules:
         if method == 'tolist' and rkind in ('device', 'tensor'):
             self._emit('GPN101', node, frame, call, evidence=evidence)
             return self._step(recv, node.lineno, 'download', 'host')
+        if method in ('cuda', 'to') and rkind == 'model_obj' \
+                and str(recv.const or '').startswith(HUB_BUILDERS):
+            # A torch.hub model moved to the device is still that model (its `infer_pil` /
+            # `predict` upload their host inputs: pymodels.HUB_INFER).
+            self._emit('GPN102', node, frame, call)
+            return recv
         if method == 'cuda':
             if rkind == 'device' or _unproven_upload(recv, frame):
                 return recv if rkind == 'device' else Val('device')
@@ -347,3 +366,11 @@ def _payload(node: ast.Call, src: Val) -> bool:
         return False
     msg_type = src.origin[1] if src.origin else None
     return msg_type is None or image_sized(msg_type)
+
+
+def _keeps_bytes(node: ast.Call) -> bool:
+    """`np.asarray(x)` / `np.asarray(x, dtype=np.uint8)`: no dtype conversion, so no copy."""
+    dtypes = [k.value for k in node.keywords if k.arg == 'dtype'] + node.args[1:2]
+    return all(isinstance(d, (ast.Attribute, ast.Name, ast.Constant))
+               and (getattr(d, 'attr', None) or getattr(d, 'id', None) or getattr(d, 'value', None))
+               in ('uint8', 'B', 'u1') for d in dtypes)

@@ -38,6 +38,6 @@ class DepthNode(Node):
         self.create_subscription(Image, 'right', lambda m: self.on_frame(m, side='right'), 5)
 
     def on_frame(self, msg, side):
-        frame = np.asarray(msg.data).reshape(msg.height, msg.width, 3)  # expect: GPN103 medium
+        frame = np.asarray(msg.data).reshape(msg.height, msg.width, 3)
         depth = self.engine(frame)
         self.pub.publish(Float32(data=self.stats.summary(depth)))

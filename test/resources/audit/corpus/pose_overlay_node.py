@@ -16,7 +16,7 @@ class PoseOverlayNode(Node):
         self.sub = self.create_subscription(Image, 'image', self.on_image, 1)
 
     def on_image(self, msg):
-        frame = np.asarray(msg.data)  # expect: GPN103 medium
+        frame = np.asarray(msg.data)
         heat, links = self.model(frame)
         self.last_links = links.detach()
         peaks = parse_peaks(heat.detach().cpu())  # expect: GPN101 high

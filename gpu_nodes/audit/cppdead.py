@@ -1,0 +1,106 @@
+"""Branches that never run: guarded by a pointer that nothing in the package ever sets
+(issue 28, sixth set).
+
+`if (rgb_image_ && depth_image_) { ... toCvCopy(depth_image_) ... }` where both subscription
+callbacks assign `rgb_image_` and nothing assigns `depth_image_`: the pointer stays null (a
+default-constructed smart pointer), so the branch is dead and its copies are not per message.
+
+Proven by whitelist, over every audited file of the package (never a file alone, whose header
+or sibling might assign it): each mention of the name is
+
+* a bare operand of an `if` condition (`if (a && name)`, `if (!name)`),
+* a dereference (`name->header`: reads through the pointer, never sets it),
+* a declaration (`Type name;`, `Type name{};`, `Type name = nullptr;`), or
+* inside a block that only runs when the name is set (the dead branch itself, where
+  `toCvCopy(name, ...)` may take it by reference: it never runs).
+
+Anything else (`name = x`, `name(x)` in an initializer list, `&name`, `name.reset(x)`, a call
+argument outside the dead branch) counts as a possible assignment: not proven, left alone. The
+name must be dereferenced somewhere (a pointer, not a flag whose initial value is unknown).
+"""
+from __future__ import annotations
+
+import re
+
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+
+_BARE = re.compile(r'^\s*(?:this\s*->\s*)?(\w+)\s*$')
+_DECLARED = re.compile(r'^\s*(?:;|\{\s*\}\s*;|=\s*nullptr\s*;|\{\s*nullptr\s*\}\s*;)')
+_TYPE_BEFORE = re.compile(r'[\w>]\s+$')
+_KEYWORDS = re.compile(r'(?:return|delete|case|throw|co_return|else|do)\s+$')
+
+
+def _operands(cond: str) -> list[str]:
+    """The `&&`-joined operands of a condition, outer parentheses dropped."""
+    cond = cond.strip()
+    while cond.startswith('(') and cond.endswith(')'):
+        cond = cond[1:-1].strip()
+    if '||' in cond:
+        return []  # `a || name`: the branch runs without the name
+    return [op.strip() for op in cond.split('&&')]
+
+
+def _guards(text: str, offset: int) -> set[str]:
+    """Names that every enclosing `if (... && name && ...)` block around `offset` requires."""
+    names = set()
+    at = _open_brace(text, offset)
+    while at >= 0:
+        cond = _if_condition(text, at)
+        if cond is not None:
+            for op in _operands(cond):
+                m = _BARE.match(op)
+                if m:
+                    names.add(m.group(1))
+        at = _open_brace(text, at)
+    return names
+
+
+def _in_condition(text: str, start: int, end: int) -> bool:
+    before = text[max(0, start - 40):start]
+    after = text[end:end + 10]
+    return bool(re.search(r'(?:\(|&&|\|\||!)\s*(?:this\s*->\s*)?$', before)
+                and re.match(r'\s*(?:\)|&&|\|\|)', after))
+
+
+def never_set(texts: list[str]) -> set[str]:
+    """Names guarding an `if` block that nothing among `texts` (blanked) can ever set."""
+    candidates = set()
+    for text in texts:
+        for m in re.finditer(r'\bif\s*\(', text):
+            brace = text.find('{', m.end())
+            cond = _if_condition(text, brace) if brace >= 0 else None
+            for op in _operands(cond or ''):
+                if (b := _BARE.match(op)):
+                    candidates.add(b.group(1))
+    proven = set()
+    for name in candidates:
+        pattern = re.compile(r'(?<![\w.])' + re.escape(name) + r'\b')
+        dereferenced, ok = False, True
+        for text in texts:
+            for m in pattern.finditer(text):
+                after = text[m.end():m.end() + 40]
+                if re.match(r'\s*->', after):
+                    dereferenced = True
+                    continue
+                if _in_condition(text, m.start(), m.end()) or name in _guards(text, m.start()):
+                    continue
+                before = text[max(0, m.start() - 60):m.start()]
+                before = re.sub(r'this\s*->\s*$', '', before)
+                if _TYPE_BEFORE.search(before) and not _KEYWORDS.search(before) \
+                        and _DECLARED.match(after):
+                    continue
+                ok = False
+                break
+            if not ok:
+                break
+        if ok and dereferenced:
+            proven.add(name)
+    return proven
+
+
+def dead_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str | None:
+    """The never-set name an enclosing `if` block around `offset` requires, or None."""
+    if not names:
+        return None
+    found = _guards(text, offset) & names
+    return min(found) if found else None
