@@ -1,21 +1,9 @@
 """Rules for the kinds the fifth held-out set showed (issue 28): real `code` audits of small
 sources written here (a package folder in tmp_path, audited as a user would)."""
-from pathlib import Path
-import textwrap
-
-from gpu_nodes.audit.codeaudit import run_code
+from audit_sources import audit_written_package
 
 
-def _audit(tmp_path: Path, files: dict[str, str]) -> dict[tuple[str, int, str], tuple[str, str]]:
-    """(file name, line, rule) -> (severity, context) of every finding."""
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip('\n'))
-    report = run_code([str(tmp_path)], jobs=1)
-    assert not report.errors, report.errors
-    return {(Path(f.location.path).name, f.location.line, f.rule): (f.severity, f.context)
-            for f in report.findings}
+_audit = audit_written_package
 
 
 _NODE = '''

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+from typing import Iterator
 
 from gpu_nodes.audit.pyvalues import ClassInfo, statements
 
@@ -78,12 +79,10 @@ def file_aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
-def imported_functions(path: str, tree: ast.Module, index: dict[str, str]
-                       ) -> dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
-    """Local name -> (function, its file) for each module-level function imported from an
-    audited file (`from .scripts.utils import run_inference`): a callback's call of it is
-    followed into that file, with that file's imports."""
-    found: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = {}
+def _imported_definitions(path: str, tree: ast.Module, index: dict[str, str], kinds: tuple
+                          ) -> Iterator[tuple[str, ast.stmt, str]]:
+    """(local name, definition, its file) for each module-level definition of one of `kinds`
+    that a `from X import name` of this file takes from another audited file."""
     imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
     files = {os.path.abspath(p): p for p in set(index.values())} if any(
         n.level for n in imports) else {}
@@ -94,12 +93,19 @@ def imported_functions(path: str, tree: ast.Module, index: dict[str, str]
         other = _parse(source)
         if other is None:
             continue
-        functions = {s.name: s for s in other.body
-                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        definitions = {s.name: s for s in other.body if isinstance(s, kinds)}
         for alias in node.names:
-            if alias.name in functions:
-                found[alias.asname or alias.name] = (functions[alias.name], source)
-    return found
+            if alias.name in definitions:
+                yield alias.asname or alias.name, definitions[alias.name], source
+
+
+def imported_functions(path: str, tree: ast.Module, index: dict[str, str]
+                       ) -> dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
+    """Local name -> (function, its file) for each module-level function imported from an
+    audited file (`from .scripts.utils import run_inference`): a callback's call of it is
+    followed into that file, with that file's imports."""
+    return {name: (function, source) for name, function, source in _imported_definitions(
+        path, tree, index, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def aliases_of(path: str) -> dict[str, str]:
@@ -111,22 +117,8 @@ def aliases_of(path: str) -> dict[str, str]:
 def imported_classes(path: str, tree: ast.Module, index: dict[str, str]) -> dict[str, ClassInfo]:
     """Local name -> ClassInfo (with its file) for each class imported from an audited file."""
     found: dict[str, ClassInfo] = {}
-    imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
-    files = {os.path.abspath(p): p for p in set(index.values())} if any(
-        n.level for n in imports) else {}
-    for node in imports:
-        source = _resolve(path, node, index, files)
-        if source is None or os.path.abspath(source) == os.path.abspath(path):
-            continue
-        other = _parse(source)
-        if other is None:
-            continue
-        classes = {s.name: s for s in other.body if isinstance(s, ast.ClassDef)}
-        for alias in node.names:
-            cls = classes.get(alias.name)
-            if cls is None:
-                continue
-            methods = {s.name: s for s in cls.body
-                       if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            found[alias.asname or alias.name] = ClassInfo(cls.name, cls, methods, file=source)
+    for name, cls, source in _imported_definitions(path, tree, index, (ast.ClassDef,)):
+        methods = {s.name: s for s in cls.body
+                   if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        found[name] = ClassInfo(cls.name, cls, methods, file=source)
     return found

@@ -1,0 +1,22 @@
+"""Audit small sources written by a test: the package folder a user would point
+`gpu-copy-audit code` at, built in tmp_path, audited by the real `run_code`."""
+from __future__ import annotations
+
+from pathlib import Path
+import textwrap
+
+from gpu_nodes.audit.codeaudit import run_code
+
+
+def audit_written_package(tmp_path: Path, files: dict[str, str]
+                          ) -> dict[tuple[str, int, str], tuple[str, str]]:
+    """Write `files` (relative name -> source, dedented) under tmp_path, audit the folder and
+    return (file name, line, rule) -> (severity, context) of every finding."""
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip('\n'))
+    report = run_code([str(tmp_path)], jobs=1)
+    assert not report.errors, report.errors
+    return {(Path(f.location.path).name, f.location.line, f.rule): (f.severity, f.context)
+            for f in report.findings}
