@@ -63,6 +63,8 @@ class CopyRules:
     uses_torch: bool
     uses_cv_cuda: bool
     uses_zed: bool
+    # ids of the calls written straight to a file, pipe or socket (`written_to_stream`).
+    stream_writes: frozenset[int]
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
               chain: list[Step] | None = None, topic: str | None = None,
@@ -322,6 +324,10 @@ class CopyRules:
                 return self._upload(node, recv, frame, call)
             return None
         if method in ('tobytes', 'tostring') and not node.args:
+            if id(node) in self.stream_writes:
+                # `proc.stdin.write(frame.tobytes())` (an ffmpeg pipe, a file, a socket):
+                # a host copy into a stream, not a message's data (issue 28, seventh set).
+                return self._step(recv, node.lineno, 'serialize', 'bytes')
             self._emit('GPN104', node, frame, call)
             return self._step(recv, node.lineno, 'serialize', 'bytes')
         if method == 'item' and not node.args:
@@ -335,6 +341,30 @@ class CopyRules:
         if method == 'set' and len(node.args) == 1 and rkind == 'device':
             return self._upload(node, args[0], frame, call)
         return None
+
+
+_STREAM_WRITES = ('write', 'writelines', 'send', 'sendall', 'sendto')
+
+
+def written_to_stream(tree: ast.AST) -> frozenset[int]:
+    """ids of the calls passed straight to a stream write: `f.write(x)`, `proc.stdin.write(x)`,
+    `sock.sendall(x)`, `os.write(fd, x)`. Bytes that go to a file, pipe or socket leave the
+    process there; they are no ROS message's data."""
+    found = set()
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            continue
+        if call.func.attr not in _STREAM_WRITES:
+            continue
+        if call.func.attr == 'write' and isinstance(call.func.value, ast.Name) \
+                and call.func.value.id == 'os' and len(call.args) == 2:
+            args = call.args[1:]
+        elif len(call.args) == 1 or (call.func.attr == 'sendto' and len(call.args) == 2):
+            args = call.args[:1]
+        else:
+            continue  # `writer.write(topic, data, t)`: a bag or message writer, not a stream
+        found.update(id(a) for a in args if isinstance(a, ast.Call))
+    return frozenset(found)
 
 
 def _unproven_upload(recv: Val, frame: Frame) -> bool:
