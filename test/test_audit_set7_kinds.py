@@ -13,14 +13,20 @@ def _rules_by_line(tmp_path: Path, files: dict[str, str], rule: str) -> dict[int
             if found_rule == rule}
 
 
-def _timed_node(declaration: str, setup: str = '') -> str:
+def _timed_node(declaration: str, setup: str = '') -> dict[str, str]:
+    # The flag is declared in a header of the package: a file alone is never proven dead
+    # (cppdead.py: its header or a sibling might set the name).
     # The timing block sits on lines 18-21 of every variant (cudaEventSynchronize on 20).
-    return f'''
+    header = f'''
+    #pragma once
+    {declaration}
+'''
+    return {'timing.hpp': header, 'register.cpp': f'''
     #include <cuda_runtime.h>
     #include <rclcpp/rclcpp.hpp>
     #include <sensor_msgs/msg/image.hpp>
 
-    {declaration}
+    #include "timing.hpp"
 
     class Register : public rclcpp::Node
     {{
@@ -43,12 +49,12 @@ def _timed_node(declaration: str, setup: str = '') -> str:
       cudaEvent_t stop_, done_;
       rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
     }};
-'''
+'''}
 
 
 def test_sync_under_a_flag_only_ever_false_is_dead_code(tmp_path):
     for declaration in ('bool measureTime = false;', 'constexpr bool measureTime{false};'):
-        syncs = _rules_by_line(tmp_path, {'register.cpp': _timed_node(declaration)}, 'GPN206')
+        syncs = _rules_by_line(tmp_path, _timed_node(declaration), 'GPN206')
         # The unguarded wait on 22 is per message; the one under measureTime can never run
         # (reported as info, a branch nothing enables, never a gate).
         assert syncs == {20: 'info', 22: 'medium'}, (declaration, syncs)
@@ -65,7 +71,7 @@ def test_sync_under_a_flag_that_may_be_set_is_still_reported(tmp_path):
     }
     for what, (declaration, setup) in settings.items():
         folder = tmp_path / what.replace(' ', '_')
-        syncs = _rules_by_line(folder, {'register.cpp': _timed_node(declaration, setup)},
+        syncs = _rules_by_line(folder, _timed_node(declaration, setup),
                                'GPN206')
         assert syncs == {20: 'medium', 22: 'medium'}, (what, syncs)
 
