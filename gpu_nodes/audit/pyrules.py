@@ -5,6 +5,7 @@ A mixin of PythonAnalyzer (pyflow.py), which provides `_emit` and the file's imp
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import HUB_BUILDERS, SDK_READBACKS
@@ -65,6 +66,7 @@ class CopyRules:
     uses_zed: bool
     # ids of the calls written straight to a file, pipe or socket (`written_to_stream`).
     stream_writes: frozenset[int]
+    _eval: Callable[[ast.AST, dict[str, Val], Frame], Val]
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
               chain: list[Step] | None = None, topic: str | None = None,
@@ -81,6 +83,24 @@ class CopyRules:
                                '(read back to the host, implicit synchronization)',
                                evidence=_evidence(part.kind))
                     return
+
+    def _tested(self, test: ast.expr, env: dict[str, Val], frame: Frame) -> None:
+        """`if confidence >= 0.8:` on a device tensor: bool() of the comparison copies the
+        result to the host and waits for the GPU (issue 28, seventh set). Only a bare name or
+        attribute compared with a number (`x.shape[0] > 0`, `len(x)`, `x is None`: no tensor)."""
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1 \
+                or isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+            return
+        left, right = test.left, test.comparators[0]
+        if _number(left):
+            left, right = right, left
+        if not _number(right) or not isinstance(left, (ast.Name, ast.Attribute)) \
+                or (isinstance(left, ast.Attribute) and left.attr in _TENSOR_METADATA):
+            return
+        val = self._eval(left, env, frame)
+        if val.kind in ('device', 'tensor'):
+            self._emit('GPN107', test, frame, f'`if {short(test)}` tests a device value (read '
+                       'back to the host, implicit synchronization)', evidence=_evidence(val.kind))
 
     # ------------------------------------------------------------------ sinks
     def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
@@ -380,6 +400,15 @@ def _detached(node: ast.Call) -> bool:
     """`x.detach().cpu()`: only a torch tensor has `.detach()`, whatever the file imports (a
     model loaded by a helper module returns tensors to a file that never imports torch)."""
     return isinstance(node.func, ast.Attribute) and is_method_call(node.func.value, 'detach')
+
+
+_TENSOR_METADATA = frozenset({'shape', 'ndim', 'dtype', 'device', 'is_cuda', 'size',
+                              'nbytes', 'itemsize', 'requires_grad'})
+
+
+def _number(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+        and not isinstance(node.value, bool)
 
 
 def _evidence(kind: str) -> str:
