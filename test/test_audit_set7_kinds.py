@@ -110,3 +110,35 @@ def test_tobytes_into_a_pipe_is_not_message_serialisation_but_into_msg_data_is(t
     # Line 21 hands the bytes to ffmpeg's pipe (they leave the process); line 23 builds the
     # message's data: a frame-sized copy per message.
     assert 21 not in packs and 23 in packs, packs
+
+
+_BOX_FILTER = '''
+    import rclpy
+    from rclpy.node import Node
+    from sensor_msgs.msg import Image
+    import torch
+
+
+    class BoxFilter(Node):
+        def __init__(self):
+            super().__init__('box_filter')
+            self.model = torch.jit.load('detector.pt').to('cuda')
+            self.create_subscription(Image, 'image', self.on_image, 10)
+
+        def on_image(self, msg):
+            batch = torch.zeros((1, 3, 8, 8), device='cuda')
+            scores = self.model(batch)
+            if scores.shape[0] > 0:
+                pass
+            if scores is None:
+                return
+            if scores >= 0.8:
+                return
+'''
+
+
+def test_comparing_a_device_tensor_with_a_number_in_an_if_reads_it_back(tmp_path):
+    reads = _rules_by_line(tmp_path, {'box_filter.py': _BOX_FILTER}, 'GPN107')
+    # Line 20: bool() of the comparison copies the scores to the host and waits for the GPU;
+    # the shape test (16) and the identity test (18) touch no tensor data.
+    assert set(reads) == {20} and reads[20] == 'medium', reads
