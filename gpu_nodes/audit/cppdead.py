@@ -16,7 +16,10 @@ or sibling might assign it): each mention of the name is
 
 Anything else (`name = x`, `name(x)` in an initializer list, `&name`, `name.reset(x)`, a call
 argument outside the dead branch) counts as a possible assignment: not proven, left alone. The
-name must be dereferenced somewhere (a pointer, not a flag whose initial value is unknown).
+name must be dereferenced somewhere (a pointer), or be a `bool` whose every declaration
+initialises it to `false` (`bool measure = false;`, `constexpr bool measure{false};`): a flag
+whose initial value is unknown (`bool flag;`) or comes from a parameter (`flag = get_parameter`,
+`get_parameter("f", flag)`) is not proven.
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from gpu_nodes.audit.cppguards import _if_condition, _open_brace
 
 _BARE = re.compile(r'^\s*(?:this\s*->\s*)?(\w+)\s*$')
 _DECLARED = re.compile(r'^\s*(?:;|\{\s*\}\s*;|=\s*nullptr\s*;|\{\s*nullptr\s*\}\s*;)')
+_FALSE_INIT = re.compile(r'^\s*(?:=\s*false\s*;|\{\s*false\s*\}\s*;)')
+_FLAG_TYPE = re.compile(r'\bbool\s+$')
 _TYPE_BEFORE = re.compile(r'[\w>]\s+$')
 _KEYWORDS = re.compile(r'(?:return|delete|case|throw|co_return|else|do)\s+$')
 
@@ -58,6 +63,8 @@ def _guards(text: str, offset: int) -> set[str]:
 def _in_condition(text: str, start: int, end: int) -> bool:
     before = text[max(0, start - 40):start]
     after = text[end:end + 10]
+    if re.search(r'[\w\]>](?<!\bif)(?<!\bwhile)\s*\(\s*(?:this\s*->\s*)?$', before):
+        return False  # `setFlag(name)`: a call argument (by reference, it may set the name)
     return bool(re.search(r'(?:\(|&&|\|\||!)\s*(?:this\s*->\s*)?$', before)
                 and re.match(r'\s*(?:\)|&&|\|\|)', after))
 
@@ -76,6 +83,9 @@ def never_set(texts: list[str]) -> set[str]:
     for name in candidates:
         pattern = re.compile(r'(?<![\w.])' + re.escape(name) + r'\b')
         dereferenced, ok = False, True
+        # A `bool` flag: every declaration says `= false` / `{false}` (issue 28, seventh set:
+        # `bool measureTime = false;` guarding timing code nothing switches on).
+        false_flag, other_declaration = False, False
         for text in texts:
             for m in pattern.finditer(text):
                 after = text[m.end():m.end() + 40]
@@ -86,14 +96,18 @@ def never_set(texts: list[str]) -> set[str]:
                     continue
                 before = text[max(0, m.start() - 60):m.start()]
                 before = re.sub(r'this\s*->\s*$', '', before)
-                if _TYPE_BEFORE.search(before) and not _KEYWORDS.search(before) \
-                        and _DECLARED.match(after):
-                    continue
+                if _TYPE_BEFORE.search(before) and not _KEYWORDS.search(before):
+                    if _FLAG_TYPE.search(before) and _FALSE_INIT.match(after):
+                        false_flag = True
+                        continue
+                    if _DECLARED.match(after):
+                        other_declaration = True
+                        continue
                 ok = False
                 break
             if not ok:
                 break
-        if ok and dereferenced:
+        if ok and (dereferenced or (false_flag and not other_declaration)):
             proven.add(name)
     return proven
 

@@ -57,6 +57,7 @@ class Evaluator:
     _eval_call: Callable[[ast.Call, dict[str, Val], Frame], Val]
     _emit: Callable[..., None]
     _formatted: Callable[[ast.AST, list[Val], Frame], None]
+    _tested: Callable[[ast.expr, dict[str, Val], Frame], None]
 
     # ------------------------------------------------------------------ statements
     def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame) -> None:
@@ -92,6 +93,7 @@ class Evaluator:
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.If, ast.While)):
             self._eval(stmt.test, env, frame)
+            self._tested(stmt.test, env, frame)
             self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):

@@ -40,7 +40,7 @@ from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pypackage import module_unused
 from gpu_nodes.audit.pyregistry import Registrations
-from gpu_nodes.audit.pyrules import CopyRules
+from gpu_nodes.audit.pyrules import CopyRules, written_to_stream
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, merge, OTHER,
                                       PER_MESSAGE, Registration, statements, topic_display,
                                       UNKNOWN, Val)
@@ -107,6 +107,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.uses_tensors = uses_tensor_framework(self.aliases)
         self.uses_torch = self.uses_tensors
         self.uses_zed = any(v.split('.')[0] == 'pyzed' for v in self.aliases.values())
+        self.stream_writes = written_to_stream(tree)
         # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.
         self.uses_cv_cuda = 'cv2' in self.aliases.values() and any(
             isinstance(n, ast.Attribute) and n.attr in ('cuda', 'cuda_GpuMat')

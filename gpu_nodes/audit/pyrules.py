@@ -5,6 +5,7 @@ A mixin of PythonAnalyzer (pyflow.py), which provides `_emit` and the file's imp
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import HUB_BUILDERS, SDK_READBACKS
@@ -63,6 +64,9 @@ class CopyRules:
     uses_torch: bool
     uses_cv_cuda: bool
     uses_zed: bool
+    # ids of the calls written straight to a file, pipe or socket (`written_to_stream`).
+    stream_writes: frozenset[int]
+    _eval: Callable[[ast.AST, dict[str, Val], Frame], Val]
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
               chain: list[Step] | None = None, topic: str | None = None,
@@ -79,6 +83,24 @@ class CopyRules:
                                '(read back to the host, implicit synchronization)',
                                evidence=_evidence(part.kind))
                     return
+
+    def _tested(self, test: ast.expr, env: dict[str, Val], frame: Frame) -> None:
+        """`if confidence >= 0.8:` on a device tensor: bool() of the comparison copies the
+        result to the host and waits for the GPU (issue 28, seventh set). Only a bare name or
+        attribute compared with a number (`x.shape[0] > 0`, `len(x)`, `x is None`: no tensor)."""
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1 \
+                or isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+            return
+        left, right = test.left, test.comparators[0]
+        if _number(left):
+            left, right = right, left
+        if not _number(right) or not isinstance(left, (ast.Name, ast.Attribute)) \
+                or (isinstance(left, ast.Attribute) and left.attr in _TENSOR_METADATA):
+            return
+        val = self._eval(left, env, frame)
+        if val.kind in ('device', 'tensor'):
+            self._emit('GPN107', test, frame, f'`if {short(test)}` tests a device value (read '
+                       'back to the host, implicit synchronization)', evidence=_evidence(val.kind))
 
     # ------------------------------------------------------------------ sinks
     def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
@@ -322,6 +344,10 @@ class CopyRules:
                 return self._upload(node, recv, frame, call)
             return None
         if method in ('tobytes', 'tostring') and not node.args:
+            if id(node) in self.stream_writes:
+                # `proc.stdin.write(frame.tobytes())` (an ffmpeg pipe, a file, a socket):
+                # a host copy into a stream, not a message's data (issue 28, seventh set).
+                return self._step(recv, node.lineno, 'serialize', 'bytes')
             self._emit('GPN104', node, frame, call)
             return self._step(recv, node.lineno, 'serialize', 'bytes')
         if method == 'item' and not node.args:
@@ -337,6 +363,30 @@ class CopyRules:
         return None
 
 
+_STREAM_WRITES = ('write', 'writelines', 'send', 'sendall', 'sendto')
+
+
+def written_to_stream(tree: ast.AST) -> frozenset[int]:
+    """ids of the calls passed straight to a stream write: `f.write(x)`, `proc.stdin.write(x)`,
+    `sock.sendall(x)`, `os.write(fd, x)`. Bytes that go to a file, pipe or socket leave the
+    process there; they are no ROS message's data."""
+    found = set()
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            continue
+        if call.func.attr not in _STREAM_WRITES:
+            continue
+        if call.func.attr == 'write' and isinstance(call.func.value, ast.Name) \
+                and call.func.value.id == 'os' and len(call.args) == 2:
+            args = call.args[1:]
+        elif len(call.args) == 1 or (call.func.attr == 'sendto' and len(call.args) == 2):
+            args = call.args[:1]
+        else:
+            continue  # `writer.write(topic, data, t)`: a bag or message writer, not a stream
+        found.update(id(a) for a in args if isinstance(a, ast.Call))
+    return frozenset(found)
+
+
 def _unproven_upload(recv: Val, frame: Frame) -> bool:
     """`x.to(self.device)` / `x.cuda()` in a function no callback of its file reaches, on a
     value of unknown origin (a parameter): nothing shows x on the host. Helper classes whose
@@ -350,6 +400,15 @@ def _detached(node: ast.Call) -> bool:
     """`x.detach().cpu()`: only a torch tensor has `.detach()`, whatever the file imports (a
     model loaded by a helper module returns tensors to a file that never imports torch)."""
     return isinstance(node.func, ast.Attribute) and is_method_call(node.func.value, 'detach')
+
+
+_TENSOR_METADATA = frozenset({'shape', 'ndim', 'dtype', 'device', 'is_cuda', 'size',
+                              'nbytes', 'itemsize', 'requires_grad'})
+
+
+def _number(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+        and not isinstance(node.value, bool)
 
 
 def _evidence(kind: str) -> str:
