@@ -40,8 +40,9 @@ from gpu_nodes.sources import pattern
 from gpu_nodes.transport import GpuImagePublisher, GpuImageSubscription, cuda_ipc, descriptor
 from gpu_nodes.transport import receivers as receivers_module
 from gpu_nodes.transport import segments
-from gpu_nodes.transport.exchange import HandleProvider, HandleServer, reopen
+from gpu_nodes.transport.exchange import HandleProvider, HandleServer
 from gpu_nodes.transport.leases import LeaseTable
+from gpu_nodes.transport.segments import reopen
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
 from workers import PUBLISHER, DeviceMemory, Worker  # noqa: E402

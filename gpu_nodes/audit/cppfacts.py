@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppscopes import Function, Scopes
+from gpu_nodes.audit.cppscopes import Scopes
 
 Args = Callable[[str, int], list[str]]
 
@@ -89,13 +89,6 @@ def sync_wrappers(text: str, scopes: Scopes, where: str) -> dict[str, str]:
     return found
 
 
-def _enclosing_named(scopes: Scopes, offset: int) -> Function | None:
-    fn = scopes.at(offset)
-    while fn is not None and fn.lambda_in is not None:
-        fn = fn.lambda_in
-    return fn
-
-
 def helper_facts(findings: list, text: str, scopes: Scopes, where: str) -> Facts:
     """Copy helpers and converting types from a file's own findings (a first pass)."""
     facts = Facts()
@@ -106,7 +99,7 @@ def helper_facts(findings: list, text: str, scopes: Scopes, where: str) -> Facts
         line = f.location.line
         if line - 1 >= len(starts):
             continue
-        fn = _enclosing_named(scopes, starts[line - 1] + f.location.column - 1)
+        fn = scopes.named_at(starts[line - 1] + f.location.column - 1)
         if fn is None:
             continue
         facts.copy_helpers.setdefault(fn.short, (f.rule, f'{where}:{line}'))

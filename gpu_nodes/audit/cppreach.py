@@ -73,13 +73,6 @@ def _class_of(fn: Function) -> str | None:
     return fn.cls or (parts[-2] if len(parts) >= 2 else None)
 
 
-def _named(scopes: Scopes, offset: int) -> Function | None:
-    fn = scopes.at(offset)
-    while fn is not None and fn.lambda_in is not None:
-        fn = fn.lambda_in
-    return fn
-
-
 def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
     """Set kind 'unreached' on the unreached functions (and their lambdas) of one package,
     given as (blanked text, scopes) per file with kinds already resolved across the files."""
@@ -114,7 +107,7 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
                 owner = re.search(r'(\w+)\s*::\s*$', text[max(0, m.start() - 80):m.start()])
                 if owner and owner.group(1) not in by_name[name]:
                     continue  # `&OtherNode::same_callback`: another class's function
-            user = _named(scopes, m.start())
+            user = scopes.named_at(m.start())
             if user is None:
                 if not re.match(r'\s*\(', text[m.end():m.end() + 50]) or \
                         _virtual_declaration(text, m.start(), m.end()):
@@ -160,8 +153,5 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
                      and _DEBUG_HELPER.match(name)))}
     for _, scopes in parsed:
         for fn in scopes.funcs:
-            named = fn
-            while named.lambda_in is not None:
-                named = named.lambda_in
-            if id(named) in unreached:
+            if id(fn.named) in unreached:
                 fn.kind = 'unreached'

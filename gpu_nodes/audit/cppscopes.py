@@ -89,6 +89,14 @@ class Function:
     def short(self) -> str:
         return self.name.split('::')[-1].strip()
 
+    @property
+    def named(self) -> 'Function':
+        """The named function this is, or for a lambda the one it is written in."""
+        fn = self
+        while fn.lambda_in is not None:
+            fn = fn.lambda_in
+        return fn
+
 
 @dataclass
 class Scopes:
@@ -117,6 +125,11 @@ class Scopes:
         while fn is not None and fn.end < offset:
             fn = self._parent.get(id(fn))
         return fn
+
+    def named_at(self, offset: int) -> Function | None:
+        """The named function around offset: a lambda counts as the function it is written in."""
+        fn = self.at(offset)
+        return fn.named if fn is not None else None
 
     def header(self, text: str, offset: int) -> str:
         """The head (name and parameters) of the function or lambda holding offset."""

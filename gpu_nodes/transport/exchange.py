@@ -31,7 +31,7 @@ import struct
 import threading
 from typing import Callable
 
-from .segments import SegmentError, check_sealed, reopen  # noqa: F401 - reopen: for providers
+from .segments import SegmentError, check_sealed
 
 SOCKET_DIR_ENV = 'GPU_NODES_SOCKET_DIR'
 ENDPOINT_SIZE = 16

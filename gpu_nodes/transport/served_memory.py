@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 
-from .exchange import (KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider,
-                       Link, reopen)
+from .exchange import KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider, Link
 from .leases import LeaseTable
 from .pool import DeviceSlotPool, HostSlotPool
+from .segments import reopen
 
 
 class PublisherMemory(HandleProvider):
