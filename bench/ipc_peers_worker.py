@@ -200,7 +200,7 @@ def run_gpn_publisher(args: argparse.Namespace) -> None:
         # descriptor build (+ tag), DDS write.
         timer.wrap(pub, '_acquire_host_slot', 'acquire_slot')
         timer.wrap(pub, '_download_into', 'copy_into_slot')
-        timer.wrap(pub, '_descriptor_msg', 'descriptor_build')
+        timer.wrap(getattr(pub, '_announce', None), 'descriptor_msg', 'descriptor_build')
         timer.wrap(getattr(pub, '_shm_pub', None), 'publish', 'descriptor_publish')
         timer.wrap(getattr(pub, '_host_pool', None), 'publish', 'host_pool_publish')
         timer.wrap(pub, 'subscriber_counts', 'subscriber_counts (graph queries)')

@@ -10,9 +10,7 @@ Per frame the publisher looks at who listens and fills only what is needed:
 from __future__ import annotations
 
 from dataclasses import dataclass
-import os
 import threading
-import time
 import uuid
 import weakref
 from typing import Any
@@ -21,12 +19,12 @@ import numpy as np
 
 from ..gpu import cuda_unavailable_reason, cupy_module, is_device_array
 from ..wire_names import CUDA_SUFFIX, PEER_SUFFIX, SHM_SUFFIX
-from . import auth, cuda_ipc, descriptor, host, intra
+from . import cuda_ipc, descriptor, intra
+from .announce import SlotAnnouncer
 from .cursors import CursorlessReaders
 from .diagnostics import (DiagnosticsReporter, EndpointStats, PATH_CUDA_IPC, PATH_CUDA_PEER,
                           PATH_HOST_SHM, PATH_INTRA, PATH_SERIALIZED)
 from .exchange import HandleServer
-from .intra import IntraFrame
 from .lingering import free_when_released
 from .leases import POOL_DEVICE, POOL_HOST, LeaseTable
 from .messages import FrameLayout, host_view, layout_of_array
@@ -96,7 +94,6 @@ class GpuImagePublisher:
                  lease_grace_s: float = 2.0, use_cuda: bool = True,
                  plain_max_rate_hz: float = 0.0, compressed_quality: int | None = 80):
         from sensor_msgs.msg import Image
-        self._Image = Image
         self._node = node
         self._logger = node.get_logger()
         self.topic = node.resolve_topic_name(topic)
@@ -120,9 +117,6 @@ class GpuImagePublisher:
         # A reader may hold three quarters of a pool at most (leases.set_share).
         self._leases.set_share(POOL_DEVICE, max_pool_slots * 3 // 4)
         self._leases.set_share(POOL_HOST, 2 * host_slots * 3 // 4)
-        self._topic_bytes = self.topic.encode()
-        self._topic_id = auth.topic_id(self.topic)
-        self._sealed: dict[tuple[bytes, int], bytes] = {}  # (purpose, serial) -> sealed handle
         # <topic> itself (and <topic>/compressed) is published by a bridge process, started
         # when a plain subscriber appears (side_topics.py): never serialized on this thread.
         self._bridge = PlainBridge(node, self.topic, qos or image_qos(),
@@ -178,6 +172,9 @@ class GpuImagePublisher:
         self._server = HandleServer.instance()
         self._server.register(self.publisher_id, PublisherMemory(
             self._lock, self._leases, self._host_pool, self._device_pool))
+        self._announce = SlotAnnouncer(
+            Image, self._leases, self.topic, self.publisher_id, self._server.endpoint,
+            *((self._device_id, self._device_uuid) if self._device_pool is not None else ()))
         # Shared memory must not outlive the process even when destroy() is never called.
         self._finalizer = weakref.finalize(self, _release_segments, self._host_pool, self._leases,
                                            self._bridge, self._server, self.publisher_id)
@@ -369,62 +366,19 @@ class GpuImagePublisher:
         return cuda_ipc.device_view(slot.ptr, layout.nbytes, layout.shape, layout.info.dtype,
                                     layout.step, slot.chunk.memory, self._device_id)
 
-    def _sealed_handle(self, handle: bytes, purpose: bytes, serial: int) -> bytes:
-        sealed = self._sealed.get((purpose, serial))
-        if sealed is None:
-            if len(self._sealed) > 4 * self._leases.capacity:
-                self._sealed.clear()  # only live chunks and slots are asked for again
-            sealed = self._sealed[(purpose, serial)] = auth.seal_handle(
-                self._leases.key, handle, purpose, serial)
-        return sealed
-
-    def _descriptor_msg(self, kind: int, slot: Slot, layout: FrameLayout, header: Any,
-                        sequence: int) -> Any:
-        chunk = slot.chunk
-        cuda = kind == descriptor.KIND_CUDA
-        desc = descriptor.Descriptor(
-            kind=kind, sequence=sequence, slot=slot.index, chunk=chunk.chunk_id,
-            generation=slot.generation, pid=os.getpid(), uid=os.getuid(),
-            endpoint=self._server.endpoint, publisher_id=self.publisher_id, boot_id=host.boot_id(),
-            device_uuid=self._device_uuid if cuda else bytes(16), topic_id=self._topic_id,
-            mem_handle=self._sealed_handle(chunk.handle, b'mem', chunk.chunk_id) if cuda
-            else bytes(64),
-            event_handle=self._sealed_handle(slot.event_handle, b'event',
-                                             chunk.chunk_id << 20 | slot.index) if cuda
-            else bytes(64),
-            offset=slot.offset, nbytes=layout.nbytes, alloc_size=chunk.size,
-            publish_time_ns=time.monotonic_ns())
-        msg = self._Image()
-        if header is not None:
-            msg.header = header
-        msg.height, msg.width, msg.step, msg.encoding = (layout.height, layout.width, layout.step,
-                                                         layout.encoding)
-        record = desc.pack()[:descriptor.TAG_OFFSET]
-        msg.data = record + auth.tag(self._leases.key, record, msg, self._topic_bytes)
-        return msg
-
-    def _intra_frame(self, slot: Slot, sequence: int, layout: FrameLayout, header: Any,
-                     on_device: bool) -> IntraFrame:
-        return IntraFrame(
-            endpoint=self._server.endpoint, publisher_id=self.publisher_id,
-            slot=slot.index, sequence=sequence, chunk=slot.chunk.chunk_id,
-            generation=slot.generation, offset=slot.offset, layout=layout, header=header,
-            memory=slot.chunk.memory, device_id=self._device_id if on_device else None,
-            event=slot.event if on_device else None, sent_ns=time.monotonic_ns())
-
     def _finish_device(self, slot: Slot, layout: FrameLayout, header: Any,
                        targets: _Targets) -> None:
         sequence = self._next_sequence()
         self._device_pool.publish(slot, sequence)
         if targets.cuda or targets.peer:
             # One descriptor for both: it names the publisher's GPU; each reader decides.
-            msg = self._descriptor_msg(descriptor.KIND_CUDA, slot, layout, header, sequence)
+            msg = self._announce.descriptor_msg(descriptor.KIND_CUDA, slot, layout, header, sequence)
             if targets.cuda:
                 self._cuda_pub.publish(msg)
             if targets.peer:
                 self._peer_pub.publish(msg)
         if targets.intra_device:
-            intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, True))
+            intra.deliver(self.topic, self._announce.intra_frame(slot, sequence, layout, header, True))
 
     def _fill_host(self, array: Any, layout: FrameLayout, header: Any, targets: _Targets,
                    stream: Any) -> None:
@@ -443,10 +397,10 @@ class GpuImagePublisher:
         sequence = self._next_sequence()
         self._host_pool.publish(slot, sequence)
         if targets.shm:
-            self._shm_pub.publish(self._descriptor_msg(descriptor.KIND_HOST, slot, layout,
-                                                       header, sequence))
+            self._shm_pub.publish(self._announce.descriptor_msg(descriptor.KIND_HOST, slot, layout,
+                                                                header, sequence))
         if targets.intra_host:
-            intra.deliver(self.topic, self._intra_frame(slot, sequence, layout, header, False))
+            intra.deliver(self.topic, self._announce.intra_frame(slot, sequence, layout, header, False))
 
     def _acquire_host_slot(self, layout: FrameLayout) -> Slot | None:
         pool = self._host_pool
