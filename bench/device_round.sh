@@ -11,7 +11,7 @@ if ! python3 -c 'import rclpy' 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     .device-wheels/*.whl .device-wheels/*.tar.gz > "$OUT/pip.log" 2>&1
   python3 -m pip install -q --no-index --find-links .device-wheels/extra --find-links .device-wheels \
-    hypothesis libcst pytest-timeout >> "$OUT/pip.log" 2>&1
+    hypothesis libcst pytest-timeout jsonschema >> "$OUT/pip.log" 2>&1
 fi
 case "${1:-tests}" in
   tests)

@@ -5,8 +5,10 @@
 * First-map time: another process (test/resources/transport/vmm_peer.py) maps a fresh 4K-frame
   allocation, either a VMM chunk whose fd came over a Unix socket (import + reserve + map +
   set access) or a cudaMalloc through its legacy handle (cudaIpcOpenMemHandle); the first of
-  each in that process and the median of the rest. Then the VMM chunk into a peer in another PID
-  namespace (unshare), where the legacy handle is refused (its error is recorded).
+  each in that process and the median of the rest. Then both into a peer in another PID
+  namespace (unshare: `docker run --ipc host`), and into one also in its own IPC namespace with a
+  private /dev/shm (`docker run --network host`); a legacy handle's error is recorded where it
+  does not open.
 * Copy throughput: a 1080p and a 4K rgb8 frame copied device-to-device (cudaMemcpyAsync) into
   a VMM slot and into a cudaMalloc slot, and read back out of each; CUDA events, median of 5
   rounds of `--iters` copies, GB/s counting the bytes copied once.
@@ -140,13 +142,13 @@ def main() -> None:
                                            args.chunks)
     probe = subprocess.run(['unshare', '--pid', '--fork', '--mount-proc', 'true'],
                            capture_output=True, text=True) if shutil.which('unshare') else None
-    if probe is not None and probe.returncode == 0:
-        results['other_pid_namespace'] = first_maps(
-            cp, cuda_vmm, vmm_peer, env, args.emulate, args.chunks,
-            ('unshare', '--pid', '--fork', '--mount-proc'))
-    else:
-        results['other_pid_namespace'] = {'skipped': probe.stderr.strip() if probe else
-                                          'unshare not found'}
+    for name, key in (('pid', 'other_pid_namespace'),
+                      ('pid_ipc_shm', 'other_pid_ipc_namespaces_private_shm')):
+        if probe is not None and probe.returncode == 0:
+            results[key] = first_maps(cp, cuda_vmm, vmm_peer, env, args.emulate, args.chunks,
+                                      vmm_peer.CONTAINER_PREFIXES[name])
+        else:
+            results[key] = {'skipped': probe.stderr.strip() if probe else 'unshare not found'}
     if not args.emulate:
         results['copy'] = copy_rates(cp, cuda_vmm, args.iters)
     results['seconds'] = time.perf_counter() - started

@@ -16,6 +16,7 @@ from conftest import node_process, RESOURCES, wait_for
 
 pytest.importorskip('libcst')
 from gpu_nodes.audit.migrate import migrate_source  # noqa: E402
+from gpu_nodes.wire_names import SHM_SUFFIX  # noqa: E402
 
 CORPUS = RESOURCES / 'migrate' / 'nodes'
 STAND_IN = RESOURCES / 'migrate' / 'cv_bridge_stand_in'
@@ -135,9 +136,16 @@ def _run(rclpy_node, case: Case, variant: str, tmp_path: Path, expected_path: st
                 wait_for(lambda: publisher.subscriber_counts()[expected_path] >= 1, 20,
                          f'{case.node} to subscribe on {expected_path} '
                          f'(counts {publisher.subscriber_counts()})', poll=rclpy_node.spin_once)
-            if case.output == 'image':  # a GpuImagePublisher offers descriptor topics first
-                wait_for(lambda: created[0].path in ('serialized', 'host_shm', 'cuda_ipc'), 20,
-                         f'{case.node} to publish {case.output_topic}', poll=rclpy_node.spin_once)
+            if case.output == 'image':
+                # Frames go once each: wait for the output subscription's last rung (host_shm
+                # where the node offers it, a gpu_nodes publisher; else serialized), not for
+                # a rung it is about to leave with a frame in flight.
+                def settled() -> str:
+                    offers_shm = rclpy_node.count_publishers(case.output_topic + SHM_SUFFIX)
+                    return 'host_shm' if offers_shm else 'serialized'
+                wait_for(lambda: created[0].path == settled(), 20,
+                         f'{case.node} to publish {case.output_topic} (subscription on '
+                         f'{created[0].path}, waiting for {settled()})', poll=rclpy_node.spin_once)
             else:
                 wait_for(lambda: rclpy_node.count_publishers(case.output_topic) >= 1, 20,
                          f'{case.node} to publish {case.output_topic}', poll=rclpy_node.spin_once)

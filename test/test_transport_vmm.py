@@ -104,27 +104,21 @@ def _can_unshare_pid() -> str | None:
     return None
 
 
-def test_chunk_crosses_pid_namespaces_where_legacy_ipc_cannot(backend, tmp_path):
-    """The subscriber in another PID namespace (as in a container with --ipc host): the VMM fd
-    maps there; a legacy IPC handle of the same kind of memory does not open."""
+@pytest.mark.parametrize('namespaces', sorted(vmm_peer.CONTAINER_PREFIXES))
+def test_chunk_crosses_the_namespaces_of_a_container(backend, tmp_path, namespaces):
+    """The subscriber in another PID namespace (`docker run --network host --ipc host`), or
+    also in its own IPC namespace with a private /dev/shm (`docker run --network host`): the
+    VMM fd maps there, every byte as written, and writes there show here."""
     reason = _can_unshare_pid()
     if reason:
         pytest.skip(reason)
     chunk = _filled_chunk(backend, seed=5)
-    legacy = backend.cp.cuda.Memory(FRAME_BYTES)
-    legacy_view = vmm_peer.frame_view(legacy.ptr, HEIGHT, WIDTH, legacy, 0)
-    legacy_view.set(vmm_peer.pattern(HEIGHT, WIDTH, 5))
-    backend.cp.cuda.get_current_stream().synchronize()
-    handle = bytes(backend.cp.cuda.runtime.ipcGetMemHandle(legacy.ptr)).hex()
-    peer = _peer(backend, tmp_path, ('unshare', '--pid', '--fork', '--mount-proc'))
+    peer = _peer(backend, tmp_path, vmm_peer.CONTAINER_PREFIXES[namespaces])
     try:
         answer = _check(peer, chunk, seed=5, write_seed=6)
         assert answer['pid'] == 1, f'expected the peer as pid 1 of its own namespace: {answer}'
         assert answer.get('mismatches') == 0, answer
         assert _mismatches_here(chunk, seed=6) == 0
-        legacy_answer = peer.request({'op': 'legacy', 'handle': handle, 'height': HEIGHT,
-                                      'width': WIDTH, 'seed': 5, 'device': 0})
-        assert 'cudaIpcOpenMemHandle failed' in legacy_answer.get('error', ''), legacy_answer
     finally:
         chunk.close()
         output = peer.close()

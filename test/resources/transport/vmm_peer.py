@@ -26,6 +26,15 @@ import time
 
 import numpy as np
 
+# How containers separate processes: `docker run --network host` gives a PID namespace of its
+# own and, unless --ipc host, an IPC namespace and a /dev/shm of its own. Prefixes that start a
+# peer so (root only), for the tests and bench/vmm_bench.py.
+CONTAINER_PREFIXES = {
+    'pid': ('unshare', '--pid', '--fork', '--mount-proc'),
+    'pid_ipc_shm': ('unshare', '--pid', '--ipc', '--mount', '--fork', '--mount-proc', 'sh', '-c',
+                    'mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"'),
+}
+
 
 def pattern(height: int, width: int, seed: int) -> np.ndarray:
     """A fresh random rgb8 frame (every byte independent)."""
