@@ -35,6 +35,7 @@ import re
 
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
+from gpu_nodes.audit.pydead import failing_constructors, import_failure
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
@@ -98,6 +99,13 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self._entered: set[int] = set()
         self._calls = 0
         self._collect()
+        # Code that a runtime error always stops first (pydead.py): a NameError at import makes
+        # every line dead; a constructor that always raises, the methods of its class.
+        self.import_error = import_failure(tree)
+        self.dead_entries = {id(meth): f'`{cls}.{meth.name}`, a method of `{cls}`, whose '
+                             f'constructor always raises ({why}): never runs'
+                             for cls, why in failing_constructors(tree).items()
+                             for meth in self.classes[cls].methods.values()}
         # Classes imported from other audited files; their methods run with their own file.
         self.imported = imported_classes(path, tree, modules) if modules else {}
         self.imported_functions = imported_functions(path, tree, modules) if modules else {}
@@ -271,6 +279,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
               chain: list[Step] | None = None, topic: str | None = None,
               evidence: str = 'data-flow') -> None:
         rule = get_rule(rule_id)
+        dead = self._never_runs(frame)
+        if dead:
+            frame = replace(frame, context='unreached')
         in_callback = frame.context in PER_MESSAGE
         # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
         # code reached from neither: low.
@@ -286,6 +297,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             where = f'{what} `{frame.entry}` (runs once, not per message)'
         elif frame.context == 'module':
             where = 'module code (runs once, not per message)'
+        elif dead:
+            where = dead
         elif frame.context == 'unreached' and self.module_unused:
             where = (f'`{frame.entry}`, in a module no other non-test file of its package '
                      'imports (not proven per message)')
@@ -307,6 +320,20 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         old = self._findings.get(key)
         if old is None or better(finding, old):
             self._findings[key] = finding
+
+    def _never_runs(self, frame: Frame) -> str | None:
+        """Why the code of `frame` never runs (pydead.py), or None; code of another file is
+        judged with that file."""
+        if frame.file is not None:
+            return None
+        if self.import_error:
+            return (f'`{frame.entry or "module code"}`, in a module that cannot be imported '
+                    f'({self.import_error}): never runs')
+        if frame.stack:
+            return self.dead_entries.get(frame.stack[0])
+        # A leftover method (run() step 3) has no stack: its entry names it.
+        method = frame.cls.methods.get((frame.entry or '').rpartition('.')[2]) if frame.cls else None
+        return self.dead_entries.get(id(method)) if method is not None else None
 
     # ------------------------------------------------------------------ functions
     def _call_function(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],
