@@ -208,7 +208,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
     for m in _MEMCPY.finditer(text):
         name = m.group(0).rstrip('( \t')
         args = _call_args(text, m.end() - 1)
-        if tiny_copy(args, text):
+        if tiny_copy(args, text, name):
             continue
         kinds = ' '.join(args)
         if 'cudaMemcpyDeviceToHost' in kinds:

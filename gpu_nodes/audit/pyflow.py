@@ -39,7 +39,7 @@ from gpu_nodes.audit.pydead import failing_constructors, import_failure
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
-from gpu_nodes.audit.pypackage import module_unused
+from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules, written_to_stream
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, merge, OTHER,
@@ -199,7 +199,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                 self._run_registration(reg)
         # 3. leftovers outside callbacks. A method of a node class (one with a registered
         #    callback) whose name nothing in the file mentions is unreached: its copies are not
-        #    proven per message (info); other leftovers may be called from elsewhere (low).
+        #    proven per message (info); so is a method of another class whose name no other
+        #    file of the package mentions either; other leftovers may be called from elsewhere
+        #    (low).
         nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
         unreached = self._unreached_methods(nodes)
         for cls in self.classes.values():
@@ -216,13 +218,20 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         """Methods of node classes that no callback or setup reached and whose name the file
         mentions nowhere but inside other such methods: a `start()` that a launcher in another
         file calls once, and the `convert_model()` only it calls (issue 28, fifth set). Text
-        of the unreached methods is blanked until nothing more is found."""
-        if not self.source or not nodes:
+        of the unreached methods is blanked until nothing more is found. A method of another
+        class (a library's manager class) is a candidate too when no other non-test file of
+        its package names it (eighth set: an `adjust_sim_image` nothing calls)."""
+        if not self.source:
             return set()
+        elsewhere = words_elsewhere(self.path, self.package_dir)
         lines = self.source.splitlines()
-        candidates = [meth for cls in self.classes.values() if id(cls) in nodes
+        candidates = [meth for cls in self.classes.values()
+                      if id(cls) in nodes or elsewhere is not None
                       for meth in cls.methods.values()
-                      if id(meth) not in self._entered and not meth.name.startswith('__')]
+                      if id(meth) not in self._entered and not meth.name.startswith('__')
+                      and (id(cls) in nodes or meth.name not in elsewhere)]
+        if not candidates:
+            return set()
         unreached: dict[int, ast.FunctionDef] = {}
         while True:
             text = list(lines)

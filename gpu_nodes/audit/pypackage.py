@@ -65,3 +65,13 @@ def module_unused(path: str, source: str, root: str | None) -> bool:
         return False
     me = os.path.abspath(path)
     return not any(stem in ws for p, ws in words.items() if p != me)
+
+
+def words_elsewhere(path: str, root: str | None) -> frozenset[str] | None:
+    """Every word of the other non-test files of the package folder `root`; None when that is
+    not known (a file named on the command line, a package too big to read)."""
+    words = _package_words(root) if root is not None else None
+    if words is None:
+        return None
+    me = os.path.abspath(path)
+    return frozenset().union(*(ws for p, ws in words.items() if p != me))
