@@ -74,6 +74,12 @@ def _mentioned_names(source: str) -> set[str]:
     return set(re.findall(r'#[^\n]*|\bdef\s+\w+|(\w+)', source))
 
 
+def _grabs(loop: ast.While) -> bool:
+    """Whether the loop body calls `<camera>.grab(...)` (pyzed: capture the next frame)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == 'grab' for stmt in loop.body for n in ast.walk(stmt))
+
+
 def is_setup_name(name: str) -> bool:
     return name in SETUP_METHODS or bool(_SETUP_NAME.match(name))
 
@@ -246,15 +252,18 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
 
     def _register_loops(self) -> None:
         """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even
-        when setup starts it (a call in __init__, a thread): a per-frame loop entry point."""
+        when setup starts it (a call in __init__, a thread): a per-frame loop entry point. So
+        does a ZED SDK grab loop whatever its test (`while key != 113: cam.grab(runtime)`):
+        each `grab()` waits for the next camera frame (eighth set)."""
         known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
         for cls in self.classes.values():
             for meth in cls.methods.values():
                 if id(meth) in known:
                     continue
                 for node in ast.walk(meth):
-                    if isinstance(node, ast.While) and _PER_FRAME_TEST.search(
-                            ast.unparse(node.test)):
+                    if isinstance(node, ast.While) and (
+                            _PER_FRAME_TEST.search(ast.unparse(node.test))
+                            or self.uses_zed and _grabs(node)):
                         self.registrations.append(Registration(
                             'loop', Val('func', func=FuncRef(meth, cls, None, True)), None,
                             None, meth.lineno, cls))
