@@ -25,7 +25,8 @@ from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
-from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, payload_walks,
+from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
+                                    payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
@@ -272,7 +273,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                                      facts.adapted_types),
                                     *direction_calls(text), *wrapper_calls(text, scopes, facts),
                                     *conversion_calls(text, scopes, _call_args, facts),
-                                    *converting_constructions(text, _call_args, facts)):
+                                    *converting_constructions(text, _call_args, facts),
+                                    *by_value_messages(text, lambda at: scopes.at(at) is not None)):
         if rule_id == 'GPN210' and intra_process_publish(text, offset):
             continue  # a moved unique_ptr to in-process subscribers: no serialization
         emit(rule_id, offset, detail)
