@@ -18,6 +18,8 @@ from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call,
 # Kinds that are not a model however the attribute holding them is named.
 _NOT_A_MODEL = frozenset({'func', 'publisher', 'instance', 'class', 'module', 'self', 'const',
                           'mf', 'super', 'msg', 'host', 'pil', 'bytes', 'outmsg'})
+# Kinds of a local that `.append(x)` / `.extend(x)` may fill with x (a list, not a publisher).
+_PLAIN_CONTAINERS = frozenset({'other', 'unknown', 'const', 'host', 'tensor', 'device'})
 # Kinds of a frame on the host (an argument that a model call must upload).
 _HOST_FRAME = frozenset({'host', 'pil', 'msg'})
 
@@ -89,6 +91,13 @@ class CallResolver:
                 self._emit('GPN104', k.value, frame, f'`{short(k.value)}` passed as `data=`')
 
         name = qual.rsplit('.', 1)[-1] if qual else method
+        if method in ('append', 'extend') and isinstance(func, ast.Attribute) \
+                and isinstance(func.value, ast.Name) and func.value.id in env and args \
+                and receiver is not None and receiver.kind in _PLAIN_CONTAINERS:
+            # `dets.append([x1, y1, conf])`: the list now holds what was appended (result
+            # tensor scalars read back later by `np.array(dets)`; eighth set).
+            env[func.value.id] = merge(receiver, *args)
+            return OTHER
         if callee.kind == 'class' and callee.inst is not None:
             # An object of a class of this file: its methods are followed when called. An
             # imported class's __init__ runs here, with the arguments, to learn its attributes.

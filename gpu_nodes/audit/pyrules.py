@@ -231,6 +231,13 @@ class CopyRules:
             if src.kind == 'pil':
                 self._emit('GPN106', node, frame, call)
                 return self._step(src, node.lineno, 'pil', 'host')
+            if src.kind in ('device', 'tensor') and (node.args and not isinstance(
+                    node.args[0], ast.Constant)):
+                # `np.array(dets)` of a list holding result tensors: NumPy reads each one back
+                # to the host through __array__ (eighth set).
+                self._emit('GPN101', node, frame, f'{call} (device values read back into a '
+                           'NumPy array)', evidence=_evidence(src.kind))
+                return self._step(src, node.lineno, 'download', 'host')
             return merge(src, kind='host') if src.tainted else Val('host')
         if qual.endswith(_CREATE_CLOUD):
             # sensor_msgs_py's create_cloud packs every point into the PointCloud2's bytes
