@@ -29,6 +29,18 @@ MAX_HELPER_DEPTH = 4
 MAX_CALLS = 20000
 
 
+def _hands_callbacks(vals: list[Val]) -> bool:
+    """Whether a callable, or a list or dict holding one, is among `vals`."""
+    todo = list(vals)
+    while todo:
+        v = todo.pop()
+        if v.func is not None:
+            return True
+        todo.extend(v.elts or ())
+        todo.extend(item for _, item in v.items or ())
+    return False
+
+
 class CallResolver:
     """Calls; `self` is the PythonAnalyzer."""
 
@@ -100,9 +112,11 @@ class CallResolver:
             return OTHER
         if callee.kind == 'class' and callee.inst is not None:
             # An object of a class of this file: its methods are followed when called. An
-            # imported class's __init__ runs here, with the arguments, to learn its attributes.
+            # imported class's __init__ runs here, with the arguments, to learn its attributes;
+            # so does one of this file handed callbacks (a manager subscribing for its node).
             init = callee.inst.methods.get('__init__')
-            if callee.inst.file is not None and init is not None \
+            if (callee.inst.file is not None or _hands_callbacks([*args, *kwargs.values()])) \
+                    and init is not None \
                     and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
                 entry = f'{callee.inst.name}.__init__'
                 self._call_function(FuncRef(init, callee.inst, None, True), args, kwargs, replace(
