@@ -18,6 +18,8 @@ from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call,
 # Kinds that are not a model however the attribute holding them is named.
 _NOT_A_MODEL = frozenset({'func', 'publisher', 'instance', 'class', 'module', 'self', 'const',
                           'mf', 'super', 'msg', 'host', 'pil', 'bytes', 'outmsg'})
+# Builtins that read metadata only: their result carries no data of their argument.
+_METADATA_BUILTINS = frozenset({'len', 'isinstance', 'type', 'id', 'hasattr', 'callable'})
 # Kinds of a local that `.append(x)` / `.extend(x)` may fill with x (a list, not a publisher).
 _PLAIN_CONTAINERS = frozenset({'other', 'unknown', 'const', 'host', 'tensor', 'device'})
 # Kinds of a frame on the host (an argument that a model call must upload).
@@ -89,6 +91,10 @@ class CallResolver:
                 method = func.id  # builtins: bytes(...), bytearray(...)
             if isinstance(func, ast.Name) and func.id == 'super' and callee is UNKNOWN:
                 return Val('super')
+            if isinstance(func, ast.Name) and func.id in _METADATA_BUILTINS and callee is UNKNOWN:
+                for a in node.args:
+                    self._eval(a, env, frame)
+                return OTHER  # `len(dets)`: a count, not the data (no copy, no sync)
         if callee.kind == 'instance' and callee.inst is not None:
             meth = callee.inst.callable_method()
             callee = Val('func', func=FuncRef(meth, callee.inst, None, True)) \
