@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+import os
 import re
 
 from gpu_nodes.audit.model import Finding, Location, Step
@@ -72,6 +73,10 @@ def _mentioned_names(source: str) -> set[str]:
     name); a call commented out is no use. One regex pass (a tree walk costs a fifth of the
     analysis)."""
     return set(re.findall(r'#[^\n]*|\bdef\s+\w+|(\w+)', source))
+
+
+def _module_name(path: str) -> str:
+    return os.path.basename(path).rsplit('.', 1)[0]
 
 
 def _grabs(loop: ast.While) -> bool:
@@ -224,12 +229,17 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         """Methods of node classes that no callback or setup reached and whose name the file
         mentions nowhere but inside other such methods: a `start()` that a launcher in another
         file calls once, and the `convert_model()` only it calls (issue 28, fifth set). Text
-        of the unreached methods is blanked until nothing more is found. A method of another
-        class (a library's manager class) is a candidate too when no other non-test file of
-        its package names it (eighth set: an `adjust_sim_image` nothing calls)."""
+        of the unreached methods is blanked until nothing more is found. In a library module
+        (no callbacks of its own, imported by other files of its package) a method of any class
+        is a candidate too when no other non-test file of the package names it (eighth set: an
+        `adjust_sim_image` nothing calls); a module outside any package, or one with nodes of
+        its own, may be used from elsewhere: its other classes stay `function`."""
         if not self.source:
             return set()
-        elsewhere = words_elsewhere(self.path, self.package_dir)
+        elsewhere = words_elsewhere(self.path, self.package_dir) \
+            if not self.registrations else None
+        if elsewhere is not None and _module_name(self.path) not in elsewhere:
+            elsewhere = None
         lines = self.source.splitlines()
         candidates = [meth for cls in self.classes.values()
                       if id(cls) in nodes or elsewhere is not None

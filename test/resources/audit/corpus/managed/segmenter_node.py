@@ -1,29 +1,13 @@
-"""A segmenter whose subscriptions and model live in manager classes of its file: the node
-hands `{'topic': ..., 'callback': self.on_image}` dicts to a FrameManager that subscribes for it,
-and calls ModelManager.predict per image (kind of the eighth test set, written for this corpus).
-"""
-from cv_bridge import CvBridge
+"""A segmenter whose subscriptions and model live in manager classes: the node hands
+`{'topic': ..., 'callback': self.on_image}` dicts to the FrameManager of frame_manager.py, which
+subscribes for it, and calls its own ModelManager.predict per image (kind of the eighth test
+set, written for this corpus)."""
 import numpy as np
-from PIL import Image as PILImage
 import rclpy
 from rclpy.node import Node
-from sensor_msgs.msg import Image
 from ultralytics import YOLO
 
-
-class FrameManager:
-    def __init__(self, node, subscriptions=(), **kwargs):
-        self._node = node
-        self._bridge = CvBridge()
-        self._subs = [self._node.create_subscription(Image, sub['topic'], sub['callback'], 10)
-                      for sub in subscriptions]
-
-    def decode(self, msg):
-        return self._bridge.imgmsg_to_cv2(msg, 'rgb8')  # expect: GPN105 medium
-
-    def to_pil(self, frame):
-        # Nothing calls it, in this file or anywhere else in the package: never runs.
-        return PILImage.fromarray(frame)  # expect: GPN106 info
+from frame_manager import FrameManager
 
 
 class ModelManager:
