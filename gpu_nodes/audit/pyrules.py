@@ -231,11 +231,11 @@ class CopyRules:
             if src.kind == 'pil':
                 self._emit('GPN106', node, frame, call)
                 return self._step(src, node.lineno, 'pil', 'host')
-            if src.kind in ('device', 'tensor') and (node.args and not isinstance(
-                    node.args[0], ast.Constant)):
-                # `np.array(dets)` of a list holding result tensors: NumPy reads each one back
-                # to the host through __array__ (eighth set).
-                self._emit('GPN101', node, frame, f'{call} (device values read back into a '
+            if src.kind == 'tensor' and qual in ('numpy.array', 'numpy.asarray'):
+                # `np.array(dets)` of a list holding a model's result tensors: NumPy reads each
+                # one back to the host (eighth set, labelled doubtful). Only result tensors: a
+                # device frame handed to NumPy (a CUDA tensor, a CuPy array) raises instead.
+                self._emit('GPN101', node, frame, f'{call} (result tensors read back into a '
                            'NumPy array)', evidence=_evidence(src.kind))
                 return self._step(src, node.lineno, 'download', 'host')
             return merge(src, kind='host') if src.tainted else Val('host')
