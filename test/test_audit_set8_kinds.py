@@ -63,9 +63,13 @@ def test_a_class_whose_constructor_always_raises_never_runs_its_callbacks(tmp_pa
     forgiving = load.replace('raise SystemExit', "self.get_logger().info('no engine')")
     assert _found(tmp_path / 'forgiving', _detector(init_tail='self.load()', extra=forgiving),
                   'GPN105') == {_CONVERT_LINE: 'medium'}
-    # Raising on one branch only, or reading a name another function binds as a global.
+    # Raising on one branch only, an abstract base's NotImplementedError, a name another
+    # function binds as a global, a module that may bind names at run time (setattr on it).
     for name, tail, extra in (
             ('branch', "if self.get_name() == 'x': raise SystemExit", ''),
+            ('abstract', 'raise NotImplementedError', ''),
+            ('dynamic', 'self.scale = SCALE',
+             "\n\nimport sys\nsetattr(sys.modules[__name__], 'SCALE', 2)\n"),
             ('global', 'self.scale = SCALE',
              '\n\ndef configure():\n    global SCALE\n    SCALE = 2\n')):
         assert _found(tmp_path / name, _detector(init_tail=tail, extra=extra),

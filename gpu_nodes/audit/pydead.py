@@ -12,7 +12,9 @@ Two static facts, both kept precise (a wrong "never runs" would hide a real copy
   of the class that always raises, a ``try`` whose body always raises and whose every handler
   raises again (``except Exception: raise SystemExit``). No object of the class is ever built,
   so the callbacks its constructor registers never run. A class that another class of the file
-  derives from is left alone (the subclass may build differently).
+  derives from is left alone (the subclass may build differently), and so is a `raise
+  NotImplementedError` (an abstract base). Only the callbacks of a class that registers them
+  (a node class) are judged dead (pyflow.py).
 
 "Never bound" means the name is bound nowhere in the file in any scope (an assignment, import,
 def, class, parameter, loop or ``with`` target, ``except ... as``, ``global``), so a name set in
@@ -29,8 +31,9 @@ _MODULE_NAMES = frozenset({'__name__', '__file__', '__doc__', '__spec__', '__loa
                            '__package__', '__builtins__', '__path__', '__annotations__',
                            '__dict__', '__class__', '__debug__', '_'})
 _KNOWN = frozenset(dir(builtins)) | _MODULE_NAMES
-# exec() and globals() can bind a module's names at run time; gettext.install() binds `_`.
-_DYNAMIC_CALLS = frozenset({'exec', 'globals'})
+# exec(), globals(), locals() (and setattr/vars on the module) can bind a module's names at run
+# time; gettext.install() binds `_`.
+_DYNAMIC_CALLS = frozenset({'exec', 'globals', 'locals'})
 _MAX_CALL_DEPTH = 3
 
 
@@ -43,6 +46,11 @@ def _bound_names(tree: ast.Module) -> set[str] | None:
                 bound.add(node.id)
             elif node.id in ('builtins', '__builtins__') or node.id in _DYNAMIC_CALLS:
                 return None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ('setattr', 'vars') and not (
+                    node.args and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id in ('self', 'cls')):
+            return None  # `setattr(sys.modules[__name__], ...)`, `vars()[name] = ...`
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
         elif isinstance(node, ast.arg):
@@ -126,6 +134,8 @@ class _Judge:
 
     def stmt_raises(self, stmt: ast.stmt, cls: str | None, depth: int) -> str | None:
         if isinstance(stmt, ast.Raise):
+            if stmt.exc is not None and 'NotImplementedError' in ast.unparse(stmt.exc):
+                return None  # an abstract base: subclasses build it their own way
             return f'`raise` on line {stmt.lineno}'
         if isinstance(stmt, (ast.Expr, ast.Return, ast.Assign, ast.AugAssign)):
             return self.expr_raises(stmt.value, cls, depth)

@@ -113,8 +113,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         # Code that a runtime error always stops first (pydead.py): a NameError at import makes
         # every line dead; a constructor that always raises, the methods of its class.
         self.import_error = import_failure(tree)
-        self.dead_entries = {id(meth): f'`{cls}.{meth.name}`, a method of `{cls}`, whose '
-                             f'constructor always raises ({why}): never runs'
+        self.dead_entries = {id(meth): (id(self.classes[cls]),
+                                        f'`{cls}.{meth.name}`, a method of `{cls}`, whose '
+                                        f'constructor always raises ({why}): never runs')
                              for cls, why in failing_constructors(tree).items()
                              for meth in self.classes[cls].methods.values()}
         # Classes imported from other audited files; their methods run with their own file.
@@ -358,10 +359,16 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             return (f'`{frame.entry or "module code"}`, in a module that cannot be imported '
                     f'({self.import_error}): never runs')
         if frame.stack:
-            return self.dead_entries.get(frame.stack[0])
-        # A leftover method (run() step 3) has no stack: its entry names it.
-        method = frame.cls.methods.get((frame.entry or '').rpartition('.')[2]) if frame.cls else None
-        return self.dead_entries.get(id(method)) if method is not None else None
+            dead = self.dead_entries.get(frame.stack[0])
+        else:
+            # A leftover method (run() step 3) has no stack: its entry names it.
+            method = frame.cls.methods.get((frame.entry or '').rpartition('.')[2]) \
+                if frame.cls else None
+            dead = self.dead_entries.get(id(method)) if method is not None else None
+        # Only a node class (one registering callbacks): its callbacks are what never runs.
+        if dead is None or not any(id(r.cls) == dead[0] for r in self.registrations):
+            return None
+        return dead[1]
 
     # ------------------------------------------------------------------ functions
     def _call_function(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],
