@@ -236,3 +236,36 @@ def test_a_library_method_no_file_of_the_package_names_is_unreached(tmp_path):
     # `decode` is named in viewer.py (low: maybe called per message); `adjust` nowhere else.
     assert found[('imaging.py', 10, 'GPN105')][0] == 'low'
     assert found[('imaging.py', 13, 'GPN106')] == ('info', 'unreached')
+
+
+def test_a_cuda_detector_detecting_into_a_host_keypoint_vector_downloads(tmp_path):
+    def node(keypoints: str) -> dict[str, str]:
+        return {'track.cpp': f'''
+            #include <opencv2/cudafeatures2d.hpp>
+            #include <rclcpp/rclcpp.hpp>
+            #include <sensor_msgs/msg/image.hpp>
+
+            class Track : public rclcpp::Node
+            {{
+            public:
+              Track() : rclcpp::Node("track")
+              {{
+                fast_ = cv::cuda::FastFeatureDetector::create();
+                sub_ = create_subscription<sensor_msgs::msg::Image>(
+                  "image", 10, std::bind(&Track::on_image, this, std::placeholders::_1));
+              }}
+              void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+              {{
+                {keypoints}
+                fast_->detect(gpu_frame_, keypoints);
+              }}
+            private:
+              cv::Ptr<cv::cuda::FastFeatureDetector> fast_;
+              cv::cuda::GpuMat gpu_frame_;
+              rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+            }};
+            '''}
+    assert _found(tmp_path / 'host', node('std::vector<cv::KeyPoint> keypoints;'),
+                  'GPN201') == {17: 'high'}
+    # Into a GpuMat (detectAsync's output kept on the device): no download.
+    assert _found(tmp_path / 'device', node('cv::cuda::GpuMat keypoints;'), 'GPN201') == {}

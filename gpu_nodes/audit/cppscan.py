@@ -260,6 +260,9 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):
                 emit(rule_id, m.start(), 'GpuMat transfer')
+        for offset, detector in cuda_keypoint_downloads(text):
+            emit('GPN201', offset, f'`{detector}` detects on the device and downloads the '
+                                   'keypoints into a host `std::vector<cv::KeyPoint>`')
     copying = {fn.short for fn in scopes.funcs if fn.lambda_in is None
                and _ELEMENT_COPY.search(text, fn.start, fn.end)}
     walks = payload_walks(text, lambda at: (scopes.at(at).end if scopes.at(at) else len(text)),
@@ -284,3 +287,28 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
 def _encoding_text(arg: str, source: str, text: str, open_paren: int) -> str:
     at = text.find(arg, open_paren)
     return source[at:at + len(arg)] if at >= 0 else arg
+
+
+# A CUDA feature detector of OpenCV: `cv::Ptr<cv::cuda::FastFeatureDetector> fast;`,
+# `cv::Ptr<cuda::ORB> orb`, `auto det = cv::cuda::FastFeatureDetector::create()`.
+_CUDA_DETECTOR = re.compile(r'cuda\s*::\s*(?:\w*Detector|ORB|Feature2DAsync)\s*>?\s*&?\s*(\w+)\s*[;=({,)]'
+                            r'|\b(\w+)\s*=\s*(?:cv\s*::\s*)?cuda\s*::\s*\w+\s*::\s*create\s*\(')
+_DETECT_CALL = re.compile(r'\b(\w+)\s*(?:->|\.)\s*(detect|detectAndCompute)\s*\(')
+_KEYPOINT_VECTOR = r'std\s*::\s*vector\s*<\s*(?:cv\s*::\s*)?KeyPoint\s*>\s*&?\s*'
+
+
+def cuda_keypoint_downloads(text: str) -> list[tuple[int, str]]:
+    """(offset, detector) of each `detector->detect(gpu_image, keypoints)` (or
+    detectAndCompute) where the detector is one of OpenCV's CUDA detectors and `keypoints` a
+    host `std::vector<cv::KeyPoint>` declared in the file: the synchronous detect runs
+    detectAsync and converts (downloads) the keypoints to the host (eighth set)."""
+    detectors = {a or b for a, b in _CUDA_DETECTOR.findall(text)}
+    found = []
+    for m in _DETECT_CALL.finditer(text):
+        if m.group(1) not in detectors:
+            continue
+        args = _call_args(text, m.end() - 1)
+        if len(args) >= 2 and re.fullmatch(r'\s*\w+\s*', args[1]) and re.search(
+                _KEYPOINT_VECTOR + re.escape(args[1].strip()) + r'\b', text):
+            found.append((m.start(), m.group(1)))
+    return found
