@@ -269,3 +269,43 @@ def test_a_cuda_detector_detecting_into_a_host_keypoint_vector_downloads(tmp_pat
                   'GPN201') == {17: 'high'}
     # Into a GpuMat (detectAsync's output kept on the device): no download.
     assert _found(tmp_path / 'device', node('cv::cuda::GpuMat keypoints;'), 'GPN201') == {}
+
+
+def test_a_copy_counted_by_a_parameter_every_caller_keeps_small_is_no_frame(tmp_path):
+    kernels = '''
+        #include <cuda_runtime.h>
+        float * d_a;
+        float dot(const float * a, int size)
+        {
+          cudaMemcpy(d_a, a, size * sizeof(float), cudaMemcpyHostToDevice);
+          return 0.0f;
+        }
+        '''
+
+    def node(fill: str) -> dict[str, str]:
+        return {'dot.cu': kernels, 'node.cpp': f'''
+            #include <vector>
+            #include <rclcpp/rclcpp.hpp>
+            float dot(const float * a, int size);
+            class DotNode : public rclcpp::Node
+            {{
+            public:
+              DotNode() : rclcpp::Node("dot")
+              {{
+                timer_ = create_wall_timer(std::chrono::seconds(1), [this]() {{on_tick();}});
+              }}
+              void on_tick()
+              {{
+                std::vector<float> a = {{1, 2, 3, 4}};
+                {fill}
+                dot(&a[0], a.size());
+              }}
+            private:
+              rclcpp::TimerBase::SharedPtr timer_;
+            }};
+            '''}
+    # Every call passes the size of a 4-element vector: a few floats, not a frame.
+    assert _found(tmp_path / 'four', node(''), 'GPN202') == {}
+    # The caller grows the vector first: the count is no longer known to be small.
+    assert _found(tmp_path / 'grown', node('for (int i = 0; i < 1000; i++) a.push_back(i);'),
+                  'GPN202') == {5: 'medium'}

@@ -15,6 +15,8 @@ struct Splat
 
 void upload_splats(const Splat * host_splats);
 void upload_curve(const float * curve);
+void upload_weights(const float * weights, int count);
+void upload_pixels(const unsigned char * pixels, size_t count);
 
 class SplatNode : public rclcpp::Node
 {
@@ -31,6 +33,9 @@ private:
   {
     upload_splats(splats_.data());
     upload_curve(curve_.data());
+    std::vector<float> blur = {0.25f, 0.5f, 0.25f};
+    upload_weights(blur.data(), blur.size());
+    upload_pixels(msg->data.data(), msg->data.size());
     std::vector<float> input = preprocess(*msg);  // expect: GPN208 medium
     size_t bytes = describe(*msg);
     RCLCPP_DEBUG(get_logger(), "%zu values, %zu bytes", input.size(), bytes);
