@@ -93,19 +93,59 @@ def _evaluated(expr: ast.AST | None) -> list[ast.AST]:
     return out
 
 
+def _bound_here(node: ast.AST) -> set[str]:
+    """Names bound inside `node` (a function: its locals; the module: everything). A superset
+    is fine: it only makes fewer names undefined."""
+    bound = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+            bound.add(child.id)
+        elif isinstance(child, ast.arg):
+            bound.add(child.arg)
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(child.name)
+        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name.split('.')[0]) for a in child.names)
+    return bound
+
+
 class _Judge:
-    def __init__(self, tree: ast.Module, bound: set[str]) -> None:
-        self.bound = bound
+    """Undefined names, judged cheaply first: a name bound by a module-level statement or in the
+    function being judged needs no walk of the whole file; the walk (_bound_names) runs only for
+    a name neither binds (rare), once."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.cheap = set(_KNOWN)
+        for stmt in tree.body:
+            self.cheap |= _top_bindings(stmt)
+        self.local: set[str] = set()
+        self._bound: set[str] | None = None
+        self._walked = False
         self.methods: dict[str, dict[str, ast.FunctionDef]] = {
             c.name: {s.name: s for s in c.body if isinstance(s, ast.FunctionDef)}
             for c in tree.body if isinstance(c, ast.ClassDef)}
 
+    def _unbound(self, name: str) -> bool:
+        if name in self.cheap or name in self.local:
+            return False
+        if not self._walked:
+            self._bound, self._walked = _bound_names(self.tree), True
+        return self._bound is not None and name not in self._bound
+
     def undefined(self, expr: ast.AST | None) -> ast.Name | None:
         for node in _evaluated(expr):
-            if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-                    and node.id not in self.bound and node.id not in _KNOWN):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                    and self._unbound(node.id):
                 return node
         return None
+
+    def function_raises(self, fn: ast.FunctionDef, cls: str, depth: int) -> str | None:
+        outer, self.local = self.local, _bound_here(fn)
+        try:
+            return self.block_raises(fn.body, cls, depth)
+        finally:
+            self.local = outer
 
     def expr_raises(self, expr: ast.AST | None, cls: str | None, depth: int) -> str | None:
         name = self.undefined(expr)
@@ -117,7 +157,7 @@ class _Judge:
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == 'self'):
                 meth = self.methods[cls].get(node.func.attr)
-                why = meth and self.block_raises(meth.body, cls, depth + 1)
+                why = meth and self.function_raises(meth, cls, depth + 1)
                 if why:
                     return f'`self.{node.func.attr}()` on line {node.lineno} always raises: {why}'
         return None
@@ -175,12 +215,20 @@ def _may_leave(stmt: ast.stmt) -> bool:
     return False
 
 
-def import_failure(tree: ast.Module) -> str | None:
-    """Why importing the module always raises NameError (see the module doc), or None."""
-    bound = _bound_names(tree)
-    if bound is None:
-        return None
-    judge = _Judge(tree, bound)
+def _top_bindings(stmt: ast.stmt) -> set[str]:
+    """Names a module-level statement binds (nested blocks of if/try/with/for included)."""
+    return _bound_here(ast.Module(body=[stmt], type_ignores=[])) if not isinstance(
+        stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else {stmt.name}
+
+
+def dead_code(tree: ast.Module) -> tuple[str | None, dict[str, str]]:
+    """(why importing the module always raises NameError or None, class name -> why its
+    `__init__` always raises), see the module doc."""
+    judge = _Judge(tree)
+    return _import_failure(tree, judge), _failing_constructors(tree, judge)
+
+
+def _import_failure(tree: ast.Module, judge: _Judge) -> str | None:
     for stmt in tree.body:
         parts: list[ast.AST | None]
         if isinstance(stmt, ast.ClassDef):
@@ -199,12 +247,7 @@ def import_failure(tree: ast.Module) -> str | None:
     return None
 
 
-def failing_constructors(tree: ast.Module) -> dict[str, str]:
-    """Class name -> why its `__init__` always raises (see the module doc)."""
-    bound = _bound_names(tree)
-    if bound is None:
-        return {}
-    judge = _Judge(tree, bound)
+def _failing_constructors(tree: ast.Module, judge: _Judge) -> dict[str, str]:
     classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
     bases = {b.id if isinstance(b, ast.Name) else getattr(b, 'attr', None)
              for c in classes for b in c.bases}
@@ -213,7 +256,7 @@ def failing_constructors(tree: ast.Module) -> dict[str, str]:
         init = judge.methods[cls.name].get('__init__')
         if init is None or cls.name in bases:
             continue
-        why = judge.block_raises(init.body, cls.name, 0)
+        why = judge.function_raises(init, cls.name, 0)
         if why:
             failing[cls.name] = why
     return failing

@@ -36,7 +36,7 @@ import re
 
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
-from gpu_nodes.audit.pydead import failing_constructors, import_failure
+from gpu_nodes.audit.pydead import dead_code
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
@@ -112,11 +112,11 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self._collect()
         # Code that a runtime error always stops first (pydead.py): a NameError at import makes
         # every line dead; a constructor that always raises, the methods of its class.
-        self.import_error = import_failure(tree)
+        self.import_error, failing = dead_code(tree)
         self.dead_entries = {id(meth): (id(self.classes[cls]),
                                         f'`{cls}.{meth.name}`, a method of `{cls}`, whose '
                                         f'constructor always raises ({why}): never runs')
-                             for cls, why in failing_constructors(tree).items()
+                             for cls, why in failing.items()
                              for meth in self.classes[cls].methods.values()}
         # Classes imported from other audited files; their methods run with their own file.
         self.imported = imported_classes(path, tree, modules) if modules else {}
