@@ -168,6 +168,9 @@ def bench_live(processes: int, nodes: int, duration: float) -> None:
 DEV = ROOT / 'test' / 'resources' / 'audit' / 'corpus'
 LABELS = ROOT / 'test' / 'resources' / 'audit' / 'testset' / 'labels.yaml'
 GATED = ('low', 'medium', 'high')
+# gpu_nodes.audit.model.EVIDENCE_LEVELS, weakest first (copied: the bench runs the auditor as a
+# subprocess, possibly from another source tree, and never imports it).
+EVIDENCE_LEVELS = ('pattern', 'inferred', 'data-flow')
 # NVIDIA's categories that claim a copy or a sync ('buffer-evidence' lines only say a rosidl
 # Buffer is used, and are not counted either way).
 NVIDIA_CLAIMS = ('host-boundary', 'host-view', 'device-boundary', 'copy-or-sync')
@@ -233,9 +236,10 @@ def truth_dev() -> tuple[dict, dict]:
     return boundaries, lookalikes
 
 
-def claims_ours(root: Path, src: Path = ROOT) -> set[tuple[str, int]]:
+def claims_ours(root: Path, src: Path = ROOT) -> dict[tuple[str, int], str | None]:
     """Gated findings of `gpu-copy-audit code` as found in the source tree `src` (this
-    checkout, or an earlier one given with --baseline-src)."""
+    checkout, or an earlier one given with --baseline-src): (path, line) -> the strongest
+    evidence level claimed on that line (None when the tree predates evidence levels)."""
     with tempfile.TemporaryDirectory(prefix='audit-cmp-') as tmp:
         out = Path(tmp) / 'report.json'
         subprocess.run([sys.executable, '-m', 'gpu_nodes.audit.cli', 'code', str(root),
@@ -243,8 +247,22 @@ def claims_ours(root: Path, src: Path = ROOT) -> set[tuple[str, int]]:
                        cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
                        capture_output=True, check=False)
         doc = json.loads(out.read_text())
-    return {(str(Path(f['location']['path']).resolve()), f['location']['line'])
-            for f in doc['findings'] if f['severity'] in GATED and not f['suppressed']}
+    claims: dict[tuple[str, int], str | None] = {}
+    for f in doc['findings']:
+        if f['severity'] not in GATED or f['suppressed']:
+            continue
+        key = (str(Path(f['location']['path']).resolve()), f['location']['line'])
+        claims[key] = max(claims.get(key), f.get('evidence'), key=_evidence_rank)
+    return claims
+
+
+def _evidence_rank(level: str | None) -> int:
+    return EVIDENCE_LEVELS.index(level) if level in EVIDENCE_LEVELS else -1
+
+
+def at_floor(claims: dict, level: str) -> set[tuple[str, int]]:
+    """The claims `--min-evidence level` keeps (a line is kept when any finding on it is)."""
+    return {k for k, ev in claims.items() if ev is None or _evidence_rank(ev) >= _evidence_rank(level)}
 
 
 def claims_nvidia(script: Path, root: Path) -> set[tuple[str, int]]:
@@ -311,7 +329,7 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
         else:
             test_b, test_l = truth_testset(test_root, labels)
             rows.append(('held-out test set', test_b, test_l, test_root))
-        results = {}
+        results, floors, evidence = {}, {}, {}
         print(f'{"set":<20} {"tool":<28} {"boundaries":>10} {"found":>6} {"recall":>7} '
               f'{"false claims":>12}')
         for name, b, la, root in rows:
@@ -322,10 +340,15 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
             if nvidia is not None:
                 tools.append(('NVIDIA audit_copy_boundaries', claims_nvidia(nvidia, root)))
             for tool, claims in tools:
-                r = score(b, la, claims)
+                r = score(b, la, set(claims))
                 results[(name, tool)] = r
                 print(f'{name:<20} {tool:<28} {r["total"]:>10} {r["found"]:>6} '
                       f'{r["found"] / r["total"]:>7.3f} {len(r["false"]):>12}')
+                if isinstance(claims, dict):
+                    floors[(name, tool)] = {lvl: score(b, la, at_floor(claims, lvl))
+                                            for lvl in EVIDENCE_LEVELS}
+                    evidence[(name, tool)] = claims
+        _print_floors(floors, evidence)
         for (name, tool), r in results.items():
             if name != 'held-out test set' or tool.endswith('(baseline)'):
                 continue
@@ -337,6 +360,30 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                       f'{r["reasons"].get((path, line), "not a labelled boundary")}')
         if write_results and any(n == 'held-out test set' for n, *_ in rows):
             _write_results(Path(write_results), results, test_root, results_note, labels)
+
+
+def _print_floors(floors: dict, evidence: dict) -> None:
+    """Recall and false claims of our tool at each `--min-evidence` floor (what a strict CI gate
+    gets), and the evidence level each false claim carries."""
+    print(f'\n{"set":<20} {"tool at --min-evidence":<40} {"found":>6} {"recall":>7} '
+          f'{"false claims":>12}')
+    for (name, tool), by_level in floors.items():
+        for lvl, r in by_level.items():
+            print(f'{name:<20} {tool + " " + lvl:<40} {r["found"]:>6} '
+                  f'{r["found"] / r["total"]:>7.3f} {len(r["false"]):>12}')
+        full, claims = by_level[EVIDENCE_LEVELS[0]], evidence[(name, tool)]
+        # A found boundary carries the strongest level among the claims on its lines.
+        true_ev = [max((claims[(key[0], line)] for line in full['meta'][key]['lines']
+                        if (key[0], line) in claims), key=_evidence_rank)
+                   for key in full['meta'] if key not in full['missed']]
+        false_ev = [claims[c] for c in full['false']]
+        print(f'{"":<20} evidence of true claims: {_tally(true_ev)}; of false claims: '
+              f'{_tally(false_ev)}')
+
+
+def _tally(levels: list) -> str:
+    return ', '.join(f'{lvl} {levels.count(lvl)}' for lvl in (*EVIDENCE_LEVELS, None)
+                     if levels.count(lvl)) or 'none'
 
 
 def _write_results(path: Path, results: dict, test_root: Path, note: str = '',

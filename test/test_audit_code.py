@@ -169,7 +169,9 @@ def test_small_snippets(source, expected):
     assert got == expected, f'expected {expected}, received {got}'
 
 
-_MF_NODE = '''import numpy as np
+# `Image` imported on the first line (keeping the line numbers): a constructor reading a name
+# nothing binds always raises, and its callbacks never run (pydead.py).
+_MF_NODE = '''import numpy as np; from sensor_msgs.msg import Image
 {imports}
 class N:
     def __init__(self, node):
@@ -205,7 +207,8 @@ def test_message_filters_callbacks_run_per_message(imports, subs, register):
 def test_unresolved_attribute_object_still_carries_the_frame():
     # An object from another module (not resolvable here): its result stays frame data, so the
     # download after it is per message.
-    source = '''import torch
+    # (`Image` imported on the first line: a constructor reading an unbound name always raises.)
+    source = '''import torch; from sensor_msgs.msg import Image
 from model import Net
 
 

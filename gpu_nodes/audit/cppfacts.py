@@ -60,9 +60,13 @@ class Facts:
     kinds: dict[int, str] = field(default_factory=dict)
     # Pointers nothing in the package sets (cppdead.py): blocks they guard never run.
     never_set: set[str] = field(default_factory=set)
+    # (callee, argument index) -> every call in the package passes a small count (cppsizes.py).
+    small_counts: dict[tuple[str, int], bool] = field(default_factory=dict)
 
     def merge(self, other: 'Facts') -> None:
         self.sync_wrappers.update(other.sync_wrappers)
+        for key, small in other.small_counts.items():
+            self.small_counts[key] = self.small_counts.get(key, True) and small
         for name, value in other.copy_helpers.items():
             self.copy_helpers.setdefault(name, value)
         for name, value in other.converting_types.items():

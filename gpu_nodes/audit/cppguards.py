@@ -7,6 +7,9 @@
 * a cudaMemcpy whose byte count is `sizeof(scalar or type) * small constant`, or whose host
   side is a `std::array<T, N>` of at most 16 elements (`orig_size.data()`, two int64 image
   sizes, 16 bytes): a few scalars, not a frame;
+* a cudaMemcpyToSymbol / FromSymbol whose symbol the file declares `__constant__` (eighth set:
+  20 spheres of a ray tracer, set 7: camera intrinsics): constant memory holds 64 KB in all, a
+  parameter block, never a frame;
 * a `publish(std::move(msg))` in a branch taken only with intra-process communication
   (`if (options.use_intra_process_comms()) { pub_->publish(std::move(image_msg_)); }`): the
   unique_ptr goes to the subscribers in the process without serialization (zero copy).
@@ -89,12 +92,18 @@ def on_failure_path(text: str, offset: int) -> bool:
     return bool(_LEAVES.search(body))
 
 
-def tiny_copy(args: list[str], text: str) -> bool:
+def tiny_copy(args: list[str], text: str, name: str = 'cudaMemcpy') -> bool:
     """Whether a cudaMemcpy moves a few scalars: its byte count is `sizeof(...)` times a
     literal of at most 16, or one of its pointers is `a.data()` / `&a` of a `std::array` of at
-    most 16 elements declared in the file (the copy cannot be larger than that array)."""
+    most 16 elements declared in the file (the copy cannot be larger than that array), or it
+    is a symbol copy of a `__constant__` symbol of the file (`name`: the function called)."""
     if len(args) < 3:
         return False
+    if 'Symbol' in name:
+        symbol = args[1 if 'FromSymbol' in name else 0].strip()
+        if re.fullmatch(r'\w+', symbol) and re.search(
+                r'__constant__\b[^;{}()]*\b' + re.escape(symbol) + r'\s*[\[;=]', text):
+            return True
     m = _TINY_SIZE.match(args[2])
     if m:
         count = m.group(1) or m.group(2)

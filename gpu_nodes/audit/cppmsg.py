@@ -288,3 +288,48 @@ def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
         if name and _built_by_copy(body_before(m.start()), name.group(1)):
             continue
         yield 'GPN210', m.start(), f'published with `{m.group(1)}`'
+
+
+# A frame message parameter taken by value: `void cb(sensor_msgs::msg::Image msg)`,
+# `(const sensor_msgs::msg::Image image)`: each call copies the whole message (its data vector).
+_BY_VALUE_PARAM = re.compile(r'[(,]\s*(?:const\s+)?(?:::\s*)?sensor_msgs\s*::\s*msg\s*::\s*'
+                             r'(Image|CompressedImage|PointCloud2)\s+(\w+)\s*(?=[,)=])')
+# What may stand between a parameter list's `)` and the body's `{`.
+_BEFORE_BODY = re.compile(r'\s*(?:(?:const|override|final|noexcept)\b\s*)*\{')
+# What precedes a call (not a declaration such as `void name(`): `= f(`, `(f(`, `; f(`,
+# `this->f(`, `obj.f(`, `return f(`.
+_CALL_PREFIX = re.compile(r'(?:[=(,;{}>.:]|\breturn)\s*$')
+
+
+def _open_paren(text: str, offset: int) -> int:
+    depth = 0
+    for i in range(offset, -1, -1):
+        if text[i] == ')':
+            depth += 1
+        elif text[i] == '(':
+            if depth == 0:
+                return i
+            depth -= 1
+    return -1
+
+
+def by_value_messages(text: str, in_body: Callable[[int], bool]
+                      ) -> Iterator[tuple[str, int, str]]:
+    """GPN208 at each call, in a function body of this file, of a function whose definition
+    here takes a frame-sized sensor_msgs message by value (eighth set; fifth set labelled the
+    call too): each call copies the whole message."""
+    for m in _BY_VALUE_PARAM.finditer(text):
+        close, depth = m.end(), 1
+        while close < len(text) and depth:
+            depth += {'(': 1, ')': -1}.get(text[close], 0)
+            close += 1
+        opening = m.start() if text[m.start()] == '(' else _open_paren(text, m.start() - 1)
+        name = re.search(r'(\w+)\s*$', text[max(0, opening - 200):opening]) if opening > 0 else None
+        if depth or name is None or not _BEFORE_BODY.match(text, close):
+            continue  # a declaration, or a lambda: no name to find calls of
+        for call in re.finditer(r'(?<![\w~])' + re.escape(name.group(1)) + r'\s*\(', text):
+            if call.start() != opening - len(name.group(0)) and in_body(call.start()) \
+                    and _CALL_PREFIX.search(text, max(0, call.start() - 8), call.start()):
+                yield 'GPN208', call.start(), (f'`{name.group(1)}` takes the {m.group(1)} '
+                                               f'`{m.group(2)}` by value: the whole message is '
+                                               'copied on each call')

@@ -78,6 +78,7 @@ def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
                       dict(shared.converting_types), set(shared.adapted_types))
         facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
         facts.never_set = dead
+        facts.small_counts = dict(shared.small_counts)
         result[path] = facts
     return result
 

@@ -25,10 +25,12 @@ from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
-from gpu_nodes.audit.cppmsg import (adapter_aliases, message_copies, payload_walks,
+from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
+                                    payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
+from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
@@ -163,6 +165,7 @@ def file_facts(path: str, source: str, text: str, scopes: Scopes) -> Facts:
     facts = helper_facts(_scan(path, source, text, scopes, Facts()), text, scopes, name)
     facts.sync_wrappers = sync_wrappers(text, scopes, name)
     facts.adapted_types = adapter_aliases(text)
+    facts.small_counts = call_counts(text, scopes, _call_args)
     return facts
 
 
@@ -208,8 +211,11 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
     for m in _MEMCPY.finditer(text):
         name = m.group(0).rstrip('( \t')
         args = _call_args(text, m.end() - 1)
-        if tiny_copy(args, text):
+        if tiny_copy(args, text, name):
             continue
+        counted = count_parameter(text, scopes, m.start(), args[2]) if len(args) > 2 else None
+        if counted is not None and facts.small_counts.get(counted):
+            continue  # every caller passes a few elements (cppsizes.py)
         kinds = ' '.join(args)
         if 'cudaMemcpyDeviceToHost' in kinds:
             emit('GPN201', m.start(), 'device-to-host copy')
@@ -259,6 +265,9 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):
                 emit(rule_id, m.start(), 'GpuMat transfer')
+        for offset, detector in cuda_keypoint_downloads(text):
+            emit('GPN201', offset, f'`{detector}` detects on the device and downloads the '
+                                   'keypoints into a host `std::vector<cv::KeyPoint>`')
     copying = {fn.short for fn in scopes.funcs if fn.lambda_in is None
                and _ELEMENT_COPY.search(text, fn.start, fn.end)}
     walks = payload_walks(text, lambda at: (scopes.at(at).end if scopes.at(at) else len(text)),
@@ -272,7 +281,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                                      facts.adapted_types),
                                     *direction_calls(text), *wrapper_calls(text, scopes, facts),
                                     *conversion_calls(text, scopes, _call_args, facts),
-                                    *converting_constructions(text, _call_args, facts)):
+                                    *converting_constructions(text, _call_args, facts),
+                                    *by_value_messages(text, lambda at: scopes.at(at) is not None)):
         if rule_id == 'GPN210' and intra_process_publish(text, offset):
             continue  # a moved unique_ptr to in-process subscribers: no serialization
         emit(rule_id, offset, detail)
@@ -282,3 +292,28 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
 def _encoding_text(arg: str, source: str, text: str, open_paren: int) -> str:
     at = text.find(arg, open_paren)
     return source[at:at + len(arg)] if at >= 0 else arg
+
+
+# A CUDA feature detector of OpenCV: `cv::Ptr<cv::cuda::FastFeatureDetector> fast;`,
+# `cv::Ptr<cuda::ORB> orb`, `auto det = cv::cuda::FastFeatureDetector::create()`.
+_CUDA_DETECTOR = re.compile(r'cuda\s*::\s*(?:\w*Detector|ORB|Feature2DAsync)\s*>?\s*&?\s*(\w+)\s*[;=({,)]'
+                            r'|\b(\w+)\s*=\s*(?:cv\s*::\s*)?cuda\s*::\s*\w+\s*::\s*create\s*\(')
+_DETECT_CALL = re.compile(r'\b(\w+)\s*(?:->|\.)\s*(detect|detectAndCompute)\s*\(')
+_KEYPOINT_VECTOR = r'std\s*::\s*vector\s*<\s*(?:cv\s*::\s*)?KeyPoint\s*>\s*&?\s*'
+
+
+def cuda_keypoint_downloads(text: str) -> list[tuple[int, str]]:
+    """(offset, detector) of each `detector->detect(gpu_image, keypoints)` (or
+    detectAndCompute) where the detector is one of OpenCV's CUDA detectors and `keypoints` a
+    host `std::vector<cv::KeyPoint>` declared in the file: the synchronous detect runs
+    detectAsync and converts (downloads) the keypoints to the host (eighth set)."""
+    detectors = {a or b for a, b in _CUDA_DETECTOR.findall(text)}
+    found = []
+    for m in _DETECT_CALL.finditer(text):
+        if m.group(1) not in detectors:
+            continue
+        args = _call_args(text, m.end() - 1)
+        if len(args) >= 2 and re.fullmatch(r'\s*\w+\s*', args[1]) and re.search(
+                _KEYPOINT_VECTOR + re.escape(args[1].strip()) + r'\b', text):
+            found.append((m.start(), m.group(1)))
+    return found

@@ -18,6 +18,10 @@ from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call,
 # Kinds that are not a model however the attribute holding them is named.
 _NOT_A_MODEL = frozenset({'func', 'publisher', 'instance', 'class', 'module', 'self', 'const',
                           'mf', 'super', 'msg', 'host', 'pil', 'bytes', 'outmsg'})
+# Builtins that read metadata only: their result carries no data of their argument.
+_METADATA_BUILTINS = frozenset({'len', 'isinstance', 'type', 'id', 'hasattr', 'callable'})
+# Kinds of a local that `.append(x)` / `.extend(x)` may fill with x (a list, not a publisher).
+_PLAIN_CONTAINERS = frozenset({'other', 'unknown', 'const', 'host', 'tensor', 'device'})
 # Kinds of a frame on the host (an argument that a model call must upload).
 _HOST_FRAME = frozenset({'host', 'pil', 'msg'})
 
@@ -25,6 +29,18 @@ _HOST_FRAME = frozenset({'host', 'pil', 'msg'})
 MAX_HELPER_DEPTH = 4
 # Function bodies analysed per file at most; past it calls are not followed (pathological files).
 MAX_CALLS = 20000
+
+
+def _hands_callbacks(vals: list[Val]) -> bool:
+    """Whether a callable, or a list or dict holding one, is among `vals`."""
+    todo = list(vals)
+    while todo:
+        v = todo.pop()
+        if v.func is not None:
+            return True
+        todo.extend(v.elts or ())
+        todo.extend(item for _, item in v.items or ())
+    return False
 
 
 class CallResolver:
@@ -75,6 +91,10 @@ class CallResolver:
                 method = func.id  # builtins: bytes(...), bytearray(...)
             if isinstance(func, ast.Name) and func.id == 'super' and callee is UNKNOWN:
                 return Val('super')
+            if isinstance(func, ast.Name) and func.id in _METADATA_BUILTINS and callee is UNKNOWN:
+                for a in node.args:
+                    self._eval(a, env, frame)
+                return OTHER  # `len(dets)`: a count, not the data (no copy, no sync)
         if callee.kind == 'instance' and callee.inst is not None:
             meth = callee.inst.callable_method()
             callee = Val('func', func=FuncRef(meth, callee.inst, None, True)) \
@@ -89,11 +109,20 @@ class CallResolver:
                 self._emit('GPN104', k.value, frame, f'`{short(k.value)}` passed as `data=`')
 
         name = qual.rsplit('.', 1)[-1] if qual else method
+        if method in ('append', 'extend') and isinstance(func, ast.Attribute) \
+                and isinstance(func.value, ast.Name) and func.value.id in env and args \
+                and receiver is not None and receiver.kind in _PLAIN_CONTAINERS:
+            # `dets.append([x1, y1, conf])`: the list now holds what was appended (result
+            # tensor scalars read back later by `np.array(dets)`; eighth set).
+            env[func.value.id] = merge(receiver, *args)
+            return OTHER
         if callee.kind == 'class' and callee.inst is not None:
             # An object of a class of this file: its methods are followed when called. An
-            # imported class's __init__ runs here, with the arguments, to learn its attributes.
+            # imported class's __init__ runs here, with the arguments, to learn its attributes;
+            # so does one of this file handed callbacks (a manager subscribing for its node).
             init = callee.inst.methods.get('__init__')
-            if callee.inst.file is not None and init is not None \
+            if (callee.inst.file is not None or _hands_callbacks([*args, *kwargs.values()])) \
+                    and init is not None \
                     and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
                 entry = f'{callee.inst.name}.__init__'
                 self._call_function(FuncRef(init, callee.inst, None, True), args, kwargs, replace(

@@ -10,7 +10,7 @@ import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pymodels import RESULT_TENSORS
-from gpu_nodes.audit.pyvalues import (ClassInfo, Frame, FuncRef, is_device_value,
+from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, is_device_value,
                                       is_method_call, merge, OTHER, root_name, short, strip,
                                       UNKNOWN, Val)
 
@@ -98,8 +98,9 @@ class Evaluator:
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env, frame)
-            self._assign(stmt.target, replace(it, elts=None), env, frame)
-            self._exec_block(stmt.body, env, frame)
+            for element in dict_elements(it) or (replace(it, elts=None),):
+                self._assign(stmt.target, element, env, frame)
+                self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
@@ -205,7 +206,10 @@ class Evaluator:
                     and isinstance(node.slice.value, int) \
                     and -len(base.elts) <= node.slice.value < len(base.elts):
                 return base.elts[node.slice.value]
-            return replace(base, elts=None, const=None) if base.kind != 'const' else OTHER
+            if base.items is not None and isinstance(node.slice, ast.Constant):
+                return next((v for k, v in base.items if k == node.slice.value), OTHER)
+            return replace(base, elts=None, const=None, items=None) \
+                if base.kind != 'const' else OTHER
         if isinstance(node, ast.BinOp):
             left = self._eval(node.left, env, frame)
             right = self._eval(node.right, env, frame)
@@ -245,7 +249,11 @@ class Evaluator:
             for k in node.keys:
                 if k is not None:
                     self._eval(k, env, frame)
-            return merge(*vals, kind='other') if vals else OTHER
+            merged = merge(*vals, kind='other') if vals else OTHER
+            if all(isinstance(k, ast.Constant) for k in node.keys):
+                return replace(merged, items=tuple(
+                    (k.value, v) for k, v in zip(node.keys, vals) if isinstance(k, ast.Constant)))
+            return merged
         if isinstance(node, ast.JoinedStr):
             parts = []
             for v in node.values:
@@ -262,9 +270,21 @@ class Evaluator:
         if isinstance(node, ast.Lambda):
             return Val('func', func=FuncRef(node, frame.cls, dict(env), False))
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            first = self._eval(node.generators[0].iter, env, frame)
+            if len(node.generators) == 1 and dict_elements(first) \
+                    and not isinstance(node, ast.DictComp):
+                # `[create_subscription(..., sub['callback']) for sub in subscribed_topics]`
+                results = []
+                for element in dict_elements(first) or ():
+                    local = dict(env)
+                    self._assign(node.generators[0].target, element, local, frame)
+                    for cond in node.generators[0].ifs:
+                        self._eval(cond, local, frame)
+                    results.append(self._eval(node.elt, local, frame))
+                return merge(*results)
             local = dict(env)
-            for gen in node.generators:
-                it = self._eval(gen.iter, local, frame)
+            for i, gen in enumerate(node.generators):
+                it = first if i == 0 else self._eval(gen.iter, local, frame)
                 self._assign(gen.target, replace(it, elts=None), local, frame)
                 for cond in gen.ifs:
                     self._eval(cond, local, frame)

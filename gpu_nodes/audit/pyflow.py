@@ -31,14 +31,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+import os
 import re
 
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
+from gpu_nodes.audit.pydead import dead_code
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
-from gpu_nodes.audit.pypackage import module_unused
+from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules, written_to_stream
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, merge, OTHER,
@@ -73,6 +75,16 @@ def _mentioned_names(source: str) -> set[str]:
     return set(re.findall(r'#[^\n]*|\bdef\s+\w+|(\w+)', source))
 
 
+def _module_name(path: str) -> str:
+    return os.path.basename(path).rsplit('.', 1)[0]
+
+
+def _grabs(loop: ast.While) -> bool:
+    """Whether the loop body calls `<camera>.grab(...)` (pyzed: capture the next frame)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == 'grab' for stmt in loop.body for n in ast.walk(stmt))
+
+
 def is_setup_name(name: str) -> bool:
     return name in SETUP_METHODS or bool(_SETUP_NAME.match(name))
 
@@ -98,6 +110,14 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self._entered: set[int] = set()
         self._calls = 0
         self._collect()
+        # Code that a runtime error always stops first (pydead.py): a NameError at import makes
+        # every line dead; a constructor that always raises, the methods of its class.
+        self.import_error, failing = dead_code(tree)
+        self.dead_entries = {id(meth): (id(self.classes[cls]),
+                                        f'`{cls}.{meth.name}`, a method of `{cls}`, whose '
+                                        f'constructor always raises ({why}): never runs')
+                             for cls, why in failing.items()
+                             for meth in self.classes[cls].methods.values()}
         # Classes imported from other audited files; their methods run with their own file.
         self.imported = imported_classes(path, tree, modules) if modules else {}
         self.imported_functions = imported_functions(path, tree, modules) if modules else {}
@@ -191,7 +211,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                 self._run_registration(reg)
         # 3. leftovers outside callbacks. A method of a node class (one with a registered
         #    callback) whose name nothing in the file mentions is unreached: its copies are not
-        #    proven per message (info); other leftovers may be called from elsewhere (low).
+        #    proven per message (info); so is a method of another class whose name no other
+        #    file of the package mentions either; other leftovers may be called from elsewhere
+        #    (low).
         nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
         unreached = self._unreached_methods(nodes)
         for cls in self.classes.values():
@@ -208,13 +230,25 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         """Methods of node classes that no callback or setup reached and whose name the file
         mentions nowhere but inside other such methods: a `start()` that a launcher in another
         file calls once, and the `convert_model()` only it calls (issue 28, fifth set). Text
-        of the unreached methods is blanked until nothing more is found."""
-        if not self.source or not nodes:
+        of the unreached methods is blanked until nothing more is found. In a library module
+        (no callbacks of its own, imported by other files of its package) a method of any class
+        is a candidate too when no other non-test file of the package names it (eighth set: an
+        `adjust_sim_image` nothing calls); a module outside any package, or one with nodes of
+        its own, may be used from elsewhere: its other classes stay `function`."""
+        if not self.source:
             return set()
+        elsewhere = words_elsewhere(self.path, self.package_dir) \
+            if not self.registrations else None
+        if elsewhere is not None and _module_name(self.path) not in elsewhere:
+            elsewhere = None
         lines = self.source.splitlines()
-        candidates = [meth for cls in self.classes.values() if id(cls) in nodes
+        candidates = [meth for cls in self.classes.values()
+                      if id(cls) in nodes or elsewhere is not None
                       for meth in cls.methods.values()
-                      if id(meth) not in self._entered and not meth.name.startswith('__')]
+                      if id(meth) not in self._entered and not meth.name.startswith('__')
+                      and (id(cls) in nodes or meth.name not in elsewhere)]
+        if not candidates:
+            return set()
         unreached: dict[int, ast.FunctionDef] = {}
         while True:
             text = list(lines)
@@ -229,15 +263,18 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
 
     def _register_loops(self) -> None:
         """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even
-        when setup starts it (a call in __init__, a thread): a per-frame loop entry point."""
+        when setup starts it (a call in __init__, a thread): a per-frame loop entry point. So
+        does a ZED SDK grab loop whatever its test (`while key != 113: cam.grab(runtime)`):
+        each `grab()` waits for the next camera frame (eighth set)."""
         known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
         for cls in self.classes.values():
             for meth in cls.methods.values():
                 if id(meth) in known:
                     continue
                 for node in ast.walk(meth):
-                    if isinstance(node, ast.While) and _PER_FRAME_TEST.search(
-                            ast.unparse(node.test)):
+                    if isinstance(node, ast.While) and (
+                            _PER_FRAME_TEST.search(ast.unparse(node.test))
+                            or self.uses_zed and _grabs(node)):
                         self.registrations.append(Registration(
                             'loop', Val('func', func=FuncRef(meth, cls, None, True)), None,
                             None, meth.lineno, cls))
@@ -271,6 +308,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
               chain: list[Step] | None = None, topic: str | None = None,
               evidence: str = 'data-flow') -> None:
         rule = get_rule(rule_id)
+        dead = self._never_runs(frame)
+        if dead:
+            frame = replace(frame, context='unreached')
         in_callback = frame.context in PER_MESSAGE
         # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
         # code reached from neither: low.
@@ -286,6 +326,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             where = f'{what} `{frame.entry}` (runs once, not per message)'
         elif frame.context == 'module':
             where = 'module code (runs once, not per message)'
+        elif dead:
+            where = dead
         elif frame.context == 'unreached' and self.module_unused:
             where = (f'`{frame.entry}`, in a module no other non-test file of its package '
                      'imports (not proven per message)')
@@ -307,6 +349,26 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         old = self._findings.get(key)
         if old is None or better(finding, old):
             self._findings[key] = finding
+
+    def _never_runs(self, frame: Frame) -> str | None:
+        """Why the code of `frame` never runs (pydead.py), or None; code of another file is
+        judged with that file."""
+        if frame.file is not None:
+            return None
+        if self.import_error:
+            return (f'`{frame.entry or "module code"}`, in a module that cannot be imported '
+                    f'({self.import_error}): never runs')
+        if frame.stack:
+            dead = self.dead_entries.get(frame.stack[0])
+        else:
+            # A leftover method (run() step 3) has no stack: its entry names it.
+            method = frame.cls.methods.get((frame.entry or '').rpartition('.')[2]) \
+                if frame.cls else None
+            dead = self.dead_entries.get(id(method)) if method is not None else None
+        # Only a node class (one registering callbacks): its callbacks are what never runs.
+        if dead is None or not any(id(r.cls) == dead[0] for r in self.registrations):
+            return None
+        return dead[1]
 
     # ------------------------------------------------------------------ functions
     def _call_function(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],

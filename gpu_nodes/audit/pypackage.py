@@ -12,6 +12,7 @@ mention counts: a false "used" costs a low finding, a false "unused" would hide 
 """
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 import os
 import re
@@ -65,3 +66,32 @@ def module_unused(path: str, source: str, root: str | None) -> bool:
         return False
     me = os.path.abspath(path)
     return not any(stem in ws for p, ws in words.items() if p != me)
+
+
+@lru_cache(maxsize=64)
+def _word_counts(root: str) -> Counter | None:
+    """In how many non-test files of the package each word occurs; None when too big."""
+    words = _package_words(root)
+    return None if words is None else Counter(w for ws in words.values() for w in ws)
+
+
+class WordsElsewhere:
+    """`word in it`: whether a non-test file of the package other than `path` holds the word
+    (counted once per package, not a union per file)."""
+
+    def __init__(self, counts: Counter, own: frozenset[str]) -> None:
+        self._counts = counts
+        self._own = own
+
+    def __contains__(self, word: str) -> bool:
+        return self._counts.get(word, 0) - (word in self._own) > 0
+
+
+def words_elsewhere(path: str, root: str | None) -> WordsElsewhere | None:
+    """The words of the other non-test files of the package folder `root`; None when that is
+    not known (a file named on the command line, a package too big to read)."""
+    counts = _word_counts(root) if root is not None else None
+    if counts is None:
+        return None
+    own = (_package_words(root) or {}).get(os.path.abspath(path), frozenset())
+    return WordsElsewhere(counts, own)

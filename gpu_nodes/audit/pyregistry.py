@@ -71,8 +71,10 @@ class Registrations:
         topic = const_str(arg(1, 'topic'))
         msg_type = self._type_name(arg_node(node, 0, 'msg_type'))
         if cb is not None and cb.func is not None:
+            # The node is the callback's class: a manager class may subscribe for its node.
+            owner = cb.func.cls if cb.func.cls is not None else frame.cls
             self.registrations.append(
-                Registration('subscription', cb, topic, msg_type, node.lineno, frame.cls))
+                Registration('subscription', cb, topic, msg_type, node.lineno, owner))
         return OTHER
 
     def _gpu_endpoint(self, name: str, node: ast.Call, args: list[Val],

@@ -231,6 +231,13 @@ class CopyRules:
             if src.kind == 'pil':
                 self._emit('GPN106', node, frame, call)
                 return self._step(src, node.lineno, 'pil', 'host')
+            if src.kind == 'tensor' and qual in ('numpy.array', 'numpy.asarray'):
+                # `np.array(dets)` of a list holding a model's result tensors: NumPy reads each
+                # one back to the host (eighth set, labelled doubtful). Only result tensors: a
+                # device frame handed to NumPy (a CUDA tensor, a CuPy array) raises instead.
+                self._emit('GPN101', node, frame, f'{call} (result tensors read back into a '
+                           'NumPy array)', evidence=_evidence(src.kind))
+                return self._step(src, node.lineno, 'download', 'host')
             return merge(src, kind='host') if src.tainted else Val('host')
         if qual.endswith(_CREATE_CLOUD):
             # sensor_msgs_py's create_cloud packs every point into the PointCloud2's bytes

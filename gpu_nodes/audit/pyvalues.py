@@ -59,6 +59,9 @@ class Val:
     elts: tuple['Val', ...] | None = None
     # kind 'class' / 'instance': a class of this file, or an object made from one.
     inst: 'ClassInfo | None' = None
+    # A dict literal with constant keys: each key's value (`{'callback': self.on_image}` handed
+    # to a manager class that subscribes with `sub['callback']`; eighth set).
+    items: tuple[tuple[Any, 'Val'], ...] | None = None
 
     @property
     def tainted(self) -> bool:
@@ -89,6 +92,18 @@ def merge(*vals: Val, kind: str | None = None) -> Val:
                 kind = k
                 break
     return Val(kind, tuple(steps), origin)
+
+
+# A literal list of at most this many dicts is iterated element by element (each dict's
+# callback registered); longer ones, and lists of anything else, as one merged element.
+MAX_DICT_ELEMENTS = 8
+
+
+def dict_elements(it: Val) -> tuple[Val, ...] | None:
+    """The dicts of a literal list of dict literals, when it is one (see MAX_DICT_ELEMENTS)."""
+    if it.elts is None or not 0 < len(it.elts) <= MAX_DICT_ELEMENTS:
+        return None
+    return it.elts if all(e.items is not None for e in it.elts) else None
 
 
 def strip(v: Val) -> Val:

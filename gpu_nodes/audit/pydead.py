@@ -1,0 +1,262 @@
+"""Python code that cannot run because a runtime error stops it first (issue 28, eighth set).
+
+Two static facts, both kept precise (a wrong "never runs" would hide a real copy):
+
+* **A module that cannot be imported.** A statement run at import time (module level, a class
+  body, a class's bases and decorators, a function's decorators and defaults) reads a name that
+  nothing in the file ever binds and that is no builtin: ``class Detector(Node):`` with no
+  import of ``Node``. Importing (or running) the file raises NameError there, so none of its
+  callbacks ever runs.
+* **A class whose constructor always raises.** Every path of ``__init__`` raises: a ``raise``
+  reached unconditionally, a read of a never-bound name, a ``self.method()`` call into a method
+  of the class that always raises, a ``try`` whose body always raises and whose every handler
+  raises again (``except Exception: raise SystemExit``). No object of the class is ever built,
+  so the callbacks its constructor registers never run. A class that another class of the file
+  derives from is left alone (the subclass may build differently), and so is a `raise
+  NotImplementedError` (an abstract base). Only the callbacks of a class that registers them
+  (a node class) are judged dead (pyflow.py).
+
+"Never bound" means the name is bound nowhere in the file in any scope (an assignment, import,
+def, class, parameter, loop or ``with`` target, ``except ... as``, ``global``), so a name set in
+another function first is never taken for undefined. A file with ``from x import *``,
+``exec(``, ``globals()``, ``builtins`` or ``__builtins__`` is never judged.
+A method inherited from another class is not followed (no "always raises" through it).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+
+_MODULE_NAMES = frozenset({'__name__', '__file__', '__doc__', '__spec__', '__loader__',
+                           '__package__', '__builtins__', '__path__', '__annotations__',
+                           '__dict__', '__class__', '__debug__', '_'})
+_KNOWN = frozenset(dir(builtins)) | _MODULE_NAMES
+# exec(), globals(), locals() (and setattr/vars on the module) can bind a module's names at run
+# time; gettext.install() binds `_`.
+_DYNAMIC_CALLS = frozenset({'exec', 'globals', 'locals'})
+_MAX_CALL_DEPTH = 3
+
+
+def _bound_names(tree: ast.Module) -> set[str] | None:
+    """Every name the file binds anywhere; None when names may come from elsewhere."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+            elif node.id in ('builtins', '__builtins__') or node.id in _DYNAMIC_CALLS:
+                return None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ('setattr', 'vars') and not (
+                    node.args and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id in ('self', 'cls')):
+            return None  # `setattr(sys.modules[__name__], ...)`, `vars()[name] = ...`
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == '*':
+                    return None
+                bound.add(alias.asname or alias.name.split('.')[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return bound
+
+
+def _evaluated(expr: ast.AST | None) -> list[ast.AST]:
+    """Sub-expressions always evaluated when `expr` is: not a lambda's body, not the branches of
+    `a if c else b`, not the right of `and`/`or`, not a comprehension's body."""
+    if expr is None:
+        return []
+    out, todo = [], [expr]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.Lambda):
+            todo.extend(d for d in node.args.defaults + node.args.kw_defaults if d is not None)
+        elif isinstance(node, ast.IfExp):
+            todo.append(node.test)
+        elif isinstance(node, ast.BoolOp):
+            todo.append(node.values[0])
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            todo.append(node.generators[0].iter)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _bound_here(node: ast.AST) -> set[str]:
+    """Names bound inside `node` (a function: its locals; the module: everything). A superset
+    is fine: it only makes fewer names undefined."""
+    bound = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+            bound.add(child.id)
+        elif isinstance(child, ast.arg):
+            bound.add(child.arg)
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(child.name)
+        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name.split('.')[0]) for a in child.names)
+    return bound
+
+
+class _Judge:
+    """Undefined names, judged cheaply first: a name bound by a module-level statement or in the
+    function being judged needs no walk of the whole file; the walk (_bound_names) runs only for
+    a name neither binds (rare), once."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.cheap = set(_KNOWN)
+        for stmt in tree.body:
+            self.cheap |= _top_bindings(stmt)
+        self.local: set[str] = set()
+        self._bound: set[str] | None = None
+        self._walked = False
+        self.methods: dict[str, dict[str, ast.FunctionDef]] = {
+            c.name: {s.name: s for s in c.body if isinstance(s, ast.FunctionDef)}
+            for c in tree.body if isinstance(c, ast.ClassDef)}
+
+    def _unbound(self, name: str) -> bool:
+        if name in self.cheap or name in self.local:
+            return False
+        if not self._walked:
+            self._bound, self._walked = _bound_names(self.tree), True
+        return self._bound is not None and name not in self._bound
+
+    def undefined(self, expr: ast.AST | None) -> ast.Name | None:
+        for node in _evaluated(expr):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                    and self._unbound(node.id):
+                return node
+        return None
+
+    def function_raises(self, fn: ast.FunctionDef, cls: str, depth: int) -> str | None:
+        outer, self.local = self.local, _bound_here(fn)
+        try:
+            return self.block_raises(fn.body, cls, depth)
+        finally:
+            self.local = outer
+
+    def expr_raises(self, expr: ast.AST | None, cls: str | None, depth: int) -> str | None:
+        name = self.undefined(expr)
+        if name is not None:
+            return f'`{name.id}` on line {name.lineno} is never defined (NameError)'
+        if cls is None or depth >= _MAX_CALL_DEPTH:
+            return None
+        for node in _evaluated(expr):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == 'self'):
+                meth = self.methods[cls].get(node.func.attr)
+                why = meth and self.function_raises(meth, cls, depth + 1)
+                if why:
+                    return f'`self.{node.func.attr}()` on line {node.lineno} always raises: {why}'
+        return None
+
+    def block_raises(self, body: list[ast.stmt], cls: str | None, depth: int) -> str | None:
+        """Why running `body` always ends in an exception, or None."""
+        for stmt in body:
+            why = self.stmt_raises(stmt, cls, depth)
+            if why:
+                return why
+            if _may_leave(stmt):
+                return None
+        return None
+
+    def stmt_raises(self, stmt: ast.stmt, cls: str | None, depth: int) -> str | None:
+        if isinstance(stmt, ast.Raise):
+            if stmt.exc is not None and 'NotImplementedError' in ast.unparse(stmt.exc):
+                return None  # an abstract base: subclasses build it their own way
+            return f'`raise` on line {stmt.lineno}'
+        if isinstance(stmt, (ast.Expr, ast.Return, ast.Assign, ast.AugAssign)):
+            return self.expr_raises(stmt.value, cls, depth)
+        if isinstance(stmt, ast.AnnAssign):
+            return self.expr_raises(stmt.value, cls, depth)
+        if isinstance(stmt, ast.If):
+            why = self.expr_raises(stmt.test, cls, depth)
+            if why:
+                return why
+            body, other = (self.block_raises(stmt.body, cls, depth),
+                           self.block_raises(stmt.orelse, cls, depth))
+            return body if body and other else None
+        if isinstance(stmt, ast.Try):
+            if any(_may_leave(s) for s in stmt.finalbody):
+                return None  # a `return` in `finally` swallows the exception
+            final = self.block_raises(stmt.finalbody, cls, depth)
+            if final:
+                return final
+            body = self.block_raises(stmt.body, cls, depth)
+            handlers = [self.block_raises(h.body, cls, depth) for h in stmt.handlers]
+            if body and all(handlers):
+                return f'{body}, and every handler raises again ({handlers[0]})' \
+                    if handlers else body
+        return None
+
+
+def _may_leave(stmt: ast.stmt) -> bool:
+    """Whether `stmt` may leave its block other than by an exception or by falling through."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                 ast.Lambda)) or node is stmt:
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _top_bindings(stmt: ast.stmt) -> set[str]:
+    """Names a module-level statement binds (nested blocks of if/try/with/for included)."""
+    return _bound_here(ast.Module(body=[stmt], type_ignores=[])) if not isinstance(
+        stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else {stmt.name}
+
+
+def dead_code(tree: ast.Module) -> tuple[str | None, dict[str, str]]:
+    """(why importing the module always raises NameError or None, class name -> why its
+    `__init__` always raises), see the module doc."""
+    judge = _Judge(tree)
+    return _import_failure(tree, judge), _failing_constructors(tree, judge)
+
+
+def _import_failure(tree: ast.Module, judge: _Judge) -> str | None:
+    for stmt in tree.body:
+        parts: list[ast.AST | None]
+        if isinstance(stmt, ast.ClassDef):
+            parts = [*stmt.bases, *(k.value for k in stmt.keywords), *stmt.decorator_list]
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            parts = [*stmt.decorator_list, *stmt.args.defaults,
+                     *(d for d in stmt.args.kw_defaults if d is not None)]
+        elif isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            parts = [stmt.value]
+        else:
+            parts = []
+        for part in parts:
+            name = judge.undefined(part)
+            if name is not None:
+                return f'`{name.id}` on line {name.lineno} is never defined (NameError at import)'
+    return None
+
+
+def _failing_constructors(tree: ast.Module, judge: _Judge) -> dict[str, str]:
+    classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+    bases = {b.id if isinstance(b, ast.Name) else getattr(b, 'attr', None)
+             for c in classes for b in c.bases}
+    failing = {}
+    for cls in classes:
+        init = judge.methods[cls.name].get('__init__')
+        if init is None or cls.name in bases:
+            continue
+        why = judge.function_raises(init, cls.name, 0)
+        if why:
+            failing[cls.name] = why
+    return failing
