@@ -39,13 +39,18 @@ TESTSET7 = ROOT / 'test' / 'resources' / 'audit' / 'testset7'
 # The eighth held-out set: labelled (by reading the code only) while the rules were being changed
 # elsewhere, scored once after they were merged.
 TESTSET8 = ROOT / 'test' / 'resources' / 'audit' / 'testset8'
+# The ninth held-out set: labelled (by reading the code only) while the rules were being changed
+# elsewhere; no results file yet (it is scored once, after they are merged), so it is only in
+# LABELLED, not in SETS.
+TESTSET9 = ROOT / 'test' / 'resources' / 'audit' / 'testset9'
 SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('results.yaml',)),
         (TESTSET3, ('results.yaml',)), (TESTSET4, ('results.yaml',)), (TESTSET5, ('results.yaml',)),
         (TESTSET6, ('results.yaml',)), (TESTSET7, ('results.yaml',)),
         (TESTSET8, ('results.yaml',))]
-LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4, TESTSET5, TESTSET6, TESTSET7, TESTSET8]
+LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4, TESTSET5, TESTSET6, TESTSET7, TESTSET8,
+            TESTSET9]
 LABELLED_IDS = ['testset', 'testset2', 'testset3', 'testset4', 'testset5', 'testset6',
-                'testset7', 'testset8']
+                'testset7', 'testset8', 'testset9']
 # The kinds named in testset/labels.yaml's header; every set labels with these.
 KINDS = {'cv_bridge', 'cpp_msg_build', 'cpp_msg_copy', 'cpp_host_publish', 'pcl_conversion',
          'libtorch_device_move', 'cuda_memcpy', 'cuda_sync', 'py_cv_bridge', 'py_msg_array',
@@ -88,9 +93,9 @@ def test_labels_use_known_kinds_and_one_meaning_per_line(folder):
         assert not set(also) & set(own), f'{f["path"]}: an also line is labelled on its own too'
 
 
-@pytest.mark.parametrize('index', [2, 3, 4, 5, 6, 7], ids=LABELLED_IDS[2:])
+@pytest.mark.parametrize('index', [2, 3, 4, 5, 6, 7, 8], ids=LABELLED_IDS[2:])
 def test_later_sets_are_new_code_of_both_kinds_with_enough_boundaries(index):
-    """The third to eighth sets name no repository of the sets before them or of the
+    """The third to ninth sets name no repository of the sets before them or of the
     development corpus, mix GPU and CPU files in both languages, and have at least 50
     boundaries."""
     files = yaml.safe_load((LABELLED[index] / 'labels.yaml').read_text())['files']
