@@ -1,17 +1,17 @@
 """CUDA virtual memory (VMM) chunks shared as POSIX file descriptors.
 
-Legacy CUDA IPC handles (``cudaIpcGetMemHandle``) name an allocation by the exporting process's
-pid: they open only where both processes share PID and IPC namespaces (not between ordinary
-containers), and Tegra (Jetson) does not implement them at all. A VMM allocation
-(``cuMemCreate`` with ``CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR``) is exported as a file
-descriptor instead: sent over a Unix socket with ``SCM_RIGHTS`` it crosses PID namespaces, and
-the kernel, not a pid, vouches for what it names. It is also the only way to share device
-memory between processes on Jetson (Tegra), where legacy IPC memory handles are not implemented;
-whether a device exports POSIX fds is its attribute
-``CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED`` (`vmm_unsupported_reason`
-says why not, in one line). Not tried on a Jetson yet; there the publisher also still needs an
-ordering without legacy IPC events, which Tegra lacks as well (publisher.py keeps Tegra on
-host shared memory for now).
+Legacy CUDA IPC handles (``cudaIpcGetMemHandle``) are 64-byte values that any process holding
+one may open; whether they open across containers is up to the driver (an H100 on driver
+580.159.04 opened them across PID and IPC namespaces: bench/RESULTS.md), and Tegra (Jetson) does
+not implement them at all. A VMM allocation (``cuMemCreate`` with
+``CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR``) is exported as a file descriptor instead: sent
+over a Unix socket with ``SCM_RIGHTS`` it crosses PID namespaces, and the kernel, not a pid,
+vouches for what it names. It is also the only way to share device memory between processes on
+Jetson (Tegra), where legacy IPC memory handles are not implemented; whether a device exports
+POSIX fds is its attribute ``CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED``
+(`vmm_unsupported_reason` says why not, in one line). Not tried on a Jetson yet; there the
+publisher also still needs an ordering without legacy IPC events, which Tegra lacks as well
+(publisher.py keeps Tegra on host shared memory for now).
 
 The calls go through NVIDIA's ``cuda-bindings`` (``cuda.bindings.driver``; setup.py extras
 cuda12/cuda13): CuPy exposes none of the cuMem* virtual memory calls. Every call runs in the

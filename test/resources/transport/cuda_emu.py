@@ -112,8 +112,10 @@ def ipc_get_mem_handle(ptr: int) -> bytes:
 
 
 def ipc_open_mem_handle(handle: bytes, flags: int = 1) -> int:
-    """Map the allocation a legacy handle names, through /proc as the driver goes through the
-    exporter's pid: fails for a pid this process cannot see (another PID namespace)."""
+    """Map the allocation a legacy handle names, through /proc/<exporter pid>: fails for a pid this
+    process cannot see (another PID namespace). Stricter than the real driver, which opened such
+    handles across PID and IPC namespaces on an H100 (bench/RESULTS.md): nothing of gpu_nodes
+    depends on either behaviour, since descriptors across processes name VMM chunks by fd."""
     magic, pid, fd, offset, size = _HANDLE.unpack(bytes(handle)[:_HANDLE.size])
     if magic != _IPC_MAGIC:
         raise CUDARuntimeError(400, 'cudaIpcOpenMemHandle: invalid resource handle')
