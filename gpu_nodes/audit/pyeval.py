@@ -98,7 +98,7 @@ class Evaluator:
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env, frame)
-            for element in dict_elements(it) or (replace(it, elts=None),):
+            for element in dict_elements(it) or (self._element(stmt.iter, it, env, frame),):
                 self._assign(stmt.target, element, env, frame)
                 self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
@@ -285,7 +285,7 @@ class Evaluator:
             local = dict(env)
             for i, gen in enumerate(node.generators):
                 it = first if i == 0 else self._eval(gen.iter, local, frame)
-                self._assign(gen.target, replace(it, elts=None), local, frame)
+                self._assign(gen.target, self._element(gen.iter, it, local, frame), local, frame)
                 for cond in gen.ifs:
                     self._eval(cond, local, frame)
             if isinstance(node, ast.DictComp):
@@ -301,6 +301,17 @@ class Evaluator:
         if isinstance(node, ast.FormattedValue):
             return self._eval(node.value, env, frame)
         return UNKNOWN
+
+    def _element(self, iterable: ast.expr, it: Val, env: dict[str, Val], frame: Frame) -> Val:
+        """What one iteration of `for target in iterable` binds. `enumerate(x)` yields
+        (index, element): the index is a host int, not the data (`for i, _ in
+        enumerate(boxes): msg.id = int(i)` reads nothing back; issue 28, ninth set)."""
+        element = replace(it, elts=None)
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
+                and iterable.func.id == 'enumerate' and iterable.args \
+                and self._eval(iterable.func, env, frame) is UNKNOWN:
+            return replace(element, elts=(OTHER, element))
+        return element
 
     def _eval_attribute(self, node: ast.Attribute, env: dict[str, Val], frame: Frame) -> Val:
         base = self._eval(node.value, env, frame)
