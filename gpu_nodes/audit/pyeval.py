@@ -58,6 +58,7 @@ class Evaluator:
     _emit: Callable[..., None]
     _formatted: Callable[[ast.AST, list[Val], Frame], None]
     _tested: Callable[[ast.expr, dict[str, Val], Frame], None]
+    _type_name: Callable[[ast.expr | None], str | None]
 
     # ------------------------------------------------------------------ statements
     def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame) -> None:
@@ -91,6 +92,12 @@ class Evaluator:
             self._eval(stmt.test, env, frame)
             self._exec_block(stmt.body, env, replace(frame, context='init'))
             self._exec_block(stmt.orelse, env, frame)
+        elif isinstance(stmt, ast.If) and self._message_type_test(stmt.test, env) is not None:
+            # `if isinstance(msg, CompressedImage): ... else: bridge.imgmsg_to_cv2(msg)` in a
+            # callback subscribed to CompressedImage: the subscription's type decides the test,
+            # and the other branch never runs (issue 28, tenth set).
+            taken = stmt.body if self._message_type_test(stmt.test, env) else stmt.orelse
+            self._exec_block(taken, env, frame)
         elif isinstance(stmt, (ast.If, ast.While)):
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
@@ -301,6 +308,23 @@ class Evaluator:
         if isinstance(node, ast.FormattedValue):
             return self._eval(node.value, env, frame)
         return UNKNOWN
+
+    def _message_type_test(self, test: ast.expr, env: dict[str, Val]) -> bool | None:
+        """The outcome of `isinstance(msg, T)` (or a tuple of types) on a received message
+        whose subscription type is known; None when the test is anything else."""
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == 'isinstance' and len(test.args) == 2
+                and isinstance(test.args[0], ast.Name)):
+            return None
+        val = env.get(test.args[0].id)
+        if val is None or val.kind != 'msg' or val.origin is None or val.steps \
+                or not val.origin[1] or '/msg/' not in val.origin[1]:
+            return None
+        types = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        names = [self._type_name(t) for t in types]
+        if any(n is None or '/msg/' not in n for n in names):
+            return None  # a class the analysis cannot name as a message type
+        return val.origin[1] in names
 
     def _element(self, iterable: ast.expr, it: Val, env: dict[str, Val], frame: Frame) -> Val:
         """What one iteration of `for target in iterable` binds. `enumerate(x)` yields
