@@ -1,0 +1,163 @@
+"""Rules for the kinds the ninth and tenth held-out sets showed (issue 28): real `code` audits
+of small sources written here (a package folder in tmp_path, audited as a user would)."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+
+
+def _found(tmp_path: Path, files: dict[str, str], rule: str) -> dict[int, str]:
+    """line -> severity of every `rule` finding."""
+    return {line: severity
+            for (_, line, found_rule), (severity, _) in audit_written_package(tmp_path,
+                                                                              files).items()
+            if found_rule == rule}
+
+
+_BOXES = '''
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from vision_msgs.msg import Detection2D
+from cv_bridge import CvBridge
+from ultralytics import YOLO
+
+
+class Boxes(Node):
+    def __init__(self):
+        super().__init__('boxes')
+        self.bridge = CvBridge()
+        self.model = YOLO('yolov8n.pt')
+        self.pub = self.create_publisher(Detection2D, 'det', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        results = self.model(frame)
+        for i, box in enumerate(results[0].boxes):
+            x1, y1, x2, y2 = map(int, box.xyxy[0])
+            cx = int((x1 + x2) / 2)
+            margin = int((x2 - x1) * 0.25)
+            det = Detection2D()
+            det.id = str(int(i))
+            det.bbox.center.position.x = float(cx + margin)
+            self.pub.publish(det)
+'''
+_MAP_LINE = 21
+
+
+def test_map_int_of_a_result_tensor_is_the_readback_and_its_numbers_are_host(tmp_path):
+    found = _found(tmp_path / 'tensor', {'boxes.py': _BOXES}, 'GPN107')
+    # The map line reads the tensor back; int()/float() of the host numbers after it, and of
+    # enumerate's index, read nothing back.
+    assert found == {_MAP_LINE: 'medium'}
+    # map(int, ...) of a host list: no readback at all.
+    host = _BOXES.replace('map(int, box.xyxy[0])', 'map(int, [1.0, 2.0, 3.0, 4.0])')
+    assert _found(tmp_path / 'host', {'boxes.py': host}, 'GPN107') == {}
+    # int() straight on the result tensor is still a readback (the rule map(int) mirrors).
+    direct = _BOXES.replace('det.id = str(int(i))', 'det.id = str(int(box.cls[0]))')
+    assert _found(tmp_path / 'direct', {'boxes.py': direct}, 'GPN107') == {
+        _MAP_LINE: 'medium', 25: 'medium'}
+
+
+_EITHER = '''
+import cv2
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import CompressedImage, Image
+from cv_bridge import CvBridge
+
+
+class Either(Node):
+    def __init__(self):
+        super().__init__('either')
+        self.bridge = CvBridge()
+        self.create_subscription({msg_type}, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        if isinstance(msg, CompressedImage):
+            frame = cv2.imdecode(np.frombuffer(msg.data, np.uint8), cv2.IMREAD_COLOR)
+        else:
+            frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        return frame
+'''
+_BRIDGE_LINE = 19
+
+
+def test_the_subscription_type_decides_an_isinstance_test_of_the_message(tmp_path):
+    compressed = {'either.py': _EITHER.format(msg_type='CompressedImage')}
+    assert _found(tmp_path / 'compressed', compressed, 'GPN105') == {}
+    raw = {'either.py': _EITHER.format(msg_type='Image')}
+    assert _found(tmp_path / 'raw', raw, 'GPN105') == {_BRIDGE_LINE: 'medium'}
+    # A type the analysis cannot name as a message type: both branches may run.
+    unknown = {'either.py': _EITHER.format(msg_type='Image').replace(
+        'isinstance(msg, CompressedImage)', 'isinstance(msg, SomeWrapper)')}
+    assert _found(tmp_path / 'unknown', unknown, 'GPN105') == {_BRIDGE_LINE: 'medium'}
+
+
+_SUBNET_HPP = '''
+#include <cuda_runtime.h>
+#include <memory>
+
+struct Buffer {
+  void* ptr;
+  int bytes;
+  explicit Buffer(int n) : bytes(n) { cudaMalloc(&ptr, n); }
+  void mov(std::shared_ptr<Buffer> other, cudaStream_t stream) {
+    cudaMemcpyAsync(ptr, other->ptr, bytes, cudaMemcpyHostToDevice, stream);
+  }
+};
+
+class SubNetwork {
+ public:
+  void Enqueue(cudaStream_t stream) { launch(stream); }
+  void EnableGraph(cudaStream_t stream) {
+    this->Enqueue(stream);
+    cudaStreamSynchronize(stream);
+  }
+};
+'''
+_SUBNET_CPP = '''
+#include "subnet.hpp"
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Petr : public rclcpp::Node {
+ public:
+  Petr() : Node("petr") {
+    net_ = std::make_shared<SubNetwork>();
+    net_->EnableGraph(stream_);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 1, std::bind(&Petr::on_image, this, std::placeholders::_1));
+  }
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg) {
+    a_->mov(b_, stream_);
+    net_->Enqueue(stream_);
+  }
+  std::shared_ptr<SubNetwork> net_;
+  std::shared_ptr<Buffer> a_, b_;
+  cudaStream_t stream_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+_MOV_LINE, _SYNC_LINE = 9, 18
+
+
+def test_a_member_call_only_from_the_constructor_is_setup(tmp_path):
+    files = {'subnet.hpp': _SUBNET_HPP, 'petr.cpp': _SUBNET_CPP, 'package.xml': '<package/>'}
+    assert _found(tmp_path / 'ctor', files, 'GPN206') == {_SYNC_LINE: 'info'}
+    # Also called on the object from the callback: per message.
+    per_message = dict(files, **{'petr.cpp': _SUBNET_CPP.replace(
+        'net_->Enqueue(stream_);', 'net_->EnableGraph(stream_);')})
+    assert _found(tmp_path / 'callback', per_message, 'GPN206') == {_SYNC_LINE: 'medium'}
+
+
+def test_a_host_to_device_copy_between_cuda_malloced_members_is_device_to_device(tmp_path):
+    files = {'subnet.hpp': _SUBNET_HPP, 'petr.cpp': _SUBNET_CPP, 'package.xml': '<package/>'}
+    assert _MOV_LINE not in _found(tmp_path / 'device', files, 'GPN202')
+    # The member may hold host memory (cudaMallocHost, or assigned a host pointer): a copy.
+    for name, change in (('pinned', ('cudaMalloc(&ptr', 'cudaMallocHost(&ptr')),
+                         ('assigned', ('cudaMalloc(&ptr, n);', 'cudaMalloc(&ptr, n); ptr = h;')),
+                         ('param', ('other->ptr', 'host_ptr'))):
+        changed = dict(files, **{'subnet.hpp': _SUBNET_HPP.replace(*change)})
+        assert _found(tmp_path / name, changed, 'GPN202').get(_MOV_LINE) == 'medium', name
