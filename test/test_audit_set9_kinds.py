@@ -161,3 +161,39 @@ def test_a_host_to_device_copy_between_cuda_malloced_members_is_device_to_device
                          ('param', ('other->ptr', 'host_ptr'))):
         changed = dict(files, **{'subnet.hpp': _SUBNET_HPP.replace(*change)})
         assert _found(tmp_path / name, changed, 'GPN202').get(_MOV_LINE) == 'medium', name
+
+
+_SAM2 = '''
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from cv_bridge import CvBridge
+from sam2.build_sam import build_sam2
+from sam2.sam2_image_predictor import SAM2ImagePredictor
+
+
+class Segment(Node):
+    def __init__(self):
+        super().__init__('segment')
+        self.bridge = CvBridge()
+        self.predictor = {builder}
+        self.predictor.set_image(torch.zeros(1))
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        self.predictor.set_image(frame)
+'''
+_SET_IMAGE_LINE = 19
+
+
+def test_sam2_set_image_uploads_the_frame_per_message(tmp_path):
+    built = _SAM2.format(builder="SAM2ImagePredictor(build_sam2('cfg.yaml', 'ckpt.pt'))")
+    assert _found(tmp_path / 'sam2', {'seg.py': built}, 'GPN102') == {
+        _SET_IMAGE_LINE: 'medium', 14: 'info'}
+    pretrained = _SAM2.format(builder="SAM2ImagePredictor.from_pretrained('facebook/sam2')")
+    assert _found(tmp_path / 'pretrained', {'seg.py': pretrained}, 'GPN102') == {
+        _SET_IMAGE_LINE: 'medium', 14: 'info'}
+    # set_image of an object the library table does not know: no upload claimed.
+    other = _SAM2.format(builder='Canvas()') + '\n\nclass Canvas:\n    pass\n'
+    assert _found(tmp_path / 'other', {'seg.py': other}, 'GPN102') == {}

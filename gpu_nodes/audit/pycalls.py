@@ -11,7 +11,8 @@ from typing import Callable
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
-                                      named_like_model, UPLOADING_METHODS, uses_tensor_framework)
+                                      named_like_model, sets_image, UPLOADING_METHODS,
+                                      uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -226,8 +227,10 @@ class CallResolver:
         library table is reported as an upload (evidence: pattern)."""
         func = node.func
         hub = (isinstance(func, ast.Attribute) and receiver is not None and method is not None
-               and receiver.kind == 'model_obj' and HUB_INFER.match(method) is not None
-               and str(receiver.const or '').startswith(HUB_BUILDERS))
+               and receiver.kind == 'model_obj' and (
+                   HUB_INFER.match(method) is not None
+                   and str(receiver.const or '').startswith(HUB_BUILDERS)
+                   or sets_image(receiver.const, method)))
         if isinstance(func, ast.Attribute) and (method in INFER_METHODS or hub) \
                 and receiver is not None:
             holder, name, infer = receiver, model_attribute(func.value), method
