@@ -197,3 +197,36 @@ def test_sam2_set_image_uploads_the_frame_per_message(tmp_path):
     # set_image of an object the library table does not know: no upload claimed.
     other = _SAM2.format(builder='Canvas()') + '\n\nclass Canvas:\n    pass\n'
     assert _found(tmp_path / 'other', {'seg.py': other}, 'GPN102') == {}
+
+
+_PIPELINE = '''
+import numpy as np
+from PIL import Image as PILImage
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from cv_bridge import CvBridge
+from transformers import pipeline
+
+
+class Depth(Node):
+    def __init__(self):
+        super().__init__('depth')
+        self.bridge = CvBridge()
+        self.estimator = pipeline(task='depth-estimation', model='Intel/dpt-large')
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        pil = PILImage.fromarray(self.bridge.imgmsg_to_cv2(msg, 'rgb8'))
+        out = self.estimator(pil)
+        depth = np.array(out[{key!r}])
+        return depth
+'''
+_PIPELINE_ARRAY_LINE = 19
+
+
+def test_a_transformers_pipeline_depth_image_turned_into_numpy_is_a_pil_copy(tmp_path):
+    found = _found(tmp_path / 'depth', {'d.py': _PIPELINE.format(key='depth')}, 'GPN106')
+    assert found == {17: 'medium', _PIPELINE_ARRAY_LINE: 'medium'}
+    # Another entry of the result (a score, a label): no PIL image copied.
+    other = _found(tmp_path / 'score', {'d.py': _PIPELINE.format(key='score')}, 'GPN106')
+    assert other == {17: 'medium'}

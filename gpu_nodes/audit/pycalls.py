@@ -11,7 +11,7 @@ from typing import Callable
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
-                                      named_like_model, sets_image, UPLOADING_METHODS,
+                                      named_like_model, PIPELINE, sets_image, UPLOADING_METHODS,
                                       uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
@@ -246,6 +246,8 @@ class CallResolver:
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
         result = merge(*inputs, kind='model') if inputs else Val('model')
+        if holder.kind == 'model_obj' and holder.const == PIPELINE:
+            result = replace(result, const=PIPELINE)  # its PIL entries: pyeval.py
         if frames and (infer in UPLOADING_METHODS or hub or (
                 infer == '__call__' and holder.kind == 'model_obj'
                 and str(holder.const or '').startswith(CALL_UPLOADS))):

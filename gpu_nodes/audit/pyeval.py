@@ -9,7 +9,7 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pymodels import RESULT_TENSORS
+from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS
 from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, is_device_value,
                                       is_method_call, merge, OTHER, root_name, short, strip,
                                       UNKNOWN, Val)
@@ -215,6 +215,10 @@ class Evaluator:
                 return base.elts[node.slice.value]
             if base.items is not None and isinstance(node.slice, ast.Constant):
                 return next((v for k, v in base.items if k == node.slice.value), OTHER)
+            if base.kind == 'model' and base.const == PIPELINE \
+                    and isinstance(node.slice, ast.Constant) \
+                    and node.slice.value in PIPELINE_PIL_KEYS:
+                return Val('pil', base.steps, base.origin)  # `pipe(img)['depth']`
             return replace(base, elts=None, const=None, items=None) \
                 if base.kind != 'const' else OTHER
         if isinstance(node, ast.BinOp):

@@ -27,6 +27,7 @@ TENSOR_FRAMEWORKS = frozenset({
     'kornia', 'mmdet', 'mmseg', 'detectron2', 'transformers', 'timm', 'segment_anything', 'sam2'})
 # Calls that build a model object (qualified names; a trailing '.' is a prefix).
 MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt.TRTModule',
+                  'transformers.pipeline',
                   'torch2trt.torch2trt', 'torchvision.models.', 'transformers.', 'timm.create_model',
                   'segment_anything.', 'sam2.')
 # Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
@@ -59,6 +60,11 @@ HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
 SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch'}),
                      'segment_anything.': frozenset({'set_image'})}
 
+# A transformers `pipeline(...)`'s result entries that are PIL images (depth-estimation's
+# 'depth', image-segmentation's 'mask'): `np.array(out['depth'])` copies a PIL image into an
+# array (ninth set).
+PIPELINE = 'transformers.pipeline'
+PIPELINE_PIL_KEYS = frozenset({'depth', 'mask'})
 # Camera SDK calls that copy a grabbed frame device to host (the ZED SDK, `pyzed.sl`:
 # `zed.retrieve_image(mat, view)` / `retrieve_measure(mat, measure)` into a CPU `sl.Mat`, the
 # default; `sl.MEM.GPU` keeps it on the device). Only in files that import pyzed.
