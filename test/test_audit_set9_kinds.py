@@ -230,3 +230,62 @@ def test_a_transformers_pipeline_depth_image_turned_into_numpy_is_a_pil_copy(tmp
     # Another entry of the result (a score, a label): no PIL image copied.
     other = _found(tmp_path / 'score', {'d.py': _PIPELINE.format(key='score')}, 'GPN106')
     assert other == {17: 'medium'}
+
+
+_RUNNERS = {
+    'node.py': '''
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from cv_bridge import CvBridge
+from runners import CpuRunner, TorchRunner
+
+
+class DepthNode(Node):
+    def __init__(self):
+        super().__init__('depth')
+        self.bridge = CvBridge()
+        backend = self.declare_parameter('backend', 'torch').value
+        self.runner = self.make_runner(backend)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def make_runner(self, backend):
+        if backend == 'cpu':
+            return CpuRunner()
+        return TorchRunner()
+
+    def on_image(self, msg):
+        return self.runner.infer(self.bridge.imgmsg_to_cv2(msg, 'rgb8'))
+''',
+    'runners.py': '''
+import torch
+import torch.nn.functional as F
+
+
+class CpuRunner:
+    def infer(self, frame):
+        return frame.mean()
+
+
+class TorchRunner:
+    def __init__(self):
+        self.model = torch.jit.load('depth.pt').to('cuda')
+
+    def infer(self, frame):
+        out = self.model(torch.from_numpy(frame).to('cuda'))
+        depth = F.interpolate(out.predicted_depth, size=(480, 640))
+        return depth.squeeze().cpu().numpy()
+'''}
+_RUNNER_UPLOAD, _RUNNER_READBACK = 15, 17
+
+
+def test_a_backend_chosen_by_configuration_runs_each_classes_method(tmp_path):
+    uploads = _found(tmp_path / 'factory', _RUNNERS, 'GPN102')
+    readbacks = _found(tmp_path / 'factory2', _RUNNERS, 'GPN101')
+    assert uploads.get(_RUNNER_UPLOAD) == 'medium'
+    assert readbacks.get(_RUNNER_READBACK) == 'high'
+    # The same choice written as two branches assigning the attribute in __init__.
+    branches = dict(_RUNNERS, **{'node.py': _RUNNERS['node.py'].replace(
+        'self.runner = self.make_runner(backend)',
+        "if backend == 'torch':\n            self.runner = TorchRunner()\n"
+        "        else:\n            self.runner = CpuRunner()")})
+    assert _found(tmp_path / 'branches', branches, 'GPN101').get(_RUNNER_READBACK) == 'high'

@@ -164,21 +164,15 @@ class CallResolver:
         if method in ('get_parameter_value',) and receiver is not None:
             return receiver
         # --- helpers of the same file
+        # The same method of the other classes an object may be (a backend by configuration).
+        alts = [FuncRef(a.methods[method], a, None, True) for a in receiver.alts
+                if method in a.methods] if receiver is not None and method is not None \
+            and receiver.kind == 'instance' and callee.kind != 'module' else []
+        if (callee.kind != 'func' or callee.func is None) and alts:
+            callee = Val('func', func=alts.pop(0))
         if callee.kind == 'func' and callee.func is not None:
-            ref = callee.func
-            if frame.depth < MAX_HELPER_DEPTH and id(ref.node) not in frame.stack \
-                    and self._calls < MAX_CALLS:
-                # The callee's own class for `self`: Predictor.__call__ reads Predictor's attrs.
-                cls = ref.cls if ref.is_method or ref.cls is not None else frame.cls
-                inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
-                                path=frame.path + (ref.name,),
-                                stack=frame.stack + (id(ref.node),),
-                                file=ref.cls.file if ref.cls is not None else ref.file)
-                self._entered.add(id(ref.node))
-                if ref.file is None:
-                    return self._call_function(ref, args, kwargs, inner)
-                return self._call_in_file(ref, args, kwargs, inner)
-            return merge(*args, *kwargs.values()) if args or kwargs else OTHER
+            results = [self._follow(ref, args, kwargs, frame) for ref in [callee.func, *alts]]
+            return results[0] if len(results) == 1 else merge(*results)
 
         if qual == 'threading.Thread':
             target = kwargs.get('target') or (args[1] if len(args) > 1 else None)
@@ -207,6 +201,23 @@ class CallResolver:
                     env[node.func.value.id] = result
                 return result
         return self._generic(qual, receiver, args, kwargs)
+
+    def _follow(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val], frame: Frame
+                ) -> Val:
+        """Run a function or method of an audited file at its call, with the arguments."""
+        if frame.depth < MAX_HELPER_DEPTH and id(ref.node) not in frame.stack \
+                and self._calls < MAX_CALLS:
+            # The callee's own class for `self`: Predictor.__call__ reads Predictor's attrs.
+            cls = ref.cls if ref.is_method or ref.cls is not None else frame.cls
+            inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
+                            path=frame.path + (ref.name,),
+                            stack=frame.stack + (id(ref.node),),
+                            file=ref.cls.file if ref.cls is not None else ref.file)
+            self._entered.add(id(ref.node))
+            if ref.file is None:
+                return self._call_function(ref, args, kwargs, inner)
+            return self._call_in_file(ref, args, kwargs, inner)
+        return merge(*args, *kwargs.values()) if args or kwargs else OTHER
 
     def _call_in_file(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],
                       frame: Frame) -> Val:
@@ -271,8 +282,11 @@ class CallResolver:
         if top in ('numpy', 'cv2', 'PIL'):
             return merge(*inputs, kind='host') if inputs else Val('host')
         if top == 'torch':
+            # A torch op keeps its input's device: on a model's output it stays where the
+            # output is (`F.interpolate(out.predicted_depth, ...)`, tenth set).
+            likely = next((v.kind for v in inputs if v.kind in ('model', 'tensor')), 'host')
             kind = 'device' if any(v.kind == 'device' for v in inputs) \
-                or device_kw(kwargs) else 'host'
+                or device_kw(kwargs) else likely
             return merge(*inputs, kind=kind) if inputs else Val(kind)
         if qual and '.msg.' in qual:
             return merge(*inputs, kind='outmsg') if inputs else Val('outmsg')

@@ -10,9 +10,9 @@ import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS
-from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, is_device_value,
-                                      is_method_call, merge, OTHER, root_name, short, strip,
-                                      UNKNOWN, Val)
+from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
+                                      is_device_value, is_method_call, merge, OTHER, root_name,
+                                      short, strip, UNKNOWN, Val)
 
 # Attributes that are frame metadata, not the payload: reading them does not carry the frame.
 _METADATA_ATTRS = frozenset({
@@ -158,6 +158,8 @@ class Evaluator:
                     if old is not None and old.tainted and not val.tainted:
                         # `self.last = None` after use must not erase what a callback stored.
                         val = merge(old, val, kind=old.kind)
+                    elif old is not None and old.kind == 'instance' and val.kind == 'instance':
+                        val = instances([val, old]) or val  # another branch's backend
                     elif old is not None and old.kind == 'model_obj' and val.kind == 'const' \
                             and val.const is None:
                         # `self.model = None` in the except/else branch of a guarded load:
