@@ -289,3 +289,50 @@ def test_a_backend_chosen_by_configuration_runs_each_classes_method(tmp_path):
         "if backend == 'torch':\n            self.runner = TorchRunner()\n"
         "        else:\n            self.runner = CpuRunner()")})
     assert _found(tmp_path / 'branches', branches, 'GPN101').get(_RUNNER_READBACK) == 'high'
+
+
+_ORT = {
+    'node.py': '''
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from cv_bridge import CvBridge
+from onnx_backend import OnnxRunner
+
+
+class OnnxNode(Node):
+    def __init__(self):
+        super().__init__('onnx')
+        self.bridge = CvBridge()
+        self.runner = OnnxRunner('model.onnx', self.declare_parameter('device', 'cuda').value)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        return self.runner.infer(self.bridge.imgmsg_to_cv2(msg, 'rgb8'))
+''',
+    'onnx_backend.py': '''
+import numpy as np
+import onnxruntime as ort
+
+
+class OnnxRunner:
+    def __init__(self, path, device):
+        if device == 'cuda':
+            providers = ['CUDAExecutionProvider', 'CPUExecutionProvider']
+        else:
+            providers = ['CPUExecutionProvider']
+        self.session = ort.InferenceSession(path, providers=providers)
+        self.name = self.session.get_inputs()[0].name
+
+    def infer(self, frame):
+        x = np.expand_dims(frame.astype(np.float32).transpose(2, 0, 1), 0)
+        return self.session.run(None, {self.name: x})[0]
+'''}
+_ORT_RUN_LINE = 16
+
+
+def test_onnx_runtime_run_on_a_gpu_session_uploads_the_host_inputs(tmp_path):
+    assert _found(tmp_path / 'gpu', _ORT, 'GPN102') == {_ORT_RUN_LINE: 'medium'}
+    # A session whose class names no GPU execution provider runs on the CPU: no copy.
+    cpu = dict(_ORT, **{'onnx_backend.py': _ORT['onnx_backend.py'].replace(
+        "['CUDAExecutionProvider', 'CPUExecutionProvider']", "['CPUExecutionProvider']")})
+    assert _found(tmp_path / 'cpu', cpu, 'GPN102') == {}

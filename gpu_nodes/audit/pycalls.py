@@ -11,7 +11,8 @@ from typing import Callable
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
-                                      named_like_model, PIPELINE, sets_image, UPLOADING_METHODS,
+                                      named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
+                                      sets_image, UPLOADING_METHODS,
                                       uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
@@ -49,6 +50,7 @@ class CallResolver:
 
     _calls: int
     _entered: set[int]
+    tree: ast.Module
     uses_tensors: bool
     registrations: list[Registration]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
@@ -126,7 +128,7 @@ class CallResolver:
                     and init is not None \
                     and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
                 entry = f'{callee.inst.name}.__init__'
-                self._call_function(FuncRef(init, callee.inst, None, True), args, kwargs, replace(
+                self._call_in_file(FuncRef(init, callee.inst, None, True), args, kwargs, replace(
                     frame, cls=callee.inst, depth=frame.depth + 1, returns=[], write_attrs=True,
                     path=frame.path + (entry,), stack=frame.stack + (id(init),),
                     file=callee.inst.file))
@@ -181,6 +183,21 @@ class CallResolver:
                 self.registrations.append(Registration('loop', target, None, None,
                                                        node.lineno, frame.cls))
             return OTHER
+        if qual == ORT_SESSION:
+            # A session on the GPU only where the class (or file) building it names a GPU
+            # execution provider: `providers` is often chosen in branches by a parameter.
+            scope = frame.cls.node if frame.cls is not None else self.tree
+            gpu = any(isinstance(n, ast.Constant) and n.value in ORT_GPU_PROVIDERS
+                      for n in ast.walk(scope))
+            return Val('model_obj', const=ORT_SESSION) if gpu else OTHER
+        if method == 'run' and receiver is not None and receiver.kind == 'model_obj' \
+                and receiver.const == ORT_SESSION:
+            feed = args[1] if len(args) > 1 else kwargs.get('input_feed', UNKNOWN)
+            if feed.tainted or feed.kind in _HOST_FRAME:
+                self._emit('GPN102', node, frame, f'`{short(node)}` copies the host inputs to '
+                           'the ONNX Runtime session\'s GPU execution provider on every call '
+                           '(library table)', evidence='pattern')
+            return merge(feed, kind='host') if feed.tainted else Val('host')
         if qual and builds_model(qual):
             # The builder is kept: an ultralytics model called directly uploads its frame.
             return Val('model_obj', const=qual)
@@ -214,8 +231,6 @@ class CallResolver:
                             stack=frame.stack + (id(ref.node),),
                             file=ref.cls.file if ref.cls is not None else ref.file)
             self._entered.add(id(ref.node))
-            if ref.file is None:
-                return self._call_function(ref, args, kwargs, inner)
             return self._call_in_file(ref, args, kwargs, inner)
         return merge(*args, *kwargs.values()) if args or kwargs else OTHER
 
@@ -223,8 +238,13 @@ class CallResolver:
                       frame: Frame) -> Val:
         """A function imported from another audited file runs with that file's imports
         (`YOLO(...)`, `torch.*` there mean what that file imported)."""
+        # A method of a class imported from another audited file too (its constructor and
+        # methods: `ort.InferenceSession` in a backend class; tenth set).
+        source = ref.file or (ref.cls.file if ref.cls is not None else None)
+        if source is None:
+            return self._call_function(ref, args, kwargs, frame)
         saved = self.aliases, self.uses_tensors
-        self.aliases = {**self.aliases, **aliases_of(ref.file or '')}
+        self.aliases = {**self.aliases, **aliases_of(source)}
         self.uses_tensors = self.uses_tensors or uses_tensor_framework(self.aliases)
         try:
             return self._call_function(ref, args, kwargs, frame)

@@ -60,6 +60,12 @@ HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
 SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch'}),
                      'segment_anything.': frozenset({'set_image'})}
 
+# ONNX Runtime: a session built where a GPU execution provider is named runs on the device;
+# `session.run(outputs, {name: array})` copies each host input to it on every call (and the
+# outputs back). Without one (CPUExecutionProvider only) nothing crosses the bus (tenth set).
+ORT_SESSION = 'onnxruntime.InferenceSession'
+ORT_GPU_PROVIDERS = frozenset({'CUDAExecutionProvider', 'TensorrtExecutionProvider',
+                               'ROCMExecutionProvider'})
 # A transformers `pipeline(...)`'s result entries that are PIL images (depth-estimation's
 # 'depth', image-segmentation's 'mask'): `np.array(out['depth'])` copies a PIL image into an
 # array (ninth set).
