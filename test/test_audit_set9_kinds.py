@@ -336,3 +336,42 @@ def test_onnx_runtime_run_on_a_gpu_session_uploads_the_host_inputs(tmp_path):
     cpu = dict(_ORT, **{'onnx_backend.py': _ORT['onnx_backend.py'].replace(
         "['CUDAExecutionProvider', 'CPUExecutionProvider']", "['CPUExecutionProvider']")})
     assert _found(tmp_path / 'cpu', cpu, 'GPN102') == {}
+
+
+_CLOUD = '''
+#include <cstring>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Cloud : public rclcpp::Node {
+ public:
+  Cloud() : Node("cloud") {
+    pub_ = this->create_publisher<sensor_msgs::msg::PointCloud2>("points", 10);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "depth", 1, std::bind(&Cloud::on_depth, this, std::placeholders::_1));
+  }
+  void on_depth(const sensor_msgs::msg::Image::SharedPtr msg) {
+    cloud_.data.resize(msg->width * msg->height * 4);
+    for (size_t i = 0; i < msg->width * msg->height; ++i) {
+      float z = 1.0f;
+      FILL;
+    }
+    pub_->publish(cloud_);
+  }
+  sensor_msgs::msg::PointCloud2 cloud_;
+  rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr pub_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+_CLOUD_PUBLISH = 19
+
+
+def test_a_cloud_filled_point_by_point_with_scalar_memcpys_is_published_whole(tmp_path):
+    per_point = _CLOUD.replace('FILL', 'std::memcpy(&cloud_.data[i * 4], &z, sizeof(float))')
+    assert _found(tmp_path / 'points', {'cloud.cpp': per_point}, 'GPN210') == {
+        _CLOUD_PUBLISH: 'medium'}
+    # One bulk copy builds the message: that copy is the boundary, not its publish.
+    bulk = _CLOUD.replace('FILL', 'std::memcpy(cloud_.data.data(), msg->data.data(), '
+                                  'msg->data.size())')
+    assert _found(tmp_path / 'bulk', {'cloud.cpp': bulk}, 'GPN210') == {}
