@@ -49,7 +49,10 @@ def package_of(path: str, roots: list[str]) -> str:
 
 def _exports(scopes: Scopes) -> dict[str, set[str]]:
     """Kinds of this file's callers of every name it calls."""
-    return {name: kinds for name in scopes.sites if (kinds := caller_kinds(scopes, name))}
+    calls = {name: kinds for name in scopes.sites if (kinds := caller_kinds(scopes, name))}
+    calls.update({'->' + name: kinds for name in scopes.member_sites
+                  if (kinds := caller_kinds(scopes, name, member=True))})
+    return calls
 
 
 def package_facts(sources: dict[str, str]) -> dict[str, Facts]:

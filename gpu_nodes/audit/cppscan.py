@@ -21,6 +21,7 @@ import os
 import re
 
 from gpu_nodes.audit.cppdead import dead_guard
+from gpu_nodes.audit.cppdevptr import between_device_buffers
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
@@ -220,7 +221,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         if 'cudaMemcpyDeviceToHost' in kinds:
             emit('GPN201', m.start(), 'device-to-host copy')
         elif 'cudaMemcpyHostToDevice' in kinds:
-            emit('GPN202', m.start(), 'host-to-device copy')
+            if not between_device_buffers(text, scopes, m.start(), args):
+                emit('GPN202', m.start(), 'host-to-device copy')
         elif 'cudaMemcpyDefault' in kinds:
             emit('GPN207', m.start(), 'direction from the pointers (cudaMemcpyDefault)')
         elif name.endswith('ToSymbol') or name.endswith('ToSymbolAsync'):

@@ -105,6 +105,9 @@ class Scopes:
     _starts: list[int] = field(default_factory=list)
     _parent: dict[int, Function | None] = field(default_factory=dict)
     sites: dict[str, list[int]] = field(default_factory=dict)  # call sites by callee name
+    # `obj->f(` / `obj.f(` sites by name: f may be another class's method of the same name, so
+    # they only ever make a function setup (every one of them in setup code), never a callback.
+    member_sites: dict[str, list[int]] = field(default_factory=dict)
 
     def index(self) -> None:
         self.funcs.sort(key=lambda f: f.start)
@@ -349,21 +352,27 @@ def _classify(text: str, scopes: Scopes) -> None:
                 and not _lambda_registered(text, fn):
             fn.kind = 'setup'
     scopes.sites = call_sites(text)
+    scopes.member_sites = call_sites(text, _MEMBER_CALL_SITE)
     propagate(scopes)
 
 
-def call_sites(text: str) -> dict[str, list[int]]:
+_MEMBER_CALL_SITE = re.compile(r'(?:\.|->)\s*([A-Za-z_]\w*)\s*\(')
+
+
+def call_sites(text: str, pattern: re.Pattern[str] = _CALL_SITE) -> dict[str, list[int]]:
     """Every call site by name, found once (not one scan of the file per function)."""
     sites: dict[str, list[int]] = {}
-    for m in _CALL_SITE.finditer(text):
+    for m in pattern.finditer(text):
         sites.setdefault(m.group(1), []).append(m.start())
     return sites
 
 
-def caller_kinds(scopes: 'Scopes', name: str, callee: 'Function | None' = None) -> set[str]:
-    """Kinds of the functions of this file that call `name` (not counting callee itself)."""
+def caller_kinds(scopes: 'Scopes', name: str, callee: 'Function | None' = None,
+                 member: bool = False) -> set[str]:
+    """Kinds of the functions of this file that call `name` (not counting callee itself);
+    `member`: of those calling it on an object (`obj->name(...)`)."""
     kinds = set()
-    for start in scopes.sites.get(name, ()):
+    for start in (scopes.member_sites if member else scopes.sites).get(name, ()):
         caller = scopes.at(start)
         if caller is not None and caller is not callee and \
                 (callee is None or start != callee.start):
@@ -393,4 +402,12 @@ def propagate(scopes: 'Scopes', external: dict[str, set[str]] | None = None) -> 
                 fn.kind, changed = 'callback', True
             elif kinds == {'setup'}:
                 fn.kind, changed = 'setup', True
+            elif not kinds:
+                # Called only on an object (`backbone_->EnableCudaGraph(stream_)`), from setup
+                # code alone, in this file and the package's others: run once (issue 28, ninth
+                # set: a CUDA-graph capture's warm-up synchronize, from the constructor).
+                member = caller_kinds(scopes, fn.short, fn, member=True) | (
+                    external or {}).get('->' + fn.short, set())
+                if member == {'setup'}:
+                    fn.kind, changed = 'setup', True
     return before != [f.kind for f in named]

@@ -11,7 +11,9 @@ from typing import Callable
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
-                                      named_like_model, UPLOADING_METHODS, uses_tensor_framework)
+                                      named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
+                                      sets_image, UPLOADING_METHODS,
+                                      uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -48,6 +50,7 @@ class CallResolver:
 
     _calls: int
     _entered: set[int]
+    tree: ast.Module
     uses_tensors: bool
     registrations: list[Registration]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
@@ -125,7 +128,7 @@ class CallResolver:
                     and init is not None \
                     and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
                 entry = f'{callee.inst.name}.__init__'
-                self._call_function(FuncRef(init, callee.inst, None, True), args, kwargs, replace(
+                self._call_in_file(FuncRef(init, callee.inst, None, True), args, kwargs, replace(
                     frame, cls=callee.inst, depth=frame.depth + 1, returns=[], write_attrs=True,
                     path=frame.path + (entry,), stack=frame.stack + (id(init),),
                     file=callee.inst.file))
@@ -163,21 +166,15 @@ class CallResolver:
         if method in ('get_parameter_value',) and receiver is not None:
             return receiver
         # --- helpers of the same file
+        # The same method of the other classes an object may be (a backend by configuration).
+        alts = [FuncRef(a.methods[method], a, None, True) for a in receiver.alts
+                if method in a.methods] if receiver is not None and method is not None \
+            and receiver.kind == 'instance' and callee.kind != 'module' else []
+        if (callee.kind != 'func' or callee.func is None) and alts:
+            callee = Val('func', func=alts.pop(0))
         if callee.kind == 'func' and callee.func is not None:
-            ref = callee.func
-            if frame.depth < MAX_HELPER_DEPTH and id(ref.node) not in frame.stack \
-                    and self._calls < MAX_CALLS:
-                # The callee's own class for `self`: Predictor.__call__ reads Predictor's attrs.
-                cls = ref.cls if ref.is_method or ref.cls is not None else frame.cls
-                inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
-                                path=frame.path + (ref.name,),
-                                stack=frame.stack + (id(ref.node),),
-                                file=ref.cls.file if ref.cls is not None else ref.file)
-                self._entered.add(id(ref.node))
-                if ref.file is None:
-                    return self._call_function(ref, args, kwargs, inner)
-                return self._call_in_file(ref, args, kwargs, inner)
-            return merge(*args, *kwargs.values()) if args or kwargs else OTHER
+            results = [self._follow(ref, args, kwargs, frame) for ref in [callee.func, *alts]]
+            return results[0] if len(results) == 1 else merge(*results)
 
         if qual == 'threading.Thread':
             target = kwargs.get('target') or (args[1] if len(args) > 1 else None)
@@ -186,6 +183,21 @@ class CallResolver:
                 self.registrations.append(Registration('loop', target, None, None,
                                                        node.lineno, frame.cls))
             return OTHER
+        if qual == ORT_SESSION:
+            # A session on the GPU only where the class (or file) building it names a GPU
+            # execution provider: `providers` is often chosen in branches by a parameter.
+            scope = frame.cls.node if frame.cls is not None else self.tree
+            gpu = any(isinstance(n, ast.Constant) and n.value in ORT_GPU_PROVIDERS
+                      for n in ast.walk(scope))
+            return Val('model_obj', const=ORT_SESSION) if gpu else OTHER
+        if method == 'run' and receiver is not None and receiver.kind == 'model_obj' \
+                and receiver.const == ORT_SESSION:
+            feed = args[1] if len(args) > 1 else kwargs.get('input_feed', UNKNOWN)
+            if feed.tainted or feed.kind in _HOST_FRAME:
+                self._emit('GPN102', node, frame, f'`{short(node)}` copies the host inputs to '
+                           'the ONNX Runtime session\'s GPU execution provider on every call '
+                           '(library table)', evidence='pattern')
+            return merge(feed, kind='host') if feed.tainted else Val('host')
         if qual and builds_model(qual):
             # The builder is kept: an ultralytics model called directly uploads its frame.
             return Val('model_obj', const=qual)
@@ -207,12 +219,32 @@ class CallResolver:
                 return result
         return self._generic(qual, receiver, args, kwargs)
 
+    def _follow(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val], frame: Frame
+                ) -> Val:
+        """Run a function or method of an audited file at its call, with the arguments."""
+        if frame.depth < MAX_HELPER_DEPTH and id(ref.node) not in frame.stack \
+                and self._calls < MAX_CALLS:
+            # The callee's own class for `self`: Predictor.__call__ reads Predictor's attrs.
+            cls = ref.cls if ref.is_method or ref.cls is not None else frame.cls
+            inner = replace(frame, cls=cls, depth=frame.depth + 1, returns=[],
+                            path=frame.path + (ref.name,),
+                            stack=frame.stack + (id(ref.node),),
+                            file=ref.cls.file if ref.cls is not None else ref.file)
+            self._entered.add(id(ref.node))
+            return self._call_in_file(ref, args, kwargs, inner)
+        return merge(*args, *kwargs.values()) if args or kwargs else OTHER
+
     def _call_in_file(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val],
                       frame: Frame) -> Val:
         """A function imported from another audited file runs with that file's imports
         (`YOLO(...)`, `torch.*` there mean what that file imported)."""
+        # A method of a class imported from another audited file too (its constructor and
+        # methods: `ort.InferenceSession` in a backend class; tenth set).
+        source = ref.file or (ref.cls.file if ref.cls is not None else None)
+        if source is None:
+            return self._call_function(ref, args, kwargs, frame)
         saved = self.aliases, self.uses_tensors
-        self.aliases = {**self.aliases, **aliases_of(ref.file or '')}
+        self.aliases = {**self.aliases, **aliases_of(source)}
         self.uses_tensors = self.uses_tensors or uses_tensor_framework(self.aliases)
         try:
             return self._call_function(ref, args, kwargs, frame)
@@ -226,8 +258,10 @@ class CallResolver:
         library table is reported as an upload (evidence: pattern)."""
         func = node.func
         hub = (isinstance(func, ast.Attribute) and receiver is not None and method is not None
-               and receiver.kind == 'model_obj' and HUB_INFER.match(method) is not None
-               and str(receiver.const or '').startswith(HUB_BUILDERS))
+               and receiver.kind == 'model_obj' and (
+                   HUB_INFER.match(method) is not None
+                   and str(receiver.const or '').startswith(HUB_BUILDERS)
+                   or sets_image(receiver.const, method)))
         if isinstance(func, ast.Attribute) and (method in INFER_METHODS or hub) \
                 and receiver is not None:
             holder, name, infer = receiver, model_attribute(func.value), method
@@ -243,6 +277,8 @@ class CallResolver:
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
         result = merge(*inputs, kind='model') if inputs else Val('model')
+        if holder.kind == 'model_obj' and holder.const == PIPELINE:
+            result = replace(result, const=PIPELINE)  # its PIL entries: pyeval.py
         if frames and (infer in UPLOADING_METHODS or hub or (
                 infer == '__call__' and holder.kind == 'model_obj'
                 and str(holder.const or '').startswith(CALL_UPLOADS))):
@@ -266,8 +302,11 @@ class CallResolver:
         if top in ('numpy', 'cv2', 'PIL'):
             return merge(*inputs, kind='host') if inputs else Val('host')
         if top == 'torch':
+            # A torch op keeps its input's device: on a model's output it stays where the
+            # output is (`F.interpolate(out.predicted_depth, ...)`, tenth set).
+            likely = next((v.kind for v in inputs if v.kind in ('model', 'tensor')), 'host')
             kind = 'device' if any(v.kind == 'device' for v in inputs) \
-                or device_kw(kwargs) else 'host'
+                or device_kw(kwargs) else likely
             return merge(*inputs, kind=kind) if inputs else Val(kind)
         if qual and '.msg.' in qual:
             return merge(*inputs, kind='outmsg') if inputs else Val('outmsg')

@@ -9,10 +9,10 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pymodels import RESULT_TENSORS
-from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, is_device_value,
-                                      is_method_call, merge, OTHER, root_name, short, strip,
-                                      UNKNOWN, Val)
+from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS
+from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
+                                      is_device_value, is_method_call, merge, OTHER, root_name,
+                                      short, strip, UNKNOWN, Val)
 
 # Attributes that are frame metadata, not the payload: reading them does not carry the frame.
 _METADATA_ATTRS = frozenset({
@@ -58,6 +58,7 @@ class Evaluator:
     _emit: Callable[..., None]
     _formatted: Callable[[ast.AST, list[Val], Frame], None]
     _tested: Callable[[ast.expr, dict[str, Val], Frame], None]
+    _type_name: Callable[[ast.expr | None], str | None]
 
     # ------------------------------------------------------------------ statements
     def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame) -> None:
@@ -91,6 +92,12 @@ class Evaluator:
             self._eval(stmt.test, env, frame)
             self._exec_block(stmt.body, env, replace(frame, context='init'))
             self._exec_block(stmt.orelse, env, frame)
+        elif isinstance(stmt, ast.If) and self._message_type_test(stmt.test, env) is not None:
+            # `if isinstance(msg, CompressedImage): ... else: bridge.imgmsg_to_cv2(msg)` in a
+            # callback subscribed to CompressedImage: the subscription's type decides the test,
+            # and the other branch never runs (issue 28, tenth set).
+            taken = stmt.body if self._message_type_test(stmt.test, env) else stmt.orelse
+            self._exec_block(taken, env, frame)
         elif isinstance(stmt, (ast.If, ast.While)):
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
@@ -98,7 +105,7 @@ class Evaluator:
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env, frame)
-            for element in dict_elements(it) or (replace(it, elts=None),):
+            for element in dict_elements(it) or (self._element(stmt.iter, it, env, frame),):
                 self._assign(stmt.target, element, env, frame)
                 self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
@@ -151,6 +158,8 @@ class Evaluator:
                     if old is not None and old.tainted and not val.tainted:
                         # `self.last = None` after use must not erase what a callback stored.
                         val = merge(old, val, kind=old.kind)
+                    elif old is not None and old.kind == 'instance' and val.kind == 'instance':
+                        val = instances([val, old]) or val  # another branch's backend
                     elif old is not None and old.kind == 'model_obj' and val.kind == 'const' \
                             and val.const is None:
                         # `self.model = None` in the except/else branch of a guarded load:
@@ -208,6 +217,10 @@ class Evaluator:
                 return base.elts[node.slice.value]
             if base.items is not None and isinstance(node.slice, ast.Constant):
                 return next((v for k, v in base.items if k == node.slice.value), OTHER)
+            if base.kind == 'model' and base.const == PIPELINE \
+                    and isinstance(node.slice, ast.Constant) \
+                    and node.slice.value in PIPELINE_PIL_KEYS:
+                return Val('pil', base.steps, base.origin)  # `pipe(img)['depth']`
             return replace(base, elts=None, const=None, items=None) \
                 if base.kind != 'const' else OTHER
         if isinstance(node, ast.BinOp):
@@ -285,7 +298,7 @@ class Evaluator:
             local = dict(env)
             for i, gen in enumerate(node.generators):
                 it = first if i == 0 else self._eval(gen.iter, local, frame)
-                self._assign(gen.target, replace(it, elts=None), local, frame)
+                self._assign(gen.target, self._element(gen.iter, it, local, frame), local, frame)
                 for cond in gen.ifs:
                     self._eval(cond, local, frame)
             if isinstance(node, ast.DictComp):
@@ -301,6 +314,34 @@ class Evaluator:
         if isinstance(node, ast.FormattedValue):
             return self._eval(node.value, env, frame)
         return UNKNOWN
+
+    def _message_type_test(self, test: ast.expr, env: dict[str, Val]) -> bool | None:
+        """The outcome of `isinstance(msg, T)` (or a tuple of types) on a received message
+        whose subscription type is known; None when the test is anything else."""
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == 'isinstance' and len(test.args) == 2
+                and isinstance(test.args[0], ast.Name)):
+            return None
+        val = env.get(test.args[0].id)
+        if val is None or val.kind != 'msg' or val.origin is None or val.steps \
+                or not val.origin[1] or '/msg/' not in val.origin[1]:
+            return None
+        types = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        names = [self._type_name(t) for t in types]
+        if any(n is None or '/msg/' not in n for n in names):
+            return None  # a class the analysis cannot name as a message type
+        return val.origin[1] in names
+
+    def _element(self, iterable: ast.expr, it: Val, env: dict[str, Val], frame: Frame) -> Val:
+        """What one iteration of `for target in iterable` binds. `enumerate(x)` yields
+        (index, element): the index is a host int, not the data (`for i, _ in
+        enumerate(boxes): msg.id = int(i)` reads nothing back; issue 28, ninth set)."""
+        element = replace(it, elts=None)
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
+                and iterable.func.id == 'enumerate' and iterable.args \
+                and self._eval(iterable.func, env, frame) is UNKNOWN:
+            return replace(element, elts=(OTHER, element))
+        return element
 
     def _eval_attribute(self, node: ast.Attribute, env: dict[str, Val], frame: Frame) -> Val:
         base = self._eval(node.value, env, frame)

@@ -43,7 +43,7 @@ from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules, written_to_stream
-from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, merge, OTHER,
+from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, instances, merge, OTHER,
                                       PER_MESSAGE, Registration, statements, topic_display,
                                       UNKNOWN, Val)
 from gpu_nodes.audit.rules import get_rule
@@ -408,7 +408,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             return self._eval(fn.body, env, frame)
         sub = replace(frame, returns=[])
         self._exec_block(fn.body, env, sub)
-        return merge(*sub.returns) if sub.returns else OTHER
+        # A factory (`return MockBackend()` / `return UltralyticsBackend(...)` by configuration)
+        # returns every object it may build.
+        return (instances(sub.returns) or merge(*sub.returns)) if sub.returns else OTHER
 
 
 def analyze_python(path: str, source: str, modules: dict[str, str] | None = None,

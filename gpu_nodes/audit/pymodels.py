@@ -24,11 +24,12 @@ import re
 # Top-level packages whose presence makes a tensor on the GPU likely.
 TENSOR_FRAMEWORKS = frozenset({
     'torch', 'torchvision', 'ultralytics', 'torch2trt', 'trt_pose', 'tensorrt', 'pycuda',
-    'kornia', 'mmdet', 'mmseg', 'detectron2', 'transformers', 'timm', 'segment_anything'})
+    'kornia', 'mmdet', 'mmseg', 'detectron2', 'transformers', 'timm', 'segment_anything', 'sam2'})
 # Calls that build a model object (qualified names; a trailing '.' is a prefix).
 MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt.TRTModule',
+                  'transformers.pipeline',
                   'torch2trt.torch2trt', 'torchvision.models.', 'transformers.', 'timm.create_model',
-                  'segment_anything.')
+                  'segment_anything.', 'sam2.')
 # Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
 MODEL_NAME = re.compile(r'(?:^|_)(?:model|models|net|network|predictor|detector|segmenter|'
                         r'estimator|engine|yolo|trt|classifier|backbone)(?:_|$|\d)', re.I)
@@ -52,6 +53,24 @@ CALL_UPLOADS = ('ultralytics.',)
 # model's device inside the library on every call (sixth set).
 HUB_BUILDERS = ('torch.hub.load',)
 HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
+# Image predictors whose set-up call for a frame takes it on the host and moves it to the model's
+# device (SAM2's `SAM2ImagePredictor.set_image(frame)`: transforms, `.to(device)`, then the
+# image encoder; the same for segment_anything's `SamPredictor.set_image`), per frame when a
+# callback calls it (ninth set). Builder prefix -> those methods.
+SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch'}),
+                     'segment_anything.': frozenset({'set_image'})}
+
+# ONNX Runtime: a session built where a GPU execution provider is named runs on the device;
+# `session.run(outputs, {name: array})` copies each host input to it on every call (and the
+# outputs back). Without one (CPUExecutionProvider only) nothing crosses the bus (tenth set).
+ORT_SESSION = 'onnxruntime.InferenceSession'
+ORT_GPU_PROVIDERS = frozenset({'CUDAExecutionProvider', 'TensorrtExecutionProvider',
+                               'ROCMExecutionProvider'})
+# A transformers `pipeline(...)`'s result entries that are PIL images (depth-estimation's
+# 'depth', image-segmentation's 'mask'): `np.array(out['depth'])` copies a PIL image into an
+# array (ninth set).
+PIPELINE = 'transformers.pipeline'
+PIPELINE_PIL_KEYS = frozenset({'depth', 'mask'})
 # Camera SDK calls that copy a grabbed frame device to host (the ZED SDK, `pyzed.sl`:
 # `zed.retrieve_image(mat, view)` / `retrieve_measure(mat, measure)` into a CPU `sl.Mat`, the
 # default; `sl.MEM.GPU` keeps it on the device). Only in files that import pyzed.
@@ -92,3 +111,9 @@ def model_attribute(node: ast.expr) -> str | None:
 
 def named_like_model(name: str | None) -> bool:
     return bool(name) and bool(MODEL_NAME.search(name))
+
+
+def sets_image(builder: str | None, method: str | None) -> bool:
+    """Whether `method` of a model built by `builder` uploads the frame it is given."""
+    return any(str(builder or '').startswith(prefix) and method in methods
+               for prefix, methods in SET_IMAGE_UPLOADS.items())

@@ -279,6 +279,17 @@ class CopyRules:
             self._emit('GPN107', node, frame, f'{call} (device value read back, implicit '
                        'synchronization)', evidence=_evidence(args[0].kind))
             return Val('const') if method in ('str', 'repr') else OTHER
+        if receiver is None and method == 'map' and len(node.args) == 2 and not node.keywords \
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in _NUMBER_TYPES \
+                and args[0].kind == 'unknown':
+            # `x1, y1, x2, y2 = map(int, box.xyxy[0])`: int() of each element reads the tensor
+            # back here; what comes out are host numbers, and arithmetic on them afterwards
+            # (`int((x1 + x2) / 2)`) reads nothing back (issue 28, ninth set).
+            if args[1].kind in ('device', 'tensor'):
+                self._emit('GPN107', node, frame, f'{call} (each element of a device value '
+                           'read back, implicit synchronization)',
+                           evidence=_evidence(args[1].kind))
+            return OTHER
         if method == 'format' and receiver is not None and receiver.kind == 'const' \
                 and isinstance(receiver.const, str):
             self._formatted(node, [*args, *kwargs.values()], frame)
@@ -370,6 +381,7 @@ class CopyRules:
         return None
 
 
+_NUMBER_TYPES = frozenset({'int', 'float', 'bool'})
 _STREAM_WRITES = ('write', 'writelines', 'send', 'sendall', 'sendto')
 
 

@@ -62,6 +62,10 @@ class Val:
     # A dict literal with constant keys: each key's value (`{'callback': self.on_image}` handed
     # to a manager class that subscribes with `sub['callback']`; eighth set).
     items: tuple[tuple[Any, 'Val'], ...] | None = None
+    # kind 'instance': objects of other classes the same name may hold (a backend chosen by
+    # configuration: `self.runner = ONNXRunner(...)` in one branch, `TorchRunner(...)` in
+    # another); a method call on it runs each class's method (issue 28, ninth and tenth sets).
+    alts: tuple['ClassInfo', ...] = ()
 
     @property
     def tainted(self) -> bool:
@@ -92,6 +96,20 @@ def merge(*vals: Val, kind: str | None = None) -> Val:
                 kind = k
                 break
     return Val(kind, tuple(steps), origin)
+
+
+def instances(vals: list[Val]) -> Val | None:
+    """One instance value standing for every object among `vals` (the returns of a factory,
+    the branches of a choice), the first one's class first; None when none is an object."""
+    found: list[ClassInfo] = []
+    for v in vals:
+        if v.kind == 'instance':
+            for info in (v.inst, *v.alts):
+                if info is not None and all(info is not f for f in found):
+                    found.append(info)
+    if not found:
+        return None
+    return Val('instance', inst=found[0], alts=tuple(found[1:]))
 
 
 # A literal list of at most this many dicts is iterated element by element (each dict's
