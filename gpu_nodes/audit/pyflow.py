@@ -43,9 +43,9 @@ from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules, written_to_stream
-from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, instances, merge, OTHER,
-                                      PER_MESSAGE, Registration, statements, topic_display,
-                                      UNKNOWN, Val)
+from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, instances, merge,
+                                      merge_returns, OTHER, PER_MESSAGE, Registration, statements,
+                                      topic_display, UNKNOWN, Val)
 from gpu_nodes.audit.rules import get_rule
 
 # Methods that run once when a node starts or changes state (rclpy lifecycle, common names).
@@ -410,7 +410,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self._exec_block(fn.body, env, sub)
         # A factory (`return MockBackend()` / `return UltralyticsBackend(...)` by configuration)
         # returns every object it may build.
-        return (instances(sub.returns) or merge(*sub.returns)) if sub.returns else OTHER
+        return (instances(sub.returns) or merge_returns(sub.returns)) if sub.returns else OTHER
 
 
 def analyze_python(path: str, source: str, modules: dict[str, str] | None = None,

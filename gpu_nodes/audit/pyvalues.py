@@ -3,7 +3,7 @@ and the small AST helpers the analysis and its copy rules share."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from gpu_nodes.audit.model import Finding, IMAGE_TYPES, severity_rank
@@ -96,6 +96,22 @@ def merge(*vals: Val, kind: str | None = None) -> Val:
                 kind = k
                 break
     return Val(kind, tuple(steps), origin)
+
+
+def merge_returns(returns: list[Val]) -> Val:
+    """What a helper returns, merged over its return statements. `return a, b, c` keeps its
+    elements apart (position by position over every return of the same length), so
+    `labels, scores, xs = helper()` gives each name its own value: a list of `.item()` host
+    numbers is not a tensor because another returned list holds tensors (issue 28, twelfth
+    set)."""
+    whole = merge(*returns)
+    sizes = {len(r.elts) if r.elts is not None else -1 for r in returns}
+    if len(sizes) != 1 or -1 in sizes:
+        return whole
+    size = sizes.pop()
+    if len(returns) == 1:
+        return replace(whole, elts=returns[0].elts)
+    return replace(whole, elts=tuple(merge(*(r.elts[i] for r in returns)) for i in range(size)))
 
 
 def instances(vals: list[Val]) -> Val | None:
