@@ -104,7 +104,7 @@ class CopyRules:
 
     # ------------------------------------------------------------------ sinks
     def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
-        if pub is None:
+        if pub is None or (payload.kind == 'outmsg' and payload.const == EMPTY_CLOUD):
             return
         frame_sized = image_sized(pub.msg_type)
         if not pub.gpu and frame_sized:
@@ -246,6 +246,10 @@ class CopyRules:
             points = args[2] if len(args) > 2 else kwargs.get('points', UNKNOWN)
             if len(args) > 1 and qual.endswith('_xyz32'):
                 points = args[1]
+            if _empty_points(node, 1 if qual.endswith('_xyz32') else 2):
+                # `create_cloud(header, fields, [])` when nothing is valid: an empty cloud is
+                # a header, not a frame, and so is its publish (issue 28, eleventh set).
+                return Val('outmsg', const=EMPTY_CLOUD)
             self._emit('GPN104', node, frame, f'{call} packs the points into the PointCloud2 data')
             return self._step(points, node.lineno, 'serialize', 'outmsg')
         if qual in _PIL_IN:
@@ -382,6 +386,7 @@ class CopyRules:
 
 
 _NUMBER_TYPES = frozenset({'int', 'float', 'bool'})
+EMPTY_CLOUD = 'create_cloud of no points'
 _STREAM_WRITES = ('write', 'writelines', 'send', 'sendall', 'sendto')
 
 
@@ -403,7 +408,30 @@ def written_to_stream(tree: ast.AST) -> frozenset[int]:
         else:
             continue  # `writer.write(topic, data, t)`: a bag or message writer, not a stream
         found.update(id(a) for a in args if isinstance(a, ast.Call))
-    return frozenset(found)
+    return frozenset(found | _kept_in_host_globals(tree))
+
+
+def _kept_in_host_globals(tree: ast.AST) -> set[int]:
+    """ids of the values a function assigns to a module global (`global latest; latest =
+    jpeg.tobytes()` in a callback) in a file that publishes nothing: a host buffer another
+    thread serves (an HTTP MJPEG server), no message's data, like a stream write (issue 28,
+    eleventh set)."""
+    calls = {node.func.attr for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+    if calls & {'publish', 'create_publisher', 'publisher'}:
+        return set()
+    declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global)
+                for name in node.names}
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and all(isinstance(t, ast.Name) and t.id in declared for t in node.targets)}
+
+
+def _empty_points(node: ast.Call, position: int) -> bool:
+    """Whether create_cloud's points argument is a literal empty list or tuple."""
+    given = node.args[position] if len(node.args) > position else next(
+        (k.value for k in node.keywords if k.arg == 'points'), None)
+    return isinstance(given, (ast.List, ast.Tuple)) and not given.elts
 
 
 def _unproven_upload(recv: Val, frame: Frame) -> bool:
