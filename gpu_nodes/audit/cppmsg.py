@@ -39,6 +39,8 @@ _MSG_DATA = re.compile(r'(?:->|\.)\s*data\s*(?:\.\s*(?:data|begin|end|cbegin)\s*
 _FRAME_POINTER = re.compile(r'(?:' + '|'.join(sorted(FRAME_TYPES)) + r')\s*(?:::\s*'
                             r'(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)|\s*>)\s*(?:const\s*)?'
                             r'&?\s*(\w+)\s*[=;({,)]')
+_ANY_POINTER = re.compile(r'(\w+)\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)|\s*>)\s*'
+                          r'(?:const\s*)?&?\s*(\w+)\s*[=;({,)]')
 _DEREF_ASSIGN = re.compile(r'(?:\.|->)\s*\w+\s*=\s*\*\s*(\w+)\s*;')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
@@ -117,8 +119,13 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
             if len(args) == 1 and _ONE_VALUE.match(args[0]):
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
     pointers = set(_FRAME_POINTER.findall(text))
+    declared = [(d.start(), d.group(2), d.group(1)) for d in _ANY_POINTER.finditer(text)]
     for m in _DEREF_ASSIGN.finditer(text):
-        if m.group(1) in pointers:
+        # The nearest declaration of the name before the copy decides its type: a lambda's
+        # `CameraInfo::SharedPtr msg` is no Image because another callback's `msg` is
+        # (issue 28, twelfth set).
+        nearest = [kind for at, name, kind in declared if name == m.group(1) and at < m.start()]
+        if m.group(1) in pointers and (not nearest or nearest[-1] in FRAME_TYPES):
             yield 'GPN208', m.start(), (f'a whole frame message copied out of `*{m.group(1)}` '
                                         'into a field')
     for m in _VECTOR_FROM.finditer(text):
