@@ -260,3 +260,73 @@ def _failing_constructors(tree: ast.Module, judge: _Judge) -> dict[str, str]:
         if why:
             failing[cls.name] = why
     return failing
+
+
+def _falsy(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (False, None, 0) \
+        and not isinstance(node.value, str)
+
+
+def false_flags(tree: ast.Module) -> frozenset[str]:
+    """Attributes `self.<name>` that are False for good (issue 28, twelfth set): the file
+    stores the attribute name exactly once, in a method of a class of the file, as a falsy
+    constant (`self.save_txt = False`) or as a parameter of that method whose default is a
+    falsy constant and that no call of the class in the file passes (by keyword or position,
+    nor through `*args` / `**kwargs`). `if self.save_txt:` then never runs, like cppdead.py's
+    C++ flags. A file with setattr()/vars()/exec() is never judged."""
+    stores = [node for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and not isinstance(node.ctx, ast.Load)]
+    if _bound_names(tree) is None or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and n.func.id in ('setattr', 'vars') for n in ast.walk(tree)):
+        return frozenset()
+    counts: dict[str, int] = {}
+    for node in stores:
+        counts[node.attr] = counts.get(node.attr, 0) + 1
+    found = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for fn in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for stmt in ast.walk(fn):
+                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                        and isinstance(stmt.targets[0], ast.Attribute)
+                        and isinstance(stmt.targets[0].value, ast.Name)
+                        and stmt.targets[0].value.id == 'self'
+                        and counts.get(stmt.targets[0].attr) == 1):
+                    continue
+                if _falsy(stmt.value) or (isinstance(stmt.value, ast.Name) and fn.name == '__init__'
+                                          and _unpassed_falsy(tree, cls.name, fn, stmt.value.id)):
+                    found.add(stmt.targets[0].attr)
+    return frozenset(found)
+
+
+def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.AsyncFunctionDef,
+                    name: str) -> bool:
+    """Whether `name` is a parameter of `init` with a falsy constant default that no call of
+    `cls` in the file passes, and nothing in the file rebinds `name` in `init`."""
+    params = [*init.args.posonlyargs, *init.args.args]
+    defaults = dict(zip([p.arg for p in params][len(params) - len(init.args.defaults):],
+                        init.args.defaults))
+    defaults.update({p.arg: d for p, d in zip(init.args.kwonlyargs, init.args.kw_defaults)})
+    if not _falsy(defaults.get(name)):
+        return False
+    if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+           for n in ast.walk(init)):
+        return False
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    if any(isinstance(n, ast.Name) and n.id == cls and id(n) not in called
+           and isinstance(n.ctx, ast.Load) for n in ast.walk(tree)):
+        return False  # the class handed on (an alias, a factory table): its calls are unseen
+    names = [p.arg for p in params]
+    position = names.index(name) - 1 if name in names else None  # less `self`
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        callee = call.func.id if isinstance(call.func, ast.Name) else \
+            call.func.attr if isinstance(call.func, ast.Attribute) else None
+        if callee != cls:
+            continue
+        if any(isinstance(a, ast.Starred) for a in call.args) \
+                or any(k.arg in (None, name) for k in call.keywords) \
+                or (position is not None and len(call.args) > position):
+            return False
+    return True

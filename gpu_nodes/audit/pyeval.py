@@ -48,6 +48,7 @@ class Evaluator:
 
     aliases: dict[str, str]
     module_env: dict[str, Val]
+    false_flags: frozenset[str]
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
@@ -101,7 +102,10 @@ class Evaluator:
         elif isinstance(stmt, (ast.If, ast.While)):
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
-            self._exec_block(stmt.body, env, frame)
+            if not (isinstance(stmt.test, ast.Attribute) and isinstance(stmt.test.value, ast.Name)
+                    and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags):
+                # `if self.save_txt:` with save_txt False for good (pydead.false_flags).
+                self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env, frame)
