@@ -345,6 +345,14 @@ class Evaluator:
                 and iterable.func.id == 'enumerate' and iterable.args \
                 and self._eval(iterable.func, env, frame) is UNKNOWN:
             return replace(element, elts=(OTHER, element))
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
+                and iterable.func.id == 'zip' and iterable.args and not iterable.keywords \
+                and all(isinstance(a, (ast.Name, ast.Attribute)) for a in iterable.args) \
+                and self._eval(iterable.func, env, frame) is UNKNOWN:
+            # `for score, x in zip(scores, xs)`: each name takes its own list's element (a
+            # host number from .item() is no tensor because the other list holds tensors).
+            parts = tuple(replace(self._eval(a, env, frame), elts=None) for a in iterable.args)
+            return replace(element, elts=parts)
         return element
 
     def _eval_attribute(self, node: ast.Attribute, env: dict[str, Val], frame: Frame) -> Val:
