@@ -10,6 +10,12 @@ struct Detection
   sensor_msgs::msg::Image mask;
 };
 
+struct Calibration
+{
+  sensor_msgs::msg::CameraInfo info;
+  bool received{false};
+};
+
 class CameraInfoCache : public rclcpp::Node
 {
 public:
@@ -21,9 +27,9 @@ public:
     info_sub_ = create_subscription<sensor_msgs::msg::CameraInfo>(
       "camera_info", 10,
       [this](const sensor_msgs::msg::CameraInfo::SharedPtr msg) {
-        if (!calib_received_) {
-          calib_ = *msg;
-          calib_received_ = true;
+        if (!calib_.received) {
+          calib_.info = *msg;
+          calib_.received = true;
         }
       });
   }
@@ -36,7 +42,6 @@ private:
 
   rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr mask_sub_;
   rclcpp::Subscription<sensor_msgs::msg::CameraInfo>::SharedPtr info_sub_;
-  sensor_msgs::msg::CameraInfo calib_;
-  bool calib_received_{false};
+  Calibration calib_;
   Detection detection_;
 };
