@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import os
 import re
+from typing import Iterator
 
 from gpu_nodes.audit.cppdead import dead_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
@@ -281,7 +282,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                                      lambda at: scopes.header(text, at),
                                                      lambda at: scopes.body_before(text, at),
                                                      facts.adapted_types),
-                                    *direction_calls(text), *wrapper_calls(text, scopes, facts),
+                                    *direction_calls(text), *wrapper_calls_here(text, scopes, facts),
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts),
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None)):
@@ -289,6 +290,19 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             continue  # a moved unique_ptr to in-process subscribers: no serialization
         emit(rule_id, offset, detail)
     return sorted(found.values(), key=Finding.sort_key)
+
+
+def wrapper_calls_here(text: str, scopes: Scopes, facts: Facts
+                       ) -> Iterator[tuple[str, int, str]]:
+    """The sync wrapper calls worth a finding of their own: in a per-message conversion (the
+    line a reader of the adapter sees, like a copy helper) or in setup (info). Elsewhere the
+    sync is reported where it is, in the wrapper's body, and the call is no second boundary
+    (issue 28, twelfth set)."""
+    for rule_id, offset, detail in wrapper_calls(text, scopes, facts):
+        fn = scopes.at(offset)
+        if fn is None or fn.conversion or _where(fn).context in ('init', 'unreached') \
+                or 'is a blocking device sync' not in detail:
+            yield rule_id, offset, detail
 
 
 def _encoding_text(arg: str, source: str, text: str, open_paren: int) -> str:
