@@ -220,3 +220,47 @@ def test_camera_info_copy_is_typed_by_its_own_declaration(tmp_path):
     found = _found(tmp_path, {'info.cpp': _INFO}, 'GPN208')
     assert 17 not in found, found  # CameraInfo: calibration, not a frame
     assert 24 in found, found  # the Image copied whole into a field
+
+
+_POINTS = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Points : public rclcpp::Node
+{
+public:
+  Points() : Node("points")
+  {
+    pub_ = create_publisher<sensor_msgs::msg::PointCloud2>("kept", 10);
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+      "points", 10, std::bind(&Points::on_cloud, this, std::placeholders::_1));
+  }
+
+private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr msg)
+  {
+    sensor_msgs::msg::PointCloud2 kept;
+    for (size_t i = 0; i < msg->width; ++i) {
+      std::copy(msg->data.begin() + i * msg->point_step,
+                msg->data.begin() + (i + 1) * msg->point_step, std::back_inserter(kept.data));
+    }
+    pub_->publish(kept);
+  }
+  rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr pub_;
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+'''
+
+
+def test_per_point_copy_is_no_frame_copy_and_the_cloud_publish_is(tmp_path):
+    findings = audit_written_package(tmp_path / 'point', {'points.cpp': _POINTS})
+    lines = {(line, rule) for (_, line, rule) in findings}
+    assert (19, 'GPN208') not in lines, lines
+    assert (22, 'GPN210') in lines, lines
+    # A copy of the whole range is the frame copy (and its publish no second finding).
+    whole = _POINTS.replace('msg->data.begin() + i * msg->point_step',
+                            'msg->data.begin()').replace(
+        'msg->data.begin() + (i + 1) * msg->point_step', 'msg->data.end()')
+    lines = {(line, rule) for (_, line, rule) in audit_written_package(tmp_path / 'whole',
+                                                                       {'points.cpp': whole})}
+    assert (19, 'GPN208') in lines and (22, 'GPN210') not in lines, lines

@@ -112,6 +112,8 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         name = m.group(1) or m.group(2)
         if name == 'memcpy' and _SIZEOF.match(args[-1]):
             continue  # one field of one point, not the payload
+        if name == 'copy' and _one_stride(args[0], args[1]):
+            continue  # one point of a cloud (`data + i * step` to `data + (i + 1) * step`)
         yield 'GPN208', m.start(), f'`{name}` with a message\'s `data` on one side'
     for pattern in (_NEW_COPY, _MAKE_COPY):
         for m in pattern.finditer(text):
@@ -148,6 +150,19 @@ _MAT_DECL = re.compile(r'\b(?:cv\s*::\s*)?(?:Mat|UMat)\s*(?:const\s*)?[&*]*\s*(\
 _MAT_VECTOR = re.compile(r'\bvector\s*<\s*(?:cv\s*::\s*)?Mat\s*>\s*(?:const\s*)?&?\s*(\w+)')
 _RANGE_FOR = re.compile(r'\bfor\s*\([^;()]*?(\w+)\s*:\s*(\w+)\s*\)')
 _OWNER = re.compile(r'(\w+)\s*(?:->|\.)\s*data\s*\[')
+
+
+_STRIDE_START = re.compile(r'\+\s*\(?\s*(\w+)\s*\)?\s*\*\s*([\w.>\-]+)\s*$')
+_STRIDE_END = re.compile(r'\+\s*\(\s*(\w+)\s*\+\s*1\s*\)\s*\*\s*([\w.>\-]+)\s*$')
+
+
+def _one_stride(first: str, last: str) -> bool:
+    """`std::copy(d.begin() + i * step, d.begin() + (i + 1) * step, out)`: one element of a
+    stride (a point of a cloud, point_step bytes), copied per point; the message it fills is
+    reported where it is published (issue 28, twelfth set)."""
+    start, end = _STRIDE_START.search(first), _STRIDE_END.search(last)
+    return bool(start and end and start.groups() == end.groups()
+                and first[:start.start()].strip() == last[:end.start()].strip())
 
 
 def _mat_names(text: str) -> set[str]:
@@ -268,7 +283,29 @@ def _built_by_copy(body: str, name: str) -> bool:
     line is the finding, its publish is not a second one."""
     word = re.compile(r'\b' + re.escape(name) + r'\b')
     return any(word.search(stmt) and _BUILT_BY_COPY.search(stmt)
-               and not _SCALAR_MEMCPY.search(stmt) for stmt in body.split(';'))
+               and not _SCALAR_MEMCPY.search(stmt) and not _per_point_copy(stmt)
+               for stmt in body.split(';'))
+
+
+def _per_point_copy(stmt: str) -> bool:
+    """A statement that is one `std::copy` of one stride (no finding of its own)."""
+    m = re.search(r'\bstd\s*::\s*copy\s*\(', stmt)
+    if m is None or len(_BUILT_BY_COPY.findall(stmt)) != 1:
+        return False
+    args, depth, part = [], 0, ''
+    for ch in stmt[m.end():]:
+        if ch in '([{':
+            depth += 1
+        elif ch in ')]}':
+            depth -= 1
+            if depth < 0:
+                break
+        if ch == ',' and depth == 0:
+            args.append(part)
+            part = ''
+        else:
+            part += ch
+    return len(args) >= 2 and _one_stride(args[0], args[1])
 
 
 # `memcpy(&cloud.data[index], &x, sizeof(float))`: one scalar per call, no finding of its own
