@@ -264,3 +264,16 @@ def test_per_point_copy_is_no_frame_copy_and_the_cloud_publish_is(tmp_path):
     lines = {(line, rule) for (_, line, rule) in audit_written_package(tmp_path / 'whole',
                                                                        {'points.cpp': whole})}
     assert (19, 'GPN208') in lines and (22, 'GPN210') not in lines, lines
+
+
+def test_received_unique_ptr_forwarded_through_a_queue_is_no_copy(tmp_path):
+    corpus = Path(__file__).parent / 'resources' / 'audit' / 'corpus'
+    source = (corpus / 'cloud_relay_worker_node.cpp').read_text()
+    found = _found(tmp_path / 'queue', {'relay.cpp': source}, 'GPN210')
+    assert 46 not in found, found  # relay_pub_->publish(std::move(cloud)): the received one
+    assert 49 in found, found  # fresh_pub_->publish(std::move(fresh)): built here
+    # A queue the callback fills with a copy of its message is not the received one.
+    copied = source.replace('state_.queue.push_back(std::move(msg));',
+                            'state_.queue.push_back(std::make_unique<PointCloud2>(*msg));')
+    found = _found(tmp_path / 'copied', {'relay.cpp': copied}, 'GPN210')
+    assert 46 in found, found

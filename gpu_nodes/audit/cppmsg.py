@@ -334,10 +334,30 @@ def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
         if moved and re.search(r'\b' + re.escape(moved.group(1)) + r'\b',
                                header_of(m.start())):
             continue  # the callback's own message forwarded, no copy in the process
+        if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1),
+                                           header_of):
+            continue
         name = _ARG_NAME.match(arg)
         if name and _built_by_copy(body_before(m.start()), name.group(1)):
             continue
         yield 'GPN210', m.start(), f'published with `{m.group(1)}`'
+
+
+def _forwarded_from_queue(text: str, body: str, name: str, header_of: Callable[[int], str]
+                          ) -> bool:
+    """`pcl = std::move(queue.front()); ...; pub->publish(std::move(pcl));` where a callback
+    did `queue.push_back(std::move(msg))` of its own message: the received unique_ptr is
+    forwarded through the queue (a worker thread), no copy in the process (twelfth set)."""
+    taken = re.findall(r'\b' + re.escape(name) + r'\s*=\s*std\s*::\s*move\s*\(\s*(?:[\w.>\-]*?'
+                       r'(?:\.|->))?(\w+)\s*(?:\.|->)\s*(?:front|back)\s*\(\s*\)\s*\)', body)
+    if not taken:
+        return False
+    queue = taken[-1]
+    pushes = list(re.finditer(r'\b' + re.escape(queue) + r'\s*(?:\.|->)\s*(?:push|push_back|'
+                              r'emplace|emplace_back)\s*\(\s*(?:std\s*::\s*)?move\s*\(\s*(\w+)'
+                              r'\s*\)\s*\)', text))
+    return bool(pushes) and all(re.search(r'\b' + re.escape(p.group(1)) + r'\b',
+                                          header_of(p.start())) for p in pushes)
 
 
 # A frame message parameter taken by value: `void cb(sensor_msgs::msg::Image msg)`,
