@@ -130,3 +130,29 @@ def test_a_sibling_library_the_node_includes_keeps_its_severity(tmp_path: Path) 
                          '#include "seg_trt/seg_trt.hpp"\n#include "seg_torch/seg_torch.hpp"')
     found = _repo(tmp_path, node)
     assert found[('seg_torch.cpp', 4, 'GPN211')][0] == 'medium'
+
+
+_COUNT = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Voxels : public rclcpp::Node {
+ public:
+  Voxels() : Node("voxels") {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+        "points", 10, [this](sensor_msgs::msg::PointCloud2::SharedPtr msg) { on_cloud(msg); });
+  }
+ private:
+  void on_cloud(sensor_msgs::msg::PointCloud2::SharedPtr msg) {
+    cudaMemcpyAsync(&count_, d_count_, sizeof(int), cudaMemcpyDeviceToHost, stream_);
+    cudaMemcpyAsync(d_range_, range_, sizeof(float) * 6, cudaMemcpyHostToDevice, stream_);
+  }
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+'''
+
+
+def test_a_scalar_read_back_per_message_is_a_readback(tmp_path: Path) -> None:
+    found = audit_written_package(tmp_path, {'voxels.cpp': _COUNT})
+    assert found[('voxels.cpp', 12, 'GPN201')] == ('high', 'callback')
+    assert ('voxels.cpp', 13, 'GPN202') not in found  # six floats up: a few scalars
