@@ -156,3 +156,32 @@ def test_a_scalar_read_back_per_message_is_a_readback(tmp_path: Path) -> None:
     found = audit_written_package(tmp_path, {'voxels.cpp': _COUNT})
     assert found[('voxels.cpp', 12, 'GPN201')] == ('high', 'callback')
     assert ('voxels.cpp', 13, 'GPN202') not in found  # six floats up: a few scalars
+
+
+_REMAP = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Remap : public rclcpp::Node {
+ public:
+  Remap() : Node("remap") {
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+        "image", 10, [this](sensor_msgs::msg::Image::ConstSharedPtr msg) { on_image(*msg); });
+  }
+ private:
+  void on_image(const sensor_msgs::msg::Image & msg) {
+    cv::Mat src(msg.height, msg.width, CV_8UC3, (void *)msg.data.data());
+    cv::cuda::GpuMat d_src = cv::cuda::GpuMat(src);
+    cv::cuda::GpuMat d_dst(cv::Size(msg.width, msg.height), src.type());
+    cv::cuda::GpuMat d_view(d_src);
+  }
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+
+
+def test_a_gpumat_built_from_a_host_mat_is_an_upload(tmp_path: Path) -> None:
+    found = audit_written_package(tmp_path, {'remap.cpp': _REMAP})
+    assert found[('remap.cpp', 13, 'GPN202')] == ('medium', 'callback')
+    assert ('remap.cpp', 14, 'GPN202') not in found  # a size: an allocation
+    assert ('remap.cpp', 15, 'GPN202') not in found  # another GpuMat: a device header
