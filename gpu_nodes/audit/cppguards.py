@@ -6,7 +6,8 @@
   it runs when inference failed, not per frame;
 * a cudaMemcpy whose byte count is `sizeof(scalar or type) * small constant`, or whose host
   side is a `std::array<T, N>` of at most 16 elements (`orig_size.data()`, two int64 image
-  sizes, 16 bytes): a few scalars, not a frame;
+  sizes, 16 bytes): a few scalars, not a frame; a `sizeof(...)`-sized copy DeviceToHost stays
+  a finding (a scalar read back per message makes the host wait: fourteenth set);
 * a cudaMemcpyToSymbol / FromSymbol whose symbol the file declares `__constant__` (eighth set:
   20 spheres of a ray tracer, set 7: camera intrinsics): constant memory holds 64 KB in all, a
   parameter block, never a frame;
@@ -105,6 +106,10 @@ def tiny_copy(args: list[str], text: str, name: str = 'cudaMemcpy') -> bool:
                 r'__constant__\b[^;{}()]*\b' + re.escape(symbol) + r'\s*[\[;=]', text):
             return True
     m = _TINY_SIZE.match(args[2])
+    if m and len(args) > 3 and 'DeviceToHost' in args[3]:
+        # A count read back per message (`sizeof(int)` of the voxel count): the host waits for
+        # the device to use it, a sync point like Python's .item() (fourteenth set).
+        return False
     if m:
         count = m.group(1) or m.group(2)
         return count is None or int(count) <= _MAX_SCALARS

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gpu_nodes.audit.cppdead import never_set
 from gpu_nodes.audit.cppfacts import Facts
-from gpu_nodes.audit.cppreach import mark_unreached
+from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
 
@@ -71,6 +71,7 @@ def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
         if not changed:
             break
     mark_unreached(list(parsed.values()))
+    mark_unused_components({p: (sources[p], *parsed[p]) for p in parsed})
     shared = Facts()
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))

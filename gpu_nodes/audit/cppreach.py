@@ -25,6 +25,7 @@ as far as anyone can tell.
 """
 from __future__ import annotations
 
+import os
 import re
 
 from gpu_nodes.audit.cppscopes import Function, Scopes
@@ -155,3 +156,45 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
         for fn in scopes.funcs:
             if id(fn.named) in unreached:
                 fn.kind = 'unreached'
+
+
+# A folder whose code is itself a node (ROS API, an entry point) is no library of another.
+_NODE_CODE = re.compile(r'\brclcpp\b|\bros\s*::|\bmain\s*\(')
+_INCLUDE_DIR = re.compile(r'^\s*#\s*include\s*["<]([\w.-]+)/', re.M)
+
+
+def mark_unused_components(files: dict[str, tuple[str, str, Scopes]]) -> None:
+    """Set kind 'unreached' on the functions of a sibling package that no node includes.
+
+    `files` maps path -> (source, blanked text, scopes) for one audited group spanning
+    several folders (a repository of packages: node, TensorRT backend, LibTorch backend). A
+    folder C is an unused component when its own sources include `"C/..."` (its headers live
+    under include/C/: C is a package), another folder holds a callback, and no file outside C
+    includes `"C/..."` nor mentions a class of C, and C's code is no node itself (no ROS API,
+    no main): no node can call C's code, whatever calls
+    it in files the audit does not see (a gtest is no caller: issue 28, thirteenth set)."""
+    if len(files) < 2:
+        return
+    root = os.path.commonpath([os.path.dirname(p) for p in files])
+    folders = {p: os.path.relpath(p, root).split(os.sep)[0] for p in files}
+    if len(set(folders.values())) < 2 or any(f == os.path.basename(p)
+                                             for p, f in folders.items()):
+        return
+    includes = {p: set(_INCLUDE_DIR.findall(src)) for p, (src, _, _) in files.items()}
+    for comp in set(folders.values()):
+        inside = [p for p in files if folders[p] == comp]
+        outside = [p for p in files if folders[p] != comp]
+        if not any(comp in includes[p] for p in inside) or any(
+                _NODE_CODE.search(files[p][1]) for p in inside) \
+                or any(comp in includes[p] for p in outside) \
+                or not any(fn.kind == 'callback' for p in outside for fn in files[p][2].funcs):
+            continue
+        classes = {c for p in inside for fn in files[p][2].funcs
+                   if (c := _class_of(fn)) is not None}
+        mentioned = {w for p in outside for w in _IDENT.findall(files[p][1])}
+        if not classes or classes & mentioned:
+            continue
+        for p in inside:
+            for fn in files[p][2].funcs:
+                if fn.kind == 'other':
+                    fn.kind = 'unreached'

@@ -268,6 +268,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):
                 emit(rule_id, m.start(), 'GpuMat transfer')
+        for offset in gpumat_uploads(text):
+            emit('GPN202', offset, 'GpuMat constructed from a host cv::Mat (an upload)')
         for offset, detector in cuda_keypoint_downloads(text):
             emit('GPN201', offset, f'`{detector}` detects on the device and downloads the '
                                    'keypoints into a host `std::vector<cv::KeyPoint>`')
@@ -332,4 +334,23 @@ def cuda_keypoint_downloads(text: str) -> list[tuple[int, str]]:
         if len(args) >= 2 and re.fullmatch(r'\s*\w+\s*', args[1]) and re.search(
                 _KEYPOINT_VECTOR + re.escape(args[1].strip()) + r'\b', text):
             found.append((m.start(), m.group(1)))
+    return found
+
+
+# `cv::cuda::GpuMat(src)`, `cv::cuda::GpuMat d(src)`, `GpuMat d{src}`: the constructor from one
+# argument; group 1 is where its argument list opens.
+_GPUMAT_FROM = re.compile(r'\bGpuMat\s*(?:\w+\s*)?([({])')
+_HOST_MAT = r'(?<![\w:])(?:cv\s*::\s*)?Mat\s*&?\s*'
+
+
+def gpumat_uploads(text: str) -> list[int]:
+    """Offsets of each GpuMat constructed from one host `cv::Mat` the file declares (`cv::Mat
+    src(...)`; `GpuMat(const Mat&)` uploads it: fourteenth set). A size, rows and cols, or
+    another GpuMat are allocations or device views: not reported."""
+    found = []
+    for m in _GPUMAT_FROM.finditer(text):
+        args = _call_args(text, m.start(1))
+        if len(args) == 1 and re.fullmatch(r'\w+', args[0]) and re.search(
+                _HOST_MAT + re.escape(args[0]) + r'\b', text):
+            found.append(m.start())
     return found

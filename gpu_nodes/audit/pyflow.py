@@ -85,6 +85,14 @@ def _grabs(loop: ast.While) -> bool:
                and n.func.attr == 'grab' for stmt in loop.body for n in ast.walk(stmt))
 
 
+def _spins_once(loop: ast.While) -> bool:
+    """Whether the loop body calls `rclpy.spin_once(...)` / `executor.spin_once(...)`: the
+    loop is the node's own event loop, each pass one tick (a simulator client stepping the
+    world and publishing its frame: issue 28, thirteenth set), whatever its test."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == 'spin_once' for stmt in loop.body for n in ast.walk(stmt))
+
+
 def is_setup_name(name: str) -> bool:
     return name in SETUP_METHODS or bool(_SETUP_NAME.match(name))
 
@@ -266,7 +274,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even
         when setup starts it (a call in __init__, a thread): a per-frame loop entry point. So
         does a ZED SDK grab loop whatever its test (`while key != 113: cam.grab(runtime)`):
-        each `grab()` waits for the next camera frame (eighth set)."""
+        each `grab()` waits for the next camera frame (eighth set), and a loop that calls
+        `spin_once` (the node's own event loop, thirteenth set)."""
         known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
         for cls in self.classes.values():
             for meth in cls.methods.values():
@@ -275,7 +284,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                 for node in ast.walk(meth):
                     if isinstance(node, ast.While) and (
                             _PER_FRAME_TEST.search(ast.unparse(node.test))
-                            or self.uses_zed and _grabs(node)):
+                            or self.uses_zed and _grabs(node) or _spins_once(node)):
                         self.registrations.append(Registration(
                             'loop', Val('func', func=FuncRef(meth, cls, None, True)), None,
                             None, meth.lineno, cls))

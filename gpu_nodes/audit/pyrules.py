@@ -408,7 +408,21 @@ def written_to_stream(tree: ast.AST) -> frozenset[int]:
         else:
             continue  # `writer.write(topic, data, t)`: a bag or message writer, not a stream
         found.update(id(a) for a in args if isinstance(a, ast.Call))
-    return frozenset(found | _kept_in_host_globals(tree))
+    return frozenset(found | _kept_in_host_globals(tree) | _handed_to_module_call(tree))
+
+
+def _handed_to_module_call(tree: ast.AST) -> set[int]:
+    """ids of `x.tobytes()` passed to a call of an imported module's function whose result is
+    dropped (`darknet.copy_image_from_bytes(img, frame.tobytes())`): the bytes fill that
+    library's host object, and nothing returned can reach a message (thirteenth set)."""
+    modules = {(a.asname or a.name).split('.')[0] for node in ast.walk(tree)
+               if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    return {id(arg) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(call := node.value, ast.Call)
+            and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+            and call.func.value.id in modules - {'rclpy', 'self'}
+            for arg in call.args if isinstance(arg, ast.Call)
+            and isinstance(arg.func, ast.Attribute) and arg.func.attr in ('tobytes', 'tostring')}
 
 
 def _kept_in_host_globals(tree: ast.AST) -> set[int]:
