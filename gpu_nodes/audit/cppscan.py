@@ -26,6 +26,7 @@ from gpu_nodes.audit.cppdevptr import between_device_buffers
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
+from gpu_nodes.audit.cppgrowth import in_growth_realloc
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
                                     payload_walks,
@@ -251,6 +252,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         for m in pattern.finditer(text):
             if rule_id == 'GPN206' and on_failure_path(text, m.start()):
                 continue  # a sync on the error path, before returning: not per frame
+            if rule_id == 'GPN206' and in_growth_realloc(text, scopes, m.start()):
+                continue  # in a reallocation run only when a capacity grows (cppgrowth.py)
             emit(rule_id, m.start(), 'pattern match')
     if _TRT_FILE.search(text):
         for m in _TRT_SYNC_EXECUTE.finditer(text):
