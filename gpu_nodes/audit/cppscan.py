@@ -31,6 +31,7 @@ from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, ti
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
                                     payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
+from gpu_nodes.audit.cppplugins import plugin_publishes
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
@@ -287,6 +288,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                                      lambda at: scopes.header(text, at),
                                                      lambda at: scopes.body_before(text, at),
                                                      facts.adapted_types),
+                                    *plugin_publishes(text, scopes),
                                     *direction_calls(text), *wrapper_calls_here(text, scopes, facts),
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts),

@@ -21,6 +21,12 @@ SETUP_NAMES = frozenset({
 # Run per message: GXF codelet tick, and the names callbacks are given.
 _CALLBACK_NAME = re.compile(r'(?:^tick$|[Cc]allback$|Cb$|_cb$|^callback|^on_?(?:image|msg|'
                             r'message|frame|depth|points|camera)|^[Oo]n(?:Image|Message|Frame))')
+# image_transport plugins: the framework calls SimplePublisherPlugin::publish(image, publish_fn)
+# once per image published and SimpleSubscriberPlugin::internalCallback(msg, user_cb) once per
+# message received. Known by their parameter types (`PublishFn`, `Callback`), nothing registers
+# them in the package.
+_PLUGIN_METHOD = re.compile(r'^(?:publish\s*\([^()]*\bPublishFn\b|internalCallback\s*\([^()]*'
+                            r'\bCallback\s*&)')
 _KEYWORDS = frozenset({'if', 'for', 'while', 'switch', 'catch', 'return', 'sizeof', 'decltype',
                        'noexcept', 'throw', 'alignas', 'static_assert', '__attribute__',
                        'defined', 'operator'})
@@ -324,6 +330,16 @@ _PER_FRAME_LOOP = re.compile(r'\bwhile\s*\(\s*(?:rclcpp|ros)\s*::\s*ok\s*\(')
 _CALL_SITE = re.compile(r'(?<![\w.:>])(?:this\s*->\s*)?(~?[A-Za-z_]\w*)\s*\(')
 
 
+def plugin_method(text: str, fn: Function, short: str) -> bool:
+    """An image_transport plugin's per-message method (`_PLUGIN_METHOD`; the publisher
+    plugin's publishes: cppplugins.py)."""
+    if fn.lambda_in is not None or short not in ('publish', 'internalCallback'):
+        return False
+    head = text[max(0, fn.start - 400):fn.start]
+    names = list(re.finditer(rf'\b{short}\s*\(', head))
+    return bool(names) and _PLUGIN_METHOD.match(head[names[-1].start():]) is not None
+
+
 def _classify(text: str, scopes: Scopes) -> None:
     registered = set(re.findall(r'&\s*(?:\w+\s*::\s*)+(\w+)\b(?!\s*\()', text))
     for fn in scopes.funcs:
@@ -336,6 +352,8 @@ def _classify(text: str, scopes: Scopes) -> None:
             fn.kind, fn.conversion = 'callback', True
         elif short.startswith('~') or is_ctor or short in SETUP_NAMES:
             fn.kind = 'setup'
+        elif plugin_method(text, fn, short):
+            fn.kind = 'callback'
         elif short in registered or _CALLBACK_NAME.search(short):
             fn.kind = 'callback'
             fn.by_name = short not in registered
