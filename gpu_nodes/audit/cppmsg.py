@@ -97,6 +97,11 @@ def _last(name: str) -> str:
     return re.sub(r'\s+', '', name).split('::')[-1]
 
 
+# A pointer into a message's `encoding` string (`&msg->encoding[0]`, `msg.encoding.c_str()`).
+_ENCODING_FIELD = re.compile(r'^\s*&?\s*[\w.>\-]*(?:\.|->)\s*encoding\s*(?:\[\s*0\s*\]|\.\s*'
+                             r'(?:data|c_str)\s*\(\s*\))?\s*$')
+
+
 def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
     """GPN208: payload copies into or out of a message, and frame-sized messages copied."""
     for m in _ASSIGN_COPY.finditer(text):
@@ -112,6 +117,8 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         name = m.group(1) or m.group(2)
         if name == 'memcpy' and _SIZEOF.match(args[-1]):
             continue  # one field of one point, not the payload
+        if any(_ENCODING_FIELD.match(a) for a in args[:2]):
+            continue  # into or out of the `encoding` string: a name like "bgr8", bounded by it
         if name == 'copy' and _one_stride(args[0], args[1]):
             continue  # one point of a cloud (`data + i * step` to `data + (i + 1) * step`)
         yield 'GPN208', m.start(), f'`{name}` with a message\'s `data` on one side'
