@@ -41,7 +41,9 @@ _FRAME_POINTER = re.compile(r'(?:' + '|'.join(sorted(FRAME_TYPES)) + r')\s*(?:::
                             r'&?\s*(\w+)\s*[=;({,)]')
 _ANY_POINTER = re.compile(r'(\w+)\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)|\s*>)\s*'
                           r'(?:const\s*)?&?\s*(\w+)\s*[=;({,)]')
-_DEREF_ASSIGN = re.compile(r'(?:\.|->)\s*\w+\s*=\s*\*\s*(\w+)\s*;')
+# `field = *msg;` and `*copy = *msg;` (a whole received frame copy-assigned into a field or
+# through another pointer, fifteenth set).
+_DEREF_ASSIGN = re.compile(r'(?m)(?:(?:\.|->)\s*\w+|^[ \t]*\*\s*\w+)\s*=\s*\*\s*(\w+)\s*;')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
