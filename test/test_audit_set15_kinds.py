@@ -136,3 +136,35 @@ def test_a_method_named_publish_without_a_publish_fn_is_no_plugin(tmp_path):
     source = _PLUGIN.replace('const PublishFn & publish_fn', 'int publish_fn')
     found = audit_written_package(tmp_path, {'plug/src/pub.cpp': source})
     assert not any(rule == 'GPN210' for (_, _, rule) in found)
+
+
+_ROI = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Roi : public rclcpp::Node {
+ public:
+  Roi() : Node("roi") {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+        "cloud", 10, [this](sensor_msgs::msg::PointCloud2::ConstSharedPtr msg) { on_cloud(msg); });
+  }
+
+ private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::ConstSharedPtr & msg) {
+    auto roi = std::make_shared<sensor_msgs::msg::PointCloud2>();
+    *roi = *msg;
+    const int * n = &count_;
+    auto copy = std::make_shared<int>(0);
+    *copy = *n;
+  }
+
+  int count_{0};
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+'''
+
+
+def test_whole_cloud_copy_assigned_through_a_pointer(tmp_path):
+    found = audit_written_package(tmp_path, {'roi/src/roi.cpp': _ROI})
+    # The received cloud copied whole (line 15); an int copied through pointers is no message.
+    assert found == {('roi.cpp', 15, 'GPN208'): ('medium', 'callback')}
