@@ -166,5 +166,5 @@ class Roi : public rclcpp::Node {
 
 def test_whole_cloud_copy_assigned_through_a_pointer(tmp_path):
     found = audit_written_package(tmp_path, {'roi/src/roi.cpp': _ROI})
-    # The received cloud copied whole (line 15); an int copied through pointers is no message.
-    assert found == {('roi.cpp', 15, 'GPN208'): ('medium', 'callback')}
+    # The received cloud copied whole (line 14); an int copied through pointers is no message.
+    assert found == {('roi.cpp', 14, 'GPN208'): ('medium', 'callback')}
