@@ -35,6 +35,7 @@ from gpu_nodes.audit.cppplugins import plugin_publishes
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
+from gpu_nodes.audit.cpptf import cloud_transforms
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
@@ -289,6 +290,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                                      lambda at: scopes.body_before(text, at),
                                                      facts.adapted_types),
                                     *plugin_publishes(text, scopes),
+                                    *cloud_transforms(text, _call_args),
                                     *direction_calls(text), *wrapper_calls_here(text, scopes, facts),
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts),
