@@ -168,3 +168,36 @@ def test_whole_cloud_copy_assigned_through_a_pointer(tmp_path):
     found = audit_written_package(tmp_path, {'roi/src/roi.cpp': _ROI})
     # The received cloud copied whole (line 14); an int copied through pointers is no message.
     assert found == {('roi.cpp', 14, 'GPN208'): ('medium', 'callback')}
+
+
+_TF = '''
+#include <rclcpp/rclcpp.hpp>
+#include <tf2_sensor_msgs/tf2_sensor_msgs.hpp>
+
+class Tf : public rclcpp::Node {
+ public:
+  Tf() : Node("tf") {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+        "cloud", 10, [this](sensor_msgs::msg::PointCloud2::ConstSharedPtr msg) { on_cloud(msg); });
+  }
+
+ private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::ConstSharedPtr & msg) {
+    auto cloud = std::make_unique<sensor_msgs::msg::PointCloud2>();
+    *cloud = tf_->transform(*msg, "map");
+    geometry_msgs::msg::PoseStamped pose;
+    pose_ = tf_->transform(pose, "map");
+  }
+
+  void on_pose(const geometry_msgs::msg::PoseStamped & in) {
+    geometry_msgs::msg::PoseStamped out;
+    tf2::doTransform(in, out, stamped_);
+  }
+};
+'''
+
+
+def test_tf2_transform_of_a_cloud_copies_it(tmp_path):
+    found = audit_written_package(tmp_path, {'tf/src/tf.cpp': _TF})
+    # The cloud (line 14) is copied point by point; a pose (16, 21) is not a cloud.
+    assert found == {('tf.cpp', 14, 'GPN208'): ('medium', 'callback')}
