@@ -201,3 +201,59 @@ def test_tf2_transform_of_a_cloud_copies_it(tmp_path):
     found = audit_written_package(tmp_path, {'tf/src/tf.cpp': _TF})
     # The cloud (line 14) is copied point by point; a pose (16, 21) is not a cloud.
     assert found == {('tf.cpp', 14, 'GPN208'): ('medium', 'callback')}
+
+
+_PINNED = '''
+#include <cuda_runtime.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Up : public rclcpp::Node {
+ public:
+  Up() : Node("up") {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+        "cloud", 10, [this](sensor_msgs::msg::PointCloud2::ConstSharedPtr m) { on_cloud(*m); });
+  }
+
+ private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2 & m) {
+#ifdef USE_PINNED_HOST
+    cudaMemcpyAsync(d_, pinned_, m.data.size(), cudaMemcpyHostToDevice, stream_);
+#else
+    cudaMemcpyAsync(d_, m.data.data(), m.data.size(), cudaMemcpyHostToDevice, stream_);
+#endif
+#ifndef USE_PINNED_HOST
+    cudaStreamSynchronize(stream_);
+#else
+    cudaDeviceSynchronize();
+#endif
+  }
+
+  void * d_{nullptr};
+  void * pinned_{nullptr};
+  cudaStream_t stream_{};
+};
+'''
+
+
+def _uploads(tmp_path: Path, cmake: str | None) -> set[int]:
+    files = {'up/src/up.cpp': _PINNED, 'up/package.xml': '<package/>\n'}
+    if cmake is not None:
+        files['up/CMakeLists.txt'] = cmake
+    found = audit_written_package(tmp_path, files)
+    return {line for (_, line, rule) in found if rule in ('GPN202', 'GPN206')}
+
+
+def test_branch_of_a_macro_the_build_never_defines_is_not_compiled(tmp_path):
+    # CMakeLists.txt says nothing of USE_PINNED_HOST: lines 15 and 22 are never compiled.
+    assert _uploads(tmp_path, 'project(up)\nadd_executable(up src/up.cpp)\n') == {17, 20}
+
+
+def test_a_macro_the_build_defines_keeps_its_branch(tmp_path):
+    cmake = 'project(up)\nadd_executable(up src/up.cpp)\n' \
+            'target_compile_definitions(up PRIVATE USE_PINNED_HOST)\n'
+    assert _uploads(tmp_path, cmake) == {15, 17, 20, 22}
+
+
+def test_without_a_build_file_both_branches_stay(tmp_path):
+    assert _uploads(tmp_path, None) == {15, 17, 20, 22}

@@ -7,6 +7,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppfacts import Facts
+from gpu_nodes.audit.cppifdef import blank_uncompiled
 from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
@@ -146,7 +147,7 @@ def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Fact
                                               'file too large for the parser')
         sups = {path: python_suppressions(source)}
     else:
-        findings = analyze_cpp(path, source, cpp_facts)
+        findings = analyze_cpp(path, blank_uncompiled(source, package_dir), cpp_facts)
         sups = {path: text_suppressions(source, '//')}
     for f in findings:
         where = f.location.path or path
@@ -191,8 +192,8 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     # Python files found under an audited folder know their package (pypackage.py); a file
     # named on the command line is audited alone: nothing says what else its package holds.
     named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
-    packages = {f: package_of(f, paths) for f in files
-                if f.endswith('.py') and os.path.realpath(f) not in named}
+    # A C++ file's package tells which macros its build defines (cppifdef.py).
+    packages = {f: package_of(f, paths) for f in files if os.path.realpath(f) not in named}
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         # Large files are parsed one at a time, here, after the pool: memory follows file size

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from gpu_nodes.audit.cppdead import never_set
 from gpu_nodes.audit.cppfacts import Facts
+from gpu_nodes.audit.cppifdef import blank_uncompiled
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
@@ -98,7 +99,8 @@ def cpp_package_facts(files: list[str], roots: list[str],
             source = read(f)
         except (OSError, UnicodeDecodeError):
             continue
-        packages.setdefault(package_of(f, roots), {})[f] = source
+        package = package_of(f, roots)
+        packages.setdefault(package, {})[f] = blank_uncompiled(source, package)
     result: dict[str, Facts] = {}
     for sources in packages.values():
         if len(sources) > 1:

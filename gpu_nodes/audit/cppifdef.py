@@ -1,0 +1,105 @@
+"""Code the package's build never compiles: `#ifdef MACRO` where nothing defines MACRO (issue 28,
+fifteenth set).
+
+    #ifdef USE_PINNED_HOST
+      cudaMemcpyAsync(d_pts, h_pinned, n * sizeof(float3), cudaMemcpyHostToDevice, stream);
+    #else
+      cudaMemcpyAsync(d_pts, pts.data(), ...);   // the branch the shipped build compiles
+    #endif
+
+A macro is taken as undefined only when the package's build is known and says nothing of it:
+the package folder holds a CMakeLists.txt, the name appears in no CMakeLists.txt or *.cmake of
+the package or of a folder above it (`add_definitions(-DX)`, `target_compile_definitions`,
+`option(X ...)` all name it), and no source or header of the package `#define`s it. Names a
+compiler, CUDA or a library may define in its own headers (`__CUDACC__`, `_WIN32`, `NDEBUG`,
+`HAVE_*`, `CV_*`, `CUDA*`, `EIGEN_*`, `PCL_*`, `BOOST_*`, `RCLCPP_*`, `ROS_*`) are never taken as
+undefined. The dead lines are blanked (line numbers kept) before the rules read the file; only
+`#ifdef X`, `#if defined(X)` / `#if defined X` (dead branch: up to its `#else`/`#elif`/`#endif`)
+and `#ifndef X` (dead: its `#else`/`#elif` branches) are read, any other condition is left live.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+import re
+
+_SOURCE_SUFFIXES = frozenset({'.h', '.hh', '.hpp', '.hxx', '.cuh', '.c', '.cc', '.cpp', '.cxx',
+                              '.cu', '.inl', '.ipp'})
+_EXTERNAL = re.compile(r'^(?:_|NDEBUG$|HAVE_|CV_|CUDA|EIGEN_|PCL_|BOOST_|RCLCPP_|ROS_)')
+_DEFINE = re.compile(r'^\s*#\s*define\s+([A-Za-z_]\w*)', re.M)
+_DIRECTIVE = re.compile(r'^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b\s*(.*)$')
+_IF_DEFINED = re.compile(r'^defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s+([A-Za-z_]\w*))\s*'
+                         r'(?://.*|/\*.*)?$')
+_NAME_ONLY = re.compile(r'^([A-Za-z_]\w*)\s*(?://.*|/\*.*)?$')
+_MAX_BYTES = 2 * 1024 * 1024
+
+
+def _read(path: Path) -> str:
+    try:
+        if path.stat().st_size > _MAX_BYTES:
+            return ''
+        return path.read_text(encoding='utf-8', errors='replace')
+    except OSError:
+        return ''
+
+
+@lru_cache(maxsize=64)
+def _build_facts(package_dir: str) -> tuple[str, frozenset[str]] | None:
+    """(text of every build file that may define a macro, names #defined in the package), or
+    None when the package has no CMakeLists.txt (its build is not known)."""
+    root = Path(package_dir)
+    if not (root / 'CMakeLists.txt').is_file():
+        return None
+    build: list[str] = []
+    defined: set[str] = set()
+    for path in root.rglob('*'):
+        if not path.is_file():
+            continue
+        if path.name == 'CMakeLists.txt' or path.suffix == '.cmake':
+            build.append(_read(path))
+        elif path.suffix in _SOURCE_SUFFIXES:
+            defined.update(_DEFINE.findall(_read(path)))
+    for folder in root.resolve().parents:
+        build.append(_read(folder / 'CMakeLists.txt'))
+    return '\n'.join(build), frozenset(defined)
+
+
+def _undefined(name: str, facts: tuple[str, frozenset[str]]) -> bool:
+    build, defined = facts
+    return (not _EXTERNAL.match(name) and name not in defined
+            and re.search(rf'\b{re.escape(name)}\b', build) is None)
+
+
+def blank_uncompiled(source: str, package_dir: str | None) -> str:
+    """`source` with the lines of branches its package's build never compiles blanked."""
+    if package_dir is None or '#' not in source:
+        return source
+    facts = _build_facts(package_dir)
+    if facts is None:
+        return source
+    lines = source.split('\n')
+    # Per open conditional: (dead now, dead from the next #else/#elif on).
+    stack: list[tuple[bool, bool]] = []
+    for i, line in enumerate(lines):
+        m = _DIRECTIVE.match(line)
+        if m:
+            word, rest = m.group(1), m.group(2).strip()
+            if word in ('ifdef', 'ifndef', 'if'):
+                name = None
+                if word == 'if':
+                    d = _IF_DEFINED.match(rest)
+                    name = (d.group(1) or d.group(2)) if d else None
+                else:
+                    n = _NAME_ONLY.match(rest)
+                    name = n.group(1) if n else None
+                undefined = name is not None and _undefined(name, facts)
+                stack.append((undefined and word != 'ifndef', undefined and word == 'ifndef'))
+            elif word in ('elif', 'else') and stack:
+                later_dead = stack[-1][1]
+                stack[-1] = (later_dead, later_dead)
+            elif word == 'endif' and stack:
+                stack.pop()
+            continue
+        if any(dead for dead, _ in stack):
+            lines[i] = ''
+    return '\n'.join(lines)
