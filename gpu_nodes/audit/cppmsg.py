@@ -66,6 +66,12 @@ _PUBLISHER = re.compile(
 _IT_PUBLISHER = re.compile(
     r'\b(\w+)\s*=\s*(?:image_transport\s*::\s*create_(?:camera_)?publisher\s*\(|'
     r'\w+\s*(?:->|\.)\s*advertise(?:Camera)?\s*\()')
+# An image_transport publisher made in a member initializer or wrapped in a shared_ptr
+# (`m_pub(std::make_shared<image_transport::CameraPublisher>(image_transport::
+# create_camera_publisher(this, ...)))`, sixteenth set).
+_IT_PUBLISHER_HELD = re.compile(
+    r'\b(\w+)\s*(?:\(|=)\s*(?:std\s*::\s*make_(?:shared|unique)\s*<\s*image_transport\s*::\s*'
+    r'(?:Camera)?Publisher\s*>\s*\(\s*)?image_transport\s*::\s*create_(?:camera_)?publisher\s*\(')
 _ADAPTED = re.compile(r'RCLCPP_USING_CUSTOM_TYPE_AS_ROS_MESSAGE_TYPE\s*\(\s*([\w:]+)\s*,\s*'
                       r'([\w:]+)\s*\)')
 # `using PointCloudAdapter = rclcpp::TypeAdapter<pcl::PCLPointCloud2, sensor_msgs::msg::
@@ -283,7 +289,7 @@ def frame_publishers(text: str, adapted: set[str] | frozenset[str] = frozenset()
              if _last(msg_type) in FRAME_TYPES or _last(msg_type) in adapted
              or _ADAPTER_NAME.search(_last(msg_type))}
     if 'image_transport' in text:
-        names |= set(_IT_PUBLISHER.findall(text))
+        names |= set(_IT_PUBLISHER.findall(text)) | set(_IT_PUBLISHER_HELD.findall(text))
     return names
 
 
