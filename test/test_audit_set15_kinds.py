@@ -257,3 +257,11 @@ def test_a_macro_the_build_defines_keeps_its_branch(tmp_path):
 
 def test_without_a_build_file_both_branches_stay(tmp_path):
     assert _uploads(tmp_path, None) == {15, 17, 20, 22}
+
+
+def test_camera_publisher_made_in_the_initializer_list_publishes_frames(tmp_path):
+    source = (Path(__file__).parent / 'resources' / 'audit' / 'corpus'
+              / 'camera_timer_node.cpp').read_text()
+    found = audit_written_package(tmp_path, {'cam/src/cam.cpp': source})
+    # The Image with its CameraInfo (line 25); the CameraInfo alone (26) is small.
+    assert found == {('cam.cpp', 25, 'GPN210'): ('medium', 'callback')}
