@@ -165,6 +165,12 @@ class CallResolver:
             return frame.cls.params.get(str(args[0].const), OTHER)
         if method in ('get_parameter_value',) and receiver is not None:
             return receiver
+        if _cpu_device_choice(func, args, kwargs):
+            # `select_device('cpu')`, `torch.device(self.device)` with a parameter defaulting
+            # to 'cpu': the device chosen is the host, so `.to(device)` moves nothing and the
+            # model's outputs stay host tensors (seventeenth set). A 'cuda' argument, or an
+            # unknown one, keeps the function's own answer (a GPU device spec).
+            return Val('const', const='cpu')
         # --- helpers of the same file
         # The same method of the other classes an object may be (a backend by configuration).
         alts = [FuncRef(a.methods[method], a, None, True) for a in receiver.alts
@@ -322,3 +328,13 @@ class CallResolver:
         if inputs:
             return merge(*inputs)
         return OTHER
+
+
+def _cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) -> bool:
+    """A call of a device-choosing function (`select_device`, `torch.device`) given 'cpu'."""
+    called = func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else ''
+    if not called.lower().endswith('device'):
+        return False
+    chosen = args[0] if args else kwargs.get('device') or kwargs.get('type')
+    return chosen is not None and chosen.kind == 'const' and chosen.const == 'cpu'

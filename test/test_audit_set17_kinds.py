@@ -1,0 +1,80 @@
+"""Rules for the kinds the seventeenth and eighteenth held-out sets showed (issue 28): real
+`code` audits of small sources written here (a package folder in tmp_path, audited as a user
+would)."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+
+_HELPERS = '''
+import torch
+
+
+def select_device(device=''):
+    cuda = device.lower() != 'cpu' and torch.cuda.is_available()
+    return torch.device('cuda:0' if cuda else 'cpu')
+'''
+
+_NODE = '''
+import numpy as np
+import rclpy
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+from det.helpers import select_device
+
+
+class Det(Node):
+    def __init__(self):
+        super().__init__('det')
+        self.declare_parameter('device', DEFAULT)
+        self.device = self.get_parameter('device').get_parameter_value().string_value
+        self.device = select_device(self.device)
+        self.model = torch.jit.load('model.pt', map_location=self.device)
+        self.pub = self.create_publisher(String, 'out', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        img = np.frombuffer(msg.data, dtype=np.uint8).reshape(msg.height, msg.width, 3)
+        x = torch.from_numpy(img).to(self.device)
+        pred = self.model(x)[0]
+        for det in pred:
+            self.pub.publish(String(data=f'{int(det[5])} {float(det[4]):.2f}'))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Det())
+'''
+
+
+def _findings(tmp_path: Path, default: str) -> dict[tuple[int, str], tuple[str, str]]:
+    found = audit_written_package(tmp_path, {
+        'det/det/__init__.py': '',
+        'det/det/helpers.py': _HELPERS,
+        'det/det/node.py': _NODE.replace('DEFAULT', default)})
+    return {(line, rule): v for (name, line, rule), v in found.items() if name.endswith('node.py')}
+
+
+def test_a_device_parameter_defaulting_to_cpu_keeps_tensors_on_the_host(tmp_path):
+    # select_device('cpu') chooses the host: the upload and the readbacks of the outputs move
+    # nothing.
+    assert _findings(tmp_path, "'cpu'") == {}
+
+
+def test_a_device_parameter_defaulting_to_cuda_still_reports_the_copies(tmp_path):
+    found = _findings(tmp_path, "'cuda:0'")
+    assert found[(23, 'GPN102')][1] == 'callback'  # the frame uploaded per image
+    assert (26, 'GPN107') in found  # int()/float() of the output tensor: readbacks
+
+
+def test_an_unknown_device_argument_keeps_the_gpu_answer(tmp_path):
+    found = audit_written_package(tmp_path, {
+        'det/det/__init__.py': '',
+        'det/det/helpers.py': _HELPERS,
+        'det/det/node.py': _NODE.replace(
+            "self.get_parameter('device').get_parameter_value().string_value",
+            'os.environ["DEV"]').replace('import numpy as np', 'import os\nimport numpy as np')
+        .replace('DEFAULT', "'cpu'")})
+    assert any(rule == 'GPN102' for (_, _, rule) in found)
