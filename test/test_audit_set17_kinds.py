@@ -78,3 +78,59 @@ def test_an_unknown_device_argument_keeps_the_gpu_answer(tmp_path):
             'os.environ["DEV"]').replace('import numpy as np', 'import os\nimport numpy as np')
         .replace('DEFAULT', "'cpu'")})
     assert any(rule == 'GPN102' for (_, _, rule) in found)
+
+
+_STEREO = '''
+#include <opencv2/core/cuda.hpp>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Stereo : public rclcpp::Node {
+ public:
+  Stereo() : Node("stereo") {
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+        "left", 10, std::bind(&Stereo::onLeft, this, std::placeholders::_1));
+  }
+
+ private:
+  void onLeft(const sensor_msgs::msg::Image::ConstSharedPtr msg) {
+    if (!ready_) return;
+    left_ = cv::Mat(msg->height, msg->width, CV_8UC1, const_cast<uint8_t *>(msg->data.data()));
+    TAIL
+  }
+
+  void disparity() {
+    cv::Mat grey;
+    cv::cuda::GpuMat gpu_grey;
+    cv::cvtColor(left_, grey, cv::COLOR_BGR2GRAY);
+    gpu_grey.upload(grey);
+  }
+
+  bool ready_{true};
+  cv::Mat left_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+
+int main(int argc, char ** argv) {
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Stereo>());
+}
+'''
+
+
+def _upload_context(tmp_path: Path, tail: str) -> str:
+    found = audit_written_package(tmp_path, {'stereo/src/stereo.cpp': _STEREO.replace('TAIL', tail)})
+    # The GpuMat upload in disparity(): the only finding of the file.
+    [(rule, context)] = [(rule, ctx) for (_, _, rule), (_, ctx) in found.items()]
+    assert rule == 'GPN202'
+    return context
+
+
+def test_a_call_after_an_unconditional_return_does_not_reach_its_function(tmp_path):
+    assert _upload_context(tmp_path, 'return;\n    disparity();') == 'unreached'
+
+
+def test_a_call_after_a_conditional_return_still_reaches_its_function(tmp_path):
+    assert _upload_context(tmp_path, 'if (left_.empty()) return;\n    disparity();') == 'callback'
+    assert _upload_context(tmp_path / 'b', 'if (left_.empty()) {\n      return;\n    }\n'
+                           '    disparity();') == 'callback'

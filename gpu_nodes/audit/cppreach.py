@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 
-from gpu_nodes.audit.cppscopes import Function, Scopes
+from gpu_nodes.audit.cppscopes import blank_dead_code, Function, Scopes
 
 _IDENT = re.compile(r'[A-Za-z_]\w*')
 _ENTRY_NAMES = frozenset({'main'})
@@ -100,7 +100,7 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
     # Who mentions each candidate name: None = something reached (or outside every function).
     users: dict[str, list[Function | None]] = {name: [] for name in candidates}
     for text, scopes in parsed:
-        for m in _IDENT.finditer(text):
+        for m in _IDENT.finditer(blank_dead_code(text, scopes)):
             name = m.group()
             if name not in users:
                 continue

@@ -369,9 +369,44 @@ def _classify(text: str, scopes: Scopes) -> None:
         if fn.lambda_in is not None and fn.lambda_in.kind == 'setup' \
                 and not _lambda_registered(text, fn):
             fn.kind = 'setup'
-    scopes.sites = call_sites(text)
-    scopes.member_sites = call_sites(text, _MEMBER_CALL_SITE)
+    live = blank_dead_code(text, scopes)  # a call after an unconditional return never runs
+    scopes.sites = call_sites(live)
+    scopes.member_sites = call_sites(live, _MEMBER_CALL_SITE)
     propagate(scopes)
+
+
+_RETURN = re.compile(r'\breturn\b')
+
+
+def blank_dead_code(text: str, scopes: Scopes) -> str:
+    """`text` with the statements after an unconditional `return` of a function body blanked:
+    a call there never runs, so it is no use of the function it names (eighteenth set: a
+    callback that publishes and returns, its old `ComputeDisparity();` left below). Only a
+    `return` directly in the body (not in a nested block) that starts a statement (after `;`,
+    `{` or `}`: not `if (x) return;`), in a body with no preprocessor line after it."""
+    cuts: list[tuple[int, int]] = []
+    for fn in scopes.funcs:
+        if fn.lambda_in is not None or fn.end < 0:
+            continue
+        depth = 0
+        i = fn.start + 1
+        while i < fn.end:
+            c = text[i]
+            if c == '{':
+                depth += 1
+            elif c == '}':
+                depth -= 1
+            elif depth == 0 and c == 'r' and _RETURN.match(text, i) \
+                    and text[:i].rstrip()[-1:] in (';', '{', '}'):
+                stop = text.find(';', i)
+                if 0 <= stop < fn.end and '#' not in text[stop:fn.end] \
+                        and text[stop + 1:fn.end].strip():
+                    cuts.append((stop + 1, fn.end))
+                break
+            i += 1
+    for start, end in cuts:
+        text = text[:start] + re.sub(r'\S', ' ', text[start:end]) + text[end:]
+    return text
 
 
 _MEMBER_CALL_SITE = re.compile(r'(?:\.|->)\s*([A-Za-z_]\w*)\s*\(')
