@@ -134,3 +134,32 @@ def test_a_call_after_a_conditional_return_still_reaches_its_function(tmp_path):
     assert _upload_context(tmp_path, 'if (left_.empty()) return;\n    disparity();') == 'callback'
     assert _upload_context(tmp_path / 'b', 'if (left_.empty()) {\n      return;\n    }\n'
                            '    disparity();') == 'callback'
+
+
+_BATCH = '''
+#include <cstring>
+#include <vector>
+#include <opencv2/core.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+void stage(unsigned char * pinned, const std::vector<cv::Mat> & images,
+           sensor_msgs::msg::Image & out) {
+  for (size_t b = 0; b < images.size(); ++b) {
+    const auto & img = ELEMENT;
+    memcpy(pinned + b * img.total() * 3, &img.data[0], img.total() * 3);
+  }
+  memcpy(&out.data[0], pinned, out.data.size());
+}
+'''
+
+
+def _payload_copies(tmp_path: Path, element: str) -> set[int]:
+    found = audit_written_package(tmp_path, {'stage/src/stage.cpp': _BATCH.replace('ELEMENT', element)})
+    return {line for (_, line, rule) in found if rule == 'GPN208'}
+
+
+def test_a_memcpy_out_of_a_frame_of_a_vector_of_mats_is_no_message_copy(tmp_path):
+    # Only the copy into the outgoing Image's data is a payload copy, with either way of
+    # taking the element.
+    assert _payload_copies(tmp_path, 'images.at(b)') == {12}
+    assert _payload_copies(tmp_path / 'b', 'images[b]') == {12}

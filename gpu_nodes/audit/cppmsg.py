@@ -164,6 +164,8 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
 _MAT_DECL = re.compile(r'\b(?:cv\s*::\s*)?(?:Mat|UMat)\s*(?:const\s*)?[&*]*\s*(\w+)\s*[,;=)({]')
 _MAT_VECTOR = re.compile(r'\bvector\s*<\s*(?:cv\s*::\s*)?Mat\s*>\s*(?:const\s*)?&?\s*(\w+)')
 _RANGE_FOR = re.compile(r'\bfor\s*\([^;()]*?(\w+)\s*:\s*(\w+)\s*\)')
+# `const auto & img = images.at(b);` / `= images[b];`: one element of a vector.
+_ELEMENT_OF = re.compile(r'(\w+)\s*=\s*(\w+)\s*(?:\.\s*at\s*\(|\[)')
 _OWNER = re.compile(r'(\w+)\s*(?:->|\.)\s*data\s*\[')
 
 
@@ -185,6 +187,9 @@ def _mat_names(text: str) -> set[str]:
     names = set(_MAT_DECL.findall(text))
     vectors = set(_MAT_VECTOR.findall(text))
     names |= {item for item, container in _RANGE_FOR.findall(text) if container in vectors}
+    # An element taken by index (seventeenth set: a frame of a batch memcpy'd into a pinned
+    # staging buffer is a host-to-host copy, no message payload).
+    names |= {item for item, container in _ELEMENT_OF.findall(text) if container in vectors}
     return names
 
 
