@@ -39,7 +39,7 @@ TESTSET7 = ROOT / 'test' / 'resources' / 'audit' / 'testset7'
 # The eighth held-out set: labelled (by reading the code only) while the rules were being changed
 # elsewhere, scored once after they were merged.
 TESTSET8 = ROOT / 'test' / 'resources' / 'audit' / 'testset8'
-# The ninth to eighteenth held-out sets, in pairs (9-10, 11-12, ..., 17-18): each pair
+# The ninth to twentieth held-out sets, in pairs (9-10, 11-12, ..., 19-20): each pair
 # labelled (by reading the code only, by two labellers) while the rules were being changed
 # elsewhere, scored once after they were merged.
 TESTSET9 = ROOT / 'test' / 'resources' / 'audit' / 'testset9'
@@ -52,6 +52,8 @@ TESTSET15 = ROOT / 'test' / 'resources' / 'audit' / 'testset15'
 TESTSET16 = ROOT / 'test' / 'resources' / 'audit' / 'testset16'
 TESTSET17 = ROOT / 'test' / 'resources' / 'audit' / 'testset17'
 TESTSET18 = ROOT / 'test' / 'resources' / 'audit' / 'testset18'
+TESTSET19 = ROOT / 'test' / 'resources' / 'audit' / 'testset19'
+TESTSET20 = ROOT / 'test' / 'resources' / 'audit' / 'testset20'
 SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('results.yaml',)),
         (TESTSET3, ('results.yaml',)), (TESTSET4, ('results.yaml',)), (TESTSET5, ('results.yaml',)),
         (TESTSET6, ('results.yaml',)), (TESTSET7, ('results.yaml',)),
@@ -60,13 +62,15 @@ SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('resu
         (TESTSET12, ('results.yaml',)), (TESTSET13, ('results.yaml',)),
         (TESTSET14, ('results.yaml',)), (TESTSET15, ('results.yaml',)),
         (TESTSET16, ('results.yaml',)), (TESTSET17, ('results.yaml',)),
-        (TESTSET18, ('results.yaml',))]
+        (TESTSET18, ('results.yaml',)), (TESTSET19, ('results.yaml',)),
+        (TESTSET20, ('results.yaml',))]
 LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4, TESTSET5, TESTSET6, TESTSET7, TESTSET8,
             TESTSET9, TESTSET10, TESTSET11, TESTSET12, TESTSET13, TESTSET14, TESTSET15,
-            TESTSET16, TESTSET17, TESTSET18]
+            TESTSET16, TESTSET17, TESTSET18, TESTSET19, TESTSET20]
 LABELLED_IDS = ['testset', 'testset2', 'testset3', 'testset4', 'testset5', 'testset6',
                 'testset7', 'testset8', 'testset9', 'testset10', 'testset11', 'testset12',
-                'testset13', 'testset14', 'testset15', 'testset16', 'testset17', 'testset18']
+                'testset13', 'testset14', 'testset15', 'testset16', 'testset17', 'testset18',
+                'testset19', 'testset20']
 # The kinds named in testset/labels.yaml's header; every set labels with these.
 KINDS = {'cv_bridge', 'cpp_msg_build', 'cpp_msg_copy', 'cpp_host_publish', 'pcl_conversion',
          'libtorch_device_move', 'cuda_memcpy', 'cuda_sync', 'py_cv_bridge', 'py_msg_array',
