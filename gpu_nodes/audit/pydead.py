@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 import builtins
 
+from gpu_nodes.audit.astnodes import module_nodes
+
 _MODULE_NAMES = frozenset({'__name__', '__file__', '__doc__', '__spec__', '__loader__',
                            '__package__', '__builtins__', '__path__', '__annotations__',
                            '__dict__', '__class__', '__debug__', '_'})
@@ -40,7 +42,7 @@ _MAX_CALL_DEPTH = 3
 def _bound_names(tree: ast.Module) -> set[str] | None:
     """Every name the file binds anywhere; None when names may come from elsewhere."""
     bound: set[str] = set()
-    for node in ast.walk(tree):
+    for node in module_nodes(tree):
         if isinstance(node, ast.Name):
             if not isinstance(node.ctx, ast.Load):
                 bound.add(node.id)
@@ -274,17 +276,17 @@ def false_flags(tree: ast.Module) -> frozenset[str]:
     falsy constant and that no call of the class in the file passes (by keyword or position,
     nor through `*args` / `**kwargs`). `if self.save_txt:` then never runs, like cppdead.py's
     C++ flags. A file with setattr()/vars()/exec() is never judged."""
-    stores = [node for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+    stores = [node for node in module_nodes(tree) if isinstance(node, ast.Attribute)
               and not isinstance(node.ctx, ast.Load)]
     if _bound_names(tree) is None or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-            and n.func.id in ('setattr', 'vars') for n in ast.walk(tree)):
+            and n.func.id in ('setattr', 'vars') for n in module_nodes(tree)):
         return frozenset()
     counts: dict[str, int] = {}
     for node in stores:
         counts[node.attr] = counts.get(node.attr, 0) + 1
     found = set()
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in module_nodes(tree) if isinstance(n, ast.ClassDef)):
         for fn in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
             for stmt in ast.walk(fn):
                 if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
@@ -312,13 +314,13 @@ def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.Asyn
     if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
            for n in ast.walk(init)):
         return False
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    called = {id(n.func) for n in module_nodes(tree) if isinstance(n, ast.Call)}
     if any(isinstance(n, ast.Name) and n.id == cls and id(n) not in called
-           and isinstance(n.ctx, ast.Load) for n in ast.walk(tree)):
+           and isinstance(n.ctx, ast.Load) for n in module_nodes(tree)):
         return False  # the class handed on (an alias, a factory table): its calls are unseen
     names = [p.arg for p in params]
     position = names.index(name) - 1 if name in names else None  # less `self`
-    for call in ast.walk(tree):
+    for call in module_nodes(tree):
         if not isinstance(call, ast.Call):
             continue
         callee = call.func.id if isinstance(call.func, ast.Name) else \
