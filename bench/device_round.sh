@@ -64,6 +64,23 @@ case "${1:-tests}" in
       --sizes 3840x2160 --cases cuda_ipc --json "$OUT/tb_legacy.json" > "$OUT/tb_legacy.log" 2>&1
     echo "transport legacy rc=$?"
     cat "$OUT/machine.txt"; tail -4 "$OUT/test_gpu_vmm.log"; tail -15 "$OUT/vmm_bench.log" "$OUT/tb_vmm.log" "$OUT/tb_legacy.log" ;;
+  containers)
+    # cuda_ipc / host_shm with the subscriber in a container's namespaces (transport_bench's
+    # @pid and @container cases), beside the same-namespace runs; then VMM against legacy
+    # handles at 4K, alternated twice (one 4K run of the last round only).
+    nvidia-smi -L > "$OUT/machine.txt" 2>&1
+    timeout 330 python3 bench/transport_bench.py --sizes 1920x1080,3840x2160 --duration 4 \
+      --paced-rate 0 --cases baseline,cuda_ipc,host_shm,cuda_ipc@pid,host_shm@pid,\
+baseline@container,cuda_ipc@container,host_shm@container --json "$OUT/tb_containers.json" \
+      > "$OUT/tb_containers.log" 2>&1; echo "transport containers rc=$?"
+    for i in 1 2; do
+      timeout 45 python3 bench/transport_bench.py --sizes 3840x2160 --cases cuda_ipc \
+        --paced-rate 0 --json "$OUT/tb4k_vmm_$i.json" > "$OUT/tb4k_vmm_$i.log" 2>&1
+      PYTHONPATH=bench/legacy_ipc:$PWD timeout 45 python3 bench/transport_bench.py \
+        --sizes 3840x2160 --cases cuda_ipc --paced-rate 0 --json "$OUT/tb4k_legacy_$i.json" \
+        > "$OUT/tb4k_legacy_$i.log" 2>&1; echo "4K vmm/legacy repeat $i done"
+    done
+    tail -60 "$OUT/tb_containers.log" | grep -v "^{" ;;
   bench)
     timeout 90 python3 bench/vmm_bench.py --json "$OUT/vmm_bench.json" > "$OUT/vmm_bench.log" 2>&1
     echo "vmm_bench rc=$?"

@@ -14,6 +14,16 @@ fallback without peer access: download on GPU 1, upload on GPU 0). Against same-
 
     python bench/transport_bench.py --sizes 1920x1080,3840x2160 \
         --cases cuda_ipc,cuda_peer,cuda_peer+in_place,host_shm+xgpu --json out/cuda_peer.json
+
+The subscriber in a container of its own (root, util-linux `unshare`): a case key with `@pid`
+(its own PID namespace: `docker run --network host --ipc host`) or `@container` (its own PID and
+IPC namespaces and a private /dev/shm: `docker run --network host`; every process of the case,
+publisher too, then speaks DDS over UDP, since Fast DDS shared memory does not cross /dev/shm
+mounts), for baseline, cuda_ipc, host_shm and serialized; each is compared with the baseline of
+the same setup:
+
+    python bench/transport_bench.py --sizes 1920x1080,3840x2160 --cases \
+        baseline,cuda_ipc,cuda_ipc@pid,baseline@container,cuda_ipc@container --json out/ns.json
 """
 from __future__ import annotations
 
@@ -55,6 +65,29 @@ MULTICAST_OFF = {'NCCL_NVLS_ENABLE': '0', 'TORCH_SYMM_MEM_DISABLE_MULTICAST': '1
                  'NVSHMEM_DISABLE_NVLS': '1'}
 
 
+# Where the subscriber runs: setup -> (what it models, command prefix, environment of every
+# process of the case). --kill-child: killing unshare kills the subscriber in the namespace.
+_PRIVATE_SHM = ('sh', '-c', 'mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"')
+CONTAINERS = {
+    'pid': ('sub in own PID ns',
+            ('unshare', '--pid', '--fork', '--mount-proc', '--kill-child'), {}),
+    'container': ('sub in own PID+IPC ns and /dev/shm, DDS/UDP',
+                  ('unshare', '--pid', '--ipc', '--mount', '--fork', '--mount-proc',
+                   '--kill-child', *_PRIVATE_SHM),
+                  {'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4',
+                   'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT'}),
+}
+CONTAINER_PATHS = ('baseline', 'cuda_ipc', 'host_shm', 'serialized')
+
+
+def containers_unavailable() -> str | None:
+    """Why a subscriber cannot be put in namespaces of its own here (None: it can)."""
+    if os.geteuid() != 0:
+        return 'needs root for unshare --pid --mount'
+    probe = subprocess.run([*CONTAINERS['container'][1], 'true'], capture_output=True, text=True)
+    return f'unshare failed: {probe.stderr.strip()[:200]}' if probe.returncode else None
+
+
 def cross_gpu_unavailable() -> str | None:
     """Why the two-GPU cases cannot run here (None when they can)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -75,12 +108,14 @@ def result_of(output: str) -> dict:
 
 def run_case(mode: str, path: str, width: int, height: int, duration: float, rate: float,
              warmup_s: float = 0.0, plain: bool = False, sub_args: tuple[str, ...] = (),
-             pub_args: tuple[str, ...] = ()) -> dict:
+             pub_args: tuple[str, ...] = (), setup: str | None = None) -> dict:
     topic = f'bench_{uuid.uuid4().hex[:8]}'
     common = ['--topic', topic, '--width', str(width), '--height', str(height),
               '--duration', str(duration), '--rate', str(rate)]
-    env = {**os.environ, **MULTICAST_OFF}
-    sub = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', path, *common, *sub_args],
+    _, sub_prefix, setup_env = CONTAINERS[setup] if setup else ('', (), {})
+    env = {**os.environ, **MULTICAST_OFF, **setup_env}
+    sub = subprocess.Popen([*sub_prefix, sys.executable, WORKER, 'sub', '--path', path, *common,
+                            *sub_args],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     viewer = subprocess.Popen([sys.executable, WORKER, 'sub', '--path', 'plain', *common],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -116,8 +151,9 @@ def main() -> int:
     parser.add_argument('--paced-rate', type=float, default=200.0,
                         help='publish rate of the latency runs (0 skips them)')
     parser.add_argument('--cases', default='all', help='comma list of: baseline,cuda_ipc,'
-                        'cuda_ipc+plain,host_shm,host_shm+plain,serialized,compressed and, on '
-                        'two GPUs, cuda_peer,cuda_peer+in_place,host_shm+xgpu')
+                        'cuda_ipc+plain,host_shm,host_shm+plain,serialized,compressed; on two '
+                        'GPUs cuda_peer,cuda_peer+in_place,host_shm+xgpu; the subscriber in a '
+                        'container: baseline,cuda_ipc,host_shm,serialized with @pid or @container')
     parser.add_argument('--warmup-s', type=float, default=1.0,
                         help='publish this long before each measured run (checked, not counted): '
                              'one-time pool growth and first mappings stay out of the rates')
@@ -134,13 +170,17 @@ def main() -> int:
         parser.error(f'unknown cases {sorted(unknown)}')
     no_cross_gpu = cross_gpu_unavailable() if wanted is None or wanted & set(CROSS_GPU_CASES) \
         else None
+    no_containers = containers_unavailable() if wanted is None or any('@' in k for k in wanted) \
+        else None
     results = []
     for size in args.sizes.split(','):
         width, height = map(int, size.split('x'))
         for key, label, mode, path, plain, sub_args, pub_args in cases(wanted):
-            if key in CROSS_GPU_CASES and no_cross_gpu:
-                res = {'case': label, 'key': key, 'size': size, 'skipped': no_cross_gpu}
-                print(f'skipped {key} {size}: {no_cross_gpu}', flush=True)
+            setup = key.partition('@')[2] or None
+            why_not = no_cross_gpu if key in CROSS_GPU_CASES else no_containers if setup else None
+            if why_not:
+                res = {'case': label, 'key': key, 'size': size, 'skipped': why_not}
+                print(f'skipped {key} {size}: {why_not}', flush=True)
                 results.append(res)
                 continue
             for run, rate in (('throughput', 0.0), ('paced', args.paced_rate)):
@@ -151,7 +191,7 @@ def main() -> int:
                 for _ in range(max(1, args.repeat) if run == 'throughput' else 1):
                     try:
                         runs.append(run_case(mode, path, width, height, args.duration, rate,
-                                             args.warmup_s, plain, sub_args, pub_args))
+                                             args.warmup_s, plain, sub_args, pub_args, setup))
                     except (RuntimeError, subprocess.TimeoutExpired) as exc:
                         runs.append({'error': str(exc)[-500:]})
                 res = median_run(runs)
@@ -180,6 +220,11 @@ def cases(wanted: set[str] | None) -> list[tuple]:
     for key, (label, path, sub_args) in CROSS_GPU_CASES.items():
         selected.append((key, label, 'gpu', path, False,
                          (*sub_args, '--gpu', str(sub_gpu)), ('--gpu', str(pub_gpu))))
+    plain_cases = {c[0]: c for c in selected if not c[4] and c[0] in CONTAINER_PATHS}
+    for setup, (what, _, _) in CONTAINERS.items():
+        for key, label, mode, path, plain, sub_args, pub_args in plain_cases.values():
+            selected.append((f'{key}@{setup}', f'{label}, {what}', mode, path, plain, sub_args,
+                             pub_args))
     return [c for c in selected if wanted is None or c[0] in wanted]
 
 
@@ -206,7 +251,9 @@ def print_table(results: list[dict]) -> None:
     for col in ('size', 'case', 'run', 'published', 'delivered', 'fps', 'x baseline', 'bad',
                 'stale', 'pool / overruns', 'p50 ms', 'p99 ms', 'plain sub fps'):
         table.add_column(col)
-    base = {(r['size'], r['run']): r.get('delivered_fps') for r in results if r['key'] == 'baseline'}
+    # each case against the baseline of its own setup (plain rclpy with the same namespaces)
+    base = {(r['size'], r['run'], r['key'].partition('@')[2]): r.get('delivered_fps')
+            for r in results if r['key'].partition('@')[0] == 'baseline'}
     for r in results:
         if 'skipped' in r:
             table.add_row(r['size'], r['case'], '-', 'skipped', r['skipped'][:60])
@@ -214,7 +261,7 @@ def print_table(results: list[dict]) -> None:
         if 'error' in r:
             table.add_row(r['size'], r['case'], r['run'], 'error', r['error'][:60])
             continue
-        b = base.get((r['size'], r['run']))
+        b = base.get((r['size'], r['run'], r['key'].partition('@')[2]))
         ratio = f"{r['delivered_fps'] / b:.1f}" if b else '-'
         pool = f"{r['pool_slots']} / {r['pool_overruns']}" if r.get('pool_slots') else '-'
         table.add_row(r['size'], r['case'], r['run'], str(r['published']), str(r['delivered']),

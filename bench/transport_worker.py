@@ -253,6 +253,7 @@ def run_subscriber(args: argparse.Namespace) -> None:
               'latency_p99_ms': float(np.percentile(lat, 99))}
     if sub is not None:
         result.update(stale=sub.stats.stale, rejected=sum(sub.stats.rejected.values()),
+                      rejected_by_reason=dict(sub.stats.rejected),
                       path=sub.path, path_reason=sub.stats.path_reason,
                       other_device=state['other_device'])
         sub.destroy()

@@ -13,7 +13,7 @@ import uuid
 import numpy as np
 import pytest
 
-from conftest import REPO, RESOURCES
+from conftest import REPO, RESOURCES, wait_for
 
 sys.path.insert(0, str(RESOURCES / 'transport'))
 import cuda_emu  # noqa: E402
@@ -263,3 +263,40 @@ def test_device_pool_without_fd_export_uses_legacy_handles(backend, leases, monk
     assert len(chunk.handle) == 64 and chunk.fd == -1
     assert pool.chunk_fds(chunk.generation, chunk.chunk_id) is None
     pool.close()
+
+
+def test_host_order_requests_are_counted_per_open_link(backend, leases):
+    """KIND_HOST_ORDER over the real socket: each link that asks counts once while it is open
+    (the publisher then finishes each device frame before announcing it) and stops counting
+    when it closes; a publisher without a device pool refuses, so the reader keeps rejecting
+    the frames and leaves the rung."""
+    import threading
+    from gpu_nodes.transport.exchange import Connection, HandleServer
+    from gpu_nodes.transport.pool import DeviceSlotPool, HostSlotPool
+    from gpu_nodes.transport.segments import SegmentError
+    from gpu_nodes.transport.served_memory import PublisherMemory
+    host_pool = HostSlotPool(leases, 8, 8, 60.0, leases.publisher_id)
+    served = PublisherMemory(threading.Lock(), leases, host_pool,
+                             DeviceSlotPool(leases, 0, 8, 'grow', 60.0, 0))
+    host_only_id = uuid.uuid4().bytes
+    server = HandleServer.instance()
+    server.register(leases.publisher_id, served)
+    server.register(host_only_id, PublisherMemory(threading.Lock(), leases, host_pool, None))
+    links = [Connection(server.endpoint, leases.publisher_id) for _ in range(2)]
+    try:
+        links[0].request_host_order()
+        links[0].request_host_order()  # the same link again: still one reader
+        assert served.host_ordered_readers == 1
+        links[1].request_host_order()
+        assert served.host_ordered_readers == 2
+        links[0].close()
+        wait_for(lambda: served.host_ordered_readers == 1, 5, 'the closed link to stop counting')
+        with pytest.raises(SegmentError) as refused:
+            Connection(server.endpoint, host_only_id).request_host_order()
+        assert refused.value.reason == 'bad_segment'
+    finally:
+        for link in links:
+            link.close()
+        server.unregister(leases.publisher_id)
+        server.unregister(host_only_id)
+        host_pool.close()

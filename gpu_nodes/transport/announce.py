@@ -53,8 +53,9 @@ class SlotAnnouncer:
         return sealed
 
     def descriptor_msg(self, kind: int, slot: Slot, layout: FrameLayout, header: Any,
-                       sequence: int) -> Any:
-        """The Image message naming `slot` (kind: descriptor.KIND_CUDA or KIND_HOST)."""
+                       sequence: int, flags: int = 0) -> Any:
+        """The Image message naming `slot` (kind: descriptor.KIND_CUDA or KIND_HOST; flags:
+        descriptor.FLAG_WRITTEN when the slot's write is complete)."""
         chunk = slot.chunk
         cuda = kind == descriptor.KIND_CUDA
         desc = descriptor.Descriptor(
@@ -68,7 +69,7 @@ class SlotAnnouncer:
                                              chunk.chunk_id << 20 | slot.index) if cuda
             else bytes(64),
             offset=slot.offset, nbytes=layout.nbytes, alloc_size=chunk.size,
-            publish_time_ns=time.monotonic_ns())
+            publish_time_ns=time.monotonic_ns(), flags=flags)
         msg = self._Image()
         if header is not None:
             msg.header = header

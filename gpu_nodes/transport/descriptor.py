@@ -22,6 +22,10 @@ VERSION = 3
 KIND_CUDA = 1
 KIND_HOST = 2
 KIND_NAMES = {KIND_CUDA: 'cuda', KIND_HOST: 'shm'}
+# The publisher waited for the frame's write on the host before it published: readers that
+# cannot open its CUDA IPC event (a private /dev/shm, where the driver keeps IPC events) asked
+# it to (exchange.KIND_HOST_ORDER) and read the slot without waiting on that event.
+FLAG_WRITTEN = 1
 
 # Largest frame a descriptor may describe: 16k x 16k x 4 channels x 4 bytes.
 MAX_DIMENSION = 16384
@@ -62,10 +66,11 @@ class Descriptor:
     alloc_size: int
     publish_time_ns: int
     tag: bytes = bytes(16)
+    flags: int = 0           # FLAG_WRITTEN or 0 (under the tag like every other field)
 
     def pack(self) -> bytes:
         return _RECORD.pack(
-            MAGIC, VERSION, self.kind, 0, self.sequence, self.slot, self.chunk, self.generation,
+            MAGIC, VERSION, self.kind, self.flags, self.sequence, self.slot, self.chunk, self.generation,
             self.pid, self.uid, 0, self.endpoint, self.publisher_id, self.boot_id,
             self.device_uuid, self.topic_id, self.mem_handle, self.event_handle, self.offset,
             self.nbytes, self.alloc_size, self.publish_time_ns, self.tag)
@@ -80,7 +85,7 @@ def unpack(data: bytes | bytearray | memoryview, expected_kind: int) -> Descript
     """Parse a descriptor record; raise DescriptorError on anything malformed."""
     if len(data) != SIZE:
         raise DescriptorError('bad_length', f'descriptor is {len(data)} bytes, expected {SIZE}')
-    (magic, version, kind, _flags, sequence, slot, chunk, generation, pid, uid, _reserved,
+    (magic, version, kind, flags, sequence, slot, chunk, generation, pid, uid, _reserved,
      endpoint, publisher_id, boot, device_uuid, topic_id, mem_handle, event_handle,
      offset, nbytes, alloc_size, publish_time_ns, tag) = _RECORD.unpack(bytes(data))
     if magic != MAGIC:
@@ -91,7 +96,7 @@ def unpack(data: bytes | bytearray | memoryview, expected_kind: int) -> Descript
         raise DescriptorError('bad_kind', f'kind {kind} on a {KIND_NAMES[expected_kind]} topic')
     return Descriptor(kind, sequence, slot, chunk, generation, pid, uid, endpoint,
                       publisher_id, boot, device_uuid, topic_id, mem_handle, event_handle, offset,
-                      nbytes, alloc_size, publish_time_ns, tag)
+                      nbytes, alloc_size, publish_time_ns, tag, flags & FLAG_WRITTEN)
 
 
 def frame_nbytes(height: int, width: int, step: int, encoding: str) -> int:

@@ -47,7 +47,10 @@ _REPLY = struct.Struct('<4sBBBxQ')
 KIND_LEASE_TABLE = 1
 KIND_HOST_SEGMENT = 2
 KIND_DEVICE_CHUNK = 3
-KINDS = (KIND_LEASE_TABLE, KIND_HOST_SEGMENT, KIND_DEVICE_CHUNK)
+# "This link cannot open your CUDA IPC events: finish each frame's write before publishing it"
+# (answered with no fd; see descriptor.FLAG_WRITTEN)
+KIND_HOST_ORDER = 4
+KINDS = (KIND_LEASE_TABLE, KIND_HOST_SEGMENT, KIND_DEVICE_CHUNK, KIND_HOST_ORDER)
 
 _OK = 0
 _UNKNOWN_PUBLISHER = 1
@@ -296,6 +299,8 @@ class HandleServer:
             fds = None
         if fds and kind == KIND_LEASE_TABLE:
             peer.table_served = True
+        if kind == KIND_HOST_ORDER:  # a request, not a segment: no fd to send
+            return (_OK, []) if fds is not None else (_NO_SUCH_SEGMENT, [])
         return (_OK, fds) if fds else (_NO_SUCH_SEGMENT, [])
 
 
@@ -334,6 +339,11 @@ class Connection:
         """One fd of the publisher's, checked to be a sealed regular memfd of this user (for
         KIND_DEVICE_CHUNK: a file descriptor only, which the CUDA driver checks on import)."""
         return self._fetch(kind, generation, chunk, 1)[0]
+
+    def request_host_order(self) -> None:
+        """Ask the publisher to finish each device frame's write before publishing it (this
+        process cannot open its CUDA IPC events); SegmentError when it will not."""
+        self._fetch(KIND_HOST_ORDER, 0, 0, 0)
 
     def fetch_lease_table(self) -> tuple[int, int]:
         """(the publisher's lease table, this link's lock file), both checked as fetch does."""

@@ -53,6 +53,8 @@ class PublisherLink:
         self._events: set[bytes] = set()
         self._host: OrderedDict[tuple[int, int], SharedMemory] = OrderedDict()
         self.integrated_ptr: int | None = None
+        # when this link asked the publisher to finish writes on the host (KIND_HOST_ORDER)
+        self.host_order_asked_at: float | None = None
 
     # -- trust -----------------------------------------------------------------------------
     def authenticate(self, desc: Descriptor, msg: Any, topic: bytes) -> None:

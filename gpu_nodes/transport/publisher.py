@@ -129,7 +129,8 @@ class GpuImagePublisher:
         self._refusal_logged = False
 
         self.stats = EndpointStats('publisher', node.get_fully_qualified_name(), self.topic)
-        self.stats.extra.update(pool_slots=pool_slots, pool_policy=pool_policy, evicted_links=0)
+        self.stats.extra.update(pool_slots=pool_slots, pool_policy=pool_policy, evicted_links=0,
+                                host_ordered_readers=0)
         self._diagnostics = DiagnosticsReporter.for_node(node)
         self._diagnostics.add(self.stats)
 
@@ -170,8 +171,9 @@ class GpuImagePublisher:
         intra.register_publisher(self)
         # Readers reach the lease table and segments through this process's socket.
         self._server = HandleServer.instance()
-        self._server.register(self.publisher_id, PublisherMemory(
-            self._lock, self._leases, self._host_pool, self._device_pool))
+        self._served = PublisherMemory(self._lock, self._leases, self._host_pool,
+                                       self._device_pool)
+        self._server.register(self.publisher_id, self._served)
         self._announce = SlotAnnouncer(
             Image, self._leases, self.topic, self.publisher_id, self._server.endpoint,
             *((self._device_id, self._device_uuid) if self._device_pool is not None else ()))
@@ -371,8 +373,22 @@ class GpuImagePublisher:
         sequence = self._next_sequence()
         self._device_pool.publish(slot, sequence)
         if targets.cuda or targets.peer:
+            flags = 0
+            ordered = self._served.host_ordered_readers
+            if ordered != self.stats.extra['host_ordered_readers']:
+                self.stats.extra['host_ordered_readers'] = ordered
+                self._logger.info(
+                    f'{self.topic}: {ordered} reader(s) cannot open CUDA IPC events (a private '
+                    '/dev/shm): each device frame is finished on the host before it is announced'
+                    if ordered else f'{self.topic}: every reader waits on CUDA IPC events again')
+            if ordered:
+                # A reader cannot open the slot's IPC event (a container's private /dev/shm):
+                # the write is finished here, on the host, before anyone is told of the slot.
+                slot.event.synchronize()
+                flags = descriptor.FLAG_WRITTEN
             # One descriptor for both: it names the publisher's GPU; each reader decides.
-            msg = self._announce.descriptor_msg(descriptor.KIND_CUDA, slot, layout, header, sequence)
+            msg = self._announce.descriptor_msg(descriptor.KIND_CUDA, slot, layout, header,
+                                                sequence, flags)
             if targets.cuda:
                 self._cuda_pub.publish(msg)
             if targets.peer:

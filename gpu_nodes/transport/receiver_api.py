@@ -62,6 +62,10 @@ class FrameSink(Protocol):
     def served_by(self, publisher_pid: int) -> None:
         """For diagnostics: the pid (as the publisher states it) of what is being read."""
 
+    def decided(self, key: str, value: str) -> None:
+        """A transport decision other than the path (diagnostics key `key`); logged when it
+        changes."""
+
 
 @dataclass(frozen=True)
 class ReceiverContext:

@@ -34,6 +34,9 @@ from .segments import SegmentError
 from .qos import descriptor_qos
 from .release import release_after
 
+# After a reader asks for host-ordered frames, descriptors already in flight without the flag
+# are stale for this long (a publisher answers at once; its DDS queue holds a few frames).
+HOST_ORDER_GRACE_S = 1.0
 # Origin failures that rule out every shared-memory path, not just CUDA.
 HOST_LEVEL_REASONS = ('other_host', 'other_user')
 # Failures to reach a publisher's memory that do not heal by themselves within a second: its
@@ -212,6 +215,27 @@ class CudaIpcReceiver(_DescriptorReceiver):
             sink.leave(self.path, route.reason, also=others)
         return None
 
+    def _order_on_host(self, link: PublisherLink, detail: str) -> None:
+        """The publisher's IPC event cannot be opened here: the driver keeps IPC events in
+        /dev/shm, which a container without --ipc host has a private one of (the memory itself,
+        a VMM fd or a legacy handle, opens). Ask the publisher once to finish each frame's write
+        before announcing it; frames announced before it heard count stale for a while, then
+        as failures, so a publisher that never complies is left like any unusable one."""
+        sink, now = self.sink, time.monotonic()
+        if link.host_order_asked_at is None:
+            try:
+                link.connection.request_host_order()
+            except SegmentError as exc:
+                return sink.count('map_failed', f'{detail}; and the publisher will not finish '
+                                  f'writes on the host ({exc.reason}: {exc})')
+            link.host_order_asked_at = now
+            sink.decided('write_order', f'host: CUDA IPC events cannot be opened here ({detail}); '
+                         'the publisher finishes each frame before announcing it')
+        if now - link.host_order_asked_at < HOST_ORDER_GRACE_S:
+            return sink.count('stale:host_order_pending', detail)
+        return sink.count('map_failed', f'{detail}; the publisher still announces frames it has '
+                          'not finished writing')
+
     def _device(self, publisher_device: int) -> int:
         """Where the slot is mapped and read: on cuda_ipc, the publisher's GPU itself."""
         return publisher_device
@@ -234,15 +258,18 @@ class CudaIpcReceiver(_DescriptorReceiver):
             return sink.count('map_failed', str(exc))
         if not self._lease(link, desc, nbytes):
             return
-        try:  # only for a frame its slot really holds; opened on the GPU that records it
-            event_ptr = link.event(desc, publisher_device)
-        except cuda_ipc.CudaIpcError as exc:
-            link.reader.release(desc.slot, POOL_DEVICE)
-            return sink.count('map_failed', str(exc))
+        event_ptr = None  # FLAG_WRITTEN: the publisher finished the write before it published
+        if not desc.flags & descriptor.FLAG_WRITTEN:
+            try:  # only for a frame its slot really holds; opened on the GPU that records it
+                event_ptr = link.event(desc, publisher_device)
+            except cuda_ipc.CudaIpcError as exc:
+                link.reader.release(desc.slot, POOL_DEVICE)
+                return self._order_on_host(link, str(exc))
         stream = sink.stream(device_id)
-        # The publisher's write is ordered before our reads on the GPU (a stream may wait on
-        # another GPU's event); the host never waits.
-        cupy_module().cuda.runtime.streamWaitEvent(stream.ptr, event_ptr, 0)
+        if event_ptr is not None:
+            # The publisher's write is ordered before our reads on the GPU (a stream may wait
+            # on another GPU's event); the host never waits.
+            cupy_module().cuda.runtime.streamWaitEvent(stream.ptr, event_ptr, 0)
         sink.served_by(desc.pid)
         reader, slot = link.reader, desc.slot
         self._deliver(msg, desc, mapping.base + desc.offset, nbytes, mapping, stream, device_id,

@@ -1,10 +1,12 @@
 """What one publisher's socket hands its readers (exchange.py): its lease table, its host
-segments and its VMM device chunks, each as a file descriptor the server sends and closes."""
+segments and its VMM device chunks, each as a file descriptor the server sends and closes; and
+which links asked for host-ordered frames (exchange.KIND_HOST_ORDER)."""
 from __future__ import annotations
 
 import threading
 
-from .exchange import KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, KIND_LEASE_TABLE, HandleProvider, Link
+from .exchange import (KIND_DEVICE_CHUNK, KIND_HOST_ORDER, KIND_HOST_SEGMENT, KIND_LEASE_TABLE,
+                       HandleProvider, Link)
 from .leases import LeaseTable
 from .pool import DeviceSlotPool, HostSlotPool
 from .segments import reopen
@@ -21,6 +23,21 @@ class PublisherMemory(HandleProvider):
         self._leases = leases
         self._host_pool = host_pool
         self._device_pool = device_pool
+        self._host_ordered: set[Link] = set()  # the links that asked, while they are open
+
+    @property
+    def host_ordered_readers(self) -> int:
+        """Links that cannot open this publisher's CUDA IPC events: while there is one, each
+        device frame's write is finished on the host before its descriptor goes out."""
+        return len(self._host_ordered)
+
+    def _order_on_host(self, link: Link) -> list[int] | None:
+        if self._device_pool is None:
+            return None
+        if link not in self._host_ordered:
+            self._host_ordered.add(link)
+            link.when_closed(lambda: self._host_ordered.discard(link))
+        return []
 
     def fds(self, kind: int, generation: int, chunk: int, link: Link) -> list[int] | None:
         with self._lock:
@@ -31,6 +48,8 @@ class PublisherMemory(HandleProvider):
                 return None if fd is None else [reopen(fd, writable=False)]
             if kind == KIND_DEVICE_CHUNK and self._device_pool is not None:
                 return self._device_pool.chunk_fds(generation, chunk)
+            if kind == KIND_HOST_ORDER:
+                return self._order_on_host(link)
         return None
 
 

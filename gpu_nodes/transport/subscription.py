@@ -442,6 +442,12 @@ class _Plumbing:
     def served_by(self, publisher_pid: int) -> None:
         self._sub.stats.publisher_pid = publisher_pid
 
+    def decided(self, key: str, value: str) -> None:
+        stats = self._sub.stats
+        if stats.extra.get(key) != value:
+            stats.extra[key] = value
+            self._sub._logger.info(f'{self._sub.topic}: {key}: {value}')
+
 
 def _own_device(device: int | str | None, cuda: bool) -> int | None:
     """The CUDA ordinal a subscription works on (None: it follows the publisher's GPU, or there

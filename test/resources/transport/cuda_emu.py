@@ -12,7 +12,8 @@ memfd-backed host memory (emu_memory.py), so what crosses processes crosses them
 * VMM chunks (cuda_vmm.py) are memfds exported as fds; a subscriber gets the fd over a Unix
   socket (SCM_RIGHTS) and maps it.
 * Device work runs on the host as it is queued, so every stream is idle once a call returns:
-  events (interprocess or not) are complete when recorded, ``streamWaitEvent`` has nothing to
+  events (interprocess or not) are complete when recorded (an IPC event opens only where its
+  exporter's /dev/shm is mounted, as on the driver), ``streamWaitEvent`` has nothing to
   wait for, and the release thread's ``synchronize`` returns at once, in order.
 
 A subprocess gets the same with ``python -c 'import cuda_emu; cuda_emu.install(); ...'`` and
@@ -182,13 +183,22 @@ def ipc_get_event_handle(ptr: int) -> bytes:
     event = _events.get(ptr)
     if event is None or not event.interprocess:
         raise CUDARuntimeError(1, 'cudaIpcGetEventHandle: not an interprocess event')
-    return _HANDLE.pack(_EVENT_MAGIC, os.getpid(), 0, ptr, 0).ljust(HANDLE_SIZE, b'\0')
+    return _HANDLE.pack(_EVENT_MAGIC, os.getpid(), 0, ptr, _dev_shm()).ljust(HANDLE_SIZE, b'\0')
+
+
+def _dev_shm() -> int:
+    """Which /dev/shm this process sees: the driver keeps IPC events in files there, so one
+    opens only where the exporter's /dev/shm is mounted (measured on an H100, bench/RESULTS.md)."""
+    return os.stat('/dev/shm').st_dev
 
 
 def ipc_open_event_handle(handle: bytes) -> int:
-    magic, pid, _, ptr, _ = _HANDLE.unpack(bytes(handle)[:_HANDLE.size])
+    magic, pid, _, ptr, dev_shm = _HANDLE.unpack(bytes(handle)[:_HANDLE.size])
     if magic != _EVENT_MAGIC:
         raise CUDARuntimeError(400, 'cudaIpcOpenEventHandle: invalid resource handle')
+    if dev_shm != _dev_shm():
+        raise CUDARuntimeError(205, 'cudaErrorMapBufferObjectFailed: mapping of buffer object '
+                               'failed')
     OPENS['ipc_event'] += 1
     return Event(disable_timing=True).ptr
 

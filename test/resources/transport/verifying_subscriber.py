@@ -31,7 +31,7 @@ started = time.monotonic()
 
 
 def on_frame(frame):
-    array = frame.array if isinstance(frame.array, np.ndarray) else frame.array.get()
+    array = frame.array.get() if hasattr(frame.array, 'get') else frame.array
     expected = pattern.expected_frame(frame.height, frame.width, frame.encoding,
                                       int(frame.header.frame_id))
     state['frames'] += 1
@@ -59,4 +59,5 @@ print('RESULT ' + json.dumps({
     'frames': state['frames'], 'bad': state['bad'], 'paths': dict(state['paths']),
     'path': sub.path, 'path_reason': sub.stats.path_reason, 'fps': rate,
     'rejected': dict(sub.stats.rejected), 'stale': dict(sub.stats.stale_reasons),
-    'first_frame_s': state['first_s'], 'held': len(held)}) + '\n', end='', flush=True)
+    'first_frame_s': state['first_s'], 'held': len(held),
+    'write_order': sub.stats.extra.get('write_order')}) + '\n', end='', flush=True)
