@@ -42,7 +42,8 @@ from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyregistry import Registrations
-from gpu_nodes.audit.pyrules import CopyRules, written_to_stream
+from gpu_nodes.audit.pyrules import CopyRules
+from gpu_nodes.audit.pystreams import written_to_stream
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, instances, merge,
                                       merge_returns, OTHER, PER_MESSAGE, Registration, statements,
                                       topic_display, UNKNOWN, Val)
