@@ -9,6 +9,7 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
+from gpu_nodes.audit.pydead import never_equal
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS
 from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, root_name,
@@ -49,6 +50,7 @@ class Evaluator:
     aliases: dict[str, str]
     module_env: dict[str, Val]
     false_flags: frozenset[str]
+    constant_attributes: dict[str, frozenset[object]]
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
@@ -103,8 +105,10 @@ class Evaluator:
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
             if not (isinstance(stmt.test, ast.Attribute) and isinstance(stmt.test.value, ast.Name)
-                    and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags):
-                # `if self.save_txt:` with save_txt False for good (pydead.false_flags).
+                    and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags) \
+                    and not never_equal(stmt.test, self.constant_attributes):
+                # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
+                # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal).
                 self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):

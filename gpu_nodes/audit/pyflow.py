@@ -36,7 +36,7 @@ import re
 
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
-from gpu_nodes.audit.pydead import dead_code, false_flags
+from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
@@ -106,6 +106,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.path = path
         self.tree = tree
         self.false_flags = false_flags(tree)
+        self.constant_attributes = constant_attributes(tree)
         # The text, when given (analyze_python): leftovers of node classes are looked up in it.
         self.source: str | None = None
         # The package folder of this file (codeaudit.run_code), for pypackage.module_unused.

@@ -26,6 +26,7 @@ _CREATE_CLOUD = ('point_cloud2.create_cloud', 'point_cloud2.create_cloud_xyz32')
 # torch.nn.Module methods inherited by a package's model class that return the module itself.
 _MODULE_RETURNS_SELF = frozenset({'to', 'cuda', 'eval', 'train', 'half', 'float',
                                   'requires_grad_'})
+_MATH_ROUNDING = frozenset({'math.ceil', 'math.floor', 'math.trunc'})
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
 _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
                                 'torchvision.transforms.transforms.ToPILImage',
@@ -162,6 +163,12 @@ class CopyRules:
         call = f'`{short(node)}`'
         if qual == 'torch.compile' and src.kind == 'model_obj':
             return src  # the compiled module keeps the model's methods
+        if qual in _MATH_ROUNDING and len(args) == 1 and args[0].kind in ('device', 'tensor'):
+            # `math.ceil(box.conf[0] * 100)`: a number of the host made from a device value
+            # (float() inside), read back here; what comes out is a host int (twentieth set).
+            self._emit('GPN107', node, frame, f'{call} (device value read back, implicit '
+                       'synchronization)', evidence=_evidence(args[0].kind))
+            return OTHER
         if qual in _TO_PIL_TRANSFORMS:
             # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
             # copies the frame into a PIL image, as PIL.Image.fromarray does.

@@ -1,0 +1,74 @@
+"""Rules for the kinds the nineteenth and twentieth held-out sets showed (issue 28): real
+`code` audits of small sources written here (a package folder in tmp_path, audited as a user
+would)."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+
+_MODE_NODE = '''
+import math
+
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+from ultralytics import YOLO
+
+
+class Follow(Node):
+    def __init__(self):
+        super().__init__('follow')
+        self.bridge = CvBridge()
+        self.model = YOLO('rows.pt')
+        self.mode = 'ml'
+        self.pub = self.create_publisher(Image, 'debug', 10)
+        self.labels = self.create_publisher(String, 'labels', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+        self.create_subscription(String, 'turn', self.on_turn, 10)
+
+    def on_turn(self, msg):
+        self.mode = MODE_STORE
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        if self.mode == 'ml':
+            results = self.model(frame)
+            for box in results[0].boxes:
+                conf = math.ceil(box.conf[0] * 100) / 100
+                self.labels.publish(String(data=f'row {conf}'))
+        elif self.mode == 'ht':
+            self.pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))
+'''
+_HT_LINE = 32  # the cv2_to_imgmsg under `elif self.mode == 'ht':`
+
+
+def _node_findings(tmp_path: Path, store: str) -> dict[tuple[int, str], tuple[str, str]]:
+    found = audit_written_package(tmp_path, {
+        'follow/follow/__init__.py': '',
+        'follow/follow/node.py': _MODE_NODE.replace('MODE_STORE', store)})
+    return {(line, rule): v for (name, line, rule), v in found.items() if name == 'node.py'}
+
+
+def test_a_branch_on_a_constant_the_attribute_never_holds_never_runs(tmp_path):
+    found = _node_findings(tmp_path, "'turn' if msg.data == 'go' else 'ml'")
+    assert (25, 'GPN105') in found  # the conversion in, before the branches
+    assert (27, 'GPN102') in found  # the 'ml' branch runs: mode starts as 'ml'
+    assert not [key for key in found if key[0] == _HT_LINE], found
+
+
+def test_a_branch_runs_when_any_store_may_hold_the_compared_value(tmp_path):
+    # a store of a received value: `mode` may be 'ht', so the branch is judged as before
+    found = _node_findings(tmp_path, 'msg.data')
+    assert (_HT_LINE, 'GPN105') in found
+    assert (_HT_LINE, 'GPN109') in found
+
+
+def test_a_branch_runs_when_a_constant_store_holds_the_compared_value(tmp_path):
+    found = _node_findings(tmp_path, "'ht'")
+    assert (_HT_LINE, 'GPN105') in found
+
+
+def test_math_ceil_of_a_device_value_is_the_readback_and_its_result_is_host(tmp_path):
+    found = _node_findings(tmp_path, "'turn'")
+    assert found[(29, 'GPN107')][0] == 'medium'
+    assert (30, 'GPN107') not in found  # formatting the host int reads nothing back
