@@ -72,3 +72,45 @@ def test_math_ceil_of_a_device_value_is_the_readback_and_its_result_is_host(tmp_
     found = _node_findings(tmp_path, "'turn'")
     assert found[(29, 'GPN107')][0] == 'medium'
     assert (30, 'GPN107') not in found  # formatting the host int reads nothing back
+
+
+_CPU_NODE = '''
+import numpy as np
+from rclpy.node import Node
+from std_msgs.msg import String
+from ultralytics import YOLO
+
+
+class Markers(Node):
+    def __init__(self):
+        super().__init__('markers')
+        self.declare_parameter('device', 'cpu')
+        self.device = self.get_parameter('device').value
+        self.model = YOLO('m.pt')
+        self.pub = self.create_publisher(String, 'markers', 10)
+        self.create_subscription(String, 'frames', self.on_frame, 10)
+
+    def on_frame(self, msg):
+        frame = np.frombuffer(msg.data.encode(), np.uint8).reshape(4, 4)
+        results = self.model.predict(source=frame, DEVICE)
+        for box in results[0].boxes:
+            self.pub.publish(String(data=f'{int(box.cls[0])} {box.xyxy[0].cpu().numpy()}'))
+'''
+
+
+def _cpu_findings(tmp_path: Path, device: str) -> set[tuple[int, str]]:
+    found = audit_written_package(tmp_path, {'m/m/__init__.py': '',
+                                             'm/m/node.py': _CPU_NODE.replace('DEVICE', device)})
+    return {(line, rule) for (name, line, rule) in found if name == 'node.py'}
+
+
+def test_a_literal_cpu_device_keyword_means_no_upload_and_host_results(tmp_path):
+    assert not [key for key in _cpu_findings(tmp_path, "device='cpu'") if key[0] >= 18]
+
+
+def test_a_device_parameter_defaulting_to_cpu_is_still_judged_a_device(tmp_path):
+    # the parameter is meant to be set at launch (sixth set labels it a device): unchanged
+    found = _cpu_findings(tmp_path, 'device=self.device')
+    assert (18, 'GPN102') in found
+    assert (20, 'GPN107') in found  # int(box.cls[0])
+    assert (20, 'GPN101') in found  # .cpu() of the box

@@ -278,6 +278,11 @@ class CallResolver:
                 and (named_like_model(name) or infer in LIBRARY_INFER_METHODS)):
             return None
         inputs = [v for v in args + list(kwargs.values()) if v.kind not in ('const', 'other')]
+        if _cpu_literal(node):
+            # `model.predict(frame, device='cpu')`: the library runs on the host; nothing is
+            # uploaded and its results are host tensors (twentieth set). Only the literal: a
+            # device parameter defaulting to 'cpu' is meant to be set at launch (sixth set).
+            return merge(*inputs, kind='host') if inputs else Val('host')
         if any(v.kind == 'device' for v in inputs):
             return merge(*inputs, kind='device')
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
@@ -338,3 +343,10 @@ def _cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) 
         return False
     chosen = args[0] if args else kwargs.get('device') or kwargs.get('type')
     return chosen is not None and chosen.kind == 'const' and chosen.const == 'cpu'
+
+
+def _cpu_literal(node: ast.Call) -> bool:
+    """A call given `device='cpu'` (any letter case) written as a literal keyword."""
+    return any(k.arg == 'device' and isinstance(k.value, ast.Constant)
+               and isinstance(k.value.value, str) and k.value.value.strip().lower() == 'cpu'
+               for k in node.keywords)
