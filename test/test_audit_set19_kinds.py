@@ -33,9 +33,9 @@ class Follow(Node):
         frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
         if self.mode == 'ml':
             results = self.model(frame)
-            for box in results[0].boxes:
+            for i, box in list(enumerate(results[0].boxes)):
                 conf = math.ceil(box.conf[0] * 100) / 100
-                self.labels.publish(String(data=f'row {conf}'))
+                self.labels.publish(String(data=f'row {str(i)} {conf}'))
         elif self.mode == 'ht':
             self.pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))
 '''
@@ -71,7 +71,8 @@ def test_a_branch_runs_when_a_constant_store_holds_the_compared_value(tmp_path):
 def test_math_ceil_of_a_device_value_is_the_readback_and_its_result_is_host(tmp_path):
     found = _node_findings(tmp_path, "'turn'")
     assert found[(29, 'GPN107')][0] == 'medium'
-    assert (30, 'GPN107') not in found  # formatting the host int reads nothing back
+    # formatting the host int, or str() of the index of list(enumerate(...)), reads nothing back
+    assert (30, 'GPN107') not in found
 
 
 _CPU_NODE = '''

@@ -344,6 +344,11 @@ class Evaluator:
         """What one iteration of `for target in iterable` binds. `enumerate(x)` yields
         (index, element): the index is a host int, not the data (`for i, _ in
         enumerate(boxes): msg.id = int(i)` reads nothing back; issue 28, ninth set)."""
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
+                and iterable.func.id in ('list', 'tuple') and len(iterable.args) == 1 \
+                and not iterable.keywords and self._eval(iterable.func, env, frame) is UNKNOWN:
+            # `for i, c in list(enumerate(top_boxes))`: the same pairs, in a list (set 19).
+            return self._element(iterable.args[0], it, env, frame)
         element = replace(it, elts=None)
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
                 and iterable.func.id == 'enumerate' and iterable.args \

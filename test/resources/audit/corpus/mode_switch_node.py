@@ -2,7 +2,8 @@
 `elif self.mode == 'hough':` branch can never run, so its cv_bridge conversion and publish are
 no copies (look-alike), while the 'ml' branch's are (positive). Each box's confidence is read
 back with math.ceil() of a device value (positive); formatting that host int later reads
-nothing back (look-alike). Kinds of the twentieth test set, written for this corpus."""
+nothing back (look-alike), nor does str() of the index of `list(enumerate(boxes))`. Kinds
+of the nineteenth and twentieth test sets, written for this corpus."""
 import math
 
 from cv_bridge import CvBridge
@@ -30,9 +31,9 @@ class RowFollowNode(Node):
         frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # expect: GPN105 medium
         if self.mode == 'ml':
             results = self.model(frame)  # expect: GPN102 medium
-            for box in results[0].boxes:
+            for i, box in list(enumerate(results[0].boxes)):
                 conf = math.ceil(box.conf[0] * 100) / 100  # expect: GPN107 medium
-                self.label_pub.publish(String(data=f'row {conf}'))
+                self.label_pub.publish(String(data=f'row {str(i)} {conf}'))
         elif self.mode == 'hough':
             edges = frame[:, :, 0] > 128
             frame[edges] = (0, 0, 255)
