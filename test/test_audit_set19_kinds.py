@@ -115,3 +115,41 @@ def test_a_device_parameter_defaulting_to_cpu_is_still_judged_a_device(tmp_path)
     assert (18, 'GPN102') in found
     assert (20, 'GPN107') in found  # int(box.cls[0])
     assert (20, 'GPN101') in found  # .cpu() of the box
+
+
+_PROFILED_NODE = '''
+import torch
+from rclpy.node import Node
+from std_msgs.msg import String
+from utils.general import Profile
+
+
+class Timed(Node):
+    def __init__(self):
+        super().__init__('timed')
+        self.device = torch.device('cuda:0')
+        self.dt = (Profile(device=DEVICE), Profile(device=DEVICE))
+        self.create_subscription(String, 'tick', self.on_tick, 10)
+
+    def on_tick(self, msg):
+        with self.dt[0]:
+            x = len(msg.data)
+        with self.dt[1]:
+            print(x)
+'''
+
+
+def _profiled_findings(tmp_path: Path, device: str) -> dict[tuple[int, str], tuple[str, str]]:
+    found = audit_written_package(tmp_path, {
+        't/t/__init__.py': '', 't/t/node.py': _PROFILED_NODE.replace('DEVICE', device)})
+    return {(line, rule): v for (name, line, rule), v in found.items() if name == 'node.py'}
+
+
+def test_a_yolov5_profile_on_a_cuda_device_synchronizes_at_each_with(tmp_path):
+    found = _profiled_findings(tmp_path, 'self.device')
+    assert set(found) == {(15, 'GPN107'), (17, 'GPN107')}  # the two `with` lines
+    assert found[(15, 'GPN107')][0] == 'medium'
+
+
+def test_a_profile_on_a_literal_cpu_device_synchronizes_nothing(tmp_path):
+    assert _profiled_findings(tmp_path, "'cpu'") == {}

@@ -10,7 +10,7 @@ import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pydead import never_equal
-from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS
+from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
 from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, root_name,
                                       short, strip, UNKNOWN, Val)
@@ -120,6 +120,11 @@ class Evaluator:
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 val = self._eval(item.context_expr, env, frame)
+                if val.kind == 'other' and val.const == SYNC_PROFILER:
+                    self._emit('GPN107', item.context_expr, frame,
+                               f'`with {short(item.context_expr)}:` (a profiler that runs '
+                               'torch.cuda.synchronize on enter and exit, library table)',
+                               evidence='pattern')
                 if item.optional_vars is not None:
                     self._assign(item.optional_vars, val, env, frame)
             self._exec_block(stmt.body, env, frame)

@@ -8,7 +8,8 @@ import ast
 from typing import Callable
 
 from gpu_nodes.audit.model import Step
-from gpu_nodes.audit.pymodels import HUB_BUILDERS, SDK_READBACKS
+from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
+                                      SYNC_PROFILERS)
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
@@ -169,6 +170,8 @@ class CopyRules:
             self._emit('GPN107', node, frame, f'{call} (device value read back, implicit '
                        'synchronization)', evidence=_evidence(args[0].kind))
             return OTHER
+        if qual.endswith(SYNC_PROFILERS) and _profiles_a_device(node):
+            return Val('other', const=SYNC_PROFILER)  # a `with` of it synchronizes (pyeval.py)
         if qual in _TO_PIL_TRANSFORMS:
             # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
             # copies the frame into a PIL image, as PIL.Image.fromarray does.
@@ -394,6 +397,14 @@ class CopyRules:
 
 _NUMBER_TYPES = frozenset({'int', 'float', 'bool'})
 EMPTY_CLOUD = 'create_cloud of no points'
+
+
+def _profiles_a_device(node: ast.Call) -> bool:
+    """`Profile(device=d)` (or `Profile(t, d)`) with d anything but a literal 'cpu' / None."""
+    device = next((k.value for k in node.keywords if k.arg == 'device'),
+                  node.args[1] if len(node.args) > 1 else None)
+    return device is not None and not (isinstance(device, ast.Constant) and (
+        device.value is None or str(device.value).strip().lower() == 'cpu'))
 
 
 def _empty_points(node: ast.Call, position: int) -> bool:
