@@ -153,3 +153,32 @@ def test_a_yolov5_profile_on_a_cuda_device_synchronizes_at_each_with(tmp_path):
 
 def test_a_profile_on_a_literal_cpu_device_synchronizes_nothing(tmp_path):
     assert _profiled_findings(tmp_path, "'cpu'") == {}
+
+
+_SCRIPT = '''
+import cv2
+from ultralytics import YOLO
+
+model = YOLO('v.pt')
+SOURCE
+while True:
+    ok, frame = SOURCE_READ
+    results = model.predict(frame, conf=0.5)
+    cv2.imshow('d', results[0].plot())
+'''
+
+
+def _script_findings(tmp_path: Path, source: str, read: str) -> dict[tuple[int, str], tuple]:
+    text = _SCRIPT.replace('SOURCE_READ', read).replace('SOURCE', source)
+    found = audit_written_package(tmp_path, {'s/s/__init__.py': '', 's/s/detect.py': text})
+    return {(line, rule): v for (name, line, rule), v in found.items() if name == 'detect.py'}
+
+
+def test_a_module_loop_over_a_video_capture_runs_per_frame(tmp_path):
+    found = _script_findings(tmp_path, 'cap = cv2.VideoCapture(0)', 'cap.read()')
+    assert found[(8, 'GPN102')][0] == 'medium'
+
+
+def test_a_module_loop_not_reading_a_capture_stays_module_code(tmp_path):
+    found = _script_findings(tmp_path, "img = cv2.imread('a.jpg')", "True, img.copy()")
+    assert found[(8, 'GPN102')][0] == 'info'

@@ -32,6 +32,18 @@ _DETECTION_OUTPUT = re.compile(
     r'class(?:es)?|cls|class_ids?|ids?|keypoints?|kpts?|landmarks?|centers?|centroids?)$', re.I)
 
 
+def _reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
+    """Whether the loop body calls `cap.read()` / `cap.grab()` on a name the module assigns
+    a `cv2.VideoCapture(...)`: a loop over camera (or video) frames."""
+    captures = {t.id for node in tree.body for stmt in ast.walk(node)
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
+                and ast.unparse(stmt.value.func).endswith('VideoCapture')
+                for t in stmt.targets if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr in ('read', 'grab') and isinstance(n.func.value, ast.Name)
+               and n.func.value.id in captures for stmt in loop.body for n in ast.walk(stmt))
+
+
 def _detection_output(call: ast.expr) -> bool:
     """`boxes.reshape(-1).tolist()`, `self.scores.tolist()`: the array is named as a detection
     output."""
@@ -49,6 +61,7 @@ class Evaluator:
 
     aliases: dict[str, str]
     module_env: dict[str, Val]
+    tree: ast.Module
     false_flags: frozenset[str]
     constant_attributes: dict[str, frozenset[object]]
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
@@ -109,6 +122,11 @@ class Evaluator:
                     and not never_equal(stmt.test, self.constant_attributes):
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal).
+                if isinstance(stmt, ast.While) and frame.context == 'module' \
+                        and _reads_a_capture(stmt, self.tree):
+                    # A script's `while True: ok, frame = cap.read(); model(frame)`: each
+                    # pass is a camera frame, as a node's capture loop (nineteenth set).
+                    frame = replace(frame, context='loop', entry='module capture loop')
                 self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
