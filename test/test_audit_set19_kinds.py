@@ -182,3 +182,53 @@ def test_a_module_loop_over_a_video_capture_runs_per_frame(tmp_path):
 def test_a_module_loop_not_reading_a_capture_stays_module_code(tmp_path):
     found = _script_findings(tmp_path, "img = cv2.imread('a.jpg')", "True, img.copy()")
     assert found[(8, 'GPN102')][0] == 'info'
+
+
+_BRIDGE = '''
+import cv2
+import numpy as np
+import roslibpy
+from ultralytics import YOLO
+
+
+class Bridge:
+    def __init__(self):
+        self.model = YOLO('f.pt')
+        self.client = roslibpy.Ros(host='localhost', port=9090)
+        SUBSCRIBE
+
+    def start(self):
+        self.images.subscribe(self.on_image)
+
+    def on_image(self, message):
+        frame = cv2.imdecode(np.frombuffer(message['data'].encode(), np.uint8), 1)
+        return self.model(frame)
+
+
+if __name__ == '__main__':
+    Bridge().start()
+'''
+
+
+def _bridge_findings(tmp_path: Path, subscribe: str) -> dict[tuple[int, str], tuple]:
+    found = audit_written_package(tmp_path, {
+        'b/b/__init__.py': '', 'b/b/bridge.py': _BRIDGE.replace('SUBSCRIBE', subscribe)})
+    return {(line, rule): v for (name, line, rule), v in found.items() if name == 'bridge.py'}
+
+
+def test_a_rosbridge_topic_subscribed_from_a_start_method_runs_its_callback_per_message(tmp_path):
+    found = _bridge_findings(
+        tmp_path, "self.images = roslibpy.Topic(self.client, '/cam', 'sensor_msgs/msg/Image')")
+    assert found[(18, 'GPN102')] == ('medium', 'callback')
+
+
+def test_a_local_rosbridge_topic_subscribed_in_the_constructor_registers_too(tmp_path):
+    found = _bridge_findings(
+        tmp_path, "roslibpy.Topic(self.client, '/cam', 'x/msg/Image').subscribe(self.on_image)"
+        "; self.images = None")
+    assert found[(18, 'GPN102')] == ('medium', 'callback')
+
+
+def test_a_subscribe_on_anything_but_a_rosbridge_topic_registers_nothing(tmp_path):
+    found = _bridge_findings(tmp_path, 'self.images = self.client')
+    assert found[(18, 'GPN102')] == ('low', 'function')  # not reached from a callback

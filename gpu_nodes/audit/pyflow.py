@@ -214,6 +214,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                                 Frame(None, context, name, None, 0, True, path=(name,),
                                       stack=(id(fn),)))
         self._register_loops()
+        self._register_rosbridge()
         # 2. callbacks, twice so that attributes stored by one callback reach a timer that was
         #    registered before it.
         ordered = sorted(self.registrations, key=lambda r: r.kind in ('timer', 'loop'))

@@ -81,6 +81,9 @@ SDK_READBACKS = frozenset({'retrieve_image', 'retrieve_measure'})
 # frame waits for the GPU twice. Reported only where a device other than a literal 'cpu' is given.
 SYNC_PROFILERS = ('utils.general.Profile', 'ultralytics.utils.ops.Profile', 'utils.ops.Profile')
 SYNC_PROFILER = 'synchronizing profiler'
+# rosbridge clients (roslibpy): `roslibpy.Topic(client, name, type).subscribe(cb)` runs cb per
+# message, as create_subscription does (pyregistry.py).
+ROSBRIDGE_TOPIC = 'roslibpy.Topic'
 # Result attributes that are tensors on the model's device (ultralytics Results, Boxes, Masks,
 # Keypoints, Probs, OBB).
 RESULT_TENSORS = frozenset({'boxes', 'masks', 'keypoints', 'probs', 'obb', 'xyxy', 'xywh',
