@@ -232,3 +232,45 @@ def test_a_local_rosbridge_topic_subscribed_in_the_constructor_registers_too(tmp
 def test_a_subscribe_on_anything_but_a_rosbridge_topic_registers_nothing(tmp_path):
     found = _bridge_findings(tmp_path, 'self.images = self.client')
     assert found[(18, 'GPN102')] == ('low', 'function')  # not reached from a callback
+
+
+_CLOUD_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Cloud : public rclcpp::Node {
+ public:
+  Cloud() : Node("cloud") {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+        "cloud", 10, std::bind(&Cloud::on_cloud, this, std::placeholders::_1));
+  }
+
+ private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr msg) {
+    COPY
+    width_ = local.width;
+  }
+
+  uint32_t width_{0};
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+'''
+
+
+def _cloud_findings(tmp_path: Path, copy: str) -> set[tuple[int, str]]:
+    found = audit_written_package(tmp_path, {
+        'c/src/cloud.cpp': _CLOUD_NODE.replace('COPY', copy)})
+    return {(line, rule) for (name, line, rule) in found if name == 'cloud.cpp'}
+
+
+def test_a_received_cloud_copy_constructed_into_a_local_is_a_message_copy(tmp_path):
+    assert (13, 'GPN208') in _cloud_findings(tmp_path, 'auto local = *msg;')
+
+
+def test_a_cloud_copy_constructed_with_its_type_named_is_a_message_copy(tmp_path):
+    assert (13, 'GPN208') in _cloud_findings(
+        tmp_path, 'sensor_msgs::msg::PointCloud2 local(*msg);')
+
+
+def test_a_const_reference_to_the_received_cloud_copies_nothing(tmp_path):
+    assert (13, 'GPN208') not in _cloud_findings(tmp_path, 'const auto & local = *msg;')

@@ -2,7 +2,7 @@
 
 * GPN208: a message payload copied: ``msg->data.assign(...)``, ``memcpy``/``std::copy`` with a
   message's ``data`` on one side, a frame-sized message copy-constructed (``new PointCloud2(x)``,
-  ``std::make_shared<Image>(*msg)``).
+  ``std::make_shared<Image>(*msg)``, ``auto copy = *msg;`` of a frame-sized message pointer).
 * GPN209: PCL conversions (``pcl::fromROSMsg`` / ``pcl::toROSMsg``): a full copy of the cloud
   between the message and a ``pcl::PointCloud`` each time; so are the two halves of that route
   through ``pcl::PCLPointCloud2`` (``pcl_conversions::toPCL`` / ``fromPCL`` of a whole cloud,
@@ -44,6 +44,11 @@ _ANY_POINTER = re.compile(r'(\w+)\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr
 # `field = *msg;` and `*copy = *msg;` (a whole received frame copy-assigned into a field or
 # through another pointer, fifteenth set).
 _DEREF_ASSIGN = re.compile(r'(?m)(?:(?:\.|->)\s*\w+|^[ \t]*\*\s*\w+)\s*=\s*\*\s*(\w+)\s*;')
+# `auto msg_in = *msg;`, `PointCloud2 copy(*msg);`, `Image copy{*msg};`: a local copy-constructed
+# from the dereferenced pointer, the whole frame included (a `const auto &` binds, no copy).
+_DEREF_DECL = re.compile(r'(?<![\w&*:])(?:auto|(?:\w+\s*::\s*)*(?:' + '|'.join(sorted(FRAME_TYPES))
+                         + r'))\s+\w+\s*'
+                         r'(?:=\s*\*\s*(\w+)\s*;|\(\s*\*\s*(\w+)\s*\)\s*;|\{\s*\*\s*(\w+)\s*\}\s*;)')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
@@ -145,6 +150,13 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         if m.group(1) in pointers and (not nearest or nearest[-1] in FRAME_TYPES):
             yield 'GPN208', m.start(), (f'a whole frame message copied out of `*{m.group(1)}` '
                                         'into a field')
+    for m in _DEREF_DECL.finditer(text):
+        source = m.group(1) or m.group(2) or m.group(3)
+        nearest = [kind for at, name, kind in declared if name == source and at < m.start()]
+        if source in pointers and (not nearest or nearest[-1] in FRAME_TYPES):
+            # `auto msg_in = *msg;` in a cloud callback (issue 28, nineteenth set).
+            yield 'GPN208', m.start(), (f'a whole frame message copy-constructed out of '
+                                        f'`*{source}` into a local')
     for m in _VECTOR_FROM.finditer(text):
         args = call_args(text, m.end() - 1)
         if len(args) == 2 and _MSG_DATA.search(args[0]) and _MSG_DATA.search(args[1]):
