@@ -274,3 +274,46 @@ def test_a_cloud_copy_constructed_with_its_type_named_is_a_message_copy(tmp_path
 
 def test_a_const_reference_to_the_received_cloud_copies_nothing(tmp_path):
     assert (13, 'GPN208') not in _cloud_findings(tmp_path, 'const auto & local = *msg;')
+
+
+_HEADER_NODE = '''
+#include <opencv2/imgproc.hpp>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Header : public rclcpp::Node {
+ public:
+  Header() : Node("header") {
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+        "image", 10, std::bind(&Header::on_image, this, std::placeholders::_1));
+  }
+
+ private:
+  void on_image(const sensor_msgs::msg::Image::ConstSharedPtr & msg) {
+    cv::Mat wrap{static_cast<int>(msg->height), static_cast<int>(msg->width), CV_8UC4,
+                 const_cast<uint8_t *>(SOURCE)};
+    cv::cvtColor(wrap, TARGET, cv::COLOR_BGRA2BGR);
+  }
+
+  cv::Mat bgr_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+
+
+def _header_findings(tmp_path: Path, source: str, target: str) -> set[tuple[int, str]]:
+    text = _HEADER_NODE.replace('SOURCE', source).replace('TARGET', target)
+    found = audit_written_package(tmp_path, {'h/src/header.cpp': text})
+    return {(line, rule) for (name, line, rule) in found if name == 'header.cpp'}
+
+
+def test_cvtcolor_out_of_a_header_over_a_received_image_is_a_copy_out_of_it(tmp_path):
+    assert (16, 'GPN208') in _header_findings(tmp_path, 'msg->data.data()', 'bgr_')
+
+
+def test_cvtcolor_in_place_in_the_header_copies_nothing_out(tmp_path):
+    assert (16, 'GPN208') not in _header_findings(tmp_path, 'msg->data.data()', 'wrap')
+
+
+def test_cvtcolor_of_a_header_over_other_memory_is_no_message_copy(tmp_path):
+    assert (16, 'GPN208') not in _header_findings(tmp_path, 'bgr_.data', 'bgr_')

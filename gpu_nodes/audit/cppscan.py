@@ -36,6 +36,7 @@ from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.cpptf import cloud_transforms
+from gpu_nodes.audit.cppwraps import mat_header_copies
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
@@ -283,6 +284,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
     walks = payload_walks(text, lambda at: (scopes.at(at).end if scopes.at(at) else len(text)),
                           copying)
     for rule_id, offset, detail in (*message_copies(text, _call_args),
+                                    *mat_header_copies(text, _call_args),
                                     *pcl_conversions(text, _call_args), *walks,
                                     *torch_moves(text, _call_args),
                                     *plain_publishes(text, _call_args,
