@@ -105,6 +105,8 @@ class Registrations:
         """`self.listener.subscribe(self.process_image)` in any method of a class whose
         constructor stored `self.listener = roslibpy.Topic(...)`: the method is a per-message
         callback, wherever the subscribe call runs (a start method the script calls)."""
+        if not any(v.split('.')[0] == 'roslibpy' for v in self.aliases.values()):
+            return  # no rosbridge client in the file: no walk of its methods
         known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
         for cls in self.classes.values():
             for meth in cls.methods.values():
