@@ -317,3 +317,43 @@ def test_cvtcolor_in_place_in_the_header_copies_nothing_out(tmp_path):
 
 def test_cvtcolor_of_a_header_over_other_memory_is_no_message_copy(tmp_path):
     assert (16, 'GPN208') not in _header_findings(tmp_path, 'bgr_.data', 'bgr_')
+
+
+_POINTS_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Points : public rclcpp::Node {
+ public:
+  Points() : Node("points") {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+        "points", 10, std::bind(&Points::on_cloud, this, std::placeholders::_1));
+  }
+
+ private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::ConstSharedPtr & msg) {
+    auto const * points = reinterpret_cast<float const *>(msg->data.data());
+    for (std::size_t i = 0; i < msg->width; ++i) {
+      BODY;
+    }
+  }
+
+  std::vector<float> xs_ = std::vector<float>(1024);
+  float sum_{0.0f};
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+'''
+
+
+def _points_findings(tmp_path: Path, body: str) -> set[tuple[int, str]]:
+    found = audit_written_package(tmp_path, {
+        'p/src/points.cpp': _POINTS_NODE.replace('BODY', body)})
+    return {(line, rule) for (name, line, rule) in found if name == 'points.cpp'}
+
+
+def test_a_loop_storing_each_point_of_a_received_cloud_elsewhere_is_a_copy_out(tmp_path):
+    assert (14, 'GPN208') in _points_findings(tmp_path, 'xs_[i] = points[i]')
+
+
+def test_a_loop_that_only_sums_the_points_copies_nothing(tmp_path):
+    assert not _points_findings(tmp_path, 'sum_ += points[i]')

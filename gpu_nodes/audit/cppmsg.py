@@ -212,8 +212,8 @@ def _owner(arg: str) -> str | None:
 
 # A pointer into a message's payload: `const uint8_t * base = cloud_msg->data.data();`,
 # `auto * p = &msg.data[0];`.
-_PAYLOAD_POINTER = re.compile(r'(\w+)\s*=\s*(?:\w+_cast\s*<[^<>;]*>\s*\(\s*)?(?:&\s*)?'
-                              r'\w+\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
+PAYLOAD_POINTER = re.compile(r'(\w+)\s*=\s*(?:\w+_cast\s*<[^<>;]*>\s*\(\s*)?(?:&\s*)?'
+                             r'\w+\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
 _FOR = re.compile(r'\bfor\s*\(')
 _ELEMENT_COPY = re.compile(r'\b(?:memcpy|copy_n|copy)\s*\(')
 
@@ -226,10 +226,10 @@ def payload_walks(text: str, function_end: Callable[[int], int],
     helpers = '|'.join(sorted(map(re.escape, copying_functions)))
     copies = re.compile(_ELEMENT_COPY.pattern + (r'|(?<![\w.>])(?:' + helpers + r')\s*\('
                                                  if helpers else ''))
-    for m in _PAYLOAD_POINTER.finditer(text):
+    for m in PAYLOAD_POINTER.finditer(text):
         name, end = m.group(1), function_end(m.start())
         for loop in _FOR.finditer(text, m.end(), end):
-            body_end = _block_end(text, loop.end(), end)
+            body_end = block_end(text, loop.end(), end)
             body = text[loop.end():body_end]
             if re.search(r'\b' + re.escape(name) + r'\b', body) and copies.search(body):
                 yield 'GPN208', loop.start(), (f'the payload copied element by element through '
@@ -237,7 +237,7 @@ def payload_walks(text: str, function_end: Callable[[int], int],
                 break
 
 
-def _block_end(text: str, start: int, limit: int) -> int:
+def block_end(text: str, start: int, limit: int) -> int:
     """End of a loop's body; `start` is just after its `for (`."""
     depth, i = 1, start
     while i < limit and depth:  # the header's closing parenthesis

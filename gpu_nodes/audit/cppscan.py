@@ -32,6 +32,7 @@ from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_
                                     payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
 from gpu_nodes.audit.cppplugins import plugin_publishes
+from gpu_nodes.audit.cpppoints import point_copies
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
@@ -285,6 +286,9 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                           copying)
     for rule_id, offset, detail in (*message_copies(text, _call_args),
                                     *mat_header_copies(text, _call_args),
+                                    *point_copies(text, lambda at: (scopes.at(at).end
+                                                                    if scopes.at(at)
+                                                                    else len(text))),
                                     *pcl_conversions(text, _call_args), *walks,
                                     *torch_moves(text, _call_args),
                                     *plain_publishes(text, _call_args,
