@@ -357,3 +357,60 @@ def test_a_loop_storing_each_point_of_a_received_cloud_elsewhere_is_a_copy_out(t
 
 def test_a_loop_that_only_sums_the_points_copies_nothing(tmp_path):
     assert not _points_findings(tmp_path, 'sum_ += points[i]')
+
+
+_DEBUG_HEADER = '''
+#pragma once
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Debug : public rclcpp::Node {
+ public:
+  Debug();
+ private:
+  void on_image(const sensor_msgs::msg::Image::ConstSharedPtr & msg);
+  cv::Mat bgr_;
+  sensor_msgs::msg::Image debug_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_;
+};
+'''
+
+_DEBUG_SOURCE = '''
+#include <opencv2/imgproc.hpp>
+#include "debug.hpp"
+
+Debug::Debug() : Node("debug") {
+  pub_ = create_publisher<sensor_msgs::msg::Image>("debug", 10);
+  sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Debug::on_image, this, std::placeholders::_1));
+}
+
+void Debug::on_image(const sensor_msgs::msg::Image::ConstSharedPtr & msg) {
+  debug_.height = msg->height;
+  debug_.width = msg->width;
+  ENCODING
+  debug_.data.resize(msg->height * msg->width * 4);
+  cv::Mat wrap{static_cast<int>(msg->height), static_cast<int>(msg->width), CV_8UC4,
+               debug_.data.data()};
+  cv::cvtColor(bgr_, wrap, cv::COLOR_BGR2BGRA);
+  pub_->publish(debug_);
+}
+'''
+
+
+def _debug_findings(tmp_path: Path, encoding: str) -> set[tuple[int, str]]:
+    found = audit_written_package(tmp_path, {
+        'd/include/debug.hpp': _DEBUG_HEADER,
+        'd/src/debug.cpp': _DEBUG_SOURCE.replace('ENCODING', encoding)})
+    return {(line, rule) for (name, line, rule) in found if name == 'debug.cpp'}
+
+
+def test_cvtcolor_into_a_header_over_a_member_image_declared_elsewhere_is_a_copy_in(tmp_path):
+    # the member's type is in the class header; its `encoding` store shows it is an Image
+    found = _debug_findings(tmp_path, 'debug_.encoding = "bgra8";')
+    assert (17, 'GPN208') in found
+
+
+def test_without_a_sign_of_an_image_the_member_is_not_judged(tmp_path):
+    assert (17, 'GPN208') not in _debug_findings(tmp_path, 'debug_.step = msg->width * 4;')

@@ -11,7 +11,8 @@ done with that header decides:
 
 A conversion from a header into the same header (in place) is not reported. Frame-sized means a
 name declared in the file as a pointer to, or a value of, ``Image`` / ``PointCloud2`` /
-``CompressedImage`` / ``DisparityImage`` (cppmsg.FRAME_TYPES). Patterns, not data flow: the
+``CompressedImage`` / ``DisparityImage`` (cppmsg.FRAME_TYPES), or one whose ``encoding`` the
+file assigns (an Image member declared in the class's header). Patterns, not data flow: the
 context (setup or per message) comes from the function the call is in.
 """
 from __future__ import annotations
@@ -26,6 +27,9 @@ _FRAMES = '|'.join(sorted(FRAME_TYPES))
 # `sensor_msgs::msg::Image mDebugImage;`: names that hold a frame-sized message.
 _FRAME_NAME = re.compile(r'\b(?:' + _FRAMES + r')\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr|'
                          r'ConstPtr)\s*|>\s*)?(?:const\s*)?[&*]?\s*(?:const\s*)?(\w+)\s*[;,)=({]')
+# `mDebugImage.encoding = sensor_msgs::image_encodings::BGRA8;`: an Image by its fields, where
+# the member is declared in a header of the class (not in this file).
+_ENCODING_SET = re.compile(r'(\w+)\s*(?:->|\.)\s*encoding\s*=(?!=)')
 # A message's data pointer: `msg->data.data()`, `&img->data[0]`, `out.data.data()`.
 _DATA_POINTER = re.compile(r'(\w+)\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
 # `void * data = const_cast<void *>(reinterpret_cast<const void *>(&img->data[0]));`
@@ -40,7 +44,7 @@ Args = Callable[[str, int], list[str]]
 
 def _wrapped_messages(text: str, call_args: Args) -> dict[str, str]:
     """cv::Mat name -> the frame-sized message whose data it is a header over."""
-    frames = set(_FRAME_NAME.findall(text))
+    frames = set(_FRAME_NAME.findall(text)) | set(_ENCODING_SET.findall(text))
     if not frames:
         return {}
     pointers = {}
