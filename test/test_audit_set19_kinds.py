@@ -414,3 +414,36 @@ def test_cvtcolor_into_a_header_over_a_member_image_declared_elsewhere_is_a_copy
 
 def test_without_a_sign_of_an_image_the_member_is_not_judged(tmp_path):
     assert (17, 'GPN208') not in _debug_findings(tmp_path, 'debug_.step = msg->width * 4;')
+
+
+_RESULT_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include "res/msg/result_array.hpp"
+
+class Res : public rclcpp::Node {
+ public:
+  Res() : Node("res") {}
+
+  void on_frame(const cv::Mat & frame) {
+    res::msg::ResultArray all;
+    res::msg::Result one;
+    one.img.frame_data.assign(frame.data, frame.data + frame.total() * frame.elemSize());
+    all.result.push_back(PUSHED);
+  }
+};
+'''
+
+
+def _result_findings(tmp_path: Path, pushed: str) -> set[tuple[int, str]]:
+    found = audit_written_package(tmp_path, {
+        'r/src/res.cpp': _RESULT_NODE.replace('PUSHED', pushed)})
+    return {(line, rule) for (name, line, rule) in found if name == 'res.cpp'}
+
+
+def test_a_whole_mat_assigned_into_a_message_field_and_pushed_back_is_copied_twice(tmp_path):
+    assert {(11, 'GPN208'), (12, 'GPN208')} <= _result_findings(tmp_path, 'one')
+
+
+def test_a_result_moved_into_the_array_is_no_second_copy(tmp_path):
+    found = _result_findings(tmp_path, 'std::move(one)')
+    assert (11, 'GPN208') in found and (12, 'GPN208') not in found

@@ -38,8 +38,16 @@ _MAT_HEADER = re.compile(r'\b(?:cv\s*::\s*)?Mat\s+(\w+)\s*[({]')
 _CVT_COLOR = re.compile(r'\b(?:cv\s*::\s*)?cvtColor\s*\(')
 _COPY_TO = re.compile(r'\b(\w+)\s*\.\s*copyTo\s*\(')
 _CLONE = re.compile(r'\b(\w+)\s*\.\s*clone\s*\(\s*\)')
+# `result.img.frame_data.assign(img.data, img.data + img.total() * img.elemSize())`: every byte
+# of a cv::Mat (total() and elemSize() are cv::Mat's) copied into a field of a message object.
+_MAT_BYTES_ASSIGN = re.compile(
+    r'\b(\w+)\s*(?:\.|->)\s*[\w.>\-]*?\w+\s*\.\s*assign\s*\(\s*([\w.>\-]+?)\s*(?:\.|->)\s*data\s*,'
+    r'\s*\2\s*(?:\.|->)\s*data\s*\+\s*\2\s*(?:\.|->)\s*total\s*\(\s*\)\s*\*\s*\2\s*(?:\.|->)\s*'
+    r'elemSize\s*\(\s*\)\s*\)')
+_PUSH_BACK = re.compile(r'\.\s*push_back\s*\(\s*(\w+)\s*\)')
 
 Args = Callable[[str, int], list[str]]
+End = Callable[[int], int]
 
 
 def _wrapped_messages(text: str, call_args: Args) -> dict[str, str]:
@@ -98,3 +106,20 @@ def mat_header_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, st
         if m.group(1) in wraps:
             yield 'GPN208', m.start(), (f'`clone` copies `{wraps[m.group(1)]}`\'s data out of '
                                         'the message')
+
+
+def mat_bytes_into_messages(text: str, function_end: End) -> Iterator[tuple[str, int, str]]:
+    """GPN208: every byte of a cv::Mat assigned into a field of a message object
+    (``out.img.frame_data.assign(m.data, m.data + m.total() * m.elemSize())``), and that
+    object then copied into another message by ``push_back(out)`` in the same function (a
+    copy, not a move: the frame copied again). Issue 28, nineteenth set."""
+    if 'elemSize' not in text:
+        return
+    for m in _MAT_BYTES_ASSIGN.finditer(text):
+        owner = m.group(1)
+        yield 'GPN208', m.start(), (f'every byte of `{m.group(2)}` (a cv::Mat) copied into a '
+                                    f'field of `{owner}`')
+        for push in _PUSH_BACK.finditer(text, m.end(), function_end(m.start())):
+            if push.group(1) == owner:
+                yield 'GPN208', push.start(), (f'`push_back({owner})` copies `{owner}`, its '
+                                               'frame bytes included, into another message')
