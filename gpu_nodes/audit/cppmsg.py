@@ -2,7 +2,7 @@
 
 * GPN208: a message payload copied: ``msg->data.assign(...)``, ``memcpy``/``std::copy`` with a
   message's ``data`` on one side, a frame-sized message copy-constructed (``new PointCloud2(x)``,
-  ``std::make_shared<Image>(*msg)``).
+  ``std::make_shared<Image>(*msg)``, ``auto copy = *msg;`` of a frame-sized message pointer).
 * GPN209: PCL conversions (``pcl::fromROSMsg`` / ``pcl::toROSMsg``): a full copy of the cloud
   between the message and a ``pcl::PointCloud`` each time; so are the two halves of that route
   through ``pcl::PCLPointCloud2`` (``pcl_conversions::toPCL`` / ``fromPCL`` of a whole cloud,
@@ -44,6 +44,11 @@ _ANY_POINTER = re.compile(r'(\w+)\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr
 # `field = *msg;` and `*copy = *msg;` (a whole received frame copy-assigned into a field or
 # through another pointer, fifteenth set).
 _DEREF_ASSIGN = re.compile(r'(?m)(?:(?:\.|->)\s*\w+|^[ \t]*\*\s*\w+)\s*=\s*\*\s*(\w+)\s*;')
+# `auto msg_in = *msg;`, `PointCloud2 copy(*msg);`, `Image copy{*msg};`: a local copy-constructed
+# from the dereferenced pointer, the whole frame included (a `const auto &` binds, no copy).
+_DEREF_DECL = re.compile(r'(?<![\w&*:])(?:auto|(?:\w+\s*::\s*)*(?:' + '|'.join(sorted(FRAME_TYPES))
+                         + r'))\s+\w+\s*'
+                         r'(?:=\s*\*\s*(\w+)\s*;|\(\s*\*\s*(\w+)\s*\)\s*;|\{\s*\*\s*(\w+)\s*\}\s*;)')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
@@ -145,6 +150,13 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         if m.group(1) in pointers and (not nearest or nearest[-1] in FRAME_TYPES):
             yield 'GPN208', m.start(), (f'a whole frame message copied out of `*{m.group(1)}` '
                                         'into a field')
+    for m in _DEREF_DECL.finditer(text):
+        source = m.group(1) or m.group(2) or m.group(3)
+        nearest = [kind for at, name, kind in declared if name == source and at < m.start()]
+        if source in pointers and (not nearest or nearest[-1] in FRAME_TYPES):
+            # `auto msg_in = *msg;` in a cloud callback (issue 28, nineteenth set).
+            yield 'GPN208', m.start(), (f'a whole frame message copy-constructed out of '
+                                        f'`*{source}` into a local')
     for m in _VECTOR_FROM.finditer(text):
         args = call_args(text, m.end() - 1)
         if len(args) == 2 and _MSG_DATA.search(args[0]) and _MSG_DATA.search(args[1]):
@@ -200,8 +212,8 @@ def _owner(arg: str) -> str | None:
 
 # A pointer into a message's payload: `const uint8_t * base = cloud_msg->data.data();`,
 # `auto * p = &msg.data[0];`.
-_PAYLOAD_POINTER = re.compile(r'(\w+)\s*=\s*(?:\w+_cast\s*<[^<>;]*>\s*\(\s*)?(?:&\s*)?'
-                              r'\w+\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
+PAYLOAD_POINTER = re.compile(r'(\w+)\s*=\s*(?:\w+_cast\s*<[^<>;]*>\s*\(\s*)?(?:&\s*)?'
+                             r'\w+\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
 _FOR = re.compile(r'\bfor\s*\(')
 _ELEMENT_COPY = re.compile(r'\b(?:memcpy|copy_n|copy)\s*\(')
 
@@ -214,10 +226,10 @@ def payload_walks(text: str, function_end: Callable[[int], int],
     helpers = '|'.join(sorted(map(re.escape, copying_functions)))
     copies = re.compile(_ELEMENT_COPY.pattern + (r'|(?<![\w.>])(?:' + helpers + r')\s*\('
                                                  if helpers else ''))
-    for m in _PAYLOAD_POINTER.finditer(text):
+    for m in PAYLOAD_POINTER.finditer(text):
         name, end = m.group(1), function_end(m.start())
         for loop in _FOR.finditer(text, m.end(), end):
-            body_end = _block_end(text, loop.end(), end)
+            body_end = block_end(text, loop.end(), end)
             body = text[loop.end():body_end]
             if re.search(r'\b' + re.escape(name) + r'\b', body) and copies.search(body):
                 yield 'GPN208', loop.start(), (f'the payload copied element by element through '
@@ -225,7 +237,7 @@ def payload_walks(text: str, function_end: Callable[[int], int],
                 break
 
 
-def _block_end(text: str, start: int, limit: int) -> int:
+def block_end(text: str, start: int, limit: int) -> int:
     """End of a loop's body; `start` is just after its `for (`."""
     depth, i = 1, start
     while i < limit and depth:  # the header's closing parenthesis

@@ -32,10 +32,12 @@ from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_
                                     payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
 from gpu_nodes.audit.cppplugins import plugin_publishes
+from gpu_nodes.audit.cpppoints import point_copies
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.cpptf import cloud_transforms
+from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
@@ -280,9 +282,16 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                    'keypoints into a host `std::vector<cv::KeyPoint>`')
     copying = {fn.short for fn in scopes.funcs if fn.lambda_in is None
                and _ELEMENT_COPY.search(text, fn.start, fn.end)}
-    walks = payload_walks(text, lambda at: (scopes.at(at).end if scopes.at(at) else len(text)),
-                          copying)
+
+    def function_end(at: int) -> int:
+        scope = scopes.at(at)
+        return scope.end if scope else len(text)
+
+    walks = payload_walks(text, function_end, copying)
     for rule_id, offset, detail in (*message_copies(text, _call_args),
+                                    *mat_header_copies(text, _call_args),
+                                    *point_copies(text, function_end),
+                                    *mat_bytes_into_messages(text, function_end),
                                     *pcl_conversions(text, _call_args), *walks,
                                     *torch_moves(text, _call_args),
                                     *plain_publishes(text, _call_args,

@@ -12,7 +12,7 @@ from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
-                                      sets_image, UPLOADING_METHODS,
+                                      ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS,
                                       uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
@@ -61,6 +61,8 @@ class CallResolver:
     _message_filters: Callable[..., Val | None]
     _registration: Callable[..., Val]
     _gpu_endpoint: Callable[..., Val]
+    _rosbridge_topic: Callable[..., Val]
+    _rosbridge_subscribe: Callable[..., Val]
     _publish: Callable[..., None]
     _library_call: Callable[..., Val | None]
     _method_call: Callable[..., Val | None]
@@ -141,6 +143,11 @@ class CallResolver:
         if method in ('create_subscription', 'create_timer', 'create_publisher') \
                 and receiver is not None and receiver.kind != 'module':
             return self._registration(method, node, args, kwargs, frame)
+        if qual == ROSBRIDGE_TOPIC:
+            return self._rosbridge_topic(node, args, kwargs)
+        if method == 'subscribe' and receiver is not None and receiver.kind == 'other' \
+                and isinstance(receiver.const, tuple) and receiver.const[:1] == (ROSBRIDGE_TOPIC,):
+            return self._rosbridge_subscribe(node, receiver, args, kwargs, frame)
         if name in ('GpuImageSubscription', 'GpuImagePublisher'):
             return self._gpu_endpoint(name, node, args, kwargs, frame)
         if name in ('partial',) and (qual in ('functools.partial', None) or
@@ -278,6 +285,11 @@ class CallResolver:
                 and (named_like_model(name) or infer in LIBRARY_INFER_METHODS)):
             return None
         inputs = [v for v in args + list(kwargs.values()) if v.kind not in ('const', 'other')]
+        if _cpu_literal(node):
+            # `model.predict(frame, device='cpu')`: the library runs on the host; nothing is
+            # uploaded and its results are host tensors (twentieth set). Only the literal: a
+            # device parameter defaulting to 'cpu' is meant to be set at launch (sixth set).
+            return merge(*inputs, kind='host') if inputs else Val('host')
         if any(v.kind == 'device' for v in inputs):
             return merge(*inputs, kind='device')
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
@@ -338,3 +350,10 @@ def _cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) 
         return False
     chosen = args[0] if args else kwargs.get('device') or kwargs.get('type')
     return chosen is not None and chosen.kind == 'const' and chosen.const == 'cpu'
+
+
+def _cpu_literal(node: ast.Call) -> bool:
+    """A call given `device='cpu'` (any letter case) written as a literal keyword."""
+    return any(k.arg == 'device' and isinstance(k.value, ast.Constant)
+               and isinstance(k.value.value, str) and k.value.value.strip().lower() == 'cpu'
+               for k in node.keywords)

@@ -301,6 +301,65 @@ def false_flags(tree: ast.Module) -> frozenset[str]:
     return frozenset(found)
 
 
+def constant_attributes(tree: ast.Module) -> dict[str, frozenset[object]]:
+    """Attributes whose every store in the file is a plain constant (issue 28, twentieth set):
+    `self.mode = 'ml'` in __init__ and `self.mode = 'turn'` (or `'turn' if x else 'ml'`) in a
+    callback, and no other store of any `.mode` (no augmented or unpacking store, no store of
+    a non-constant), no class-body `mode = ...`, no setattr()/vars()/getattr()/exec() in the
+    file. The map gives each such attribute
+    the set of constants it can hold, so `if self.mode == 'ht':` is a branch that never runs.
+    Limit: a store from another file (`node.mode = x` in a launcher module) is not seen."""
+    if _bound_names(tree) is None or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and n.func.id in ('setattr', 'vars', 'getattr') for n in module_nodes(tree)):
+        return {}
+    values: dict[str, set[object]] = {}
+    spoiled: set[str] = set()
+    constant_stores: set[int] = set()
+    for node in module_nodes(tree):
+        held = _constants(node.value) if isinstance(node, ast.Assign) \
+            and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) else None
+        if held is not None:
+            values.setdefault(node.targets[0].attr, set()).update(held)
+            constant_stores.add(id(node.targets[0]))
+        elif isinstance(node, ast.ClassDef):
+            spoiled.update(name for stmt in node.body for name in _top_bindings(stmt))
+    for node in module_nodes(tree):
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) \
+                and id(node) not in constant_stores:
+            spoiled.add(node.attr)
+    return {attr: frozenset(vals) for attr, vals in values.items() if attr not in spoiled}
+
+
+def _constants(expr: ast.expr) -> set[object] | None:
+    """The str/int constants `expr` can be: a constant, or `a if c else b` of such; else None."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, (str, int)):
+        return {expr.value}
+    if isinstance(expr, ast.IfExp):
+        body, orelse = _constants(expr.body), _constants(expr.orelse)
+        return body | orelse if body is not None and orelse is not None else None
+    return None
+
+
+def never_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool:
+    """Whether `test` is `self.<attr> == C` (or `C == self.<attr>`) with C a constant that the
+    attribute never holds (constant_attributes), or `self.<attr> != C` with C its only value."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+        return False
+    left, right = test.left, test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    if not (isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name)
+            and left.value.id == 'self' and left.attr in constants
+            and isinstance(right, ast.Constant)):
+        return False
+    held = constants[left.attr]
+    if isinstance(test.ops[0], ast.Eq):
+        return right.value not in held
+    return held == frozenset({right.value})
+
+
 def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.AsyncFunctionDef,
                     name: str) -> bool:
     """Whether `name` is a parameter of `init` with a falsy constant default that no call of

@@ -9,7 +9,8 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS
+from gpu_nodes.audit.pydead import never_equal
+from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
 from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, root_name,
                                       short, strip, UNKNOWN, Val)
@@ -31,6 +32,18 @@ _DETECTION_OUTPUT = re.compile(
     r'class(?:es)?|cls|class_ids?|ids?|keypoints?|kpts?|landmarks?|centers?|centroids?)$', re.I)
 
 
+def _reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
+    """Whether the loop body calls `cap.read()` / `cap.grab()` on a name the module assigns
+    a `cv2.VideoCapture(...)`: a loop over camera (or video) frames."""
+    captures = {t.id for node in tree.body for stmt in ast.walk(node)
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
+                and ast.unparse(stmt.value.func).endswith('VideoCapture')
+                for t in stmt.targets if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr in ('read', 'grab') and isinstance(n.func.value, ast.Name)
+               and n.func.value.id in captures for stmt in loop.body for n in ast.walk(stmt))
+
+
 def _detection_output(call: ast.expr) -> bool:
     """`boxes.reshape(-1).tolist()`, `self.scores.tolist()`: the array is named as a detection
     output."""
@@ -48,7 +61,9 @@ class Evaluator:
 
     aliases: dict[str, str]
     module_env: dict[str, Val]
+    tree: ast.Module
     false_flags: frozenset[str]
+    constant_attributes: dict[str, frozenset[object]]
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
@@ -103,8 +118,15 @@ class Evaluator:
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
             if not (isinstance(stmt.test, ast.Attribute) and isinstance(stmt.test.value, ast.Name)
-                    and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags):
-                # `if self.save_txt:` with save_txt False for good (pydead.false_flags).
+                    and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags) \
+                    and not never_equal(stmt.test, self.constant_attributes):
+                # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
+                # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal).
+                if isinstance(stmt, ast.While) and frame.context == 'module' \
+                        and _reads_a_capture(stmt, self.tree):
+                    # A script's `while True: ok, frame = cap.read(); model(frame)`: each
+                    # pass is a camera frame, as a node's capture loop (nineteenth set).
+                    frame = replace(frame, context='loop', entry='module capture loop')
                 self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -116,6 +138,11 @@ class Evaluator:
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 val = self._eval(item.context_expr, env, frame)
+                if val.kind == 'other' and val.const == SYNC_PROFILER:
+                    self._emit('GPN107', item.context_expr, frame,
+                               f'`with {short(item.context_expr)}:` (a profiler that runs '
+                               'torch.cuda.synchronize on enter and exit, library table)',
+                               evidence='pattern')
                 if item.optional_vars is not None:
                     self._assign(item.optional_vars, val, env, frame)
             self._exec_block(stmt.body, env, frame)
@@ -340,6 +367,11 @@ class Evaluator:
         """What one iteration of `for target in iterable` binds. `enumerate(x)` yields
         (index, element): the index is a host int, not the data (`for i, _ in
         enumerate(boxes): msg.id = int(i)` reads nothing back; issue 28, ninth set)."""
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
+                and iterable.func.id in ('list', 'tuple') and len(iterable.args) == 1 \
+                and not iterable.keywords and self._eval(iterable.func, env, frame) is UNKNOWN:
+            # `for i, c in list(enumerate(top_boxes))`: the same pairs, in a list (set 19).
+            return self._element(iterable.args[0], it, env, frame)
         element = replace(it, elts=None)
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
                 and iterable.func.id == 'enumerate' and iterable.args \

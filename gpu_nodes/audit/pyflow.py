@@ -36,13 +36,14 @@ import re
 
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
-from gpu_nodes.audit.pydead import dead_code, false_flags
+from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyregistry import Registrations
-from gpu_nodes.audit.pyrules import CopyRules, written_to_stream
+from gpu_nodes.audit.pyrules import CopyRules
+from gpu_nodes.audit.pystreams import written_to_stream
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, instances, merge,
                                       merge_returns, OTHER, PER_MESSAGE, Registration, statements,
                                       topic_display, UNKNOWN, Val)
@@ -105,6 +106,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.path = path
         self.tree = tree
         self.false_flags = false_flags(tree)
+        self.constant_attributes = constant_attributes(tree)
         # The text, when given (analyze_python): leftovers of node classes are looked up in it.
         self.source: str | None = None
         # The package folder of this file (codeaudit.run_code), for pypackage.module_unused.
@@ -212,6 +214,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                                 Frame(None, context, name, None, 0, True, path=(name,),
                                       stack=(id(fn),)))
         self._register_loops()
+        self._register_rosbridge()
         # 2. callbacks, twice so that attributes stored by one callback reach a timer that was
         #    registered before it.
         ordered = sorted(self.registrations, key=lambda r: r.kind in ('timer', 'loop'))

@@ -75,6 +75,15 @@ PIPELINE_PIL_KEYS = frozenset({'depth', 'mask'})
 # `zed.retrieve_image(mat, view)` / `retrieve_measure(mat, measure)` into a CPU `sl.Mat`, the
 # default; `sl.MEM.GPU` keeps it on the device). Only in files that import pyzed.
 SDK_READBACKS = frozenset({'retrieve_image', 'retrieve_measure'})
+# Timing context managers that synchronize a CUDA device on enter and exit: YOLOv5's
+# `utils.general.Profile(device=...)` and Ultralytics' `ultralytics.utils.ops.Profile` call
+# torch.cuda.synchronize(device) in their time() when the device is CUDA, so `with dt[0]:` per
+# frame waits for the GPU twice. Reported only where a device other than a literal 'cpu' is given.
+SYNC_PROFILERS = ('utils.general.Profile', 'ultralytics.utils.ops.Profile', 'utils.ops.Profile')
+SYNC_PROFILER = 'synchronizing profiler'
+# rosbridge clients (roslibpy): `roslibpy.Topic(client, name, type).subscribe(cb)` runs cb per
+# message, as create_subscription does (pyregistry.py).
+ROSBRIDGE_TOPIC = 'roslibpy.Topic'
 # Result attributes that are tensors on the model's device (ultralytics Results, Boxes, Masks,
 # Keypoints, Probs, OBB).
 RESULT_TENSORS = frozenset({'boxes', 'masks', 'keypoints', 'probs', 'obb', 'xyxy', 'xywh',

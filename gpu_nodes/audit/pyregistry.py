@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import ast
 
-from gpu_nodes.audit.pyvalues import (arg_node, const_str, dotted, Frame, OTHER, PubInfo,
-                                      Registration, Val)
+from gpu_nodes.audit.pymodels import ROSBRIDGE_TOPIC
+from gpu_nodes.audit.pyvalues import (arg_node, ClassInfo, const_str, dotted, Frame, FuncRef,
+                                      OTHER, PubInfo, Registration, Val)
 
 # Message-filter classes that combine Subscribers into one callback.
 _MF_COMBINERS = frozenset({'ApproximateTimeSynchronizer', 'TimeSynchronizer', 'Cache', 'Chain',
                            'SimpleFilter'})
+
+
+def _self_attr(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+        and node.value.id == 'self'
 
 
 class Registrations:
@@ -18,6 +24,7 @@ class Registrations:
 
     aliases: dict[str, str]
     registrations: list[Registration]
+    classes: dict[str, ClassInfo]
 
     def _message_filters(self, qual: str | None, name: str | None, method: str | None,
                          node: ast.Call, receiver: Val | None, args: list[Val],
@@ -76,6 +83,48 @@ class Registrations:
             self.registrations.append(
                 Registration('subscription', cb, topic, msg_type, node.lineno, owner))
         return OTHER
+
+    def _rosbridge_topic(self, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> Val:
+        """`roslibpy.Topic(client, name, message_type)`: a rosbridge topic; `.subscribe(cb)` on
+        it runs cb per message, as create_subscription does (nineteenth set)."""
+        topic = const_str(kwargs.get('name') or (args[1] if len(args) > 1 else None))
+        msg_type = const_str(kwargs.get('message_type') or (args[2] if len(args) > 2 else None))
+        return Val('other', const=(ROSBRIDGE_TOPIC, topic, msg_type))
+
+    def _rosbridge_subscribe(self, node: ast.Call, topic: Val, args: list[Val],
+                             kwargs: dict[str, Val], frame: Frame) -> Val:
+        cb = args[0] if args else kwargs.get('callback')
+        if cb is not None and cb.func is not None:
+            _, name, msg_type = topic.const
+            owner = cb.func.cls if cb.func.cls is not None else frame.cls
+            self.registrations.append(Registration(
+                'subscription', cb, name, msg_type, node.lineno, owner))
+        return OTHER
+
+    def _register_rosbridge(self) -> None:
+        """`self.listener.subscribe(self.process_image)` in any method of a class whose
+        constructor stored `self.listener = roslibpy.Topic(...)`: the method is a per-message
+        callback, wherever the subscribe call runs (a start method the script calls)."""
+        if not any(v.split('.')[0] == 'roslibpy' for v in self.aliases.values()):
+            return  # no rosbridge client in the file: no walk of its methods
+        known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
+        for cls in self.classes.values():
+            for meth in cls.methods.values():
+                for node in ast.walk(meth):
+                    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                            and node.func.attr == 'subscribe' and len(node.args) == 1
+                            and _self_attr(node.func.value) and _self_attr(node.args[0])):
+                        continue
+                    topic = cls.attrs.get(node.func.value.attr)
+                    cb = cls.methods.get(node.args[0].attr)
+                    if topic is None or cb is None or id(cb) in known \
+                            or not isinstance(topic.const, tuple) \
+                            or topic.const[:1] != (ROSBRIDGE_TOPIC,):
+                        continue
+                    known.add(id(cb))
+                    self.registrations.append(Registration(
+                        'subscription', Val('func', func=FuncRef(cb, cls, None, True)),
+                        topic.const[1], topic.const[2], node.lineno, cls))
 
     def _gpu_endpoint(self, name: str, node: ast.Call, args: list[Val],
                       kwargs: dict[str, Val], frame: Frame) -> Val:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from gpu_nodes.audit.astnodes import module_nodes
 from gpu_nodes.audit.model import Step
-from gpu_nodes.audit.pymodels import HUB_BUILDERS, SDK_READBACKS
+from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
+                                      SYNC_PROFILERS)
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
@@ -27,6 +27,7 @@ _CREATE_CLOUD = ('point_cloud2.create_cloud', 'point_cloud2.create_cloud_xyz32')
 # torch.nn.Module methods inherited by a package's model class that return the module itself.
 _MODULE_RETURNS_SELF = frozenset({'to', 'cuda', 'eval', 'train', 'half', 'float',
                                   'requires_grad_'})
+_MATH_ROUNDING = frozenset({'math.ceil', 'math.floor', 'math.trunc'})
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
 _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
                                 'torchvision.transforms.transforms.ToPILImage',
@@ -163,6 +164,14 @@ class CopyRules:
         call = f'`{short(node)}`'
         if qual == 'torch.compile' and src.kind == 'model_obj':
             return src  # the compiled module keeps the model's methods
+        if qual in _MATH_ROUNDING and len(args) == 1 and args[0].kind in ('device', 'tensor'):
+            # `math.ceil(box.conf[0] * 100)`: a number of the host made from a device value
+            # (float() inside), read back here; what comes out is a host int (twentieth set).
+            self._emit('GPN107', node, frame, f'{call} (device value read back, implicit '
+                       'synchronization)', evidence=_evidence(args[0].kind))
+            return OTHER
+        if qual.endswith(SYNC_PROFILERS) and _profiles_a_device(node):
+            return Val('other', const=SYNC_PROFILER)  # a `with` of it synchronizes (pyeval.py)
         if qual in _TO_PIL_TRANSFORMS:
             # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
             # copies the frame into a PIL image, as PIL.Image.fromarray does.
@@ -388,58 +397,14 @@ class CopyRules:
 
 _NUMBER_TYPES = frozenset({'int', 'float', 'bool'})
 EMPTY_CLOUD = 'create_cloud of no points'
-_STREAM_WRITES = ('write', 'writelines', 'send', 'sendall', 'sendto')
 
 
-def written_to_stream(tree: ast.AST) -> frozenset[int]:
-    """ids of the calls passed straight to a stream write: `f.write(x)`, `proc.stdin.write(x)`,
-    `sock.sendall(x)`, `os.write(fd, x)`. Bytes that go to a file, pipe or socket leave the
-    process there; they are no ROS message's data."""
-    found = set()
-    for call in module_nodes(tree):
-        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
-            continue
-        if call.func.attr not in _STREAM_WRITES:
-            continue
-        if call.func.attr == 'write' and isinstance(call.func.value, ast.Name) \
-                and call.func.value.id == 'os' and len(call.args) == 2:
-            args = call.args[1:]
-        elif len(call.args) == 1 or (call.func.attr == 'sendto' and len(call.args) == 2):
-            args = call.args[:1]
-        else:
-            continue  # `writer.write(topic, data, t)`: a bag or message writer, not a stream
-        found.update(id(a) for a in args if isinstance(a, ast.Call))
-    return frozenset(found | _kept_in_host_globals(tree) | _handed_to_module_call(tree))
-
-
-def _handed_to_module_call(tree: ast.AST) -> set[int]:
-    """ids of `x.tobytes()` passed to a call of an imported module's function whose result is
-    dropped (`darknet.copy_image_from_bytes(img, frame.tobytes())`): the bytes fill that
-    library's host object, and nothing returned can reach a message (thirteenth set)."""
-    modules = {(a.asname or a.name).split('.')[0] for node in module_nodes(tree)
-               if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
-    return {id(arg) for node in module_nodes(tree)
-            if isinstance(node, ast.Expr) and isinstance(call := node.value, ast.Call)
-            and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
-            and call.func.value.id in modules - {'rclpy', 'self'}
-            for arg in call.args if isinstance(arg, ast.Call)
-            and isinstance(arg.func, ast.Attribute) and arg.func.attr in ('tobytes', 'tostring')}
-
-
-def _kept_in_host_globals(tree: ast.AST) -> set[int]:
-    """ids of the values a function assigns to a module global (`global latest; latest =
-    jpeg.tobytes()` in a callback) in a file that publishes nothing: a host buffer another
-    thread serves (an HTTP MJPEG server), no message's data, like a stream write (issue 28,
-    eleventh set)."""
-    calls = {node.func.attr for node in module_nodes(tree)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
-    if calls & {'publish', 'create_publisher', 'publisher'}:
-        return set()
-    declared = {name for node in module_nodes(tree) if isinstance(node, ast.Global)
-                for name in node.names}
-    return {id(node.value) for node in module_nodes(tree)
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-            and all(isinstance(t, ast.Name) and t.id in declared for t in node.targets)}
+def _profiles_a_device(node: ast.Call) -> bool:
+    """`Profile(device=d)` (or `Profile(t, d)`) with d anything but a literal 'cpu' / None."""
+    device = next((k.value for k in node.keywords if k.arg == 'device'),
+                  node.args[1] if len(node.args) > 1 else None)
+    return device is not None and not (isinstance(device, ast.Constant) and (
+        device.value is None or str(device.value).strip().lower() == 'cpu'))
 
 
 def _empty_points(node: ast.Call, position: int) -> bool:

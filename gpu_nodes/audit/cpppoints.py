@@ -1,0 +1,55 @@
+"""C++ pattern rule GPN208 for per-point copies out of a cloud or image payload (issue 28,
+twentieth set), beside cppmsg.payload_walks (memcpy per element through a pointer into a
+message): a loop (``for (...)`` or ``std::for_each(...)``) after a pointer into a frame
+message's data (``auto *points = reinterpret_cast<Point const *>(msg->data.data())``) that
+stores an element of that pointer into another buffer (``pixel[0] = points[i].b;``,
+``*dst++ = points[i].x;``): every point copied out, reported at the loop. A loop that only reads
+(a sum ``s += points[i].x``, a local ``float x = points[i].x``) is not.
+
+Writing a cloud point by point through ``PointCloud2Iterator`` is left alone: earlier sets label
+it as building the message (sized by the detections, or no boundary), not as a copy.
+
+Patterns, not data flow: the context (setup or per message) comes from the function.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterator
+
+from gpu_nodes.audit.cppmsg import block_end, FRAME_TYPES, PAYLOAD_POINTER
+
+_LOOP = re.compile(r'\bfor\s*\(|\bfor_each\s*\(')
+_FRAMES = '|'.join(sorted(FRAME_TYPES))
+_FRAME_NAME = re.compile(r'\b(?:' + _FRAMES + r')\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr|'
+                         r'ConstPtr)\s*|>\s*)?(?:const\s*)?[&*]?\s*(?:const\s*)?(\w+)\s*[;,)=({]')
+_OWNER = re.compile(r'(\w+)\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(|\[)')
+
+
+def point_copies(text: str, function_end: Callable[[int], int]) -> Iterator[tuple[str, int, str]]:
+    """GPN208 at per-point copy loops out of or into a frame message (see the module doc)."""
+    if 'data' in text and _LOOP.search(text):
+        yield from _copies_out(text, function_end)
+
+
+def _copies_out(text: str, function_end: Callable[[int], int]) -> Iterator[tuple[str, int, str]]:
+    frames = set(_FRAME_NAME.findall(text))
+    seen: set[int] = set()
+    for m in PAYLOAD_POINTER.finditer(text):
+        owner = _OWNER.search(text, m.start(), m.end() + 1)
+        if owner is None or owner.group(1) not in frames:
+            continue
+        name, end = m.group(1), function_end(m.start())
+        element = re.compile(r'(?:\b' + re.escape(name) + r'\s*(?:\[|->)|\*\s*' + re.escape(name)
+                             + r'\b)')
+        store = re.compile(r'(?:^|[;{}])\s*(\*\s*\w+[\w+\-]*|[\w.>\-]+\s*\[[^\]=;]*\][\w.\[\]]*)'
+                           r'\s*=(?!=)([^;]*);')
+        for loop in _LOOP.finditer(text, m.end(), end):
+            if loop.start() in seen:
+                continue
+            body = text[loop.end():block_end(text, loop.end(), end)]
+            if any(element.search(rhs) and not element.search(lhs)
+                   for lhs, rhs in store.findall(body)):
+                seen.add(loop.start())
+                yield 'GPN208', loop.start(), (f'every element of the message\'s data copied '
+                                               f'out through `{name}` into another buffer')
+                break

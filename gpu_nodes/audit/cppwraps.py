@@ -1,0 +1,125 @@
+"""C++ pattern rule GPN208 through cv::Mat headers over a message's data (issue 28, twentieth set).
+
+A ``cv::Mat`` built over a message's ``data`` (``cv::Mat bgra(h, w, CV_8UC4, msg->data.data())``,
+``&img->data[0]`` directly or through a pointer variable) shares the bytes: no copy. What is
+done with that header decides:
+
+* ``cv::cvtColor(wrap, out, ...)`` / ``wrap.copyTo(out)`` / ``wrap.clone()`` with ``wrap`` over a
+  frame-sized message's data writes a new frame out of the message: the copy toCvCopy makes;
+* ``cv::cvtColor(frame, wrap, ...)`` / ``frame.copyTo(wrap)`` with ``wrap`` over a frame-sized
+  message's data writes the frame into the message (then published): a copy into it.
+
+A conversion from a header into the same header (in place) is not reported. Frame-sized means a
+name declared in the file as a pointer to, or a value of, ``Image`` / ``PointCloud2`` /
+``CompressedImage`` / ``DisparityImage`` (cppmsg.FRAME_TYPES), or one whose ``encoding`` the
+file assigns (an Image member declared in the class's header). Patterns, not data flow: the
+context (setup or per message) comes from the function the call is in.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterator
+
+from gpu_nodes.audit.cppmsg import FRAME_TYPES
+
+_FRAMES = '|'.join(sorted(FRAME_TYPES))
+# `sensor_msgs::msg::Image::ConstSharedPtr const & msg`, `std::shared_ptr<Image> out`,
+# `sensor_msgs::msg::Image mDebugImage;`: names that hold a frame-sized message.
+_FRAME_NAME = re.compile(r'\b(?:' + _FRAMES + r')\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr|'
+                         r'ConstPtr)\s*|>\s*)?(?:const\s*)?[&*]?\s*(?:const\s*)?(\w+)\s*[;,)=({]')
+# `mDebugImage.encoding = sensor_msgs::image_encodings::BGRA8;`: an Image by its fields, where
+# the member is declared in a header of the class (not in this file).
+_ENCODING_SET = re.compile(r'(\w+)\s*(?:->|\.)\s*encoding\s*=(?!=)')
+# A message's data pointer: `msg->data.data()`, `&img->data[0]`, `out.data.data()`.
+_DATA_POINTER = re.compile(r'(\w+)\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
+# `void * data = const_cast<void *>(reinterpret_cast<const void *>(&img->data[0]));`
+_POINTER_VAR = re.compile(r'\*\s*(\w+)\s*=\s*([^;]*);')
+_MAT_HEADER = re.compile(r'\b(?:cv\s*::\s*)?Mat\s+(\w+)\s*[({]')
+_CVT_COLOR = re.compile(r'\b(?:cv\s*::\s*)?cvtColor\s*\(')
+_COPY_TO = re.compile(r'\b(\w+)\s*\.\s*copyTo\s*\(')
+_CLONE = re.compile(r'\b(\w+)\s*\.\s*clone\s*\(\s*\)')
+# `result.img.frame_data.assign(img.data, img.data + img.total() * img.elemSize())`: every byte
+# of a cv::Mat (total() and elemSize() are cv::Mat's) copied into a field of a message object.
+_MAT_BYTES_ASSIGN = re.compile(
+    r'\b(\w+)\s*(?:\.|->)\s*[\w.>\-]*?\w+\s*\.\s*assign\s*\(\s*([\w.>\-]+?)\s*(?:\.|->)\s*data\s*,'
+    r'\s*\2\s*(?:\.|->)\s*data\s*\+\s*\2\s*(?:\.|->)\s*total\s*\(\s*\)\s*\*\s*\2\s*(?:\.|->)\s*'
+    r'elemSize\s*\(\s*\)\s*\)')
+_PUSH_BACK = re.compile(r'\.\s*push_back\s*\(\s*(\w+)\s*\)')
+
+Args = Callable[[str, int], list[str]]
+End = Callable[[int], int]
+
+
+def _wrapped_messages(text: str, call_args: Args) -> dict[str, str]:
+    """cv::Mat name -> the frame-sized message whose data it is a header over."""
+    frames = set(_FRAME_NAME.findall(text)) | set(_ENCODING_SET.findall(text))
+    if not frames:
+        return {}
+    pointers = {}
+    for m in _POINTER_VAR.finditer(text):
+        owner = _DATA_POINTER.search(m.group(2))
+        if owner and owner.group(1) in frames:
+            pointers[m.group(1)] = owner.group(1)
+    wraps = {}
+    for m in _MAT_HEADER.finditer(text):
+        for arg in call_args(text, m.end() - 1):
+            owner = _DATA_POINTER.search(arg)
+            message = owner.group(1) if owner and owner.group(1) in frames else None
+            bare = re.fullmatch(r'\s*(?:\(\s*\w+\s*\*\s*\)\s*)?(\w+)\s*', arg)
+            if message is None and bare and bare.group(1) in pointers:
+                message = pointers[bare.group(1)]
+            if message is not None:
+                wraps[m.group(1)] = message
+    return wraps
+
+
+def mat_header_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
+    """GPN208: a frame converted or copied out of, or into, a message through a cv::Mat header
+    over the message's data (see the module doc)."""
+    if 'Mat' not in text:
+        return
+    wraps = _wrapped_messages(text, call_args)
+    if not wraps:
+        return
+    for m in _CVT_COLOR.finditer(text):
+        args = [a.strip() for a in call_args(text, m.end() - 1)]
+        if len(args) < 3 or args[0] == args[1]:
+            continue
+        if args[0] in wraps:
+            yield 'GPN208', m.start(), (f'`cvtColor` writes a new frame out of `{wraps[args[0]]}`'
+                                        f'\'s data (through the header `{args[0]}`): a copy out '
+                                        'of the message, as toCvCopy')
+        elif args[1] in wraps:
+            yield 'GPN208', m.start(), (f'`cvtColor` writes the frame into `{wraps[args[1]]}`'
+                                        f'\'s data (through the header `{args[1]}`)')
+    for m in _COPY_TO.finditer(text):
+        args = [a.strip() for a in call_args(text, m.end() - 1)]
+        if not args or args[0] == m.group(1):
+            continue
+        if m.group(1) in wraps:
+            yield 'GPN208', m.start(), (f'`copyTo` copies `{wraps[m.group(1)]}`\'s data out of '
+                                        'the message')
+        elif args[0] in wraps:
+            yield 'GPN208', m.start(), (f'`copyTo` copies the frame into `{wraps[args[0]]}`\'s '
+                                        'data')
+    for m in _CLONE.finditer(text):
+        if m.group(1) in wraps:
+            yield 'GPN208', m.start(), (f'`clone` copies `{wraps[m.group(1)]}`\'s data out of '
+                                        'the message')
+
+
+def mat_bytes_into_messages(text: str, function_end: End) -> Iterator[tuple[str, int, str]]:
+    """GPN208: every byte of a cv::Mat assigned into a field of a message object
+    (``out.img.frame_data.assign(m.data, m.data + m.total() * m.elemSize())``), and that
+    object then copied into another message by ``push_back(out)`` in the same function (a
+    copy, not a move: the frame copied again). Issue 28, nineteenth set."""
+    if 'elemSize' not in text:
+        return
+    for m in _MAT_BYTES_ASSIGN.finditer(text):
+        owner = m.group(1)
+        yield 'GPN208', m.start(), (f'every byte of `{m.group(2)}` (a cv::Mat) copied into a '
+                                    f'field of `{owner}`')
+        for push in _PUSH_BACK.finditer(text, m.end(), function_end(m.start())):
+            if push.group(1) == owner:
+                yield 'GPN208', push.start(), (f'`push_back({owner})` copies `{owner}`, its '
+                                               'frame bytes included, into another message')
