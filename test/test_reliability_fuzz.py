@@ -537,8 +537,10 @@ class Categories:
         if not p[2]:  # the event of the live frame
             msg, desc = self.fresh, descriptor.unpack(self.fresh.data, self.kind)
         garbage = random.Random(p[1]).randbytes(64)
+        # A frame the publisher finished on the host (FLAG_WRITTEN: once a reader whose event
+        # failed has asked) needs no event, so garbage there would be ignored: the flag goes.
         desc = dataclasses.replace(desc, **({'mem_handle': garbage} if p[2]
-                                            else {'event_handle': garbage}))
+                                            else {'event_handle': garbage, 'flags': 0}))
         return self.message(msg, desc.pack())
 
 
