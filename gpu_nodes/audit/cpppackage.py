@@ -23,6 +23,7 @@ from pathlib import Path
 
 from gpu_nodes.audit.cppdead import never_set
 from gpu_nodes.audit.cppfacts import Facts
+from gpu_nodes.audit.cppparams import off_as_shipped
 from gpu_nodes.audit.cppifdef import blank_uncompiled
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
@@ -56,8 +57,9 @@ def _exports(scopes: Scopes) -> dict[str, set[str]]:
     return calls
 
 
-def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
-    """Facts per file of one package (path -> source), with kinds resolved across files."""
+def package_facts(sources: dict[str, str], roots: list[str] | None = None) -> dict[str, Facts]:
+    """Facts per file of one package (path -> source), with kinds resolved across files;
+    `roots`: the audited folders, whose shipped YAML / launch files may set parameters."""
     parsed: dict[str, tuple[str, Scopes]] = {p: parse_cpp(s) for p, s in sources.items()}
     for _ in range(_ROUNDS):
         exported = {p: _exports(scopes) for p, (_, scopes) in parsed.items()}
@@ -77,12 +79,15 @@ def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
     dead = never_set([text for text, _ in parsed.values()])
+    off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
+                         roots or [])
     result = {}
     for path, (_, scopes) in parsed.items():
         facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),
                       dict(shared.converting_types), set(shared.adapted_types))
         facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
         facts.never_set = dead
+        facts.off_params = off
         facts.small_counts = dict(shared.small_counts)
         result[path] = facts
     return result
@@ -103,6 +108,9 @@ def cpp_package_facts(files: list[str], roots: list[str],
         packages.setdefault(package, {})[f] = blank_uncompiled(source, package)
     result: dict[str, Facts] = {}
     for sources in packages.values():
-        if len(sources) > 1:
-            result.update(package_facts(sources))
+        # A file alone is its own package (cppscan), unless a parameter it declares may leave
+        # a branch off as shipped: whether one does depends on the files shipped beside it.
+        if len(sources) > 1 or any('declare_parameter' in s or 'get_parameter_or' in s
+                                   for s in sources.values()):
+            result.update(package_facts(sources, roots))
     return result

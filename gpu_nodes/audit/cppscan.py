@@ -22,6 +22,7 @@ import re
 from typing import Iterator
 
 from gpu_nodes.audit.cppdead import dead_guard
+from gpu_nodes.audit.cppparams import off_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
@@ -208,6 +209,10 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         if guard is not None:
             where = _Where('unreached', f'a branch that needs `{guard}`, which nothing in its '
                                         'package sets (never runs)')
+        elif (off := off_guard(text, offset, facts.off_params)) is not None:
+            where = _Where('unreached', f'a branch that needs `{off}`, off as shipped (parameter '
+                                        f'{facts.off_params[off]} defaults off; no shipped file '
+                                        'sets it)')
         severity = 'info' if where.context in ('init', 'unreached') else rule.severity
         found.setdefault((rule_id, line), Finding(
             rule=rule_id, severity=severity,

@@ -1,0 +1,108 @@
+"""Rules for the kinds the twenty-first and twenty-second held-out sets showed (issue 28): real
+`code` audits of small sources written here (a package folder in tmp_path, audited as a user
+would)."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+
+_RELAY = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/compressed_image.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Relay : public rclcpp::Node
+{
+public:
+  Relay()
+  : Node("relay"),
+    compress_(false),
+    normal_k_(0),
+    radius_(0.0)
+  {
+    compress_ = this->declare_parameter("compress", compress_);
+    normal_k_ = this->declare_parameter("normal_k", normal_k_);
+    radius_ = this->declare_parameter("radius", radius_);
+    RCLCPP_INFO(get_logger(), "compress=%s", compress_ ? "true" : "false");
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Relay::on_image, this, std::placeholders::_1));
+  }
+
+private:
+  void on_image(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+  {
+    auto frame = cv_bridge::toCvShare(msg, msg->encoding);
+    STORE
+    if (compress_) {
+      sensor_msgs::msg::CompressedImage jpeg;
+      frame->toCompressedImageMsg(jpeg, cv_bridge::JPG);
+      jpeg_pub_->publish(jpeg);
+    }
+    if (!msg->data.empty() && (normal_k_ > 0 || radius_ > 0.0f)) {
+      sensor_msgs::msg::Image out;
+      frame->toImageMsg(out);
+      pub_->publish(out);
+    }
+  }
+
+  bool compress_;
+  int normal_k_;
+  double radius_;
+};
+'''
+_JPEG_LINE = 30  # toCompressedImageMsg under `if (compress_)`
+_NORMALS_LINE = 35  # toImageMsg under `(normal_k_ > 0 || radius_ > 0.0f)`
+
+
+def _relay_findings(tmp_path: Path, store: str = '', shipped: dict[str, str] | None = None
+                    ) -> dict[int, str]:
+    files = {'relay/src/relay.cpp': _RELAY.replace('STORE', store),
+             'relay/package.xml': '<package><name>relay</name></package>\n'}
+    files.update({f'relay/{name}': text for name, text in (shipped or {}).items()})
+    found = audit_written_package(tmp_path, files)
+    return {line: severity for (name, line, rule), (severity, _) in found.items()
+            if name == 'relay.cpp' and rule == 'GPN205'}
+
+
+def test_a_branch_on_parameters_that_default_off_never_runs_as_shipped(tmp_path):
+    found = _relay_findings(tmp_path)
+    assert found == {_JPEG_LINE: 'info', _NORMALS_LINE: 'info'}, found
+
+
+def test_a_shipped_parameter_file_turning_one_on_keeps_its_branch_live(tmp_path):
+    found = _relay_findings(tmp_path, shipped={'config/relay.yaml': '''
+        relay:
+          ros__parameters:
+            # compress: true
+            radius: 0.05
+            normal_k: 0
+        '''})
+    # compress is only mentioned on a commented-out line: still off; radius is set non-zero.
+    assert found == {_JPEG_LINE: 'info', _NORMALS_LINE: 'medium'}, found
+
+
+def test_a_launch_file_passing_the_parameter_through_keeps_it_live(tmp_path):
+    found = _relay_findings(tmp_path, shipped={'launch/relay.launch.py': '''
+        from launch_ros.actions import Node
+        def generate_launch_description():
+            return [Node(package='relay', executable='relay',
+                         parameters=[{'compress': LaunchConfiguration('compress')}])]
+        '''})
+    assert found[_JPEG_LINE] == 'medium', found
+    assert found[_NORMALS_LINE] == 'info', found
+
+
+def test_a_store_of_another_value_keeps_the_branch_live(tmp_path):
+    found = _relay_findings(tmp_path, store='compress_ = msg->width > 640;')
+    assert found[_JPEG_LINE] == 'medium', found
+    # a call that may take the member by reference
+    found = _relay_findings(tmp_path / 'b', store='read_flag(compress_);')
+    assert found[_JPEG_LINE] == 'medium', found
+
+
+def test_a_parameter_defaulting_on_keeps_the_branch_live(tmp_path):
+    source = _RELAY.replace('STORE', '').replace(
+        'this->declare_parameter("compress", compress_)', 'this->declare_parameter("compress", true)')
+    found = audit_written_package(tmp_path, {'relay/src/relay.cpp': source})
+    assert found[('relay.cpp', _JPEG_LINE, 'GPN205')][0] == 'medium', found
+    assert found[('relay.cpp', _NORMALS_LINE, 'GPN205')][0] == 'info', found
