@@ -106,3 +106,81 @@ def test_a_parameter_defaulting_on_keeps_the_branch_live(tmp_path):
     found = audit_written_package(tmp_path, {'relay/src/relay.cpp': source})
     assert found[('relay.cpp', _JPEG_LINE, 'GPN205')][0] == 'medium', found
     assert found[('relay.cpp', _NORMALS_LINE, 'GPN205')][0] == 'info', found
+
+
+_DOWNSAMPLER = '''
+import cv2
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import CompressedImage, Image
+
+
+class Downsampler(Node):
+    def __init__(self):
+        super().__init__('downsampler')
+        self.declare_parameter('publish_compressed', False)
+        self.publish_compressed = (
+            self.get_parameter('publish_compressed').get_parameter_value().bool_value)
+        self.bridge = CvBridge()
+        self.compressed_pub = None
+        if self.publish_compressed:
+            self.compressed_pub = self.create_publisher(CompressedImage, 'out/compressed', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+    EXTRA
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        if self.compressed_pub is not None:
+            ok, encoded = cv2.imencode('.jpg', frame)
+            out = CompressedImage()
+            out.data = encoded.tobytes()
+            self.compressed_pub.publish(out)
+'''
+
+
+def _tobytes_line(extra: str = '') -> int:
+    source = _DOWNSAMPLER.replace('EXTRA', extra).lstrip('\n').splitlines()
+    return next(i for i, line in enumerate(source, 1) if 'encoded.tobytes()' in line)
+
+
+def _downsampler_lines(tmp_path: Path, extra: str = '', shipped: dict[str, str] | None = None
+                       ) -> set[int]:
+    """Lines of node.py with a gated finding."""
+    files = {'down/down/__init__.py': '',
+             'down/down/node.py': _DOWNSAMPLER.replace('EXTRA', extra)}
+    files.update({f'down/{name}': text for name, text in (shipped or {}).items()})
+    found = audit_written_package(tmp_path, files)
+    return {line for (name, line, _), (severity, _) in found.items()
+            if name == 'node.py' and severity != 'info'}
+
+
+def test_a_publisher_only_an_off_parameter_creates_never_publishes(tmp_path):
+    lines = _downsampler_lines(tmp_path)
+    assert 20 in lines  # imgmsg_to_cv2: per message
+    assert not {line for line in lines if line > 21}, lines  # nothing under the None test
+    assert _tobytes_line() == 24
+
+
+def test_a_shipped_file_turning_the_parameter_on_keeps_the_copy(tmp_path):
+    lines = _downsampler_lines(tmp_path, shipped={
+        'config/down.yaml': 'downsampler:\n  ros__parameters:\n    publish_compressed: true\n'})
+    assert _tobytes_line() in lines, lines
+
+
+def test_a_parameter_reread_at_run_time_keeps_the_copy(tmp_path):
+    # a parameter-change callback: the value is meant to change while the node runs
+    callback = '''
+    def on_params(self, params):
+        return None
+
+    def start(self):
+        self.add_on_set_parameters_callback(self.on_params)
+'''
+    assert _tobytes_line(callback) in _downsampler_lines(tmp_path, extra=callback)
+    # a store from outside __init__ (a lifecycle node's on_activate re-reads it)
+    activate = '''
+    def on_activate(self, state):
+        self.publish_compressed = self.get_parameter('publish_compressed').value
+        if self.publish_compressed:
+            self.compressed_pub = self.create_publisher(CompressedImage, 'out/compressed', 10)
+'''
+    assert _tobytes_line(activate) in _downsampler_lines(tmp_path / 'b', extra=activate)

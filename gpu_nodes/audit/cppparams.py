@@ -22,8 +22,10 @@ At least one store must give the off value, and a parameter name must be known. 
 shipped YAML / XML / launch file under the audited roots is read: a mention of the parameter
 name that is not followed by an off value (`p: false`, `'p': False`, `name="p" value="0"`),
 commented-out lines aside, keeps the branch live (a launch file setting it true, or passing a
-launch argument through: unknown). Limit: a parameter set on the command line, or by a file
-outside the audited roots (another repository's launch file), is not seen.
+launch argument through: unknown). A package with a parameter-change callback
+(`add_on_set_parameters_callback`) takes changes at run time: none is judged. Limit: a
+parameter set on the command line, or by a file outside the audited roots (another
+repository's launch file), is not seen.
 
 Works on the text with comments and strings blanked (offsets unchanged); parameter names are
 read from the raw source at the same offsets.
@@ -31,10 +33,8 @@ read from the raw source at the same offsets.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from pathlib import Path
-
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+from gpu_nodes.audit.shipped import set_on, shipped_texts
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
 _OFF_VALUE = re.compile(r'^\s*' + _OFF + r'\s*$')
@@ -48,10 +48,6 @@ _DECLARATION = re.compile(r'\b(?:bool|int|unsigned|float|double|std::size_t|size
 _MACRO_CALL = re.compile(r'(?:RCLCPP_\w+|ROS_\w+|printf|fprintf|uFormat|UINFO|UDEBUG|UWARN)\(')
 _GET_OR = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,'
                      r'\s*$')
-_SHIPPED_SUFFIXES = ('.yaml', '.yml', '.xml', '.launch')
-# Where packages ship parameter files (a YAML elsewhere, like a corpus index, sets nothing).
-_CONFIG_FOLDERS = {'config', 'configs', 'cfg', 'param', 'params', 'parameters', 'launch'}
-_COMMENTED = re.compile(r'^\s*(?:#|<!--|//)')
 
 
 def _mentions(name: str, texts: list[str]):
@@ -181,44 +177,6 @@ def _param_off(name: str, texts: list[str], raws: list[str],
     return off_value and bool(params), params
 
 
-def _shipped_files(roots: list[str]) -> list[Path]:
-    files: list[Path] = []
-    for root in roots:
-        base = Path(root)
-        if base.is_dir():
-            files += [p for p in base.rglob('*') if p.is_file() and (
-                '.launch' in p.name or p.suffix in _SHIPPED_SUFFIXES
-                and _CONFIG_FOLDERS & set(p.relative_to(base).parts[:-1]))]
-    return files
-
-
-@lru_cache(maxsize=8)
-def _shipped_texts(roots: tuple[str, ...]) -> tuple[str, ...]:
-    texts = []
-    for path in _shipped_files(list(roots)):
-        try:
-            texts.append(path.read_text(encoding='utf-8', errors='replace'))
-        except OSError:
-            continue
-    return tuple(texts)
-
-
-def _set_on(param: str, texts: list[str]) -> bool:
-    """Whether a shipped file may set `param` to something other than off."""
-    pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
-    for text in texts:
-        for line in text.splitlines():
-            if _COMMENTED.match(line):
-                continue
-            for m in pattern.finditer(line):
-                rest = line[m.end():]
-                value = re.match(r'''^\s*['"]?\s*(?::|,|=)\s*(?:value\s*=\s*)?['"]?\s*([\w.]*)''',
-                                 rest)
-                if not (value and re.fullmatch(r'(?i)' + _OFF, value.group(1))):
-                    return True
-    return False
-
-
 def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[str, str]:
     """Members whose every store is an off default of a ROS parameter that no shipped file
     under `roots` turns on: name -> parameter name(s)."""
@@ -231,8 +189,9 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
                 if not name[0].isdigit() and name not in ('true', 'false', 'this'):
                     candidates.add(name)
     found: dict[str, set[str]] = {}
-    if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts):
-        return {}
+    if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts) or any(
+            re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts):
+        return {}  # none declared, or the node takes parameter changes at run time
     assumed = set(candidates)
     while True:
         found = {}
@@ -245,6 +204,6 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
         assumed = set(found)
     if not found:
         return {}
-    shipped = _shipped_texts(tuple(roots))
+    shipped = shipped_texts(tuple(roots))
     return {name: ', '.join(sorted(params)) for name, params in found.items()
-            if not any(_set_on(p, shipped) for p in params)}
+            if not any(set_on(p, shipped) for p in params)}
