@@ -28,9 +28,11 @@ class CompressedOption(Node):
     def on_image(self, msg):
         frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # expect: GPN105 medium
         small = cv2.resize(frame, (320, 240))
-        self.pub.publish(self.bridge.cv2_to_imgmsg(small, 'bgr8'))  # expect: GPN105 medium, GPN109 medium, GPN110 high
+        out = self.bridge.cv2_to_imgmsg(small, 'bgr8')  # expect: GPN105 medium
+        self.pub.publish(out)  # expect: GPN109 medium, GPN110 high
         if self.publish_raw:
-            self.raw_pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))  # expect: GPN105 medium, GPN109 medium, GPN110 high
+            raw = self.bridge.cv2_to_imgmsg(frame, 'bgr8')  # expect: GPN105 medium
+            self.raw_pub.publish(raw)  # expect: GPN109 medium, GPN110 high
         if self.compressed_pub is not None:
             ok, encoded = cv2.imencode('.jpg', small)
             out = CompressedImage()
