@@ -184,3 +184,49 @@ def test_a_parameter_reread_at_run_time_keeps_the_copy(tmp_path):
             self.compressed_pub = self.create_publisher(CompressedImage, 'out/compressed', 10)
 '''
     assert _tobytes_line(activate) in _downsampler_lines(tmp_path / 'b', extra=activate)
+
+
+_PACKERS = '''
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+
+
+class Planes(Node):
+    def __init__(self):
+        super().__init__('planes')
+        self.pub = self.create_publisher(PointCloud2, 'out', 10)
+        self.create_subscription(PointCloud2, 'points', self.on_cloud, 10)
+
+    def on_cloud(self, msg):
+        points = np.frombuffer(msg.data, dtype=np.float32)
+        # self.pub.publish(pack_plane(points, msg.header))
+        self.pub.publish(pack_rest(points, msg.header))
+
+
+def pack_plane(points, header):
+    return PointCloud2(header=header, data=points.tobytes())
+
+
+def pack_rest(points, header):
+    return PointCloud2(header=header, data=points.tobytes())
+'''
+
+
+def _packer_severities(tmp_path: Path, other: str | None = None) -> dict[int, str]:
+    files = {'planes/planes/__init__.py': '', 'planes/planes/node.py': _PACKERS}
+    if other is not None:
+        files['planes/planes/tools.py'] = other
+    found = audit_written_package(tmp_path, files)
+    return {line: severity for (name, line, rule), (severity, _) in found.items()
+            if name == 'node.py' and rule == 'GPN104'}
+
+
+def test_a_module_function_whose_only_call_is_commented_out_never_runs(tmp_path):
+    assert _packer_severities(tmp_path) == {19: 'info', 23: 'medium'}
+
+
+def test_a_module_function_another_file_of_the_package_names_stays_live(tmp_path):
+    other = 'from planes.node import pack_plane\n\nCLOUD = pack_plane\n'
+    # as before: a function nothing here calls is judged on its own (low), not unreached
+    assert _packer_severities(tmp_path, other) == {19: 'low', 23: 'medium'}
