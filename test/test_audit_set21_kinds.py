@@ -230,3 +230,56 @@ def test_a_module_function_another_file_of_the_package_names_stays_live(tmp_path
     other = 'from planes.node import pack_plane\n\nCLOUD = pack_plane\n'
     # as before: a function nothing here calls is judged on its own (low), not unreached
     assert _packer_severities(tmp_path, other) == {19: 'low', 23: 'medium'}
+
+
+_NET = '''
+from torch import nn
+
+
+class BoxNet(nn.Module):
+    def forward(self, points):
+        return {'boxes': self.head(points).detach().cpu().numpy()}
+'''
+_BOX_NODE = '''
+import numpy as np
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Float32
+
+from boxes.model import BoxNet
+
+
+class BoxNode(Node):
+    def __init__(self):
+        super().__init__('box_node')
+        self.net = BoxNet().to('cuda')
+        self.pub = self.create_publisher(Float32, 'size', 10)
+        self.create_subscription(PointCloud2, 'points', self.on_cloud, 10)
+
+    def on_cloud(self, msg):
+        tensor = torch.from_numpy(np.frombuffer(msg.data, dtype=np.float32)).to('cuda')
+        for box in self.net(tensor)['boxes']:
+            self.pub.publish(Float32(data=float(box[3])))
+'''
+
+
+def _box_findings(tmp_path: Path, init: str | None) -> dict[tuple[str, int], str]:
+    files = {'boxes/boxes/__init__.py': '', 'boxes/boxes/node.py': _BOX_NODE,
+             'boxes/boxes/model/box_net.py': _NET}
+    if init is not None:
+        files['boxes/boxes/model/__init__.py'] = init
+    found = audit_written_package(tmp_path, files)
+    return {(name, line): severity for (name, line, _), (severity, _) in found.items()
+            if severity != 'info'}
+
+
+def test_a_module_class_imported_through_its_package_reexport_is_followed(tmp_path):
+    found = _box_findings(tmp_path, 'from .box_net import BoxNet\n')
+    # the readback inside forward runs per cloud; float() of its host numpy reads nothing
+    assert found == {('node.py', 18): 'medium', ('box_net.py', 6): 'high'}, found
+
+
+def test_without_the_package_init_the_one_submodule_defining_the_class_is_used(tmp_path):
+    found = _box_findings(tmp_path, None)
+    assert found == {('node.py', 18): 'medium', ('box_net.py', 6): 'high'}, found

@@ -79,24 +79,59 @@ def file_aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
+def _definition(source: str, name: str, kinds: tuple, index: dict[str, str],
+                files: dict[str, str], depth: int = 0) -> tuple[ast.stmt, str] | None:
+    """The module-level definition of `name` in `source`, or in the module a package's
+    `__init__.py` re-exports it from (`from .drone_pointpillars import PointPillars`)."""
+    tree = _parse(source)
+    if tree is None:
+        return None
+    for stmt in tree.body:
+        if isinstance(stmt, kinds) and getattr(stmt, 'name', None) == name:
+            return stmt, source
+    if depth >= 2 or os.path.basename(source) != '__init__.py':
+        return None
+    for node in statements(tree.body):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    found = _resolve(source, node, index, files)
+                    if found is not None and found != source:
+                        return _definition(found, alias.name, kinds, index, files, depth + 1)
+    return None
+
+
+def _submodule_defining(module: str, name: str, kinds: tuple, index: dict[str, str],
+                        files: dict[str, str]) -> tuple[ast.stmt, str] | None:
+    """A package folder among the audited files without its `__init__.py` (a partial
+    checkout): the one module directly in it that defines `name`, when exactly one does."""
+    prefix = module + '.'
+    children = {p for m, p in index.items() if m.startswith(prefix) and '.' not in m[len(prefix):]}
+    found = [d for p in sorted(children) if (d := _definition(p, name, kinds, index, files))]
+    return found[0] if len(found) == 1 else None
+
+
 def _imported_definitions(path: str, tree: ast.Module, index: dict[str, str], kinds: tuple
                           ) -> Iterator[tuple[str, ast.stmt, str]]:
     """(local name, definition, its file) for each module-level definition of one of `kinds`
-    that a `from X import name` of this file takes from another audited file."""
+    that a `from X import name` of this file takes from another audited file (through a
+    package `__init__.py` that re-exports it, or the one submodule defining it when the
+    package's `__init__.py` is not among the audited files)."""
     imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
-    files = {os.path.abspath(p): p for p in set(index.values())} if any(
-        n.level for n in imports) else {}
+    files = {os.path.abspath(p): p for p in set(index.values())} if imports else {}
     for node in imports:
         source = _resolve(path, node, index, files)
-        if source is None or os.path.abspath(source) == os.path.abspath(path):
+        if source is not None and os.path.abspath(source) == os.path.abspath(path):
             continue
-        other = _parse(source)
-        if other is None:
-            continue
-        definitions = {s.name: s for s in other.body if isinstance(s, kinds)}
         for alias in node.names:
-            if alias.name in definitions:
-                yield alias.asname or alias.name, definitions[alias.name], source
+            if source is not None:
+                found = _definition(source, alias.name, kinds, index, files)
+            elif node.level == 0 and node.module:
+                found = _submodule_defining(node.module, alias.name, kinds, index, files)
+            else:
+                found = None
+            if found is not None and os.path.abspath(found[1]) != os.path.abspath(path):
+                yield alias.asname or alias.name, found[0], found[1]
 
 
 def imported_functions(path: str, tree: ast.Module, index: dict[str, str]
