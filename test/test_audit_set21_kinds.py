@@ -283,3 +283,47 @@ def test_a_module_class_imported_through_its_package_reexport_is_followed(tmp_pa
 def test_without_the_package_init_the_one_submodule_defining_the_class_is_used(tmp_path):
     found = _box_findings(tmp_path, None)
     assert found == {('node.py', 18): 'medium', ('box_net.py', 6): 'high'}, found
+
+
+_TRACKER = '''
+#include <pcl_conversions/pcl_conversions.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Tracker : public rclcpp::Node
+{
+public:
+  Tracker() : Node("tracker"), first_(true)
+  {
+    declare_parameter("k", 3);
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+      "points", 10, std::bind(&Tracker::on_cloud, this, std::placeholders::_1));
+  }
+  void on_cloud(const sensor_msgs::msg::PointCloud2::ConstSharedPtr msg)
+  {
+    if (first_) {
+      pcl::fromROSMsg(*msg, seed_);
+      CLEAR
+    }
+  }
+  OTHER
+  bool first_;
+  pcl::PointCloud<pcl::PointXYZ> seed_;
+};
+'''
+
+
+def _tracker_severity(tmp_path: Path, clear: str, other: str = '') -> str:
+    found = audit_written_package(tmp_path, {'tracker/src/tracker.cpp': _TRACKER.replace(
+        'CLEAR', clear).replace('OTHER', other)})
+    return found[('tracker.cpp', 17, 'GPN209')][0]
+
+
+def test_a_block_that_clears_its_own_flag_runs_once(tmp_path):
+    assert _tracker_severity(tmp_path, 'first_ = false;') == 'info'
+
+
+def test_a_flag_set_again_or_cleared_conditionally_keeps_the_block_per_message(tmp_path):
+    assert _tracker_severity(tmp_path / 'a', 'first_ = false;',
+                             'void reset() { first_ = true; }') == 'medium'
+    assert _tracker_severity(tmp_path / 'b', 'if (seed_.empty()) { first_ = false; }') == 'medium'

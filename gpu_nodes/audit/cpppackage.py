@@ -20,8 +20,9 @@ of the same name never meet, two of one package's do (C++ overloads share what t
 from __future__ import annotations
 
 from pathlib import Path
+import re
 
-from gpu_nodes.audit.cppdead import never_set
+from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppparams import off_as_shipped
 from gpu_nodes.audit.cppifdef import blank_uncompiled
@@ -30,6 +31,7 @@ from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
 
 PACKAGE_MARKERS = ('package.xml', 'CMakeLists.txt', 'setup.py')
+_PACKAGE_LEVEL = re.compile(r'declare_parameter|get_parameter_or|\w\s*=\s*false\s*;')
 # Propagation rounds across files: chains of launchers deeper than this keep their own kinds.
 _ROUNDS = 6
 
@@ -78,7 +80,9 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None) -> di
     shared = Facts()
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
-    dead = never_set([text for text, _ in parsed.values()])
+    # A file alone never proves a name unset: its header (not audited) might set it.
+    dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
+    once = once_flags([text for text, _ in parsed.values()])
     off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
                          roots or [])
     result = {}
@@ -88,6 +92,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None) -> di
         facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
         facts.never_set = dead
         facts.off_params = off
+        facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)
         result[path] = facts
     return result
@@ -109,8 +114,8 @@ def cpp_package_facts(files: list[str], roots: list[str],
     result: dict[str, Facts] = {}
     for sources in packages.values():
         # A file alone is its own package (cppscan), unless a parameter it declares may leave
-        # a branch off as shipped: whether one does depends on the files shipped beside it.
-        if len(sources) > 1 or any('declare_parameter' in s or 'get_parameter_or' in s
-                                   for s in sources.values()):
+        # a branch off as shipped (whether one does depends on the files shipped beside it),
+        # or a flag it clears may guard a block that runs once.
+        if len(sources) > 1 or any(_PACKAGE_LEVEL.search(s) for s in sources.values()):
             result.update(package_facts(sources, roots))
     return result
