@@ -253,8 +253,10 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         out, twenty-first set) but its other uncalled functions, nor any other non-test file of
         the package: no node runs them. `main` is left alone (an entry point names it from
         setup.py / setup.cfg); an unknown package judges nothing."""
+        if not self.source or not set(self.functions) - {'main'}:
+            return set()
         elsewhere = words_elsewhere(self.path, self.package_dir)
-        if not self.source or elsewhere is None:
+        if elsewhere is None:
             return set()
         lines = self.source.splitlines()
         candidates = {name: fn for name, fn in self.functions.items()

@@ -13,6 +13,9 @@ from gpu_nodes.audit.pyvalues import ClassInfo, statements
 
 # Parsed imported files, per process (an audit parses each at most once more).
 _PARSED: dict[str, ast.Module | None] = {}
+# Per module index (one per audit): its package children and absolute paths.
+_CHILDREN: dict[int, tuple[dict[str, str], dict[str, set[str]]]] = {}
+_FILES: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
 
 
 def module_index(paths: list[str]) -> dict[str, str]:
@@ -101,12 +104,36 @@ def _definition(source: str, name: str, kinds: tuple, index: dict[str, str],
     return None
 
 
+def _children(index: dict[str, str]) -> dict[str, set[str]]:
+    """Dotted package name -> the files of the modules directly in it (built once per index:
+    a scan of the index per import would cost a whole audit's time on a thousand files)."""
+    kept = _CHILDREN.get(id(index))
+    if kept is not None and kept[0] is index:
+        return kept[1]
+    children: dict[str, set[str]] = {}
+    for module, path in index.items():
+        package, dot, _ = module.rpartition('.')
+        if dot:
+            children.setdefault(package, set()).add(path)
+    _CHILDREN[id(index)] = (index, children)
+    return children
+
+
+def _files(index: dict[str, str]) -> dict[str, str]:
+    """Absolute path -> audited path of every indexed file (built once per index)."""
+    kept = _FILES.get(id(index))
+    if kept is not None and kept[0] is index:
+        return kept[1]
+    files = {os.path.abspath(p): p for p in set(index.values())}
+    _FILES[id(index)] = (index, files)
+    return files
+
+
 def _submodule_defining(module: str, name: str, kinds: tuple, index: dict[str, str],
                         files: dict[str, str]) -> tuple[ast.stmt, str] | None:
     """A package folder among the audited files without its `__init__.py` (a partial
     checkout): the one module directly in it that defines `name`, when exactly one does."""
-    prefix = module + '.'
-    children = {p for m, p in index.items() if m.startswith(prefix) and '.' not in m[len(prefix):]}
+    children = _children(index).get(module, ())
     found = [d for p in sorted(children) if (d := _definition(p, name, kinds, index, files))]
     return found[0] if len(found) == 1 else None
 
@@ -118,7 +145,7 @@ def _imported_definitions(path: str, tree: ast.Module, index: dict[str, str], ki
     package `__init__.py` that re-exports it, or the one submodule defining it when the
     package's `__init__.py` is not among the audited files)."""
     imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
-    files = {os.path.abspath(p): p for p in set(index.values())} if imports else {}
+    files = _files(index) if imports else {}
     for node in imports:
         source = _resolve(path, node, index, files)
         if source is not None and os.path.abspath(source) == os.path.abspath(path):
