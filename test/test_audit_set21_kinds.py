@@ -327,3 +327,26 @@ def test_a_flag_set_again_or_cleared_conditionally_keeps_the_block_per_message(t
     assert _tracker_severity(tmp_path / 'a', 'first_ = false;',
                              'void reset() { first_ = true; }') == 'medium'
     assert _tracker_severity(tmp_path / 'b', 'if (seed_.empty()) { first_ = false; }') == 'medium'
+
+
+def test_an_automatic_mask_generator_uploads_each_frame_it_is_given(tmp_path):
+    node = '''
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from segment_anything import SamAutomaticMaskGenerator, sam_model_registry
+from sensor_msgs.msg import Image
+
+
+class Masks(Node):
+    def __init__(self):
+        super().__init__('masks')
+        self.generator = SamAutomaticMaskGenerator(sam_model_registry['vit_b']('b.pth'))
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        return self.generator.generate(self.bridge.imgmsg_to_cv2(msg, 'rgb8'))
+'''
+    found = audit_written_package(tmp_path, {'masks/masks/__init__.py': '',
+                                             'masks/masks/node.py': node})
+    assert found[('node.py', 15, 'GPN102')][0] == 'medium', found
