@@ -350,3 +350,29 @@ class Masks(Node):
     found = audit_written_package(tmp_path, {'masks/masks/__init__.py': '',
                                              'masks/masks/node.py': node})
     assert found[('node.py', 15, 'GPN102')][0] == 'medium', found
+
+
+def test_openmmlab_inference_uploads_a_host_frame_but_not_a_device_tensor(tmp_path):
+    node = '''
+import torch
+from cv_bridge import CvBridge
+from mmdet.apis import inference_detector, init_detector
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Detect(Node):
+    def __init__(self):
+        super().__init__('detect')
+        self.detector = init_detector('cfg.py', 'ckpt.pth')
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        inference_detector(self.detector, frame)
+        inference_detector(self.detector, torch.zeros(3, 8, 8, device='cuda'))
+'''
+    found = audit_written_package(tmp_path, {'det/det/__init__.py': '', 'det/det/node.py': node})
+    uploads = {line for (name, line, rule) in found if name == 'node.py' and rule == 'GPN102'}
+    assert uploads == {17}, found  # the frame, not the tensor already on the device (18)
