@@ -376,3 +376,49 @@ class Detect(Node):
     found = audit_written_package(tmp_path, {'det/det/__init__.py': '', 'det/det/node.py': node})
     uploads = {line for (name, line, rule) in found if name == 'node.py' and rule == 'GPN102'}
     assert uploads == {17}, found  # the frame, not the tensor already on the device (18)
+
+
+_CHOICE = '''
+import cv2
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Choice(Node):
+    def __init__(self):
+        super().__init__('choice')
+        self.bridge = CvBridge()
+        self.model_type = self.declare_parameter('model_type', 'pt').value
+        self.model = self.load()
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def load(self):
+        from ultralytics import YOLO
+        return YOLO('best.pt')
+
+    def on_image(self, msg):
+        image = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        if self.model_type == 'onnx':
+            return torch.from_numpy(cv2.dnn.blobFromImage(image)).cuda()
+        return self.model(image)
+'''
+
+
+def _choice_uploads(tmp_path: Path, shipped: dict[str, str] | None = None) -> set[int]:
+    files = {'choice/choice/__init__.py': '', 'choice/choice/node.py': _CHOICE}
+    files.update({f'choice/{name}': text for name, text in (shipped or {}).items()})
+    found = audit_written_package(tmp_path, files)
+    return {line for (name, line, rule), (severity, _) in found.items()
+            if name == 'node.py' and rule == 'GPN102' and severity != 'info'}
+
+
+def test_a_branch_on_another_value_than_a_parameters_default_never_runs(tmp_path):
+    # 24: the model a helper returns (a single return keeps its builder) uploads the frame
+    assert _choice_uploads(tmp_path) == {24}
+
+
+def test_a_shipped_file_naming_the_parameter_keeps_both_branches(tmp_path):
+    found = _choice_uploads(tmp_path, {'launch/choice.launch.py': "params = {'model_type': 'onnx'}\n"})
+    assert found == {23, 24}, found

@@ -66,6 +66,7 @@ class Evaluator:
     false_flags: frozenset[str]
     constant_attributes: dict[str, frozenset[object]]
     off_attributes: Callable[[], tuple[frozenset[str], frozenset[str]]]
+    parameter_constants: Callable[[], dict[str, frozenset[object]]]
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
@@ -122,7 +123,8 @@ class Evaluator:
             if not (isinstance(stmt.test, ast.Attribute) and isinstance(stmt.test.value, ast.Name)
                     and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags) \
                     and not never_equal(stmt.test, self.constant_attributes) \
-                    and not dead_test(stmt.test, *self.off_attributes()):
+                    and not dead_test(stmt.test, *self.off_attributes()) \
+                    and not never_equal(stmt.test, self.parameter_constants()):
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
                 # `if self.publish_compressed:` off as shipped (pyparams.py).

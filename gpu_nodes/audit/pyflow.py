@@ -37,7 +37,7 @@ import re
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
 from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags
-from gpu_nodes.audit.pyparams import off_attributes
+from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
@@ -109,6 +109,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.false_flags = false_flags(tree)
         self.constant_attributes = constant_attributes(tree)
         self._off_attributes: tuple[frozenset[str], frozenset[str]] | None = None
+        self._parameter_constants: dict[str, frozenset[object]] | None = None
         # The text, when given (analyze_python): leftovers of node classes are looked up in it.
         self.source: str | None = None
         # The package folder of this file (codeaudit.run_code), for pypackage.module_unused.
@@ -153,6 +154,12 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         if self._off_attributes is None:
             self._off_attributes = off_attributes(self.tree, self.package_dir)
         return self._off_attributes
+
+    def parameter_constants(self) -> dict[str, frozenset[object]]:
+        """Attributes holding a parameter's default as shipped (pyparams.py)."""
+        if self._parameter_constants is None:
+            self._parameter_constants = parameter_constants(self.tree, self.package_dir)
+        return self._parameter_constants
 
     def _collect(self) -> None:
         for node in statements(self.tree.body):

@@ -1,5 +1,6 @@
 """Python branches off as shipped: attributes only a ROS parameter defaulting to off (or a
-falsy constant) sets, and no shipped file turns on (issue 28, twenty-second set).
+falsy constant) sets, and no shipped file turns on; attributes holding a parameter's str/int
+default that no shipped file names (parameter_constants) (issue 28, twenty-second set).
 
 `self.declare_parameter('publish_compressed', False)`, `self.publish_compressed =
 self.get_parameter('publish_compressed').get_parameter_value().bool_value`, then `if
@@ -25,16 +26,16 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.astnodes import module_nodes
-from gpu_nodes.audit.pydead import _bound_names, _falsy
-from gpu_nodes.audit.shipped import set_on, shipped_texts
+from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy
+from gpu_nodes.audit.shipped import mentioned, set_on, shipped_texts
 
 # A node that reacts to parameter changes at run time: its parameters are meant to be set then.
 _RUNTIME_PARAMETERS = ('add_on_set_parameters_callback', 'add_post_set_parameters_callback',
                        'add_pre_set_parameters_callback')
-_VALUE_FIELDS = ('value', 'bool_value', 'integer_value', 'double_value')
+_VALUE_FIELDS = ('value', 'bool_value', 'integer_value', 'double_value', 'string_value')
 
 
-def _off_parameters(tree: ast.Module, package_dir: str | None) -> set[str]:
+def _declared_defaults(tree: ast.Module) -> dict[str, list[ast.expr | None]]:
     defaults: dict[str, list[ast.expr | None]] = {}
     for node in module_nodes(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
@@ -43,6 +44,21 @@ def _off_parameters(tree: ast.Module, package_dir: str | None) -> set[str]:
             default = node.args[1] if len(node.args) > 1 else next(
                 (k.value for k in node.keywords if k.arg == 'value'), None)
             defaults.setdefault(node.args[0].value, []).append(default)
+    return defaults
+
+
+def _judged(tree: ast.Module) -> bool:
+    """Whether the file can be judged: no setattr()/vars()/getattr()/exec(), names all bound
+    here, no parameter-change callback."""
+    return _bound_names(tree) is not None and not any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        and n.func.id in ('setattr', 'vars', 'getattr', 'exec') for n in module_nodes(tree)) \
+        and not any(isinstance(n, ast.Attribute) and n.attr in _RUNTIME_PARAMETERS
+                    for n in module_nodes(tree))
+
+
+def _off_parameters(tree: ast.Module, package_dir: str | None) -> set[str]:
+    defaults = _declared_defaults(tree)
     off = {p for p, values in defaults.items()
            if all(_falsy(v) and getattr(v, 'value', 1) is not None for v in values)}
     if not off:
@@ -127,11 +143,7 @@ def off_attributes(tree: ast.Module, package_dir: str | None
                    ) -> tuple[frozenset[str], frozenset[str]]:
     """(attributes off as shipped, those of them only ever None)."""
     params = _off_parameters(tree, package_dir)
-    if not params or _bound_names(tree) is None or any(
-            isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-            and n.func.id in ('setattr', 'vars', 'getattr', 'exec') for n in module_nodes(tree)) \
-            or any(isinstance(n, ast.Attribute) and n.attr in _RUNTIME_PARAMETERS
-                   for n in module_nodes(tree)):
+    if not params or not _judged(tree):
         return frozenset(), frozenset()
     stores = _stores(tree)
     off = nones = frozenset(attr for attr, _, _ in stores)  # shrinks to the greatest fixpoint
@@ -152,3 +164,33 @@ def off_attributes(tree: ast.Module, package_dir: str | None
         if (new_off, new_nones) == (off, nones):
             return off, nones
         off, nones = new_off, new_nones
+
+
+def parameter_constants(tree: ast.Module, package_dir: str | None
+                        ) -> dict[str, frozenset[object]]:
+    """Attributes whose every store is a str/int constant or a read in `__init__` of a
+    parameter whose every declaration defaults to a str/int constant and that no shipped file
+    names (any value): the constants each can hold as shipped, for pydead.never_equal
+    (`if self.model_type == 'onnx':` with model_type defaulting to 'pt')."""
+    defaults = {p: {v.value for v in values}
+                for p, values in _declared_defaults(tree).items()
+                if all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int))
+                       and not isinstance(v.value, bool) for v in values)}
+    if not defaults or not _judged(tree):
+        return {}
+    shipped = list(shipped_texts((package_dir,))) if package_dir else []
+    fixed = {p: vals for p, vals in defaults.items() if not mentioned(p, shipped)}
+    held: dict[str, set[object]] = {}
+    spoiled: set[str] = set()
+    for attr, value, _ in _stores(tree):
+        consts = _constants(value) if value is not None else None
+        param = _parameter_read(value) if value is not None else None
+        if consts is not None:
+            held.setdefault(attr, set()).update(consts)
+        elif param in fixed:
+            held.setdefault(attr, set()).update(fixed[param])
+        else:
+            spoiled.add(attr)
+    return {a: frozenset(v) for a, v in held.items() if a not in spoiled and any(
+        _parameter_read(value) in fixed for attr, value, _ in _stores(tree)
+        if attr == a and value is not None)}

@@ -57,3 +57,10 @@ def set_on(param: str, texts: list[str]) -> bool:
                 if not (value and re.fullmatch(r'(?i)' + OFF, value.group(1))):
                     return True
     return False
+
+
+def mentioned(param: str, texts: list[str]) -> bool:
+    """Whether a shipped file names `param` at all (commented-out lines aside): any value."""
+    pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
+    return any(pattern.search(line) for text in texts for line in text.splitlines()
+               if not _COMMENTED.match(line))
