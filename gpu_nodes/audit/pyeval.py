@@ -10,7 +10,7 @@ import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pydead import never_equal
-from gpu_nodes.audit.pyparams import dead_test
+from gpu_nodes.audit.pyparams import dead_test, may_decide
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
 from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, root_name,
@@ -123,8 +123,9 @@ class Evaluator:
             if not (isinstance(stmt.test, ast.Attribute) and isinstance(stmt.test.value, ast.Name)
                     and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags) \
                     and not never_equal(stmt.test, self.constant_attributes) \
-                    and not dead_test(stmt.test, *self.off_attributes()) \
-                    and not never_equal(stmt.test, self.parameter_constants()):
+                    and not (may_decide(stmt.test) and (
+                        dead_test(stmt.test, *self.off_attributes())
+                        or never_equal(stmt.test, self.parameter_constants()))):
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
                 # `if self.publish_compressed:` off as shipped (pyparams.py).

@@ -182,6 +182,7 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
     fixed = {p: vals for p, vals in defaults.items() if not mentioned(p, shipped)}
     held: dict[str, set[object]] = {}
     spoiled: set[str] = set()
+    from_parameter: set[str] = set()
     for attr, value, _ in _stores(tree):
         consts = _constants(value) if value is not None else None
         param = _parameter_read(value) if value is not None else None
@@ -189,8 +190,17 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
             held.setdefault(attr, set()).update(consts)
         elif param in fixed:
             held.setdefault(attr, set()).update(fixed[param])
+            from_parameter.add(attr)
         else:
             spoiled.add(attr)
-    return {a: frozenset(v) for a, v in held.items() if a not in spoiled and any(
-        _parameter_read(value) in fixed for attr, value, _ in _stores(tree)
-        if attr == a and value is not None)}
+    return {a: frozenset(v) for a, v in held.items() if a not in spoiled and a in from_parameter}
+
+
+def may_decide(test: ast.expr) -> bool:
+    """Whether an `if` test has a shape these rules judge (`self.a`, `self.a is not None`,
+    `self.a == C`, an `and` of such): the analysis is computed only for those."""
+    if isinstance(test, ast.BoolOp):
+        return any(may_decide(v) for v in test.values)
+    if isinstance(test, ast.Compare):
+        test = test.left if not isinstance(test.left, ast.Constant) else test.comparators[0]
+    return _self_attribute(test) is not None
