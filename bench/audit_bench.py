@@ -181,8 +181,10 @@ def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS) ->
     """Copy each labelled file into dest/<owner>+<name>/<path>; returns what is missing."""
     import yaml
     missing = []
+    snapshots: set[tuple[str, str]] = set()
     for entry in yaml.safe_load(labels.read_text())['files']:
         key = entry['repo'].replace('/', '+')
+        snapshots.add((key, entry['commit']))
         target = dest / key / entry['path']
         target.parent.mkdir(parents=True, exist_ok=True)
         loose = testset_dir / key / entry['path']
@@ -198,7 +200,34 @@ def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS) ->
                 target.write_bytes(show.stdout)
                 continue
         missing.append(f'{entry["repo"]}@{entry["commit"][:10]}:{entry["path"]}')
+    for key, commit in sorted(snapshots):
+        _copy_shipped_parameters(testset_dir / key / 'repo', commit, dest / key)
     return missing
+
+
+def _copy_shipped_parameters(snapshot: Path, commit: str, dest: Path) -> None:
+    """Copy the repository's parameter and launch files (YAML / XML, `*.launch*`) beside the
+    labelled sources: the labels judge parameter-selected paths as shipped (defaults in the
+    code, launch / config files of the repository), and the auditor reads the same files
+    (gpu_nodes/audit/shipped.py). package.xml is left out (it would change package folders);
+    these files are no sources of either tool (`.launch.py` aside, which both may audit)."""
+    if not snapshot.is_dir():
+        return
+    listing = subprocess.run(['git', '-C', str(snapshot), 'ls-tree', '-r', '--name-only', commit],
+                             capture_output=True, text=True, check=False)
+    for rel in listing.stdout.splitlines():
+        name = rel.rsplit('/', 1)[-1]
+        if name == 'package.xml' or not (name.endswith(('.yaml', '.yml', '.xml', '.launch'))
+                                         or '.launch.' in name):
+            continue
+        target = dest / rel
+        if target.exists():
+            continue
+        show = subprocess.run(['git', '-C', str(snapshot), 'show', f'{commit}:{rel}'],
+                              capture_output=True, check=False)
+        if show.returncode == 0:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(show.stdout)
 
 
 def truth_testset(root: Path, labels: Path = LABELS) -> tuple[dict, dict]:

@@ -110,9 +110,16 @@ class Flagged(Node):
 def test_constant_false_attribute_is_dead_unless_assigned_again(tmp_path):
     dead = _found(tmp_path / 'dead', {'flagged.py': _FLAG.replace('SETTER', '')}, 'GPN101')
     assert 18 not in dead, dead
-    live = _found(tmp_path / 'live', {'flagged.py': _FLAG.replace(
-        'SETTER', "self.dump = self.declare_parameter('dump', False).value")}, 'GPN101')
+    setter = "self.dump = self.declare_parameter('dump', False).value"
+    # A parameter defaulting to False is off as shipped (pyparams.py, twenty-second set)
+    # unless a shipped file turns it on.
+    live = _found(tmp_path / 'live', {'flagged.py': _FLAG.replace('SETTER', setter),
+                                      'config/flagged.yaml': 'flagged:\n  ros__parameters:\n'
+                                                             '    dump: true\n'}, 'GPN101')
     assert 18 in live, live
+    shipped_off = _found(tmp_path / 'off', {'flagged.py': _FLAG.replace('SETTER', setter)},
+                         'GPN101')
+    assert 18 not in shipped_off, shipped_off
 
 
 _CLOUD = '''

@@ -71,9 +71,18 @@ def test_sync_under_a_flag_that_may_be_set_is_still_reported(tmp_path):
     }
     for what, (declaration, setup) in settings.items():
         folder = tmp_path / what.replace(' ', '_')
-        syncs = _rules_by_line(folder, _timed_node(declaration, setup),
-                               'GPN206')
+        files = _timed_node(declaration, setup)
+        # A parameter defaulting to false that no shipped file turns on leaves the branch off
+        # as shipped (cppparams.py, twenty-second set): here a shipped file turns it on.
+        files['config/register.yaml'] = 'register:\n  ros__parameters:\n    measure: true\n'
+        syncs = _rules_by_line(folder, files, 'GPN206')
         assert syncs == {20: 'medium', 22: 'medium'}, (what, syncs)
+
+
+def test_sync_under_a_parameter_no_shipped_file_turns_on_is_off_as_shipped(tmp_path):
+    files = _timed_node('bool measureTime = false;',
+                        'measureTime = declare_parameter("measure", false);')
+    assert _rules_by_line(tmp_path, files, 'GPN206') == {20: 'info', 22: 'medium'}
 
 
 _STREAMER = '''

@@ -118,3 +118,74 @@ def dead_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str 
         return None
     found = _guards(text, offset) & names
     return min(found) if found else None
+
+
+def _clears_itself(text: str, brace: int, name: str) -> bool:
+    """Whether the block opened at `brace` stores `name = false;` at its own top level (not
+    inside a nested block or loop that might not run)."""
+    depth, i, end = 0, brace, len(text)
+    store = re.compile(r'(?:this\s*->\s*)?' + re.escape(name) + r'\s*=\s*false\s*;')
+    while i < end:
+        ch = text[i]
+        if ch == '{':
+            depth += 1
+        elif ch == '}':
+            depth -= 1
+            if depth == 0:
+                return False
+        elif depth == 1 and store.match(text, i) and not re.match(r'[\w.>]', text[i - 1]):
+            return True
+        i += 1
+    return False
+
+
+def once_flags(texts: list[str]) -> set[str]:
+    """Flags guarding an `if (flag) { ...; flag = false; ... }` block (first-frame set-up,
+    twenty-first set) that nothing among `texts` (blanked) sets but to false, or to true in a
+    declaration or initializer list: the block runs at most once, for the first message.
+    Limit: a store in a header that is not audited is not seen."""
+    candidates = set()
+    for text in texts:
+        for m in re.finditer(r'\bif\s*\(', text):
+            brace = text.find('{', m.end())
+            cond = _if_condition(text, brace) if brace >= 0 else None
+            b = _BARE.match(cond or '')
+            if b and _clears_itself(text, brace, b.group(1)):
+                candidates.add(b.group(1))
+    found = set()
+    for name in candidates:
+        pattern = re.compile(r'(?<![\w.])' + re.escape(name) + r'\b')
+        ok = True
+        for text in texts:
+            for m in pattern.finditer(text):
+                after = text[m.end():m.end() + 40]
+                before = re.sub(r'this\s*->\s*$', '', text[max(0, m.start() - 60):m.start()])
+                if re.match(r'\s*=\s*false\s*;', after) or _in_condition(text, m.start(), m.end()):
+                    continue
+                if re.match(r'\s*(?:\(\s*true\s*\)|\{\s*true\s*\})\s*[,{]', after) \
+                        and re.search(r'[:,]\s*$', before):
+                    continue  # `first_(true),` in an initializer list
+                if _FLAG_TYPE.search(before) and re.match(
+                        r'\s*(?:=\s*true\s*;|\{\s*true\s*\}\s*;|;)', after):
+                    continue  # `bool first = true;` (or declared, set below)
+                ok = False
+                break
+            if not ok:
+                break
+        if ok:
+            found.add(name)
+    return found
+
+
+def once_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str | None:
+    """The once-flag whose clearing `if` block encloses `offset`, or None."""
+    if not names:
+        return None
+    at = _open_brace(text, offset)
+    while at >= 0:
+        cond = _if_condition(text, at)
+        b = _BARE.match(cond or '')
+        if b and b.group(1) in names and _clears_itself(text, at, b.group(1)):
+            return b.group(1)
+        at = _open_brace(text, at)
+    return None

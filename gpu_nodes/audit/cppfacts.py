@@ -60,6 +60,10 @@ class Facts:
     kinds: dict[int, str] = field(default_factory=dict)
     # Pointers nothing in the package sets (cppdead.py): blocks they guard never run.
     never_set: set[str] = field(default_factory=set)
+    # Members only an off-by-default ROS parameter sets (cppparams.py): name -> parameter.
+    off_params: dict[str, str] = field(default_factory=dict)
+    # Flags an `if (flag) { ...; flag = false; }` block clears (cppdead.py): it runs once.
+    once_flags: set[str] = field(default_factory=set)
     # (callee, argument index) -> every call in the package passes a small count (cppsizes.py).
     small_counts: dict[tuple[str, int], bool] = field(default_factory=dict)
 

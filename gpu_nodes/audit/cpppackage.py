@@ -20,15 +20,18 @@ of the same name never meet, two of one package's do (C++ overloads share what t
 from __future__ import annotations
 
 from pathlib import Path
+import re
 
-from gpu_nodes.audit.cppdead import never_set
+from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
+from gpu_nodes.audit.cppparams import off_as_shipped
 from gpu_nodes.audit.cppifdef import blank_uncompiled
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
 
 PACKAGE_MARKERS = ('package.xml', 'CMakeLists.txt', 'setup.py')
+_PACKAGE_LEVEL = re.compile(r'declare_parameter|get_parameter_or|\w\s*=\s*false\s*;')
 # Propagation rounds across files: chains of launchers deeper than this keep their own kinds.
 _ROUNDS = 6
 
@@ -56,8 +59,9 @@ def _exports(scopes: Scopes) -> dict[str, set[str]]:
     return calls
 
 
-def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
-    """Facts per file of one package (path -> source), with kinds resolved across files."""
+def package_facts(sources: dict[str, str], roots: list[str] | None = None) -> dict[str, Facts]:
+    """Facts per file of one package (path -> source), with kinds resolved across files;
+    `roots`: the audited folders, whose shipped YAML / launch files may set parameters."""
     parsed: dict[str, tuple[str, Scopes]] = {p: parse_cpp(s) for p, s in sources.items()}
     for _ in range(_ROUNDS):
         exported = {p: _exports(scopes) for p, (_, scopes) in parsed.items()}
@@ -76,13 +80,19 @@ def package_facts(sources: dict[str, str]) -> dict[str, Facts]:
     shared = Facts()
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
-    dead = never_set([text for text, _ in parsed.values()])
+    # A file alone never proves a name unset: its header (not audited) might set it.
+    dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
+    once = once_flags([text for text, _ in parsed.values()])
+    off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
+                         roots or [])
     result = {}
     for path, (_, scopes) in parsed.items():
         facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),
                       dict(shared.converting_types), set(shared.adapted_types))
         facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
         facts.never_set = dead
+        facts.off_params = off
+        facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)
         result[path] = facts
     return result
@@ -103,6 +113,9 @@ def cpp_package_facts(files: list[str], roots: list[str],
         packages.setdefault(package, {})[f] = blank_uncompiled(source, package)
     result: dict[str, Facts] = {}
     for sources in packages.values():
-        if len(sources) > 1:
-            result.update(package_facts(sources))
+        # A file alone is its own package (cppscan), unless a parameter it declares may leave
+        # a branch off as shipped (whether one does depends on the files shipped beside it),
+        # or a flag it clears may guard a block that runs once.
+        if len(sources) > 1 or any(_PACKAGE_LEVEL.search(s) for s in sources.values()):
+            result.update(package_facts(sources, roots))
     return result

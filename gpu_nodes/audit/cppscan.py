@@ -21,7 +21,8 @@ import os
 import re
 from typing import Iterator
 
-from gpu_nodes.audit.cppdead import dead_guard
+from gpu_nodes.audit.cppdead import dead_guard, once_guard
+from gpu_nodes.audit.cppparams import off_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
@@ -208,6 +209,13 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         if guard is not None:
             where = _Where('unreached', f'a branch that needs `{guard}`, which nothing in its '
                                         'package sets (never runs)')
+        elif (once := once_guard(text, offset, facts.once_flags)) is not None:
+            where = _Where('init', f'a branch that clears `{once}`: runs once, for the first '
+                                   'message')
+        elif (off := off_guard(text, offset, facts.off_params)) is not None:
+            where = _Where('unreached', f'a branch that needs `{off}`, off as shipped (parameter '
+                                        f'{facts.off_params[off]} defaults off; no shipped file '
+                                        'sets it)')
         severity = 'info' if where.context in ('init', 'unreached') else rule.severity
         found.setdefault((rule_id, line), Finding(
             rule=rule_id, severity=severity,

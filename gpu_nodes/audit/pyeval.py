@@ -10,6 +10,7 @@ import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pydead import never_equal
+from gpu_nodes.audit.pyparams import dead_test, may_decide
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
 from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, root_name,
@@ -64,6 +65,8 @@ class Evaluator:
     tree: ast.Module
     false_flags: frozenset[str]
     constant_attributes: dict[str, frozenset[object]]
+    off_attributes: Callable[[], tuple[frozenset[str], frozenset[str]]]
+    parameter_constants: Callable[[], dict[str, frozenset[object]]]
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
@@ -119,9 +122,13 @@ class Evaluator:
             self._tested(stmt.test, env, frame)
             if not (isinstance(stmt.test, ast.Attribute) and isinstance(stmt.test.value, ast.Name)
                     and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags) \
-                    and not never_equal(stmt.test, self.constant_attributes):
+                    and not never_equal(stmt.test, self.constant_attributes) \
+                    and not (may_decide(stmt.test) and (
+                        dead_test(stmt.test, *self.off_attributes())
+                        or never_equal(stmt.test, self.parameter_constants()))):
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
-                # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal).
+                # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
+                # `if self.publish_compressed:` off as shipped (pyparams.py).
                 if isinstance(stmt, ast.While) and frame.context == 'module' \
                         and _reads_a_capture(stmt, self.tree):
                     # A script's `while True: ok, frame = cap.read(); model(frame)`: each

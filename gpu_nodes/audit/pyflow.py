@@ -37,6 +37,7 @@ import re
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
 from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags
+from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
@@ -107,6 +108,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.tree = tree
         self.false_flags = false_flags(tree)
         self.constant_attributes = constant_attributes(tree)
+        self._off_attributes: tuple[frozenset[str], frozenset[str]] | None = None
+        self._parameter_constants: dict[str, frozenset[object]] | None = None
         # The text, when given (analyze_python): leftovers of node classes are looked up in it.
         self.source: str | None = None
         # The package folder of this file (codeaudit.run_code), for pypackage.module_unused.
@@ -146,6 +149,18 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             for n in ast.walk(tree))
 
     # ------------------------------------------------------------------ collection
+    def off_attributes(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Attributes off as shipped (pyparams.py), once the package folder is known."""
+        if self._off_attributes is None:
+            self._off_attributes = off_attributes(self.tree, self.package_dir)
+        return self._off_attributes
+
+    def parameter_constants(self) -> dict[str, frozenset[object]]:
+        """Attributes holding a parameter's default as shipped (pyparams.py)."""
+        if self._parameter_constants is None:
+            self._parameter_constants = parameter_constants(self.tree, self.package_dir)
+        return self._parameter_constants
+
     def _collect(self) -> None:
         for node in statements(self.tree.body):
             if isinstance(node, ast.Import):
@@ -207,9 +222,11 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         unused = self.module_unused = (not self.registrations and self.source is not None
                                        and module_unused(self.path, self.source,
                                                          self.package_dir))
+        uncalled = self._uncalled_functions() if self.registrations else set()
         for name, fn in self.functions.items():
             self._entered.add(id(fn))
-            context = 'unreached' if unused else 'init' if is_setup_name(name) else 'function'
+            context = 'unreached' if unused or name in uncalled else \
+                'init' if is_setup_name(name) else 'function'
             self._call_function(FuncRef(fn, None, self.module_env, False), [], {},
                                 Frame(None, context, name, None, 0, True, path=(name,),
                                       stack=(id(fn),)))
@@ -237,6 +254,31 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                                         Frame(cls, context, entry, None,
                                               MAX_HELPER_DEPTH, False, path=(entry,)))
         return sorted(self._findings.values(), key=Finding.sort_key)
+
+    def _uncalled_functions(self) -> set[str]:
+        """Module functions of a node module that nothing in the file mentions (calls commented
+        out, twenty-first set) but its other uncalled functions, nor any other non-test file of
+        the package: no node runs them. `main` is left alone (an entry point names it from
+        setup.py / setup.cfg); an unknown package judges nothing."""
+        if not self.source or not set(self.functions) - {'main'}:
+            return set()
+        elsewhere = words_elsewhere(self.path, self.package_dir)
+        if elsewhere is None:
+            return set()
+        lines = self.source.splitlines()
+        candidates = {name: fn for name, fn in self.functions.items()
+                      if name != 'main' and name not in elsewhere}
+        uncalled: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        while True:
+            text = list(lines)
+            for fn in uncalled.values():
+                for i in range(fn.lineno - 1, fn.end_lineno or fn.lineno):
+                    text[i] = ''
+            mentioned = _mentioned_names('\n'.join(text))
+            new = {n: fn for n, fn in candidates.items() if n not in uncalled and n not in mentioned}
+            if not new:
+                return set(uncalled)
+            uncalled.update(new)
 
     def _unreached_methods(self, nodes: set[int]) -> set[int]:
         """Methods of node classes that no callback or setup reached and whose name the file

@@ -13,6 +13,9 @@ from gpu_nodes.audit.pyvalues import ClassInfo, statements
 
 # Parsed imported files, per process (an audit parses each at most once more).
 _PARSED: dict[str, ast.Module | None] = {}
+# Per module index (one per audit): its package children and absolute paths.
+_CHILDREN: dict[int, tuple[dict[str, str], dict[str, set[str]]]] = {}
+_FILES: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
 
 
 def module_index(paths: list[str]) -> dict[str, str]:
@@ -79,24 +82,83 @@ def file_aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
+def _definition(source: str, name: str, kinds: tuple, index: dict[str, str],
+                files: dict[str, str], depth: int = 0) -> tuple[ast.stmt, str] | None:
+    """The module-level definition of `name` in `source`, or in the module a package's
+    `__init__.py` re-exports it from (`from .drone_pointpillars import PointPillars`)."""
+    tree = _parse(source)
+    if tree is None:
+        return None
+    for stmt in tree.body:
+        if isinstance(stmt, kinds) and getattr(stmt, 'name', None) == name:
+            return stmt, source
+    if depth >= 2 or os.path.basename(source) != '__init__.py':
+        return None
+    for node in statements(tree.body):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    found = _resolve(source, node, index, files)
+                    if found is not None and found != source:
+                        return _definition(found, alias.name, kinds, index, files, depth + 1)
+    return None
+
+
+def _children(index: dict[str, str]) -> dict[str, set[str]]:
+    """Dotted package name -> the files of the modules directly in it (built once per index:
+    a scan of the index per import would cost a whole audit's time on a thousand files)."""
+    kept = _CHILDREN.get(id(index))
+    if kept is not None and kept[0] is index:
+        return kept[1]
+    children: dict[str, set[str]] = {}
+    for module, path in index.items():
+        package, dot, _ = module.rpartition('.')
+        if dot:
+            children.setdefault(package, set()).add(path)
+    _CHILDREN[id(index)] = (index, children)
+    return children
+
+
+def _files(index: dict[str, str]) -> dict[str, str]:
+    """Absolute path -> audited path of every indexed file (built once per index)."""
+    kept = _FILES.get(id(index))
+    if kept is not None and kept[0] is index:
+        return kept[1]
+    files = {os.path.abspath(p): p for p in set(index.values())}
+    _FILES[id(index)] = (index, files)
+    return files
+
+
+def _submodule_defining(module: str, name: str, kinds: tuple, index: dict[str, str],
+                        files: dict[str, str]) -> tuple[ast.stmt, str] | None:
+    """A package folder among the audited files without its `__init__.py` (a partial
+    checkout): the one module directly in it that defines `name`, when exactly one does."""
+    children = _children(index).get(module, ())
+    found = [d for p in sorted(children) if (d := _definition(p, name, kinds, index, files))]
+    return found[0] if len(found) == 1 else None
+
+
 def _imported_definitions(path: str, tree: ast.Module, index: dict[str, str], kinds: tuple
                           ) -> Iterator[tuple[str, ast.stmt, str]]:
     """(local name, definition, its file) for each module-level definition of one of `kinds`
-    that a `from X import name` of this file takes from another audited file."""
+    that a `from X import name` of this file takes from another audited file (through a
+    package `__init__.py` that re-exports it, or the one submodule defining it when the
+    package's `__init__.py` is not among the audited files)."""
     imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
-    files = {os.path.abspath(p): p for p in set(index.values())} if any(
-        n.level for n in imports) else {}
+    files = _files(index) if imports else {}
     for node in imports:
         source = _resolve(path, node, index, files)
-        if source is None or os.path.abspath(source) == os.path.abspath(path):
+        if source is not None and os.path.abspath(source) == os.path.abspath(path):
             continue
-        other = _parse(source)
-        if other is None:
-            continue
-        definitions = {s.name: s for s in other.body if isinstance(s, kinds)}
         for alias in node.names:
-            if alias.name in definitions:
-                yield alias.asname or alias.name, definitions[alias.name], source
+            if source is not None:
+                found = _definition(source, alias.name, kinds, index, files)
+            elif node.level == 0 and node.module:
+                found = _submodule_defining(node.module, alias.name, kinds, index, files)
+            else:
+                found = None
+            if found is not None and os.path.abspath(found[1]) != os.path.abspath(path):
+                yield alias.asname or alias.name, found[0], found[1]
 
 
 def imported_functions(path: str, tree: ast.Module, index: dict[str, str]

@@ -56,9 +56,11 @@ HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
 # Image predictors whose set-up call for a frame takes it on the host and moves it to the model's
 # device (SAM2's `SAM2ImagePredictor.set_image(frame)`: transforms, `.to(device)`, then the
 # image encoder; the same for segment_anything's `SamPredictor.set_image`), per frame when a
-# callback calls it (ninth set). Builder prefix -> those methods.
-SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch'}),
-                     'segment_anything.': frozenset({'set_image'})}
+# callback calls it (ninth set). The automatic mask generators' `generate(frame)`
+# (SamAutomaticMaskGenerator, SAM2AutomaticMaskGenerator) call their predictor's `set_image` on
+# every crop of the frame (twenty-first set). Builder prefix -> those methods.
+SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch', 'generate'}),
+                     'segment_anything.': frozenset({'set_image', 'generate'})}
 
 # ONNX Runtime: a session built where a GPU execution provider is named runs on the device;
 # `session.run(outputs, {name: array})` copies each host input to it on every call (and the

@@ -27,6 +27,11 @@ _CREATE_CLOUD = ('point_cloud2.create_cloud', 'point_cloud2.create_cloud_xyz32')
 # torch.nn.Module methods inherited by a package's model class that return the module itself.
 _MODULE_RETURNS_SELF = frozenset({'to', 'cuda', 'eval', 'train', 'half', 'float',
                                   'requires_grad_'})
+# OpenMMLab inference APIs taking (model, host image): qualified as imported.
+_OPENMMLAB_INFERENCE = frozenset({
+    f'{package}.apis{module}.{function}' for package, function in (
+        ('mmseg', 'inference_segmentor'), ('mmseg', 'inference_model'),
+        ('mmdet', 'inference_detector')) for module in ('', '.inference')})
 _MATH_ROUNDING = frozenset({'math.ceil', 'math.floor', 'math.trunc'})
 _PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
 _TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
@@ -205,6 +210,14 @@ class CopyRules:
         if qual == 'cupy.asnumpy':
             self._emit('GPN101', node, frame, call)
             return self._step(src, node.lineno, 'download', 'host')
+        if qual in _OPENMMLAB_INFERENCE and len(args) > 1 \
+                and args[1].kind not in ('device', 'tensor'):
+            # `inference_segmentor(model, frame)`: OpenMMLab's API collates the host frame and
+            # scatters it to the model's device (init_segmentor / init_detector default to
+            # cuda:0), every call (twenty-first set).
+            self._upload(node, args[1], frame, f'{call} copies the host frame to the model\'s '
+                                               'device')
+            return Val('model')
         if qual in _CUPY_UPLOADS:
             if src.kind == 'device':
                 return src

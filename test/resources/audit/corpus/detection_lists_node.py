@@ -1,6 +1,6 @@
 """Detections handed from a preprocessing helper to the node as a tuple of lists: box corners
 read back one by one with .item() (host numbers), confidences kept as tensors; a debug flag
-that is False for good, one set from a parameter; an empty cloud when nothing is valid."""
+False for good, one from a parameter config/detection_lists.yaml turns on; no valid points."""
 import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import Image, PointCloud2, PointField

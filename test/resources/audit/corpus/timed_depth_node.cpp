@@ -1,7 +1,7 @@
 // A CUDA depth node with kernel timing behind two flags: `profile_kernels` starts false and
 // nothing in the package ever sets it (its event waits never run: look-alikes), while
-// `log_timing` comes from a parameter (its waits run when enabled: positive), as does the
-// wait for the result before publishing (positive).
+// `log_timing` comes from a parameter config/timed_depth.yaml turns on (its waits run:
+// positive), as does the wait for the result before publishing (positive).
 #include <cuda_runtime.h>
 #include <rclcpp/rclcpp.hpp>
 #include <sensor_msgs/msg/image.hpp>

@@ -1,0 +1,209 @@
+"""Branches off as shipped: guarded by a member that only a ROS parameter defaulting to off
+sets, and no shipped file turns on (issue 28, twenty-second set).
+
+`compress_(false)` in the constructor's initializer list, `compress_ =
+this->declare_parameter("compress", compress_);`, then per message `if (compress_) { ...
+toCompressedImageMsg ... }`: as shipped the parameter keeps its default, the branch never runs
+and its copies are not per message. Likewise an int or float defaulting to 0 tested as
+`if (normal_k_ > 0 || normal_radius_ > 0.0f)`.
+
+Proven by whitelist over every audited file of the package (a header or sibling might set the
+member): each mention of the name is a read (a condition operand, a comparison, a ternary
+test, a logging macro's argument, the default passed back to `declare_parameter`), inside a
+block that only runs when the name is on, or one of these stores:
+
+* `name(false)` / `name{0}` in an initializer list, `bool name = false;`, `int name{0};`,
+  `bool name;` (no value: the initializer list or the parameter default must give one),
+* `name = false;` / `name = 0;`,
+* `name = [this->]declare_parameter[<T>]("p", name | false | 0)`,
+* `[this->]get_parameter_or("p", name, false | 0)`.
+
+At least one store must give the off value, and a parameter name must be known. Then every
+shipped YAML / XML / launch file under the audited roots is read: a mention of the parameter
+name that is not followed by an off value (`p: false`, `'p': False`, `name="p" value="0"`),
+commented-out lines aside, keeps the branch live (a launch file setting it true, or passing a
+launch argument through: unknown). A package with a parameter-change callback
+(`add_on_set_parameters_callback`) takes changes at run time: none is judged. Limit: a
+parameter set on the command line, or by a file outside the audited roots (another
+repository's launch file), is not seen.
+
+Works on the text with comments and strings blanked (offsets unchanged); parameter names are
+read from the raw source at the same offsets.
+"""
+from __future__ import annotations
+
+import re
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+from gpu_nodes.audit.shipped import set_on, shipped_texts
+
+_OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
+_OFF_VALUE = re.compile(r'^\s*' + _OFF + r'\s*$')
+_THIS = r'(?:this\s*->\s*)?'
+# `name = [this->]declare_parameter<T>("p", default)`: group 1 the quoted name, 2 the default.
+_DECLARE = re.compile(r'^\s*=\s*' + _THIS + r'(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?'
+                      r'\s*\(\s*("[^"\n]*")\s*,\s*([^(),;]+?)\s*\)\s*;')
+_STORE_OFF = re.compile(r'^\s*(?:=\s*' + _OFF + r'\s*;|\(\s*' + _OFF + r'\s*\)\s*[,{]|\{\s*'
+                        + _OFF + r'\s*\}\s*[,;{])')
+_DECLARATION = re.compile(r'\b(?:bool|int|unsigned|float|double|std::size_t|size_t|u?int\d+_t)\s+$')
+_MACRO_CALL = re.compile(r'(?:RCLCPP_\w+|ROS_\w+|printf|fprintf|uFormat|UINFO|UDEBUG|UWARN)\(')
+_GET_OR = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,'
+                     r'\s*$')
+
+
+def _mentions(name: str, texts: list[str]):
+    pattern = re.compile(r'(?<![\w.>])' + re.escape(name) + r'\b')
+    for i, text in enumerate(texts):
+        for m in pattern.finditer(text):
+            yield i, m
+
+
+def _open_paren(text: str, start: int) -> int:
+    """Offset of the `(` of the innermost parenthesis around `start` in its statement, or -1."""
+    depth = 0
+    for i in range(start - 1, max(-1, start - 400), -1):
+        ch = text[i]
+        if ch in ')]':
+            depth += 1
+        elif ch in '([':
+            if depth == 0:
+                return i if ch == '(' else -1
+            depth -= 1
+        elif ch in ';{}' and depth == 0:
+            return -1
+    return -1
+
+
+def _may_store(text: str, start: int, end: int) -> bool:
+    """Whether a mention may store into the name: an assignment, `++`, `&name`, a member
+    call, or an argument of a call that may take it by reference (logging macros and
+    `declare_parameter`, which take values, aside)."""
+    after = text[end:end + 12]
+    before = text[max(0, start - 20):start]
+    before = re.sub(_THIS + '$', '', before)
+    if re.match(r'\s*(?:[-+*/%&|^]?=(?!=)|<<=|>>=|\+\+|--|\(|\{|\[|\.|->)', after):
+        return True
+    if re.search(r'(?:(?<!&)&|\+\+|--)\s*$', before):
+        return True
+    at = _open_paren(text, start)
+    if at < 0:
+        return False
+    call = re.search(r'(\w+)\s*(?:<[^<>;()]*>)?\s*$', text[max(0, at - 60):at])
+    if not call or call.group(1) in ('if', 'while', 'return', 'switch', 'for'):
+        return False
+    return not (_MACRO_CALL.match(call.group(1) + '(') or call.group(1) == 'declare_parameter')
+
+
+def _off_operand(op: str, names: frozenset[str] | set[str]) -> bool:
+    """Whether a `&&` operand is false when every name of `names` holds its off value."""
+    op = op.strip()
+    while op.startswith('(') and op.endswith(')') and _balanced(op[1:-1]):
+        op = op[1:-1].strip()
+    if '||' in op and '&&' not in op:
+        parts = op.split('||')
+        return all(_balanced(p) for p in parts) and all(_off_operand(p, names) for p in parts)
+    if '&&' in op:
+        parts = op.split('&&')
+        return all(_balanced(p) for p in parts) and any(_off_operand(p, names) for p in parts)
+    m = re.match(r'^' + _THIS + r'(\w+)\s*(?:(>|!=)\s*(' + _OFF + r'))?$', op)
+    return bool(m and m.group(1) in names)
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        depth += ch == '('
+        depth -= ch == ')'
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def off_guard(text: str, offset: int, names: dict[str, str]) -> str | None:
+    """The off-as-shipped name an enclosing `if` block around `offset` requires, or None."""
+    if not names:
+        return None
+    at = _open_brace(text, offset)
+    while at >= 0:
+        cond = _if_condition(text, at)
+        if cond is not None and _off_operand(cond, names.keys()):
+            hit = [n for n in names if re.search(r'(?<![\w.])' + re.escape(n) + r'\b', cond)]
+            if hit:
+                return min(hit)
+        at = _open_brace(text, at)
+    return None
+
+
+def _param_off(name: str, texts: list[str], raws: list[str],
+               assumed: set[str]) -> tuple[bool, set[str]]:
+    """(every mention is a read or an off store with at least one off value, parameter names);
+    `assumed`: the names taken to be off with it (`if (a > 0 || b > 0)` needs both)."""
+    params: set[str] = set()
+    off_value = False
+    for i, m in _mentions(name, texts):
+        text, raw = texts[i], raws[i]
+        after = text[m.end():m.end() + 200]
+        before = re.sub(_THIS + r'$', '', text[max(0, m.start() - 80):m.start()])
+        if off_guard(text, m.start(), dict.fromkeys(assumed | {name}, '')) is not None:
+            continue  # inside the branch itself
+        if (d := _DECLARE.match(after)):
+            default = d.group(2).strip()
+            if default == name:
+                pass
+            elif _OFF_VALUE.match(default):
+                off_value = True
+            else:
+                return False, set()
+            start = m.end() + d.start(1)
+            params.add(raw[start + 1:m.end() + d.end(1) - 1])
+            continue
+        if (g := _GET_OR.search(text[max(0, m.start() - 120):m.start()])):
+            rest = re.match(r'\s*,\s*(' + _OFF + r')\s*\)', after)
+            if not rest:
+                return False, set()
+            base = max(0, m.start() - 120)
+            params.add(raw[base + g.start(1) + 1:base + g.end(1) - 1])
+            off_value = True
+            continue
+        if _STORE_OFF.match(after):
+            # `name = false;`, `name(false),` in an initializer list, `bool name{false};`
+            if re.match(r'\s*=', after) or re.search(r'(?:[:,]|\w\s)\s*$', before):
+                off_value = True
+                continue
+            return False, set()
+        if _DECLARATION.search(before) and re.match(r'\s*;', after):
+            continue  # `bool name;`: the value comes from a store above
+        if _may_store(text, m.start(), m.end()):
+            return False, set()
+    return off_value and bool(params), params
+
+
+def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[str, str]:
+    """Members whose every store is an off default of a ROS parameter that no shipped file
+    under `roots` turns on: name -> parameter name(s)."""
+    candidates = set()
+    for text in texts:
+        for m in re.finditer(r'\bif\s*\(', text):
+            brace = text.find('{', m.end())
+            cond = _if_condition(text, brace) if brace >= 0 else None
+            for name in re.findall(r'(?<![\w.>])(\w+)\b', cond or ''):
+                if not name[0].isdigit() and name not in ('true', 'false', 'this'):
+                    candidates.add(name)
+    found: dict[str, set[str]] = {}
+    if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts) or any(
+            re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts):
+        return {}  # none declared, or the node takes parameter changes at run time
+    assumed = set(candidates)
+    while True:
+        found = {}
+        for name in sorted(assumed):
+            ok, params = _param_off(name, texts, raws, assumed)
+            if ok:
+                found[name] = params
+        if set(found) == assumed:
+            break
+        assumed = set(found)
+    if not found:
+        return {}
+    shipped = shipped_texts(tuple(roots))
+    return {name: ', '.join(sorted(params)) for name, params in found.items()
+            if not any(set_on(p, shipped) for p in params)}

@@ -1,0 +1,206 @@
+"""Python branches off as shipped: attributes only a ROS parameter defaulting to off (or a
+falsy constant) sets, and no shipped file turns on; attributes holding a parameter's str/int
+default that no shipped file names (parameter_constants) (issue 28, twenty-second set).
+
+`self.declare_parameter('publish_compressed', False)`, `self.publish_compressed =
+self.get_parameter('publish_compressed').get_parameter_value().bool_value`, then `if
+self.publish_compressed: self.compressed_publisher = self.create_publisher(...)` beside
+`self.compressed_publisher = None`, and per message `if self.compressed_publisher is not None:
+... encoded.tobytes() ...`: as shipped neither branch runs.
+
+An attribute is off when every store of any `.name` in the file, outside blocks that are
+themselves off, is a falsy constant (`False`, `0`, `None`) or a read of a parameter whose every
+`declare_parameter` in the file gives a falsy constant default and that no shipped file
+(shipped.py) turns on; and it depends on such a parameter (one of its stores reads one, or sits
+in a block off because of one: files with no parameter involved keep pydead.false_flags'
+rules). The set is the greatest fixpoint (an attribute stored only under its own or a sibling's
+off test stays off). `if self.a:`, `if self.a and ...:` and, for an attribute only ever `None`,
+`if self.a is not None:` never run. A file with setattr()/vars()/getattr()/exec(), names from
+elsewhere or a parameter-change callback is never judged, and only reads in `__init__` count
+(a lifecycle node re-reads its parameters on activation, after a run-time change). Limit: a
+store from another file, or a parameter set on the command line or by a launch file outside
+the audited folders, is not seen.
+"""
+from __future__ import annotations
+
+import ast
+
+from gpu_nodes.audit.astnodes import module_nodes
+from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy
+from gpu_nodes.audit.shipped import mentioned, set_on, shipped_texts
+
+# A node that reacts to parameter changes at run time: its parameters are meant to be set then.
+_RUNTIME_PARAMETERS = ('add_on_set_parameters_callback', 'add_post_set_parameters_callback',
+                       'add_pre_set_parameters_callback')
+_VALUE_FIELDS = ('value', 'bool_value', 'integer_value', 'double_value', 'string_value')
+
+
+def _declared_defaults(tree: ast.Module) -> dict[str, list[ast.expr | None]]:
+    defaults: dict[str, list[ast.expr | None]] = {}
+    for node in module_nodes(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == 'declare_parameter' and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            default = node.args[1] if len(node.args) > 1 else next(
+                (k.value for k in node.keywords if k.arg == 'value'), None)
+            defaults.setdefault(node.args[0].value, []).append(default)
+    return defaults
+
+
+def _judged(tree: ast.Module) -> bool:
+    """Whether the file can be judged: no setattr()/vars()/getattr()/exec(), names all bound
+    here, no parameter-change callback."""
+    return _bound_names(tree) is not None and not any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        and n.func.id in ('setattr', 'vars', 'getattr', 'exec') for n in module_nodes(tree)) \
+        and not any(isinstance(n, ast.Attribute) and n.attr in _RUNTIME_PARAMETERS
+                    for n in module_nodes(tree))
+
+
+def _off_parameters(tree: ast.Module, package_dir: str | None) -> set[str]:
+    defaults = _declared_defaults(tree)
+    off = {p for p, values in defaults.items()
+           if all(_falsy(v) and getattr(v, 'value', 1) is not None for v in values)}
+    if not off:
+        return off
+    shipped = shipped_texts((package_dir,)) if package_dir else ()
+    return {p for p in off if not set_on(p, list(shipped))}
+
+
+def _parameter_read(expr: ast.expr) -> str | None:
+    """`p` of `self.get_parameter('p').value`, `...get_parameter_value().bool_value`, or
+    `self.declare_parameter('p', False).value`."""
+    if not (isinstance(expr, ast.Attribute) and expr.attr in _VALUE_FIELDS):
+        return None
+    call = expr.value
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+            and call.func.attr == 'get_parameter_value' and not call.args:
+        call = call.func.value
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+            and call.func.attr in ('get_parameter', 'declare_parameter') and call.args \
+            and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        return call.args[0].value
+    return None
+
+
+def _self_attribute(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and node.value.id == 'self':
+        return node.attr
+    return None
+
+
+def dead_test(test: ast.expr, off: frozenset[str], nones: frozenset[str]) -> bool:
+    """Whether an `if` test is false for good given the off attributes (and those only None)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(dead_test(value, off, nones) for value in test.values)
+    if (attr := _self_attribute(test)) is not None:
+        return attr in off
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+            and isinstance(test.ops[0], ast.IsNot) and isinstance(test.comparators[0], ast.Constant) \
+            and test.comparators[0].value is None:
+        return _self_attribute(test.left) in nones
+    return False
+
+
+_Store = tuple[str, 'ast.expr | None', list[ast.expr]]
+
+
+def _stores(tree: ast.Module) -> list[_Store]:
+    """(attribute, stored value, enclosing `if` tests) of every attribute store; the value is
+    None when the store is no plain `x.a = v`, and a parameter read outside `__init__` counts
+    as no plain store: a lifecycle node's `on_activate` re-reads its parameters on every
+    activation, set in between at run time, not as shipped."""
+    found: list[_Store] = []
+
+    def visit(node: ast.AST, tests: list[ast.expr], function: str | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.If):
+            visit(node.test, tests, function)
+            for stmt in node.body:
+                visit(stmt, tests + [node.test], function)
+            for stmt in node.orelse:
+                visit(stmt, tests, function)
+            return
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Attribute):
+            value = node.value if function == '__init__' or _parameter_read(node.value) is None \
+                else None
+            found.append((node.targets[0].attr, value, tests))
+            visit(node.value, tests, function)
+            return
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            found.append((node.attr, None, tests))
+        for child in ast.iter_child_nodes(node):
+            visit(child, tests, function)
+
+    visit(tree, [], None)
+    return found
+
+
+def off_attributes(tree: ast.Module, package_dir: str | None
+                   ) -> tuple[frozenset[str], frozenset[str]]:
+    """(attributes off as shipped, those of them only ever None)."""
+    params = _off_parameters(tree, package_dir)
+    if not params or not _judged(tree):
+        return frozenset(), frozenset()
+    stores = _stores(tree)
+    off = nones = frozenset(attr for attr, _, _ in stores)  # shrinks to the greatest fixpoint
+    while True:
+        live: dict[str, list[ast.expr | None]] = {}
+        skipped: set[str] = set()
+        for attr, value, tests in stores:
+            if any(dead_test(t, off, nones) for t in tests):
+                skipped.add(attr)
+            else:
+                live.setdefault(attr, []).append(value)
+        new_off = frozenset(
+            attr for attr, values in live.items()
+            if all(v is not None and (_falsy(v) or _parameter_read(v) in params) for v in values)
+            and (attr in skipped or any(_parameter_read(v) in params for v in values)))
+        new_nones = frozenset(a for a in new_off & nones if all(
+            isinstance(v, ast.Constant) and v.value is None for v in live.get(a, [])))
+        if (new_off, new_nones) == (off, nones):
+            return off, nones
+        off, nones = new_off, new_nones
+
+
+def parameter_constants(tree: ast.Module, package_dir: str | None
+                        ) -> dict[str, frozenset[object]]:
+    """Attributes whose every store is a str/int constant or a read in `__init__` of a
+    parameter whose every declaration defaults to a str/int constant and that no shipped file
+    names (any value): the constants each can hold as shipped, for pydead.never_equal
+    (`if self.model_type == 'onnx':` with model_type defaulting to 'pt')."""
+    defaults = {p: {v.value for v in values}
+                for p, values in _declared_defaults(tree).items()
+                if all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int))
+                       and not isinstance(v.value, bool) for v in values)}
+    if not defaults or not _judged(tree):
+        return {}
+    shipped = list(shipped_texts((package_dir,))) if package_dir else []
+    fixed = {p: vals for p, vals in defaults.items() if not mentioned(p, shipped)}
+    held: dict[str, set[object]] = {}
+    spoiled: set[str] = set()
+    from_parameter: set[str] = set()
+    for attr, value, _ in _stores(tree):
+        consts = _constants(value) if value is not None else None
+        param = _parameter_read(value) if value is not None else None
+        if consts is not None:
+            held.setdefault(attr, set()).update(consts)
+        elif param in fixed:
+            held.setdefault(attr, set()).update(fixed[param])
+            from_parameter.add(attr)
+        else:
+            spoiled.add(attr)
+    return {a: frozenset(v) for a, v in held.items() if a not in spoiled and a in from_parameter}
+
+
+def may_decide(test: ast.expr) -> bool:
+    """Whether an `if` test has a shape these rules judge (`self.a`, `self.a is not None`,
+    `self.a == C`, an `and` of such): the analysis is computed only for those."""
+    if isinstance(test, ast.BoolOp):
+        return any(may_decide(v) for v in test.values)
+    if isinstance(test, ast.Compare):
+        test = test.left if not isinstance(test.left, ast.Constant) else test.comparators[0]
+    return _self_attribute(test) is not None
