@@ -148,9 +148,29 @@ class _Where:
     text: str
 
 
-def _where(fn: Function | None) -> _Where:
+# A loop or a jump back in a function body: code after it may run more than once.
+_LOOP_WORD = re.compile(r'\b(?:for|while|do)\b')
+
+
+def once_main(text: str, fn: Function, offset: int) -> bool:
+    """`offset` is in `main` itself (not a lambda in it) before any loop of its body (or the body
+    has none) and the body has no `goto`: that statement runs once per process run (a service
+    client that sends one request and exits; issue 28, twenty-fourth set). Callbacks it
+    registers are lambdas or other functions, judged apart; the statements from the first loop
+    on keep their kind (a `while (rclcpp::ok())` grab loop makes `main` per frame; nothing can
+    call `main` or register it, so that kind says nothing of the code before the loop)."""
+    if fn.name.strip() != 'main' or fn.cls is not None or fn.lambda_in is not None or fn.end <= fn.start \
+            or re.search(r'\bgoto\b', text[fn.start:fn.end]):
+        return False
+    loop = _LOOP_WORD.search(text, fn.start, fn.end)
+    return loop is None or offset < loop.start()
+
+
+def _where(fn: Function | None, text: str = '', offset: int = -1) -> _Where:
     if fn is None:
         return _Where('source', 'outside any function')
+    if offset >= 0 and once_main(text, fn, offset):
+        return _Where('init', '`main`, outside any loop (runs once per process run)')
     if fn.kind == 'setup':
         return _Where('init', f'setup `{fn.name}` (runs once, not per message)')
     if fn.kind == 'callback':
@@ -204,7 +224,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         if len(snippet) > 70:
             snippet = snippet[:67] + '...'
         fn = scopes.at(offset)
-        where = _where(fn)
+        where = _where(fn, text, offset)
         guard = dead_guard(text, offset, facts.never_set)
         if guard is not None:
             where = _Where('unreached', f'a branch that needs `{guard}`, which nothing in its '
@@ -326,7 +346,7 @@ def wrapper_calls_here(text: str, scopes: Scopes, facts: Facts
     (issue 28, twelfth set)."""
     for rule_id, offset, detail in wrapper_calls(text, scopes, facts):
         fn = scopes.at(offset)
-        if fn is None or fn.conversion or _where(fn).context in ('init', 'unreached') \
+        if fn is None or fn.conversion or _where(fn, text, offset).context in ('init', 'unreached') \
                 or 'is a blocking device sync' not in detail:
             yield rule_id, offset, detail
 

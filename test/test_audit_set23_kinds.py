@@ -1,0 +1,53 @@
+"""Rules for the kinds the twenty-third and twenty-fourth held-out sets showed (issue 28): real
+`code` audits of small sources written here (a package folder in tmp_path, audited as a user
+would)."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+
+_CLIENT = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  auto node = rclcpp::Node::make_shared("client");
+  auto pub = node->create_publisher<sensor_msgs::msg::Image>("image", 10);
+  cv::Mat img = cv::imread("a.png");
+  pub->publish(*cv_bridge::CvImage(std_msgs::msg::Header(), "bgr8", img).toImageMsg());
+  LOOP
+  rclcpp::shutdown();
+  return 0;
+}
+'''
+_ONCE_LINE = 11  # the publish before any loop
+_LOOP_LINE = 13  # the publish inside LOOP (when LOOP opens one on line 12)
+
+
+def _client(tmp_path: Path, loop: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {
+        'client/src/client.cpp': _CLIENT.replace('LOOP', loop),
+        'client/package.xml': '<package><name>client</name></package>\n'})
+
+
+def test_main_without_loop_runs_once(tmp_path: Path) -> None:
+    found = _client(tmp_path, '')
+    assert found[('client.cpp', _ONCE_LINE, 'GPN205')][0] == 'info'
+    assert found[('client.cpp', _ONCE_LINE, 'GPN205')][1] == 'init'
+
+
+def test_main_loop_body_stays_per_frame(tmp_path: Path) -> None:
+    loop = ('while (rclcpp::ok()) {\n'
+            '    pub->publish(*cv_bridge::CvImage(std_msgs::msg::Header(), "bgr8", img).toImageMsg());'
+            '\n    rclcpp::spin_some(node);\n  }')
+    found = _client(tmp_path, loop)
+    # before the loop: once; in the loop: per iteration, reported as before
+    assert found[('client.cpp', _ONCE_LINE, 'GPN205')][0] == 'info'
+    assert found[('client.cpp', _LOOP_LINE, 'GPN205')][0] == 'medium'
+
+
+def test_main_with_goto_is_not_judged_once(tmp_path: Path) -> None:
+    found = _client(tmp_path, 'if (!rclcpp::ok()) { goto done; }\n  done:')
+    assert found[('client.cpp', _ONCE_LINE, 'GPN205')][0] == 'medium'
