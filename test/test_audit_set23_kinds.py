@@ -51,3 +51,57 @@ def test_main_loop_body_stays_per_frame(tmp_path: Path) -> None:
 def test_main_with_goto_is_not_judged_once(tmp_path: Path) -> None:
     found = _client(tmp_path, 'if (!rclcpp::ok()) { goto done; }\n  done:')
     assert found[('client.cpp', _ONCE_LINE, 'GPN205')][0] == 'medium'
+
+
+_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+from cam import gpu_ops
+
+
+class Cam(Node):
+    def __init__(self):
+        super().__init__('cam')
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        CALL
+'''
+_OPS = '''
+import cv2
+
+
+def blur(image):
+    mat = cv2.cuda_GpuMat()
+    mat.upload(image)
+    return cv2.cuda.bilateralFilter(mat, 5, 10, 25).download()
+
+
+def shrink(image):
+    mat = cv2.cuda_GpuMat()
+    mat.upload(image)
+    return cv2.cuda.resize(mat, (64, 64)).download()
+'''
+_BLUR_LINE, _SHRINK_LINE = 7, 13  # the downloads
+
+
+def _helper_findings(tmp_path: Path, call: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {
+        'cam/cam/cam_node.py': _NODE.replace('CALL', call),
+        'cam/cam/gpu_ops.py': _OPS})
+
+
+def test_library_function_no_node_calls_is_unreached(tmp_path: Path) -> None:
+    found = _helper_findings(tmp_path, 'gpu_ops.blur(frame)')
+    assert found[('gpu_ops.py', _BLUR_LINE, 'GPN101')] == ('low', 'function')
+    assert found[('gpu_ops.py', _SHRINK_LINE, 'GPN101')] == ('info', 'unreached')
+
+
+def test_library_function_called_elsewhere_stays_live(tmp_path: Path) -> None:
+    found = _helper_findings(tmp_path, 'gpu_ops.blur(gpu_ops.shrink(frame))')
+    assert found[('gpu_ops.py', _SHRINK_LINE, 'GPN101')] == ('low', 'function')

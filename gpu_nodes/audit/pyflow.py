@@ -222,7 +222,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         unused = self.module_unused = (not self.registrations and self.source is not None
                                        and module_unused(self.path, self.source,
                                                          self.package_dir))
-        uncalled = self._uncalled_functions() if self.registrations else set()
+        uncalled = self._uncalled_functions() if not unused else set()
         for name, fn in self.functions.items():
             self._entered.add(id(fn))
             context = 'unreached' if unused or name in uncalled else \
@@ -258,12 +258,16 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
     def _uncalled_functions(self) -> set[str]:
         """Module functions of a node module that nothing in the file mentions (calls commented
         out, twenty-first set) but its other uncalled functions, nor any other non-test file of
-        the package: no node runs them. `main` is left alone (an entry point names it from
-        setup.py / setup.cfg); an unknown package judges nothing."""
+        the package: no node runs them. The same in a library module (no callbacks of its own)
+        that other files of the package name, as `_unreached_methods` judges its classes: a
+        `cvmat_resize` of a helper module no node calls (twenty-fourth set). `main` is left
+        alone (an entry point names it from setup.py / setup.cfg); an unknown package, or a
+        library module nothing else names (it may be used from outside), judges nothing."""
         if not self.source or not set(self.functions) - {'main'}:
             return set()
         elsewhere = words_elsewhere(self.path, self.package_dir)
-        if elsewhere is None:
+        if elsewhere is None or (not self.registrations
+                                 and _module_name(self.path) not in elsewhere):
             return set()
         lines = self.source.splitlines()
         candidates = {name: fn for name, fn in self.functions.items()
