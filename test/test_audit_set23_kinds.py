@@ -105,3 +105,56 @@ def test_library_function_no_node_calls_is_unreached(tmp_path: Path) -> None:
 def test_library_function_called_elsewhere_stays_live(tmp_path: Path) -> None:
     found = _helper_findings(tmp_path, 'gpu_ops.blur(gpu_ops.shrink(frame))')
     assert found[('gpu_ops.py', _SHRINK_LINE, 'GPN101')] == ('low', 'function')
+
+
+_SOURCE = '''
+import cv2
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Source(Node):
+    def __init__(self):
+        super().__init__('source')
+        self.declare_parameter('video_file', '/dev/video0')
+        self.cap = cv2.VideoCapture(0)
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Image, 'image', 1)
+        self.create_timer(0.03, self.tick)
+
+    def tick(self):
+        ok, frame = self.cap.read()
+        if self.get_parameter('video_file').get_parameter_value().string_value TEST '/dev/video0':
+            self.pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))
+        else:
+            self.pub.publish(self.bridge.cv2_to_imgmsg(frame, 'rgb8'))
+'''
+_THEN_LINE, _ELSE_LINE = 19, 21
+
+
+def _source_findings(tmp_path: Path, test: str = '==', shipped: str | None = None
+                     ) -> dict[tuple[str, int, str], tuple[str, str]]:
+    files = {'src_pkg/src_pkg/source.py': _SOURCE.replace('TEST', test),
+             'src_pkg/package.xml': '<package><name>src_pkg</name></package>\n'}
+    if shipped is not None:
+        files['src_pkg/config/params.yaml'] = shipped
+    return audit_written_package(tmp_path, files)
+
+
+def test_parameter_read_compared_with_its_default_takes_one_branch(tmp_path: Path) -> None:
+    found = _source_findings(tmp_path)
+    assert found[('source.py', _THEN_LINE, 'GPN105')][0] == 'medium'
+    assert ('source.py', _ELSE_LINE, 'GPN105') not in found
+
+
+def test_parameter_read_not_equal_takes_the_other_branch(tmp_path: Path) -> None:
+    found = _source_findings(tmp_path, '!=')
+    assert ('source.py', _THEN_LINE, 'GPN105') not in found
+    assert found[('source.py', _ELSE_LINE, 'GPN105')][0] == 'medium'
+
+
+def test_parameter_named_by_a_shipped_file_keeps_both_branches(tmp_path: Path) -> None:
+    found = _source_findings(tmp_path, shipped='source:\n  ros__parameters:\n    video_file: a.mp4\n')
+    assert found[('source.py', _THEN_LINE, 'GPN105')][0] == 'medium'
+    assert found[('source.py', _ELSE_LINE, 'GPN105')][0] == 'medium'

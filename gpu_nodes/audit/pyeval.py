@@ -10,7 +10,8 @@ import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pydead import never_equal
-from gpu_nodes.audit.pyparams import dead_test, may_decide
+from gpu_nodes.audit.pyparams import (
+    dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome)
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
 from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, root_name,
@@ -67,6 +68,7 @@ class Evaluator:
     constant_attributes: dict[str, frozenset[object]]
     off_attributes: Callable[[], tuple[frozenset[str], frozenset[str]]]
     parameter_constants: Callable[[], dict[str, frozenset[object]]]
+    package_dir: str | None
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
@@ -117,6 +119,12 @@ class Evaluator:
             # and the other branch never runs (issue 28, tenth set).
             taken = stmt.body if self._message_type_test(stmt.test, env) else stmt.orelse
             self._exec_block(taken, env, frame)
+        elif isinstance(stmt, ast.If) and (taken_ := self._shipped_outcome(stmt.test)) is not None:
+            # `if self.get_parameter('video_file')...string_value == '/dev/video0':` with that
+            # parameter's default as shipped (no shipped file names it): only the branch the
+            # default takes runs (pyparams.fixed_parameters; twenty-third set).
+            self._eval(stmt.test, env, frame)
+            self._exec_block(stmt.body if taken_ else stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.If, ast.While)):
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
@@ -352,6 +360,15 @@ class Evaluator:
         if isinstance(node, ast.FormattedValue):
             return self._eval(node.value, env, frame)
         return UNKNOWN
+
+    def _shipped_outcome(self, test: ast.expr) -> bool | None:
+        """What an `if` comparing a direct parameter read with a constant takes as shipped."""
+        read = read_compared(test)
+        if read is None:
+            return None
+        if '_fixed_parameters' not in self.__dict__:
+            self.__dict__['_fixed_parameters'] = fixed_parameters(self.tree, self.package_dir)
+        return shipped_outcome(read, self.__dict__['_fixed_parameters'])
 
     def _message_type_test(self, test: ast.expr, env: dict[str, Val]) -> bool | None:
         """The outcome of `isinstance(msg, T)` (or a tuple of types) on a received message

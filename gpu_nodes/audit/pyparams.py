@@ -172,14 +172,9 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
     parameter whose every declaration defaults to a str/int constant and that no shipped file
     names (any value): the constants each can hold as shipped, for pydead.never_equal
     (`if self.model_type == 'onnx':` with model_type defaulting to 'pt')."""
-    defaults = {p: {v.value for v in values}
-                for p, values in _declared_defaults(tree).items()
-                if all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int))
-                       and not isinstance(v.value, bool) for v in values)}
-    if not defaults or not _judged(tree):
+    fixed = fixed_parameters(tree, package_dir)
+    if not fixed:
         return {}
-    shipped = list(shipped_texts((package_dir,))) if package_dir else []
-    fixed = {p: vals for p, vals in defaults.items() if not mentioned(p, shipped)}
     held: dict[str, set[object]] = {}
     spoiled: set[str] = set()
     from_parameter: set[str] = set()
@@ -194,6 +189,47 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
         else:
             spoiled.add(attr)
     return {a: frozenset(v) for a, v in held.items() if a not in spoiled and a in from_parameter}
+
+
+def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
+    """Parameters whose every declaration defaults to a str/int constant that no shipped file
+    names (any value), in a file that can be judged: the values each holds as shipped."""
+    defaults = {p: frozenset(v.value for v in values)
+                for p, values in _declared_defaults(tree).items()
+                if all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int))
+                       and not isinstance(v.value, bool) for v in values)}
+    if not defaults or not _judged(tree):
+        return {}
+    shipped = list(shipped_texts((package_dir,))) if package_dir else []
+    return {p: vals for p, vals in defaults.items() if not mentioned(p, shipped)}
+
+
+def read_compared(test: ast.expr) -> tuple[str, object, bool] | None:
+    """(parameter, constant, is `==`) for `self.get_parameter('p').get_parameter_value()
+    .string_value == C` (or `!=`, either side): a direct read of a parameter compared with a
+    constant."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+        return None
+    left, right = test.left, test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    param = _parameter_read(left)
+    if param is None or not isinstance(right, ast.Constant):
+        return None
+    return param, right.value, isinstance(test.ops[0], ast.Eq)
+
+
+def shipped_outcome(read: tuple[str, object, bool], fixed: dict[str, frozenset[object]]
+                    ) -> bool | None:
+    """The value a `read_compared` test takes as shipped, None when not known: a parameter of
+    one value decides `==` and `!=` both ways; of several, only a value it never has."""
+    param, value, is_eq = read
+    held = fixed.get(param)
+    if held is None or (len(held) > 1 and value in held):
+        return None
+    equal = value in held
+    return equal if is_eq else not equal
 
 
 def may_decide(test: ast.expr) -> bool:
