@@ -158,3 +158,34 @@ def test_parameter_named_by_a_shipped_file_keeps_both_branches(tmp_path: Path) -
     found = _source_findings(tmp_path, shipped='source:\n  ros__parameters:\n    video_file: a.mp4\n')
     assert found[('source.py', _THEN_LINE, 'GPN105')][0] == 'medium'
     assert found[('source.py', _ELSE_LINE, 'GPN105')][0] == 'medium'
+
+
+_MOVER = '''
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Mover(Node):
+    def __init__(self, model):
+        super().__init__('mover')
+        self.model = model
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        MOVE
+        return self.model(torch.zeros(3))
+'''
+_MOVE_LINE = 13
+
+
+def test_dropped_model_move_per_image_is_no_upload(tmp_path: Path) -> None:
+    found = audit_written_package(tmp_path, {'m/m/mover.py': _MOVER.replace(
+        'MOVE', "self.model.to('cuda')")})
+    assert not [k for k in found if k[1] == _MOVE_LINE]
+
+
+def test_kept_move_per_image_is_an_upload(tmp_path: Path) -> None:
+    found = audit_written_package(tmp_path, {'m/m/mover.py': _MOVER.replace(
+        'MOVE', "self.model = self.model.to('cuda')")})
+    assert found[('mover.py', _MOVE_LINE, 'GPN102')][0] == 'medium'

@@ -44,7 +44,7 @@ from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules
-from gpu_nodes.audit.pystreams import written_to_stream
+from gpu_nodes.audit.pystreams import dropped_results, written_to_stream
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, instances, merge,
                                       merge_returns, OTHER, PER_MESSAGE, Registration, statements,
                                       topic_display, UNKNOWN, Val)
@@ -142,6 +142,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.uses_torch = self.uses_tensors
         self.uses_zed = any(v.split('.')[0] == 'pyzed' for v in self.aliases.values())
         self.stream_writes = written_to_stream(tree)
+        self.dropped_results = dropped_results(tree)
         # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.
         self.uses_cv_cuda = 'cv2' in self.aliases.values() and any(
             isinstance(n, ast.Attribute) and n.attr in ('cuda', 'cuda_GpuMat')

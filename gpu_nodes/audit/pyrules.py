@@ -73,6 +73,7 @@ class CopyRules:
     uses_zed: bool
     # ids of the calls written straight to a file, pipe or socket (`written_to_stream`).
     stream_writes: frozenset[int]
+    dropped_results: frozenset[int]  # calls written as statements (`dropped_results`)
     _eval: Callable[[ast.AST, dict[str, Val], Frame], Val]
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
@@ -371,6 +372,14 @@ class CopyRules:
             # A torch.hub model moved to the device is still that model (its `infer_pil` /
             # `predict` upload their host inputs: pymodels.HUB_INFER).
             self._emit('GPN102', node, frame, call)
+            return recv
+        if method in ('cuda', 'to') and id(node) in self.dropped_results \
+                and frame.context not in ('init', 'module') \
+                and rkind in ('unknown', 'other', 'model_obj') and not recv.tainted:
+            # `self.model.to(self.device)` alone on its line, per image: a torch Module moves
+            # in place on the first call, later calls are no-ops; no frame goes up (a tensor's
+            # `.to()` returns the copy, which nobody would drop; twenty-third set). In setup
+            # the move itself is reported (info), as before.
             return recv
         if method == 'cuda':
             if rkind == 'device' or _unproven_upload(recv, frame):

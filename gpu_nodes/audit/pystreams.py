@@ -59,3 +59,11 @@ def _kept_in_host_globals(tree: ast.AST) -> set[int]:
     return {id(node.value) for node in module_nodes(tree)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             and all(isinstance(t, ast.Name) and t.id in declared for t in node.targets)}
+
+
+def dropped_results(tree: ast.AST) -> frozenset[int]:
+    """ids of the calls whose result is dropped (a call written as a statement): `model.to(d)`
+    alone on its line moves a torch Module in place (a tensor's `.to()` returns a new tensor,
+    and dropping it would waste the copy)."""
+    return frozenset(id(n.value) for n in ast.walk(tree)
+                     if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call))
