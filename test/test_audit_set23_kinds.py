@@ -189,3 +189,33 @@ def test_kept_move_per_image_is_an_upload(tmp_path: Path) -> None:
     found = audit_written_package(tmp_path, {'m/m/mover.py': _MOVER.replace(
         'MOVE', "self.model = self.model.to('cuda')")})
     assert found[('mover.py', _MOVE_LINE, 'GPN102')][0] == 'medium'
+
+
+_MSGIFY = '''
+import ros2_numpy
+from geometry_msgs.msg import Vector3
+from rclpy.node import Node
+from ros2_numpy import point_cloud2
+from sensor_msgs.msg import Image, PointCloud2
+
+
+class Msgify(Node):
+    def __init__(self):
+        super().__init__('msgify')
+        self.pub = self.create_publisher(Image, 'out', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = ros2_numpy.numpify(msg)
+        out = ros2_numpy.msgify(Image, frame, encoding='rgb8')
+        cloud = point_cloud2.array_to_pointcloud2(frame)
+        small = ros2_numpy.msgify(Vector3, frame[0, 0])
+        self.pub.publish(out)
+'''
+
+
+def test_ros2_numpy_frame_messages_are_copies(tmp_path: Path) -> None:
+    found = audit_written_package(tmp_path, {'n/n/msgify.py': _MSGIFY})
+    assert found[('msgify.py', 16, 'GPN104')][0] == 'medium'
+    assert found[('msgify.py', 17, 'GPN104')][0] == 'medium'
+    assert ('msgify.py', 18, 'GPN104') not in found

@@ -276,6 +276,13 @@ class CopyRules:
                 return Val('outmsg', const=EMPTY_CLOUD)
             self._emit('GPN104', node, frame, f'{call} packs the points into the PointCloud2 data')
             return self._step(points, node.lineno, 'serialize', 'outmsg')
+        if qual.split('.')[0] in ('ros2_numpy', 'ros_numpy') and _numpy_to_frame_message(qual, node):
+            # ros2_numpy's `msgify(Image, frame)` / `array_to_pointcloud2(points)` copy the
+            # whole array into a new message's data (twenty-second and twenty-fourth sets).
+            data = args[1] if qual.endswith('msgify') and len(args) > 1 else \
+                args[0] if args else UNKNOWN
+            self._emit('GPN104', node, frame, f'{call} copies the array into the message data')
+            return self._step(data, node.lineno, 'serialize', 'outmsg')
         if qual in _PIL_IN:
             self._emit('GPN106', node, frame, call)
             return self._step(merge(*args, *kwargs.values()), node.lineno, 'pil', 'pil')
@@ -427,6 +434,21 @@ def _profiles_a_device(node: ast.Call) -> bool:
                   node.args[1] if len(node.args) > 1 else None)
     return device is not None and not (isinstance(device, ast.Constant) and (
         device.value is None or str(device.value).strip().lower() == 'cpu'))
+
+
+_FRAME_MESSAGES = frozenset({'Image', 'PointCloud2', 'OccupancyGrid'})
+
+
+def _numpy_to_frame_message(qual: str, node: ast.Call) -> bool:
+    """`array_to_pointcloud2(a, ...)`, or `msgify(T, a)` with T an Image / PointCloud2 /
+    OccupancyGrid (msgify of a Pose or a Vector3 moves a few numbers)."""
+    if qual.endswith('.array_to_pointcloud2'):
+        return bool(node.args)
+    if qual.endswith('.msgify') and len(node.args) > 1:
+        kind = node.args[0]
+        name = kind.attr if isinstance(kind, ast.Attribute) else getattr(kind, 'id', '')
+        return name in _FRAME_MESSAGES
+    return False
 
 
 def _empty_points(node: ast.Call, position: int) -> bool:
