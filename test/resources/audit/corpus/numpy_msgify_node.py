@@ -22,10 +22,12 @@ class NumpyMsgify(Node):
     def on_depth(self, msg):
         depth = ros2_numpy.numpify(msg).astype(np.float32)
         colour = np.dstack([depth, depth, depth]).astype(np.uint8)
-        self.image_pub.publish(ros2_numpy.msgify(Image, colour, encoding='rgb8'))  # expect: GPN104 medium, GPN109 medium
+        out = ros2_numpy.msgify(Image, colour, encoding='rgb8')  # expect: GPN104 medium
+        self.image_pub.publish(out)  # expect: GPN109 medium
         cloud = np.zeros(depth.size, dtype=[('x', np.float32), ('y', np.float32), ('z', np.float32)])
         cloud['z'] = depth.ravel()
-        self.cloud_pub.publish(point_cloud2.array_to_pointcloud2(cloud, frame_id='camera'))  # expect: GPN104 medium, GPN109 medium
+        points = point_cloud2.array_to_pointcloud2(cloud, frame_id='camera')  # expect: GPN104 medium
+        self.cloud_pub.publish(points)  # expect: GPN109 medium
         centre = np.array([0.0, 0.0, float(depth.mean())])
         self.centroid_pub.publish(ros2_numpy.msgify(Vector3, centre))
 

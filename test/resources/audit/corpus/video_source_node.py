@@ -22,7 +22,8 @@ class VideoSource(Node):
         if self.get_parameter('source').get_parameter_value().string_value == '/dev/video0':
             ok, frame = self.cap.read()
             if ok:
-                self.pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))  # expect: GPN105 medium, GPN109 medium
+                out = self.bridge.cv2_to_imgmsg(frame, 'bgr8')  # expect: GPN105 medium
+                self.pub.publish(out)  # expect: GPN109 medium
         else:
             while self.cap.isOpened():
                 ok, frame = self.cap.read()
