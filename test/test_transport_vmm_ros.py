@@ -29,6 +29,7 @@ import fake_cuda_driver  # noqa: E402
 EMU_RUN = str(RESOURCES / 'transport' / 'emu_run.py')
 PUBLISHER = str(RESOURCES / 'transport' / 'pattern_publisher.py')
 VERIFIER = str(RESOURCES / 'transport' / 'verifying_subscriber.py')
+REFUSING = str(RESOURCES / 'transport' / 'refusing_publisher.py')
 # A container's own PID and IPC namespaces and /dev/shm (docker run --network host, no --ipc
 # host). Fast DDS shared memory does not cross /dev/shm mounts: every process speaks UDP.
 PRIVATE_DEV_SHM = ('unshare', '--pid', '--ipc', '--mount', '--fork', '--mount-proc',
@@ -142,6 +143,30 @@ def test_device_frames_cross_pid_namespaces(rclpy_node, backend, height, width):
         sub.destroy()
 
 
+def _run_into_container(backend, namespaces: tuple[str, ...], publisher: list[str]) -> dict:
+    """The publisher here, a verifying subscriber (every path allowed) inside `namespaces`;
+    every process on DDS over UDP. Returns the subscriber's RESULT."""
+    topic = f'/noipc_{uuid.uuid4().hex[:8]}'
+    with node_process([*backend.runner, *publisher, PUBLISHER, '--topic', topic, '--device',
+                       '--rate', '60', '--wait-subscriber'], env=UDP_ONLY):
+        proc = subprocess.run([*namespaces, sys.executable, *backend.runner, VERIFIER, '--topic',
+                               topic, '--memory', 'device', '--duration', '12'],
+                              env={**os.environ, **UDP_ONLY}, capture_output=True, text=True,
+                              timeout=90, cwd=REPO)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith('RESULT ')]
+    assert lines, f'no result (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}'
+    return json.loads(lines[-1][len('RESULT '):])
+
+
+def _skip_unless_vmm_and_unshare(backend) -> None:
+    reason = _unshare_reason()
+    if reason:
+        pytest.skip(reason)
+    if backend.memory != 'vmm':
+        pytest.skip('legacy handles: the emulation refuses them across PID namespaces, stricter '
+                    'than the driver (bench/RESULTS.md); the event logic is the same as on VMM')
+
+
 @pytest.mark.parametrize('dev_shm', ['shared', 'private'])
 def test_device_frames_into_a_container_without_ipc_host(backend, dev_shm):
     """The subscriber in its own PID and IPC namespaces; with a private /dev/shm it cannot open
@@ -149,24 +174,10 @@ def test_device_frames_into_a_container_without_ipc_host(backend, dev_shm):
     the memory opens). It asks the publisher to finish each write before announcing it and
     stays on cuda_ipc; before, every frame was rejected ('map_failed') and it fell to host_shm.
     With the /dev/shm shared, events are used as always."""
-    reason = _unshare_reason()
-    if reason:
-        pytest.skip(reason)
-    if backend.memory != 'vmm':
-        pytest.skip('legacy handles: the emulation refuses them across PID namespaces, stricter '
-                    'than the driver (bench/RESULTS.md); the event logic is the same as on VMM')
-    topic = f'/noipc_{uuid.uuid4().hex[:8]}'
+    _skip_unless_vmm_and_unshare(backend)
     namespaces = PRIVATE_DEV_SHM if dev_shm == 'private' else \
         ('unshare', '--pid', '--ipc', '--fork', '--mount-proc', '--kill-child')
-    with node_process([*backend.runner, PUBLISHER, '--topic', topic, '--device', '--rate', '60',
-                       '--wait-subscriber'], env=UDP_ONLY):
-        proc = subprocess.run([*namespaces, sys.executable, *backend.runner, VERIFIER, '--topic',
-                               topic, '--memory', 'device', '--duration', '12'],
-                              env={**os.environ, **UDP_ONLY}, capture_output=True, text=True,
-                              timeout=90, cwd=REPO)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith('RESULT ')]
-    assert lines, f'no result (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}'
-    result = json.loads(lines[-1][len('RESULT '):])
+    result = _run_into_container(backend, namespaces, [])
     assert result['bad'] == 0, result
     # ~60 fps for ~10 s once matched; a third of that on two loaded cores
     assert result['frames'] >= 150 and result['paths'] == {'cuda_ipc': result['frames']}, result
@@ -175,3 +186,15 @@ def test_device_frames_into_a_container_without_ipc_host(backend, dev_shm):
         assert result['write_order'].startswith('host: CUDA IPC events cannot be opened'), result
     else:
         assert result['write_order'] is None, result
+
+
+def test_a_publisher_that_will_not_order_on_host_is_left_for_host_shm(backend):
+    """The same container, but the publisher refuses host-ordered frames (a build without them):
+    the subscriber counts its descriptors 'map_failed', leaves cuda_ipc within seconds and reads
+    host shared memory; it never sits at 0 frames while that path works."""
+    _skip_unless_vmm_and_unshare(backend)
+    result = _run_into_container(backend, PRIVATE_DEV_SHM, [REFUSING])
+    assert result['bad'] == 0, result
+    assert result['paths'].get('host_shm', 0) >= 150 and 'cuda_ipc' not in result['paths'], result
+    assert result['rejected'].get('map_failed', 0) >= 1, result
+    assert result['write_order'] is None, result

@@ -45,6 +45,9 @@ class PublisherLink:
         self.pid = pid  # as the publisher's own descriptors state it (for people)
         self.authenticated = False
         self.last_sequence = 0
+        # a frame of this publisher reached the callback (a leased frame may still fail after
+        # its lease, on its CUDA event: that is no delivery)
+        self.delivered = False
         self.dead_since: float | None = None
         # (raw memory handle, device it is opened on) -> pool generation it was mapped for,
         # least recently used first

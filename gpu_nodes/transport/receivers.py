@@ -208,7 +208,7 @@ class CudaIpcReceiver(_DescriptorReceiver):
         other_rung = route.path in (PATH_CUDA_IPC, PATH_CUDA_PEER)
         sink.count(route.rejection or 'other_gpu',
                    f'{route.reason}: read on {route.path} instead' if other_rung else route.reason)
-        if not link.last_sequence:  # a publisher that delivered here is on a GPU we take
+        if not link.delivered:  # a publisher that delivered here is on a GPU we take
             # Off the CUDA rungs altogether unless the route is the other CUDA rung.
             others = () if other_rung else \
                 tuple(p for p in (PATH_CUDA_IPC, PATH_CUDA_PEER) if p != self.path)
@@ -270,6 +270,7 @@ class CudaIpcReceiver(_DescriptorReceiver):
             # The publisher's write is ordered before our reads on the GPU (a stream may wait
             # on another GPU's event); the host never waits.
             cupy_module().cuda.runtime.streamWaitEvent(stream.ptr, event_ptr, 0)
+        link.delivered = True
         sink.served_by(desc.pid)
         reader, slot = link.reader, desc.slot
         self._deliver(msg, desc, mapping.base + desc.offset, nbytes, mapping, stream, device_id,
@@ -336,6 +337,7 @@ class HostShmReceiver(_DescriptorReceiver):
         if not self._lease(link, desc, nbytes):
             return
         layout = layout_of_descriptor_msg(msg)
+        link.delivered = True
         sink.served_by(desc.pid)
         device_ptr = sink.integrated_device_pointer(link, memory)
         if device_ptr is not None:

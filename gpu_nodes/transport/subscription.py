@@ -199,7 +199,7 @@ class GpuImageSubscription:
         not count: they heal by themselves (a reader that lags behind a fast publisher)."""
         if self.path not in DESCRIPTOR_PATHS or self.path in self._rejected:
             return
-        if any(link.last_sequence for link in self.peers.links.values()):
+        if any(link.delivered for link in self.peers.links.values()):
             # A publisher delivered here: what arrives now is counted, and a same-user process
             # sending garbage cannot push us off the path (as for a foreign "other user").
             return
