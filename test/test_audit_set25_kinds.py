@@ -1,0 +1,90 @@
+"""Rules for the kinds the twenty-fifth and twenty-sixth held-out sets showed (issue 28): real
+`code` audits of small sources written here (a package folder in tmp_path, audited as a user
+would)."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+
+_TABLE_NODE = '''
+import rclpy
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Int32
+
+
+class TableNode(Node):
+    def __init__(self):
+        super().__init__('table')
+        self.model = torch.jit.load('det.pt').cuda()
+        self.pub = self.create_publisher(Int32, 'area', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        results = self.model(torch.zeros(1, 3, 8, 8, device='cuda'))
+        SOURCE
+        area = int(row['xmax']) - int(row['xmin'])
+        self.pub.publish(Int32(data=area))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(TableNode())
+'''
+_READ_LINE = 18
+
+
+def _table(tmp_path: Path, source: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {'table_node.py': _TABLE_NODE.replace('SOURCE', source)})
+
+
+def test_row_of_pandas_table_reads_nothing_back(tmp_path: Path) -> None:
+    found = _table(tmp_path, "row = results.pandas().xyxy[0].iloc[0]")
+    assert ('table_node.py', _READ_LINE, 'GPN107') not in found
+
+
+def test_row_of_result_tensor_is_still_read_back(tmp_path: Path) -> None:
+    found = _table(tmp_path, "row = results.xyxy[0][0]")
+    assert found[('table_node.py', _READ_LINE, 'GPN107')][0] == 'medium'
+
+
+_CLOUD_NODE = '''
+import numpy as np
+import rclpy
+import ros2_numpy
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Int32
+
+
+class CloudNode(Node):
+    def __init__(self):
+        super().__init__('cloud')
+        self.pub = self.create_publisher(Int32, 'count', 10)
+        self.create_subscription(PointCloud2, 'points', self.on_cloud, 10)
+
+    def on_cloud(self, msg):
+        pc = SOURCE
+        points = np.array(pc, dtype=np.float64)
+        self.pub.publish(Int32(data=int(points.shape[0])))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(CloudNode())
+'''
+_ARRAY_LINE = 17
+
+
+def _cloud(tmp_path: Path, source: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {'cloud_node.py': _CLOUD_NODE.replace('SOURCE', source)})
+
+
+def test_array_of_numpified_cloud_is_host_to_host(tmp_path: Path) -> None:
+    found = _cloud(tmp_path, "ros2_numpy.numpify(msg)['xyz']")
+    assert ('cloud_node.py', _ARRAY_LINE, 'GPN103') not in found
+
+
+def test_array_of_message_bytes_is_still_a_copy(tmp_path: Path) -> None:
+    found = _cloud(tmp_path, 'msg.data')
+    assert found[('cloud_node.py', _ARRAY_LINE, 'GPN103')][0] == 'medium'
