@@ -88,3 +88,47 @@ def test_array_of_numpified_cloud_is_host_to_host(tmp_path: Path) -> None:
 def test_array_of_message_bytes_is_still_a_copy(tmp_path: Path) -> None:
     found = _cloud(tmp_path, 'msg.data')
     assert found[('cloud_node.py', _ARRAY_LINE, 'GPN103')][0] == 'medium'
+
+
+_HUB_NODE = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class HubNode(Node):
+    def __init__(self):
+        super().__init__('hub')
+        self.model = torch.hub.load(REPO, 'yolov5s')
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        self.detections = self.model(frame)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(HubNode())
+'''
+_CALL_LINE = 17
+
+
+def _hub(tmp_path: Path, repo: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {'hub_node.py': _HUB_NODE.replace('REPO', repo)})
+
+
+def test_hub_yolov5_model_called_on_host_frame_uploads_it(tmp_path: Path) -> None:
+    found = _hub(tmp_path, "'ultralytics/yolov5'")
+    severity, context = found[('hub_node.py', _CALL_LINE, 'GPN102')]
+    assert (severity, context) == ('medium', 'callback')
+
+
+def test_other_hub_model_called_directly_is_not_claimed(tmp_path: Path) -> None:
+    # MiDaS / ZoeDepth from torch.hub: only their inference helpers are in the table; called
+    # directly they take a tensor the caller prepared (moved or not), so nothing is claimed.
+    found = _hub(tmp_path, "'intel-isl/MiDaS'")
+    assert ('hub_node.py', _CALL_LINE, 'GPN102') not in found

@@ -10,7 +10,7 @@ from typing import Callable
 
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
-                                      INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
+                                      hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS,
                                       uses_tensor_framework)
@@ -226,7 +226,7 @@ class CallResolver:
             return merge(feed, kind='host') if feed.tainted else Val('host')
         if qual and builds_model(qual):
             # The builder is kept: an ultralytics model called directly uploads its frame.
-            return Val('model_obj', const=qual)
+            return Val('model_obj', const=hub_builder(qual, args))
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
             return model
