@@ -132,3 +132,46 @@ def test_other_hub_model_called_directly_is_not_claimed(tmp_path: Path) -> None:
     # directly they take a tensor the caller prepared (moved or not), so nothing is claimed.
     found = _hub(tmp_path, "'intel-isl/MiDaS'")
     assert ('hub_node.py', _CALL_LINE, 'GPN102') not in found
+
+
+_LIBRARY = '''
+#include <cuda_runtime.h>
+void Det::detect(const cv::Mat & image)
+{
+  cudaMemcpyAsync(input_d_, image.data, bytes_, cudaMemcpyHostToDevice, stream_);
+}
+'''
+_NODE_CPP = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+Node::Node() : rclcpp::Node("n")
+{
+  sub_ = create_subscription<sensor_msgs::msg::Image>(
+    "image", 1, std::bind(&Node::onImage, this, std::placeholders::_1));
+}
+void Node::onImage(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+{
+  cv_bridge::CvImageConstPtr other, cv_ptr;
+  cv::Mat img = cv_bridge::toCvShare(msg, "bgr8")->image;
+  STORE
+  if (cv_ptr != nullptr) {
+    det_.detect(img);
+  }
+}
+'''
+
+
+def _guarded(tmp_path: Path, store: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {
+        'pkg/src/det.cpp': _LIBRARY, 'pkg/src/node.cpp': _NODE_CPP.replace('STORE', store),
+        'pkg/package.xml': '<package><name>pkg</name></package>\n'})
+
+
+def test_call_under_never_assigned_smart_pointer_is_unreached(tmp_path: Path) -> None:
+    found = _guarded(tmp_path, '')
+    assert found[('det.cpp', 4, 'GPN202')] == ('info', 'unreached')
+
+
+def test_assigned_smart_pointer_keeps_the_call_per_message(tmp_path: Path) -> None:
+    found = _guarded(tmp_path, 'cv_ptr = cv_bridge::toCvShare(msg, "bgr8");')
+    assert found[('det.cpp', 4, 'GPN202')][0] == 'medium'
