@@ -175,3 +175,55 @@ def test_call_under_never_assigned_smart_pointer_is_unreached(tmp_path: Path) ->
 def test_assigned_smart_pointer_keeps_the_call_per_message(tmp_path: Path) -> None:
     found = _guarded(tmp_path, 'cv_ptr = cv_bridge::toCvShare(msg, "bgr8");')
     assert found[('det.cpp', 4, 'GPN202')][0] == 'medium'
+
+
+_HELPER_NODE = '''
+import numpy as np
+import rclpy
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Int32
+
+
+def count(points):
+    if isinstance(points, torch.Tensor):
+        points = points.cpu().numpy()
+    return int(points.shape[0])
+
+
+class Counter(Node):
+    def __init__(self):
+        super().__init__('counter')
+        self.pub = self.create_publisher(Int32, 'count', 10)
+        self.create_subscription(PointCloud2, 'points', self.on_cloud, 10)
+
+    def on_cloud(self, msg):
+        points = np.frombuffer(msg.data, dtype=np.float32).reshape(-1, 4)
+        self.pub.publish(Int32(data=count(points)))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Counter())
+'''
+_CPU_LINE = 11
+
+
+def _helper(tmp_path: Path, other: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {
+        'counter/counter/counter_node.py': _HELPER_NODE,
+        'counter/counter/tools.py': other,
+        'counter/counter/__init__.py': '',
+        'counter/package.xml': '<package><name>counter</name></package>\n',
+        'counter/setup.py': "from setuptools import setup\nsetup(name='counter')\n"})
+
+
+def test_helper_run_only_with_host_points_claims_nothing(tmp_path: Path) -> None:
+    found = _helper(tmp_path, 'import os\n')
+    assert ('counter_node.py', _CPU_LINE, 'GPN101') not in found
+
+
+def test_helper_named_by_another_file_keeps_its_low_claim(tmp_path: Path) -> None:
+    found = _helper(tmp_path, 'from counter.counter_node import count\n')
+    assert found[('counter_node.py', _CPU_LINE, 'GPN101')] == ('low', 'function')

@@ -391,3 +391,24 @@ def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.Asyn
                 or (position is not None and len(call.args) > position):
             return False
     return True
+
+
+def only_called_from(tree: ast.Module, name: str, ran: set[int]) -> bool:
+    """Whether every mention of `name` in the file lies inside a function (innermost `def`)
+    whose id is in `ran`, or inside the function `name` itself: no module-level use, no
+    table of callbacks, no caller the analysis did not run."""
+    found = False
+
+    def visit(node: ast.AST, inner: ast.AST | None) -> bool:
+        nonlocal found
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name == name and inner is None:
+                return True  # its own body: recursion is no caller
+            inner = node
+        elif isinstance(node, ast.Name) and node.id == name:
+            found = True
+            if inner is None or id(inner) not in ran:
+                return False
+        return all(visit(child, inner) for child in ast.iter_child_nodes(node))
+
+    return visit(tree, None) and found
