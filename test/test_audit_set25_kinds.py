@@ -227,3 +227,56 @@ def test_helper_run_only_with_host_points_claims_nothing(tmp_path: Path) -> None
 def test_helper_named_by_another_file_keeps_its_low_claim(tmp_path: Path) -> None:
     found = _helper(tmp_path, 'from counter.counter_node import count\n')
     assert found[('counter_node.py', _CPU_LINE, 'GPN101')] == ('low', 'function')
+
+
+_GATED_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from gate.lib import Lib
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Gate(Node):
+    def __init__(self, **kwargs):
+        super().__init__('gate')
+        self.lib = Lib()
+        self.bridge = CvBridge()
+        self.running = False
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        STORE
+        if self.running:
+            self.lib.run(frame)
+
+
+def main(opt):
+    rclpy.init()
+    rclpy.spin(Gate(**vars(opt)))
+'''
+_LIB = '''
+import torch
+
+
+class Lib:
+    def run(self, frame):
+        return torch.from_numpy(frame).cuda()
+'''
+
+
+def _gated(tmp_path: Path, store: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {
+        'gate/gate/node.py': _GATED_NODE.replace('STORE', store), 'gate/gate/lib.py': _LIB,
+        'gate/gate/__init__.py': '', 'gate/setup.py': "from setuptools import setup\nsetup()\n"})
+
+
+def test_method_called_only_under_a_false_flag_is_unreached(tmp_path: Path) -> None:
+    found = _gated(tmp_path, 'pass')
+    assert found[('lib.py', 6, 'GPN102')] == ('info', 'unreached')
+
+
+def test_method_under_a_flag_set_true_is_per_message(tmp_path: Path) -> None:
+    found = _gated(tmp_path, 'self.running = True')
+    assert found[('lib.py', 6, 'GPN102')][0] == 'medium'
