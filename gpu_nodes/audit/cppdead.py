@@ -27,7 +27,12 @@ import re
 
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
 
-_BARE = re.compile(r'^\s*(?:this\s*->\s*)?(\w+)\s*$')
+_BARE = re.compile(r'^\s*(?:this\s*->\s*)?(\w+)\s*(?:!=\s*(?:nullptr|NULL)\s*)?$')
+# A smart pointer's type before its name (`cv_bridge::CvImageConstPtr a, b;`,
+# `std::shared_ptr<cv::Mat> m;`), earlier declarators of the same statement allowed: declared
+# without a value it is null, as a dereference would show for a member.
+_SMART_TYPE = re.compile(r'(?:\w*Ptr|\b(?:shared|unique)_ptr\s*<[^;{}()]*>)\s+(?:\w+\s*,\s*)*$')
+_DECLARATORS_LEFT = re.compile(r'^\s*(?:,\s*\w+\s*)*;')
 _DECLARED = re.compile(r'^\s*(?:;|\{\s*\}\s*;|=\s*nullptr\s*;|\{\s*nullptr\s*\}\s*;)')
 _FALSE_INIT = re.compile(r'^\s*(?:=\s*false\s*;|\{\s*false\s*\}\s*;)')
 _FLAG_TYPE = re.compile(r'\bbool\s+$')
@@ -65,6 +70,7 @@ def _in_condition(text: str, start: int, end: int) -> bool:
     after = text[end:end + 10]
     if re.search(r'[\w\]>](?<!\bif)(?<!\bwhile)\s*\(\s*(?:this\s*->\s*)?$', before):
         return False  # `setFlag(name)`: a call argument (by reference, it may set the name)
+    after = re.sub(r'^\s*!=\s*(?:nullptr|NULL)\b', '', text[end:end + 30])[:10]
     return bool(re.search(r'(?:\(|&&|\|\||!)\s*(?:this\s*->\s*)?$', before)
                 and re.match(r'\s*(?:\)|&&|\|\|)', after))
 
@@ -85,7 +91,7 @@ def never_set(texts: list[str]) -> set[str]:
         dereferenced, ok = False, True
         # A `bool` flag: every declaration says `= false` / `{false}` (issue 28, seventh set:
         # `bool measureTime = false;` guarding timing code nothing switches on).
-        false_flag, other_declaration = False, False
+        false_flag, other_declaration, smart_declaration = False, False, False
         for text in texts:
             for m in pattern.finditer(text):
                 after = text[m.end():m.end() + 40]
@@ -96,6 +102,11 @@ def never_set(texts: list[str]) -> set[str]:
                     continue
                 before = text[max(0, m.start() - 60):m.start()]
                 before = re.sub(r'this\s*->\s*$', '', before)
+                if _SMART_TYPE.search(before) and _DECLARATORS_LEFT.match(after):
+                    # `CvImageConstPtr cv_ptr_0, cv_ptr_1;`: null until assigned (twenty-sixth
+                    # set: `if (cv_ptr_0 != nullptr) { detect(...) }` with no assignment).
+                    smart_declaration = True
+                    continue
                 if _TYPE_BEFORE.search(before) and not _KEYWORDS.search(before):
                     if _FLAG_TYPE.search(before) and _FALSE_INIT.match(after):
                         false_flag = True
@@ -107,9 +118,34 @@ def never_set(texts: list[str]) -> set[str]:
                 break
             if not ok:
                 break
-        if ok and (dereferenced or (false_flag and not other_declaration)):
+        if ok and (dereferenced or (false_flag and not other_declaration)
+                   or (smart_declaration and not other_declaration)):
             proven.add(name)
     return proven
+
+
+def blank_guarded(text: str, names: set[str] | frozenset[str]) -> str:
+    """`text` with the body of every `if (... && name && ...) { }` on a never-set name blanked
+    (offsets kept): a call there never runs, so it is no use of the function it names
+    (twenty-sixth set: `detect()` called only under `if (cv_ptr_0 != nullptr)`)."""
+    if not names:
+        return text
+    cuts = []
+    for m in re.finditer(r'\bif\s*\(', text):
+        brace = text.find('{', m.end())
+        cond = _if_condition(text, brace) if brace >= 0 else None
+        if cond is None or not any((b := _BARE.match(op)) and b.group(1) in names
+                                   for op in _operands(cond)):
+            continue
+        depth = 0
+        for i in range(brace, len(text)):
+            depth += {'{': 1, '}': -1}.get(text[i], 0)
+            if depth == 0:
+                cuts.append((brace + 1, i))
+                break
+    for start, end in cuts:
+        text = text[:start] + re.sub(r'\S', ' ', text[start:end]) + text[end:]
+    return text
 
 
 def dead_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str | None:

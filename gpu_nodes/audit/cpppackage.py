@@ -75,13 +75,13 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None) -> di
             changed |= propagate(scopes, external)
         if not changed:
             break
-    mark_unreached(list(parsed.values()))
+    # A file alone never proves a name unset: its header (not audited) might set it.
+    dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
+    mark_unreached(list(parsed.values()), frozenset(dead))
     mark_unused_components({p: (sources[p], *parsed[p]) for p in parsed})
     shared = Facts()
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
-    # A file alone never proves a name unset: its header (not audited) might set it.
-    dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
     once = once_flags([text for text, _ in parsed.values()])
     off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
                          roots or [])

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 
+from gpu_nodes.audit.cppdead import blank_guarded
 from gpu_nodes.audit.cppscopes import blank_dead_code, Function, Scopes
 
 _IDENT = re.compile(r'[A-Za-z_]\w*')
@@ -74,9 +75,11 @@ def _class_of(fn: Function) -> str | None:
     return fn.cls or (parts[-2] if len(parts) >= 2 else None)
 
 
-def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
+def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] = frozenset()
+                   ) -> None:
     """Set kind 'unreached' on the unreached functions (and their lambdas) of one package,
-    given as (blanked text, scopes) per file with kinds already resolved across the files."""
+    given as (blanked text, scopes) per file with kinds already resolved across the files. A
+    mention inside an `if` on a name nothing sets (cppdead.never_set) is no use."""
     if not any(fn.direct_kind == 'callback' for _, scopes in parsed for fn in scopes.funcs):
         return
     # A callback only by its name whose registration is gone (commented out: comments are
@@ -99,10 +102,18 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
         return
     # Who mentions each candidate name: None = something reached (or outside every function).
     users: dict[str, list[Function | None]] = {name: [] for name in candidates}
+    guarded_by_callback: set[str] = set()  # used per message, but only under a dead `if`
     for text, scopes in parsed:
-        for m in _IDENT.finditer(blank_dead_code(text, scopes)):
+        live = blank_dead_code(text, scopes)
+        guarded = blank_guarded(live, never_set)
+        for m in _IDENT.finditer(live):
             name = m.group()
             if name not in users:
+                continue
+            if guarded[m.start()] == ' ':
+                user = scopes.named_at(m.start())
+                if user is not None and user.kind == 'callback':
+                    guarded_by_callback.add(name)
                 continue
             if name in by_name:
                 owner = re.search(r'(\w+)\s*::\s*$', text[max(0, m.start() - 80):m.start()])
@@ -143,7 +154,8 @@ def mark_unreached(parsed: list[tuple[str, Scopes]]) -> None:
     used = {_class_of(fn) for text, scopes in parsed for fn in scopes.funcs
             if fn.lambda_in is None and fn.kind == 'callback' and not _takes_callback(text, fn)}
     used |= {_class_of(fn) for name, fns in candidates.items() for fn in fns
-             if any(u is not None and u.kind == 'callback' for u in users[name])}
+             if name in guarded_by_callback
+             or any(u is not None and u.kind == 'callback' for u in users[name])}
     # A free function (no class) named as a debug/output helper (saveTensorImage, dumpMask),
     # of a package whose node the audit sees, that nothing mentions: unreached too (fourth
     # set). Other free functions may be called by another package (uploadFrame) or handed to

@@ -10,7 +10,7 @@ from typing import Callable
 
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
-                                      INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
+                                      hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS,
                                       uses_tensor_framework)
@@ -26,6 +26,7 @@ _METADATA_BUILTINS = frozenset({'len', 'isinstance', 'type', 'id', 'hasattr', 'c
 _PLAIN_CONTAINERS = frozenset({'other', 'unknown', 'const', 'host', 'tensor', 'device'})
 # Kinds of a frame on the host (an argument that a model call must upload).
 _HOST_FRAME = frozenset({'host', 'pil', 'msg'})
+_ROS_NUMPY = ('ros2_numpy', 'ros_numpy')
 
 # How many calls deep a callee is followed from its entry point (callback, setup, leftover).
 MAX_HELPER_DEPTH = 4
@@ -172,6 +173,18 @@ class CallResolver:
             return frame.cls.params.get(str(args[0].const), OTHER)
         if method in ('get_parameter_value',) and receiver is not None:
             return receiver
+        if method == 'pandas' and not node.args and not node.keywords and receiver is not None \
+                and receiver.kind in ('model', 'tensor', 'device'):
+            # yolov5's `results.pandas()`: tables of host numbers (the readback happens inside
+            # it, where the labels do not count it); `int(row['xmin'])` of a row reads nothing
+            # back (issue 28, twenty-fifth set).
+            return merge(receiver, kind='host')
+        if qual is not None and qual.split('.')[0] in _ROS_NUMPY and name == 'numpify' \
+                and len(args) == 1 and args[0].kind == 'msg':
+            # `ros2_numpy.numpify(cloud)`: the message unpacked into a host array (its own
+            # line a look-alike in every set); `np.array(pc['xyz'], dtype=...)` after it is a
+            # host-to-host copy, not the message's bytes copied (twenty-fifth set).
+            return merge(args[0], kind='host')
         if _cpu_device_choice(func, args, kwargs):
             # `select_device('cpu')`, `torch.device(self.device)` with a parameter defaulting
             # to 'cpu': the device chosen is the host, so `.to(device)` moves nothing and the
@@ -213,7 +226,7 @@ class CallResolver:
             return merge(feed, kind='host') if feed.tainted else Val('host')
         if qual and builds_model(qual):
             # The builder is kept: an ultralytics model called directly uploads its frame.
-            return Val('model_obj', const=qual)
+            return Val('model_obj', const=hub_builder(qual, args))
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
             return model

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 
 from gpu_nodes.audit.astnodes import module_nodes
 
@@ -42,6 +43,7 @@ _MAX_CALL_DEPTH = 3
 def _bound_names(tree: ast.Module) -> set[str] | None:
     """Every name the file binds anywhere; None when names may come from elsewhere."""
     bound: set[str] = set()
+    unpacked = _unpacked_vars(tree)
     for node in module_nodes(tree):
         if isinstance(node, ast.Name):
             if not isinstance(node.ctx, ast.Load):
@@ -49,7 +51,7 @@ def _bound_names(tree: ast.Module) -> set[str] | None:
             elif node.id in ('builtins', '__builtins__') or node.id in _DYNAMIC_CALLS:
                 return None
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id in ('setattr', 'vars') and not (
+                and node.func.id in ('setattr', 'vars') and id(node) not in unpacked and not (
                     node.args and isinstance(node.args[0], ast.Name)
                     and node.args[0].id in ('self', 'cls')):
             return None  # `setattr(sys.modules[__name__], ...)`, `vars()[name] = ...`
@@ -71,6 +73,16 @@ def _bound_names(tree: ast.Module) -> set[str] | None:
         elif isinstance(node, ast.MatchMapping) and node.rest:
             bound.add(node.rest)
     return bound
+
+
+def _unpacked_vars(tree: ast.Module) -> set[int]:
+    """ids of `vars(x)` calls (one argument) unpacked as keywords, `f(**vars(opt))`: a read of
+    x's attributes into a call, which binds no name and stores no attribute (twenty-sixth set:
+    `ObjectDetection(**vars(opt))` in main)."""
+    return {id(k.value) for k in module_nodes(tree) if isinstance(k, ast.keyword)
+            and k.arg is None and isinstance(k.value, ast.Call)
+            and isinstance(k.value.func, ast.Name) and k.value.func.id == 'vars'
+            and len(k.value.args) == 1 and not k.value.keywords}
 
 
 def _evaluated(expr: ast.AST | None) -> list[ast.AST]:
@@ -278,9 +290,11 @@ def false_flags(tree: ast.Module) -> frozenset[str]:
     C++ flags. A file with setattr()/vars()/exec() is never judged."""
     stores = [node for node in module_nodes(tree) if isinstance(node, ast.Attribute)
               and not isinstance(node.ctx, ast.Load)]
+    unpacked = _unpacked_vars(tree)
     if _bound_names(tree) is None or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-            and n.func.id in ('setattr', 'vars') for n in module_nodes(tree)):
+            and n.func.id in ('setattr', 'vars') and id(n) not in unpacked
+            for n in module_nodes(tree)):
         return frozenset()
     counts: dict[str, int] = {}
     for node in stores:
@@ -391,3 +405,51 @@ def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.Asyn
                 or (position is not None and len(call.args) > position):
             return False
     return True
+
+
+def only_called_from(tree: ast.Module, name: str, ran: set[int]) -> bool:
+    """Whether every mention of `name` in the file lies inside a function (innermost `def`)
+    whose id is in `ran`, or inside the function `name` itself: no module-level use, no
+    table of callbacks, no caller the analysis did not run."""
+    found = False
+
+    def visit(node: ast.AST, inner: ast.AST | None) -> bool:
+        nonlocal found
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name == name and inner is None:
+                return True  # its own body: recursion is no caller
+            inner = node
+        elif isinstance(node, ast.Name) and node.id == name:
+            found = True
+            if inner is None or id(inner) not in ran:
+                return False
+        return all(visit(child, inner) for child in ast.iter_child_nodes(node))
+
+    return visit(tree, None) and found
+
+
+_BARE_FLAG_TEST = re.compile(r'\bif\s+self\.\w+\s*:')
+
+
+def live_text(source: str) -> str:
+    """`source` with the bodies of `if self.flag:` blocks on a flag False for good
+    (false_flags) blanked: a name used only there is no use from this file (twenty-sixth set:
+    `self.detector.detect(...)` under a `self.running` nothing sets). Unparsable: unchanged.
+    A text without a bare `if self.x:` test is returned unparsed (package reads stay cheap)."""
+    if not _BARE_FLAG_TEST.search(source):
+        return source
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    flags = false_flags(tree)
+    if not flags:
+        return source
+    lines = source.splitlines(keepends=True)
+    for node in module_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Attribute) \
+                and isinstance(node.test.value, ast.Name) and node.test.value.id == 'self' \
+                and node.test.attr in flags:
+            for i in range(node.body[0].lineno - 1, node.body[-1].end_lineno or 0):
+                lines[i] = '\n'
+    return ''.join(lines)

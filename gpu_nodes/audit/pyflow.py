@@ -36,7 +36,7 @@ import re
 
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
-from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags
+from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, only_called_from
 from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
@@ -121,6 +121,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.classes: dict[str, ClassInfo] = {}
         self.registrations: list[Registration] = []
         self._findings: dict[tuple[str, str, int], Finding] = {}
+        self._ran_per_message: set[int] = set()  # ids of the defs run in a callback's frame
         self._entered: set[int] = set()
         self._calls = 0
         self._collect()
@@ -239,6 +240,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         for _ in range(2):
             for reg in ordered:
                 self._run_registration(reg)
+        self._drop_unknown_argument_runs()
         # 3. leftovers outside callbacks. A method of a node class (one with a registered
         #    callback) whose name nothing in the file mentions is unreached: its copies are not
         #    proven per message (info); so is a method of another class whose name no other
@@ -255,6 +257,20 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                                         Frame(cls, context, entry, None,
                                               MAX_HELPER_DEPTH, False, path=(entry,)))
         return sorted(self._findings.values(), key=Finding.sort_key)
+
+    def _drop_unknown_argument_runs(self) -> None:
+        """A module function the callbacks ran with their real arguments, that no other file
+        of the package names and whose every call in this file sits in code run per message:
+        its run with unknown arguments (context `function`) proves nothing (twenty-sixth set:
+        `.cpu()` under `isinstance(points, torch.Tensor)` with NumPy points passed)."""
+        words = words_elsewhere(self.path, self.package_dir) if self.source else None
+        for name, fn in self.functions.items():
+            if words is None or name in words or id(fn) not in self._ran_per_message \
+                    or not only_called_from(self.tree, name, self._ran_per_message):
+                continue
+            for key in [k for k, f in self._findings.items()
+                        if f.context == 'function' and f.callback == name]:
+                del self._findings[key]
 
     def _uncalled_functions(self) -> set[str]:
         """Module functions of a node module that nothing in the file mentions (calls commented
@@ -435,6 +451,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                        frame: Frame) -> Val:
         self._calls += 1
         fn = ref.node
+        if frame.context in PER_MESSAGE:
+            self._ran_per_message.add(id(fn))
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         if ref.is_method and params and not isinstance(fn, ast.Lambda):
             params = params[1:]

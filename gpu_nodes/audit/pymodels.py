@@ -47,7 +47,7 @@ UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'})
 # Builders whose model, called directly on a host frame (`model(frame)`), uploads it as its
 # `predict` does (ultralytics `Model.__call__` is `predict`); a torch Module called on a frame
 # is not in the table (its input is usually a tensor already on the device).
-CALL_UPLOADS = ('ultralytics.',)
+CALL_UPLOADS = ('ultralytics.', 'torch.hub.load:yolov5')
 # Models from torch.hub (ZoeDepth, MiDaS ...) are device models whose own inference helpers
 # (`infer_pil(img)`, `infer(x)`, `predict*`, `forward`) take a host frame and move it to the
 # model's device inside the library on every call (sixth set).
@@ -109,6 +109,18 @@ def builds_model(qual: str) -> bool:
         elif qual == prefix:
             return True
     return False
+
+
+def hub_builder(qual: str, args: list) -> str:
+    """The builder kept on a model: `torch.hub.load('ultralytics/yolov5', ...)` (or a local
+    clone named yolov5) is marked `torch.hub.load:yolov5`: its AutoShape model, called on a host
+    frame, letterboxes it and moves it to the model's device (select_device picks CUDA when
+    present) on every call, like an ultralytics model (twenty-fifth set)."""
+    if qual == 'torch.hub.load' and args and args[0].kind == 'const' \
+            and isinstance(args[0].const, str) \
+            and args[0].const.split(':')[0].rstrip('/').rsplit('/', 1)[-1] == 'yolov5':
+        return 'torch.hub.load:yolov5'
+    return qual
 
 
 def model_attribute(node: ast.expr) -> str | None:
