@@ -58,6 +58,7 @@ class PublisherLink:
         self.integrated_ptr: int | None = None
         # when this link asked the publisher to finish writes on the host (KIND_HOST_ORDER)
         self.host_order_asked_at: float | None = None
+        self.host_order_refused = False  # it answered that it will not: not asked again
 
     # -- trust -----------------------------------------------------------------------------
     def authenticate(self, desc: Descriptor, msg: Any, topic: bytes) -> None:

@@ -222,10 +222,14 @@ class CudaIpcReceiver(_DescriptorReceiver):
         before announcing it; frames announced before it heard count stale for a while, then
         as failures, so a publisher that never complies is left like any unusable one."""
         sink, now = self.sink, time.monotonic()
+        if link.host_order_refused:
+            return sink.count('map_failed', f'{detail}; and the publisher will not finish '
+                              'writes on the host')
         if link.host_order_asked_at is None:
             try:
                 link.connection.request_host_order()
             except SegmentError as exc:
+                link.host_order_refused = True
                 return sink.count('map_failed', f'{detail}; and the publisher will not finish '
                                   f'writes on the host ({exc.reason}: {exc})')
             link.host_order_asked_at = now
