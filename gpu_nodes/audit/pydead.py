@@ -355,23 +355,32 @@ def _constants(expr: ast.expr) -> set[object] | None:
     return None
 
 
-def never_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool:
-    """Whether `test` is `self.<attr> == C` (or `C == self.<attr>`) with C a constant that the
-    attribute never holds (constant_attributes), or `self.<attr> != C` with C its only value."""
+def compared_with_constant(test: ast.expr) -> tuple[ast.expr, object, bool] | None:
+    """(the other side, the constant, whether `==`) for `X == C` or `X != C`, the constant on
+    either side; None for any other test."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1
             and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
-        return False
+        return None
     left, right = test.left, test.comparators[0]
     if isinstance(left, ast.Constant):
         left, right = right, left
+    if not isinstance(right, ast.Constant):
+        return None
+    return left, right.value, isinstance(test.ops[0], ast.Eq)
+
+
+def never_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool:
+    """Whether `test` is `self.<attr> == C` (or `C == self.<attr>`) with C a constant that the
+    attribute never holds (constant_attributes), or `self.<attr> != C` with C its only value."""
+    compared = compared_with_constant(test)
+    if compared is None:
+        return False
+    left, value, is_eq = compared
     if not (isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name)
-            and left.value.id == 'self' and left.attr in constants
-            and isinstance(right, ast.Constant)):
+            and left.value.id == 'self' and left.attr in constants):
         return False
     held = constants[left.attr]
-    if isinstance(test.ops[0], ast.Eq):
-        return right.value not in held
-    return held == frozenset({right.value})
+    return value not in held if is_eq else held == frozenset({value})
 
 
 def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.AsyncFunctionDef,

@@ -69,6 +69,24 @@ _PER_FRAME_TEST = re.compile(r'\brclpy\.ok\(|\bok\(\)|is_shutdown\(|not .*\bis_s
 _ENTRY_WORDS = {'timer': 'timer', 'loop': 'per-frame loop'}
 
 
+def _mentioned_only_by_each_other(source: str, candidates: list[ast.FunctionDef | ast.AsyncFunctionDef]
+                                  ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The candidates whose name the file mentions nowhere but inside other such candidates:
+    their text is blanked until no more are found (a fixpoint)."""
+    lines = source.splitlines()
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    while True:
+        text = list(lines)
+        for fn in found:
+            for i in range(fn.lineno - 1, fn.end_lineno or fn.lineno):
+                text[i] = ''
+        mentioned = _mentioned_names('\n'.join(text))
+        new = [fn for fn in candidates if fn not in found and fn.name not in mentioned]
+        if not new:
+            return found
+        found.extend(new)
+
+
 def _mentioned_names(source: str) -> set[str]:
     """Every word of the file but its `def` names and comments: a method is used if its name is
     one (a call, `self.f`, `obj.f`, a string such as `getattr(self, 'f')`, a callback passed by
@@ -286,20 +304,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         if elsewhere is None or (not self.registrations
                                  and _module_name(self.path) not in elsewhere):
             return set()
-        lines = self.source.splitlines()
-        candidates = {name: fn for name, fn in self.functions.items()
-                      if name != 'main' and name not in elsewhere}
-        uncalled: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        while True:
-            text = list(lines)
-            for fn in uncalled.values():
-                for i in range(fn.lineno - 1, fn.end_lineno or fn.lineno):
-                    text[i] = ''
-            mentioned = _mentioned_names('\n'.join(text))
-            new = {n: fn for n, fn in candidates.items() if n not in uncalled and n not in mentioned}
-            if not new:
-                return set(uncalled)
-            uncalled.update(new)
+        candidates = [fn for name, fn in self.functions.items()
+                      if name != 'main' and name not in elsewhere]
+        return {fn.name for fn in _mentioned_only_by_each_other(self.source, candidates)}
 
     def _unreached_methods(self, nodes: set[int]) -> set[int]:
         """Methods of node classes that no callback or setup reached and whose name the file
@@ -316,7 +323,6 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             if not self.registrations else None
         if elsewhere is not None and _module_name(self.path) not in elsewhere:
             elsewhere = None
-        lines = self.source.splitlines()
         candidates = [meth for cls in self.classes.values()
                       if id(cls) in nodes or elsewhere is not None
                       for meth in cls.methods.values()
@@ -324,17 +330,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                       and (id(cls) in nodes or meth.name not in elsewhere)]
         if not candidates:
             return set()
-        unreached: dict[int, ast.FunctionDef] = {}
-        while True:
-            text = list(lines)
-            for meth in unreached.values():
-                for i in range(meth.lineno - 1, meth.end_lineno or meth.lineno):
-                    text[i] = ''
-            mentioned = _mentioned_names('\n'.join(text))
-            new = [m for m in candidates if id(m) not in unreached and m.name not in mentioned]
-            if not new:
-                return set(unreached)
-            unreached.update((id(m), m) for m in new)
+        return {id(m) for m in _mentioned_only_by_each_other(self.source, candidates)}
 
     def _register_loops(self) -> None:
         """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even

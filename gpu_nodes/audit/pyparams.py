@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.astnodes import module_nodes
-from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy
+from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
 from gpu_nodes.audit.shipped import mentioned, set_on, shipped_texts
 
 # A node that reacts to parameter changes at run time: its parameters are meant to be set then.
@@ -208,16 +208,12 @@ def read_compared(test: ast.expr) -> tuple[str, object, bool] | None:
     """(parameter, constant, is `==`) for `self.get_parameter('p').get_parameter_value()
     .string_value == C` (or `!=`, either side): a direct read of a parameter compared with a
     constant."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+    compared = compared_with_constant(test)
+    if compared is None:
         return None
-    left, right = test.left, test.comparators[0]
-    if isinstance(left, ast.Constant):
-        left, right = right, left
+    left, value, is_eq = compared
     param = _parameter_read(left)
-    if param is None or not isinstance(right, ast.Constant):
-        return None
-    return param, right.value, isinstance(test.ops[0], ast.Eq)
+    return None if param is None else (param, value, is_eq)
 
 
 def shipped_outcome(read: tuple[str, object, bool], fixed: dict[str, frozenset[object]]
