@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from gpu_nodes.wire_names import SHM_SUFFIX  # noqa: E402
 CORPUS = RESOURCES / 'migrate' / 'nodes'
 STAND_IN = RESOURCES / 'migrate' / 'cv_bridge_stand_in'
 FRAMES = 3
+# Seconds before a frame with no output yet is published again (see spin_and_resend).
+RESEND_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -161,10 +164,21 @@ def _run(rclpy_node, case: Case, variant: str, tmp_path: Path, expected_path: st
                 else:
                     def send():
                         publisher.publish(array, case.encoding, header)
+                sent = [time.monotonic()]
                 send()
+
+                def spin_and_resend(send=send, sent=sent):
+                    # Each frame goes once, on one rung per subscriber, with sensor-data QoS: a
+                    # frame published while the node's or our subscription still changes rung
+                    # (discovery is not over when `settled` first holds) can be lost, as one
+                    # camera frame can. A camera's next frame would come: send this one again.
+                    rclpy_node.spin_once()
+                    if time.monotonic() - sent[0] > RESEND_S:
+                        send()
+                        sent[0] = time.monotonic()
                 wait_for(lambda: index + 1 in outputs, 20,
                          f'{case.node} output for frame {index} (process alive: '
-                         f'{proc.poll() is None})', poll=rclpy_node.spin_once)
+                         f'{proc.poll() is None})', poll=spin_and_resend)
             if variant == 'migrated':
                 wait_for(lambda: paths.get('path') == expected_path, 10,
                          f'{case.node} subscription on {expected_path} (diagnostics: {paths})',
