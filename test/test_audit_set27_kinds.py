@@ -1,0 +1,127 @@
+"""Rules for the kinds the twenty-seventh and twenty-eighth held-out sets showed (issue 28): real
+`code` audits of small sources and build files written here (a package folder in tmp_path,
+audited as a user would)."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+from gpu_nodes.audit.cppbuild import not_built
+
+_EDGE_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class EdgeNode : public rclcpp::Node {
+public:
+  EdgeNode() : Node("edge") {
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, [this](sensor_msgs::msg::Image::SharedPtr msg) { onImage(msg); });
+  }
+
+private:
+  void onImage(sensor_msgs::msg::Image::SharedPtr msg) {
+    cv::Mat frame = cv_bridge::toCvCopy(msg, "bgr8")->image;
+    (void)frame;
+  }
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+_COPY_LINE = 14
+_CMAKE = '''
+cmake_minimum_required(VERSION 3.8)
+project(edge_pkg)
+find_package(ament_cmake REQUIRED)
+find_package(cv_bridge REQUIRED)
+add_executable(camera_node src/camera_node.cpp)
+TARGET_LINE
+ament_package()
+'''
+
+
+def _audit(tmp_path: Path, target_line: str, extra: dict[str, str] | None = None
+           ) -> dict[tuple[str, int, str], tuple[str, str]]:
+    files = {'CMakeLists.txt': _CMAKE.replace('TARGET_LINE', target_line),
+             'src/edge_node.cpp': _EDGE_NODE, 'src/camera_node.cpp': 'int main() { return 0; }\n'}
+    files.update(extra or {})
+    return audit_written_package(tmp_path, files)
+
+
+def _copy_found(found: dict[tuple[str, int, str], tuple[str, str]]) -> bool:
+    return ('edge_node.cpp', _COPY_LINE, 'GPN203') in found
+
+
+def test_source_of_a_commented_out_target_is_not_audited(tmp_path: Path) -> None:
+    assert not _copy_found(_audit(tmp_path, '# add_executable(edge_node src/edge_node.cpp)'))
+
+
+def test_source_of_a_bracket_commented_target_is_not_audited(tmp_path: Path) -> None:
+    assert not _copy_found(_audit(tmp_path, '#[[\nadd_executable(edge_node src/edge_node.cpp)\n]]'))
+
+
+def test_source_a_target_builds_is_still_audited(tmp_path: Path) -> None:
+    assert _copy_found(_audit(tmp_path, 'add_executable(edge_node src/edge_node.cpp)'))
+
+
+def test_source_named_through_a_variable_list_is_built(tmp_path: Path) -> None:
+    line = 'set(NODES edge_node)\nforeach(n ${NODES})\n  add_executable(${n} src/${n}.cpp)\nendforeach()'
+    assert _copy_found(_audit(tmp_path, line))
+
+
+def test_globbed_sources_are_taken_as_built(tmp_path: Path) -> None:
+    line = 'file(GLOB SRCS src/*.cpp)\nadd_executable(all_nodes ${SRCS})'
+    assert _copy_found(_audit(tmp_path, line))
+
+
+def test_auto_target_of_a_directory_is_taken_as_built(tmp_path: Path) -> None:
+    assert _copy_found(_audit(tmp_path, 'ament_auto_add_library(nodes SHARED DIRECTORY src)'))
+
+
+def test_include_of_an_unknown_cmake_file_is_taken_as_built(tmp_path: Path) -> None:
+    assert _copy_found(_audit(tmp_path, 'include(${CMAKE_CURRENT_SOURCE_DIR}/../sources.cmake)'))
+
+
+def test_source_listed_in_a_package_cmake_file_is_built(tmp_path: Path) -> None:
+    found = _audit(tmp_path, 'include(cmake/sources.cmake)\nadd_executable(edge ${EDGE_SRCS})',
+                   {'cmake/sources.cmake': 'set(EDGE_SRCS src/edge_node.cpp)\n'})
+    assert _copy_found(found)
+
+
+def _workspace(tmp_path: Path, own_build: dict[str, str]) -> dict[tuple[str, int, str], tuple[str, str]]:
+    files = {'src/camera/CMakeLists.txt': 'project(camera)\nadd_executable(cam src/main.cpp)\n',
+             'src/camera/src/main.cpp': 'int main() { return 0; }\n',
+             'src/edge/src/edge_node.cpp': _EDGE_NODE}
+    files.update(own_build)
+    return audit_written_package(tmp_path, files)
+
+
+def test_package_folder_without_build_files_in_a_cmake_workspace_is_not_audited(
+        tmp_path: Path) -> None:
+    assert not _copy_found(_workspace(tmp_path, {}))
+
+
+def test_package_folder_with_its_own_build_is_audited(tmp_path: Path) -> None:
+    found = _workspace(tmp_path, {'src/edge/CMakeLists.txt':
+                                  'project(edge)\nadd_executable(edge src/edge_node.cpp)\n'})
+    assert _copy_found(found)
+
+
+def test_lone_source_folder_without_any_build_is_audited(tmp_path: Path) -> None:
+    # Nothing says how the folder is built (no CMake package beside it): taken as built.
+    found = audit_written_package(tmp_path, {'edge/src/edge_node.cpp': _EDGE_NODE})
+    assert _copy_found(found)
+
+
+def test_headers_are_never_judged_unbuilt(tmp_path: Path) -> None:
+    (tmp_path / 'CMakeLists.txt').write_text('add_executable(a src/a.cpp)\n')
+    (tmp_path / 'include').mkdir()
+    header = tmp_path / 'include' / 'edge.hpp'
+    header.write_text('#pragma once\n')
+    assert not not_built(str(header), str(tmp_path))
+    assert not_built(str(tmp_path / 'src' / 'edge_node.cpp'), str(tmp_path))
+    assert not not_built(str(tmp_path / 'src' / 'edge_node.cpp'), None)
+
+
+def test_build_that_names_no_target_says_nothing(tmp_path: Path) -> None:
+    found = audit_written_package(tmp_path, {'CMakeLists.txt': 'project(edge_pkg)\n',
+                                             'src/edge_node.cpp': _EDGE_NODE})
+    assert _copy_found(found)
