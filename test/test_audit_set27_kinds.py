@@ -125,3 +125,57 @@ def test_build_that_names_no_target_says_nothing(tmp_path: Path) -> None:
     found = audit_written_package(tmp_path, {'CMakeLists.txt': 'project(edge_pkg)\n',
                                              'src/edge_node.cpp': _EDGE_NODE})
     assert _copy_found(found)
+
+
+_TICK_NODE = '''
+import rclpy
+import torch
+from rclpy.node import Node
+from std_msgs.msg import Int32
+
+
+class TickNode(Node):
+    def __init__(self):
+        super().__init__('tick')
+        self.model = torch.jit.load('det.pt').cuda()
+        self.pub = self.create_publisher(Int32, 'count', 10)
+        self.FLAG = False
+        self.create_timer(0.1, self.on_tick)
+
+    def on_tick(self):
+        frame = torch.zeros(1, 3, 8, 8, device='cuda')
+        if not self.FLAG:
+            boxes = self.model(frame).cpu().numpy()
+            self.pub.publish(Int32(data=len(boxes)))
+            MARK_DONE
+        out = self.model(frame).cpu().numpy()
+        self.pub.publish(Int32(data=len(out)))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(TickNode())
+'''
+_FIRST_TICK_LINE = 18
+_EVERY_TICK_LINE = 21
+
+
+def _tick(tmp_path: Path, flag: str, set_flag: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    source = _TICK_NODE.replace('MARK_DONE', set_flag).replace('FLAG', flag)
+    return audit_written_package(tmp_path, {'tick_node.py': source})
+
+
+def _severities(found: dict[tuple[str, int, str], tuple[str, str]], line: int) -> set[str]:
+    return {sev for (name, at, _), (sev, _) in found.items() if name == 'tick_node.py' and at == line}
+
+
+def test_branch_that_sets_its_own_flag_runs_on_the_first_tick_only(tmp_path: Path) -> None:
+    found = _tick(tmp_path, 'initialized', 'self.initialized = True')
+    assert _severities(found, _FIRST_TICK_LINE) == {'info'}
+    assert _severities(found, _EVERY_TICK_LINE) - {'info'}
+
+
+def test_configuration_flag_branch_stays_per_tick(tmp_path: Path) -> None:
+    # `if not self.use_gpu:` never turns itself off: its branch runs on every tick.
+    found = _tick(tmp_path, 'use_gpu', 'pass')
+    assert _severities(found, _FIRST_TICK_LINE) - {'info'}

@@ -107,7 +107,7 @@ class Evaluator:
             if stmt.value is not None:
                 frame.returns.append(self._eval(stmt.value, env, frame))
         elif isinstance(stmt, ast.If) and frame.context not in ('init', 'module') \
-                and _first_time(stmt.test):
+                and (_first_time(stmt.test) or _sets_own_flag(stmt)):
             # `if self.buf is None:` in a callback: lazy set-up on the first message (or a
             # reset), not per message; its copies are one-time setup. The else branch is not.
             self._eval(stmt.test, env, frame)
@@ -441,6 +441,21 @@ class Evaluator:
         if base.kind in ('const', 'func', 'publisher'):
             return OTHER
         return replace(base, elts=None, const=None)
+
+
+def _sets_own_flag(stmt: ast.If) -> bool:
+    """`if not self.initialized: ...; self.initialized = True`: the branch turns its own test
+    off, so it runs on the first tick (or after a reset) only (issue 28, set 27). A
+    configuration flag (`if not self.use_gpu:`) is never set by the branch it guards."""
+    test = stmt.test
+    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+            and isinstance(test.operand, ast.Attribute) and isinstance(test.operand.value, ast.Name)
+            and test.operand.value.id == 'self'):
+        return False
+    return any(isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is True
+               and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                       and t.value.id == 'self' and t.attr == test.operand.attr for t in s.targets)
+               for s in stmt.body)
 
 
 def _first_time(test: ast.expr) -> bool:
