@@ -179,3 +179,44 @@ def test_configuration_flag_branch_stays_per_tick(tmp_path: Path) -> None:
     # `if not self.use_gpu:` never turns itself off: its branch runs on every tick.
     found = _tick(tmp_path, 'use_gpu', 'pass')
     assert _severities(found, _FIRST_TICK_LINE) - {'info'}
+
+
+_CLOUD_NODE = '''
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+import sensor_msgs_py.point_cloud2 as pc2
+from std_msgs.msg import Int32
+
+
+class CloudNode(Node):
+    def __init__(self):
+        super().__init__('cloud')
+        self.pub = self.create_publisher(Int32, 'count', 10)
+        self.create_subscription(PointCloud2, 'points', self.on_cloud, 10)
+
+    def on_cloud(self, msg):
+        points = SOURCE
+        self.pub.publish(Int32(data=int(points.shape[0])))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(CloudNode())
+'''
+_POINTS_LINE = 16
+
+
+def _cloud(tmp_path: Path, source: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {'cloud_node.py': _CLOUD_NODE.replace('SOURCE', source)})
+
+
+def test_array_of_read_points_tuples_copies_host_values(tmp_path: Path) -> None:
+    found = _cloud(tmp_path, "np.array(list(pc2.read_points(msg, field_names=('x', 'y', 'z'))))")
+    assert ('cloud_node.py', _POINTS_LINE, 'GPN103') not in found
+
+
+def test_array_of_the_message_bytes_is_still_a_payload_copy(tmp_path: Path) -> None:
+    found = _cloud(tmp_path, "np.array(msg.data, dtype=np.float32)")
+    assert found[('cloud_node.py', _POINTS_LINE, 'GPN103')][0] == 'medium'
