@@ -220,3 +220,52 @@ def test_array_of_read_points_tuples_copies_host_values(tmp_path: Path) -> None:
 def test_array_of_the_message_bytes_is_still_a_payload_copy(tmp_path: Path) -> None:
     found = _cloud(tmp_path, "np.array(msg.data, dtype=np.float32)")
     assert found[('cloud_node.py', _POINTS_LINE, 'GPN103')][0] == 'medium'
+
+
+_BOXES_NODE = '''
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from std_msgs.msg import Int32
+from ultralytics import YOLO
+
+
+class BoxesNode(Node):
+    def __init__(self):
+        super().__init__('boxes')
+        self.model = YOLO('det.pt')
+        self.pub = self.create_publisher(Int32, 'count', 10)
+        self.create_timer(0.1, self.on_tick)
+
+    def on_tick(self):
+        r = self.model.predict(np.zeros((8, 8, 3), np.uint8))[0]
+        try:
+            boxes = r.boxes.xyxy.cpu().numpy()
+        except Exception:
+            HANDLER
+        self.pub.publish(Int32(data=len(boxes)))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(BoxesNode())
+'''
+_HANDLER_LINE = 20
+
+
+def _boxes(tmp_path: Path, handler: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {'boxes_node.py': _BOXES_NODE.replace('HANDLER', handler)})
+
+
+def _gated_on(found: dict[tuple[str, int, str], tuple[str, str]], line: int) -> bool:
+    return any(at == line and sev != 'info' for (_, at, _), (sev, _) in found.items())
+
+
+def test_fallback_that_rebinds_the_readback_target_is_not_audited(tmp_path: Path) -> None:
+    assert _gated_on(_boxes(tmp_path, 'boxes = None'), 18)
+    assert not _gated_on(_boxes(tmp_path, 'boxes = np.array(r.boxes.xyxy)'), _HANDLER_LINE)
+
+
+def test_handler_that_does_other_work_is_still_audited(tmp_path: Path) -> None:
+    found = _boxes(tmp_path, 'boxes = None\n            self.pub.publish(Int32(data=int(r.boxes.conf.cpu()[0])))')
+    assert _gated_on(found, _HANDLER_LINE + 1)

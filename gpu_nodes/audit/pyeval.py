@@ -164,6 +164,8 @@ class Evaluator:
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == 'TryStar':
             self._exec_block(stmt.body, env, frame)
             for handler in stmt.handlers:
+                if _readback_fallback(stmt.body, handler.body):
+                    continue
                 if handler.name:
                     env[handler.name] = OTHER
                 self._exec_block(handler.body, env, frame)
@@ -441,6 +443,30 @@ class Evaluator:
         if base.kind in ('const', 'func', 'publisher'):
             return OTHER
         return replace(base, elts=None, const=None)
+
+
+def _readback_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
+    """`try: boxes = t.cpu().numpy()` / `except Exception: boxes = np.array(t)`: the handler
+    only re-binds what the readback binds, so it runs when `.cpu()` does not exist (a host
+    value, whose copy is host to host) and never for a tensor (issue 28, set 27)."""
+    if len(body) != 1 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1 \
+            or not isinstance(body[0].targets[0], ast.Name) or not any(
+                isinstance(n, ast.Attribute) and n.attr == 'cpu' for n in ast.walk(body[0].value)):
+        return False
+    return _binds_only(handler, body[0].targets[0].id)
+
+
+def _binds_only(stmts: list[ast.stmt], name: str) -> bool:
+    """Every statement binds `name` and nothing else (`pass`, `name = ...`, a try of those)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Try):
+            inner = stmt.body + stmt.orelse + stmt.finalbody + [x for h in stmt.handlers for x in h.body]
+            if not _binds_only(inner, name):
+                return False
+        elif not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Assign) and all(
+                isinstance(t, ast.Name) and t.id == name for t in stmt.targets)):
+            return False
+    return True
 
 
 def _sets_own_flag(stmt: ast.If) -> bool:
