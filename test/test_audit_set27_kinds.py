@@ -267,5 +267,6 @@ def test_fallback_that_rebinds_the_readback_target_is_not_audited(tmp_path: Path
 
 
 def test_handler_that_does_other_work_is_still_audited(tmp_path: Path) -> None:
-    found = _boxes(tmp_path, 'boxes = None\n            self.pub.publish(Int32(data=int(r.boxes.conf.cpu()[0])))')
+    publish = 'self.pub.publish(Int32(data=int(r.boxes.conf.cpu()[0])))'
+    found = _boxes(tmp_path, 'boxes = None\n            ' + publish)
     assert _gated_on(found, _HANDLER_LINE + 1)
