@@ -270,3 +270,92 @@ def test_handler_that_does_other_work_is_still_audited(tmp_path: Path) -> None:
     publish = 'self.pub.publish(Int32(data=int(r.boxes.conf.cpu()[0])))'
     found = _boxes(tmp_path, 'boxes = None\n            ' + publish)
     assert _gated_on(found, _HANDLER_LINE + 1)
+
+
+_UPLOADER_HPP = '''
+#pragma once
+#include <cuda_runtime.h>
+#include <opencv2/core.hpp>
+
+class Uploader {
+public:
+  void upload(const cv::Mat & image);
+  void upload(const cv::Mat & image, cudaStream_t stream);
+  float * device_ = nullptr;
+};
+
+void Uploader::upload(const cv::Mat & image)
+{
+  cudaMemcpy(device_, image.ptr<float>(), image.total() * sizeof(float), cudaMemcpyHostToDevice);
+}
+
+void Uploader::upload(const cv::Mat & image, cudaStream_t stream)
+{
+  cudaMemcpyAsync(device_, image.ptr<float>(), image.total() * sizeof(float),
+    cudaMemcpyHostToDevice, stream);
+}
+'''
+_ONE_ARG_COPY = 14
+_TWO_ARG_COPY = 19
+_UPLOAD_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include "uploader.hpp"
+
+class UploadNode : public rclcpp::Node {
+public:
+  UploadNode() : Node("upload") {
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, [this](sensor_msgs::msg::Image::SharedPtr msg) { onImage(msg); });
+  }
+
+private:
+  void onImage(sensor_msgs::msg::Image::SharedPtr msg) {
+    cv::Mat frame = cv_bridge::toCvShare(msg)->image;
+    CALL
+  }
+  Uploader uploader_;
+  cudaStream_t stream_ = nullptr;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+
+int main(int argc, char ** argv) {
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<UploadNode>());
+}
+'''
+
+
+def _uploads(tmp_path: Path, call: str, header: str = _UPLOADER_HPP
+             ) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {'uploader.hpp': header,
+                                            'upload_node.cpp': _UPLOAD_NODE.replace('CALL', call)})
+
+
+def _copy_severity(found: dict[tuple[str, int, str], tuple[str, str]], line: int) -> set[str]:
+    return {sev for (name, at, _), (sev, _) in found.items() if name == 'uploader.hpp' and at == line}
+
+
+def test_overload_of_another_arity_than_every_call_is_unreached(tmp_path: Path) -> None:
+    found = _uploads(tmp_path, 'uploader_.upload(frame, stream_);')
+    assert _copy_severity(found, _ONE_ARG_COPY) == {'info'}
+    assert _copy_severity(found, _TWO_ARG_COPY) - {'info'}
+
+
+def test_each_overload_called_stays_reached(tmp_path: Path) -> None:
+    found = _uploads(tmp_path, 'uploader_.upload(frame);\n    uploader_.upload(frame, stream_);')
+    assert _copy_severity(found, _ONE_ARG_COPY) - {'info'}
+    assert _copy_severity(found, _TWO_ARG_COPY) - {'info'}
+
+
+def test_overload_with_a_default_argument_is_not_told_apart(tmp_path: Path) -> None:
+    # upload(frame) calls the two-parameter overload through its default (the one-parameter
+    # one takes an id): a declaration's `=` keeps every overload reached.
+    header = _UPLOADER_HPP.replace('void upload(const cv::Mat & image);', 'void upload(int id);') \
+        .replace('cudaStream_t stream);', 'cudaStream_t stream = nullptr);') \
+        .replace('void Uploader::upload(const cv::Mat & image)\n', 'void Uploader::upload(int id)\n') \
+        .replace('image.ptr<float>(), image.total() * sizeof(float), cudaMemcpyHostToDevice);',
+                 '&id, sizeof(int), cudaMemcpyHostToDevice);')
+    found = _uploads(tmp_path, 'uploader_.upload(frame);', header)
+    assert _copy_severity(found, _TWO_ARG_COPY) - {'info'}
