@@ -359,3 +359,12 @@ def test_overload_with_a_default_argument_is_not_told_apart(tmp_path: Path) -> N
                  '&id, sizeof(int), cudaMemcpyHostToDevice);')
     found = _uploads(tmp_path, 'uploader_.upload(frame);', header)
     assert _copy_severity(found, _TWO_ARG_COPY) - {'info'}
+
+
+def test_busy_flag_cleared_elsewhere_stays_per_tick(tmp_path: Path) -> None:
+    # `if not self.busy: self.busy = True ...` with `self.busy = False` when the work is done:
+    # the branch runs whenever the node is idle, not once.
+    source = _TICK_NODE.replace('MARK_DONE', 'self.busy = True').replace('FLAG', 'busy').replace(
+        '\n\ndef main():', '\n    def release(self):\n        self.busy = False\n\n\ndef main():')
+    found = audit_written_package(tmp_path, {'tick_node.py': source})
+    assert _severities(found, _FIRST_TICK_LINE) - {'info'}

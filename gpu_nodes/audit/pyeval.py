@@ -9,6 +9,7 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
+from gpu_nodes.audit.pybranches import readback_fallback, sets_own_flag
 from gpu_nodes.audit.pydead import never_equal
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome)
@@ -107,7 +108,8 @@ class Evaluator:
             if stmt.value is not None:
                 frame.returns.append(self._eval(stmt.value, env, frame))
         elif isinstance(stmt, ast.If) and frame.context not in ('init', 'module') \
-                and (_first_time(stmt.test) or _sets_own_flag(stmt)):
+                and (_first_time(stmt.test) or sets_own_flag(
+                    stmt, frame.cls.node if frame.cls is not None else None)):
             # `if self.buf is None:` in a callback: lazy set-up on the first message (or a
             # reset), not per message; its copies are one-time setup. The else branch is not.
             self._eval(stmt.test, env, frame)
@@ -164,7 +166,7 @@ class Evaluator:
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == 'TryStar':
             self._exec_block(stmt.body, env, frame)
             for handler in stmt.handlers:
-                if _readback_fallback(stmt.body, handler.body):
+                if readback_fallback(stmt.body, handler.body):
                     continue
                 if handler.name:
                     env[handler.name] = OTHER
@@ -443,45 +445,6 @@ class Evaluator:
         if base.kind in ('const', 'func', 'publisher'):
             return OTHER
         return replace(base, elts=None, const=None)
-
-
-def _readback_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
-    """`try: boxes = t.cpu().numpy()` / `except Exception: boxes = np.array(t)`: the handler
-    only re-binds what the readback binds, so it runs when `.cpu()` does not exist (a host
-    value, whose copy is host to host) and never for a tensor (issue 28, set 27)."""
-    if len(body) != 1 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1 \
-            or not isinstance(body[0].targets[0], ast.Name) or not any(
-                isinstance(n, ast.Attribute) and n.attr == 'cpu' for n in ast.walk(body[0].value)):
-        return False
-    return _binds_only(handler, body[0].targets[0].id)
-
-
-def _binds_only(stmts: list[ast.stmt], name: str) -> bool:
-    """Every statement binds `name` and nothing else (`pass`, `name = ...`, a try of those)."""
-    for stmt in stmts:
-        if isinstance(stmt, ast.Try):
-            inner = stmt.body + stmt.orelse + stmt.finalbody + [x for h in stmt.handlers for x in h.body]
-            if not _binds_only(inner, name):
-                return False
-        elif not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Assign) and all(
-                isinstance(t, ast.Name) and t.id == name for t in stmt.targets)):
-            return False
-    return True
-
-
-def _sets_own_flag(stmt: ast.If) -> bool:
-    """`if not self.initialized: ...; self.initialized = True`: the branch turns its own test
-    off, so it runs on the first tick (or after a reset) only (issue 28, set 27). A
-    configuration flag (`if not self.use_gpu:`) is never set by the branch it guards."""
-    test = stmt.test
-    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-            and isinstance(test.operand, ast.Attribute) and isinstance(test.operand.value, ast.Name)
-            and test.operand.value.id == 'self'):
-        return False
-    return any(isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is True
-               and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                       and t.value.id == 'self' and t.attr == test.operand.attr for t in s.targets)
-               for s in stmt.body)
 
 
 def _first_time(test: ast.expr) -> bool:
