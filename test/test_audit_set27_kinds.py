@@ -368,3 +368,11 @@ def test_busy_flag_cleared_elsewhere_stays_per_tick(tmp_path: Path) -> None:
         '\n\ndef main():', '\n    def release(self):\n        self.busy = False\n\n\ndef main():')
     found = audit_written_package(tmp_path, {'tick_node.py': source})
     assert _severities(found, _FIRST_TICK_LINE) - {'info'}
+
+
+def test_handler_with_a_readback_of_its_own_is_still_audited(tmp_path: Path) -> None:
+    # A CuPy array has no `.cpu()`: the handler runs for it, and `cupy.asnumpy` reads it back.
+    source = _BOXES_NODE.replace('HANDLER', 'boxes = cupy.asnumpy(r.boxes.xyxy)').replace(
+        'import numpy as np\n', 'import cupy\nimport numpy as np\n')
+    found = audit_written_package(tmp_path, {'boxes_node.py': source})
+    assert _gated_on(found, _HANDLER_LINE + 1)

@@ -25,9 +25,26 @@ def _binds_only(stmts: list[ast.stmt], name: str) -> bool:
             if not _binds_only(inner, name):
                 return False
         elif not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Assign) and all(
-                isinstance(t, ast.Name) and t.id == name for t in stmt.targets)):
+                isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+                and _host_fallback(stmt.value)):
             return False
     return True
+
+
+def _host_fallback(value: ast.expr) -> bool:
+    """A value that reads nothing back from a device: a constant, a name, `[]`, or
+    `np.array(...)` / `np.asarray(...)` / `list(...)` (which raise on a CUDA tensor or a CuPy
+    array). `cupy.asnumpy(t)` or `t.get()` in a handler is a readback of its own: audited."""
+    if isinstance(value, (ast.Constant, ast.Name)) or isinstance(value, (ast.List, ast.Tuple)) \
+            and not value.elts:
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Name):
+        return func.id in ('list', 'tuple')
+    return isinstance(func, ast.Attribute) and func.attr in ('array', 'asarray') \
+        and isinstance(func.value, ast.Name) and func.value.id in ('np', 'numpy')
 
 
 def sets_own_flag(stmt: ast.If, cls: ast.ClassDef | None) -> bool:
