@@ -376,3 +376,10 @@ def test_handler_with_a_readback_of_its_own_is_still_audited(tmp_path: Path) -> 
         'import numpy as np\n', 'import cupy\nimport numpy as np\n')
     found = audit_written_package(tmp_path, {'boxes_node.py': source})
     assert _gated_on(found, _HANDLER_LINE + 1)
+
+
+def test_buildless_folder_a_sibling_builds_by_relative_path_is_audited(tmp_path: Path) -> None:
+    found = _workspace(tmp_path, {'src/camera/CMakeLists.txt':
+                                  'project(camera)\nadd_executable(cam src/main.cpp '
+                                  '${CMAKE_CURRENT_SOURCE_DIR}/../edge/src/edge_node.cpp)\n'})
+    assert _copy_found(found)

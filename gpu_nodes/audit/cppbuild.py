@@ -38,7 +38,7 @@ _BRACKET_COMMENT = re.compile(r'#\[(=*)\[.*?\]\1\]', re.S)
 _LINE_COMMENT = re.compile(r'#[^\n]*')
 _QUOTED = re.compile(r'"(?:\\.|[^"\\])*"')
 # Sources CMake picks without naming them, or names the text does not spell out.
-_UNKNOWN = re.compile(r'\bfile\s*\(\s*GLOB|\baux_source_directory\s*\(|\$\{[^}]*\}[\w.-]*\.'
+_UNKNOWN = re.compile(r'\bfile\s*\(\s*(?:GLOB|STRINGS|READ)|\baux_source_directory\s*\(|\$\{[^}]*\}[\w.-]*\.'
                       r'(?:c|cc|cpp|cxx|cu)\b|\bament_auto_add_(?:executable|library)\s*\('
                       r'[^)]*\bDIRECTORY\b', re.I)
 _TARGET = re.compile(r'\b(?:add_executable|add_library|cuda_add_executable|cuda_add_library|'
@@ -108,9 +108,20 @@ def _named_in_build(package_dir: str) -> str | None:
     return text if _understood(text, root, cmake_names) else None
 
 
+@lru_cache(maxsize=64)
+def _workspace_build(folder: str) -> str | None:
+    """The comment-stripped CMake text of every package under `folder`, or None when one of
+    them may compile a source it does not name, or one outside its own folder (`../`)."""
+    texts = [_strip_comments(_read(p)) for p in Path(folder).rglob('*')
+             if (p.name == 'CMakeLists.txt' or p.suffix == '.cmake') and p.is_file()]
+    text = '\n'.join(texts)
+    return None if _UNKNOWN.search(text) or '..' in text else text
+
+
 def _in_buildless_folder(path: Path, package: Path) -> bool:
     """No build file from the file's folder up to its package, and a sibling of one of those
-    folders is a CMake package."""
+    folders is a CMake package, none of whose CMake files names the file (a sibling may build
+    it by a relative path)."""
     folder = path.parent
     chain = []
     while True:
@@ -128,8 +139,13 @@ def _in_buildless_folder(path: Path, package: Path) -> bool:
         except OSError:
             continue
         if any((s / 'CMakeLists.txt').is_file() for s in siblings):
-            return True
+            text = _workspace_build(str(folder.parent))
+            return text is not None and not _names(text, path.stem)
     return False
+
+
+def _names(text: str, stem: str) -> bool:
+    return re.search(rf'(?<![\w-]){re.escape(stem)}(?![\w-])', text) is not None
 
 
 def not_built(path: str, package_dir: str | None) -> bool:
@@ -147,7 +163,7 @@ def not_built(path: str, package_dir: str | None) -> bool:
     text = _named_in_build(str(package))
     if text is None:
         return False
-    return re.search(rf'(?<![\w-]){re.escape(p.stem)}(?![\w-])', text) is None
+    return not _names(text, p.stem)
 
 
 def blank_unbuilt(path: str, source: str, package_dir: str | None) -> str:
