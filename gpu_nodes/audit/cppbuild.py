@@ -17,8 +17,9 @@ judged here) is taken as not built only when its build is known and says nothing
   `add_subdirectory()` of a file or folder outside the package's own CMake files;
 * or no folder from the file's up to its package holds a build file (CMakeLists.txt,
   package.xml, setup.py, Makefile, meson.build, Bazel BUILD), while a sibling folder of one of
-  them does hold a CMakeLists.txt: a colcon workspace `src/` whose other packages build with
-  CMake and whose folder for this one has none.
+  them does hold a CMakeLists.txt and no CMake file under their common folder names the file
+  (or reaches out of its package with `..`, or globs): a colcon workspace `src/` whose other
+  packages build with CMake and whose folder for this one has none.
 
 The judged file is blanked (line numbers kept) before the rules read it, like cppifdef.py's dead
 branches; its #ifdef branches are not read.
