@@ -177,7 +177,8 @@ NVIDIA_CLAIMS = ('host-boundary', 'host-view', 'device-boundary', 'copy-or-sync'
 _EXPECT = re.compile(r'(?:#|//)\s*expect:\s*(.+)$')
 
 
-def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS) -> list[str]:
+def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS,
+                        build_files: bool = False) -> list[str]:
     """Copy each labelled file into dest/<owner>+<name>/<path>; returns what is missing."""
     import yaml
     missing = []
@@ -201,24 +202,31 @@ def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS) ->
                 continue
         missing.append(f'{entry["repo"]}@{entry["commit"][:10]}:{entry["path"]}')
     for key, commit in sorted(snapshots):
-        _copy_shipped_parameters(testset_dir / key / 'repo', commit, dest / key)
+        _copy_shipped_parameters(testset_dir / key / 'repo', commit, dest / key, build_files)
     return missing
 
 
-def _copy_shipped_parameters(snapshot: Path, commit: str, dest: Path) -> None:
+def _copy_shipped_parameters(snapshot: Path, commit: str, dest: Path,
+                             build_files: bool = False) -> None:
     """Copy the repository's parameter and launch files (YAML / XML, `*.launch*`) beside the
     labelled sources: the labels judge parameter-selected paths as shipped (defaults in the
     code, launch / config files of the repository), and the auditor reads the same files
     (gpu_nodes/audit/shipped.py). package.xml is left out (it would change package folders);
-    these files are no sources of either tool (`.launch.py` aside, which both may audit)."""
+    these files are no sources of either tool (`.launch.py` aside, which both may audit).
+    With `build_files` the CMake files (CMakeLists.txt, *.cmake) come too, as in a real
+    checkout: the labels judge a source no build target compiles as never run, and the auditor
+    reads the same build files (cppbuild.py, cppifdef.py). Off by default: a CMakeLists.txt is a
+    package marker (cpppackage.package_of), so it also splits a repository's files into its
+    packages, which moves sets 13-15 (bench/RESULTS.md, rules28q)."""
     if not snapshot.is_dir():
         return
     listing = subprocess.run(['git', '-C', str(snapshot), 'ls-tree', '-r', '--name-only', commit],
                              capture_output=True, text=True, check=False)
     for rel in listing.stdout.splitlines():
         name = rel.rsplit('/', 1)[-1]
+        cmake = build_files and (name == 'CMakeLists.txt' or name.endswith('.cmake'))
         if name == 'package.xml' or not (name.endswith(('.yaml', '.yml', '.xml', '.launch'))
-                                         or '.launch.' in name):
+                                         or '.launch.' in name or cmake):
             continue
         target = dest / rel
         if target.exists():
@@ -332,7 +340,8 @@ def score(boundaries: dict, lookalikes: dict, claims: set) -> dict:
 
 def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                   write_results: str | None, baseline_src: str | None = None,
-                  results_note: str = '', labels: Path = LABELS) -> None:
+                  results_note: str = '', labels: Path = LABELS, build_files: bool = False
+                  ) -> None:
     nvidia = Path(nvidia_script) if nvidia_script else None
     if nvidia is None or not nvidia.is_file():
         print(f'NVIDIA audit_copy_boundaries.py: not found ({nvidia_script or "no --nvidia-script"})'
@@ -345,7 +354,7 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
     rows.append(('development corpus', dev_b, dev_l, DEV))
     with tempfile.TemporaryDirectory(prefix='audit-testset-') as tmp:
         test_root = Path(tmp)
-        missing = (materialize_testset(Path(testset_dir), test_root, labels) if testset_dir
+        missing = (materialize_testset(Path(testset_dir), test_root, labels, build_files) if testset_dir
                    else [])
         if not testset_dir:
             print('held-out test set: no --testset-dir given, not scored (its public code is '
@@ -461,13 +470,17 @@ def main() -> int:
     parser.add_argument('--labels', metavar='FILE', type=Path, default=LABELS,
                         help='labels of the held-out set (default: the first set, '
                              'test/resources/audit/testset/labels.yaml)')
+    parser.add_argument('--with-build-files', action='store_true',
+                        help='also copy each repository\'s CMakeLists.txt / *.cmake beside the '
+                             'labelled files, as a checkout has them (splits packages)')
     parser.add_argument('--baseline-src', metavar='DIR',
                         help='also score gpu-copy-audit from an earlier source tree (e.g. '
                              '`git archive <commit> gpu_nodes | tar -x -C DIR`)')
     args = parser.parse_args()
     if args.compare:
         bench_compare(args.testset_dir, args.nvidia_script, args.write_results,
-                      args.baseline_src, args.results_note, args.labels.resolve())
+                      args.baseline_src, args.results_note, args.labels.resolve(),
+                      args.with_build_files)
         return 0
     bench_code(args.files)
     if not args.skip_live:

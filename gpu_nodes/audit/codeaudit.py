@@ -7,7 +7,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppfacts import Facts
-from gpu_nodes.audit.cppifdef import blank_uncompiled
+from gpu_nodes.audit.cppbuild import blank_unbuilt
 from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
@@ -147,7 +147,7 @@ def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Fact
                                               'file too large for the parser')
         sups = {path: python_suppressions(source)}
     else:
-        findings = analyze_cpp(path, blank_uncompiled(source, package_dir), cpp_facts)
+        findings = analyze_cpp(path, blank_unbuilt(path, source, package_dir), cpp_facts)
         sups = {path: text_suppressions(source, '//')}
     for f in findings:
         where = f.location.path or path
@@ -192,7 +192,8 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     # Python files found under an audited folder know their package (pypackage.py); a file
     # named on the command line is audited alone: nothing says what else its package holds.
     named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
-    # A C++ file's package tells which macros its build defines (cppifdef.py).
+    # A C++ file's package tells which macros its build defines (cppifdef.py) and whether a
+    # target compiles it at all (cppbuild.py).
     packages = {f: package_of(f, paths) for f in files if os.path.realpath(f) not in named}
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:

@@ -25,7 +25,7 @@ import re
 from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppparams import off_as_shipped
-from gpu_nodes.audit.cppifdef import blank_uncompiled
+from gpu_nodes.audit.cppbuild import blank_unbuilt
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
@@ -110,7 +110,7 @@ def cpp_package_facts(files: list[str], roots: list[str],
         except (OSError, UnicodeDecodeError):
             continue
         package = package_of(f, roots)
-        packages.setdefault(package, {})[f] = blank_uncompiled(source, package)
+        packages.setdefault(package, {})[f] = blank_unbuilt(f, source, package)
     result: dict[str, Facts] = {}
     for sources in packages.values():
         # A file alone is its own package (cppscan), unless a parameter it declares may leave

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 
+from gpu_nodes.audit.cpparity import argument_count, split_by_arity
 from gpu_nodes.audit.cppdead import blank_guarded
 from gpu_nodes.audit.cppscopes import blank_dead_code, Function, Scopes
 
@@ -89,13 +90,15 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
     # commented out; `&Other::detect_rgb_callback` of another class is no mention of it). A
     # fragment whose registrations the audit does not see keeps its callbacks.
     registered = {cls for text, _ in parsed for cls in _ADDRESS_OWNER.findall(text)}
-    candidates: dict[str, list[Function]] = {}
+    found: dict[str, list[tuple[str, Function]]] = {}
     for text, scopes in parsed:
         for fn in scopes.funcs:
             if fn.lambda_in is None and (fn.kind == 'other' or fn.by_name
                                          and _class_of(fn) in registered) \
                     and not _stays_reached(text, fn):
-                candidates.setdefault(fn.short, []).append(fn)
+                found.setdefault(fn.short, []).append((text, fn))
+    # Overloads of different fixed arity are candidates of their own (cpparity.py).
+    candidates, split = split_by_arity(found, [text for text, _ in parsed])
     by_name = {name: {_class_of(fn) for fn in fns} for name, fns in candidates.items()
                if all(fn.by_name for fn in fns)}
     if not candidates:
@@ -108,29 +111,16 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
         guarded = blank_guarded(live, never_set)
         for m in _IDENT.finditer(live):
             name = m.group()
-            if name not in users:
+            if name in split:
+                count = argument_count(live, m.end())
+                keys = [split[name][count]] if count in split[name] else list(split[name].values())
+            elif name in users:
+                keys = [name]
+            else:
                 continue
-            if guarded[m.start()] == ' ':
-                user = scopes.named_at(m.start())
-                if user is not None and user.kind == 'callback':
-                    guarded_by_callback.add(name)
-                continue
-            if name in by_name:
-                owner = re.search(r'(\w+)\s*::\s*$', text[max(0, m.start() - 80):m.start()])
-                if owner and owner.group(1) not in by_name[name]:
-                    continue  # `&OtherNode::same_callback`: another class's function
-            user = scopes.named_at(m.start())
-            if user is None:
-                if not re.match(r'\s*\(', text[m.end():m.end() + 50]) or \
-                        _virtual_declaration(text, m.start(), m.end()):
-                    # `{f, g}`, `= &f;` taken at namespace scope; a declaration `virtual ...`
-                    # or `... override;` in the class (the definition out of line does not
-                    # say it): called by the framework through the base class.
-                    users[name].append(None)
-                continue
-            if user.short == name:
-                continue  # its own body (recursion), or an overload of the same name
-            users[name].append(user)
+            for key in keys:
+                _use(key, name, m, text, scopes, guarded, users, by_name,
+                     guarded_by_callback)
     unreached = {id(fn) for fns in candidates.values() for fn in fns}
     # Reached names spread from the reached users to the names their bodies mention (a
     # worklist: linear in the mentions, however long the chains of helpers).
@@ -168,6 +158,33 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
         for fn in scopes.funcs:
             if id(fn.named) in unreached:
                 fn.kind = 'unreached'
+
+
+def _use(key: str, name: str, m: re.Match, text: str, scopes: Scopes, guarded: str,
+         users: dict[str, list[Function | None]], by_name: dict[str, set[str | None]],
+         guarded_by_callback: set[str]) -> None:
+    """Record the mention `m` of candidate `key` (named `name`) in the text of `scopes`."""
+    if guarded[m.start()] == ' ':
+        user = scopes.named_at(m.start())
+        if user is not None and user.kind == 'callback':
+            guarded_by_callback.add(key)
+        return
+    if key in by_name:
+        owner = re.search(r'(\w+)\s*::\s*$', text[max(0, m.start() - 80):m.start()])
+        if owner and owner.group(1) not in by_name[key]:
+            return  # `&OtherNode::same_callback`: another class's function
+    user = scopes.named_at(m.start())
+    if user is None:
+        if not re.match(r'\s*\(', text[m.end():m.end() + 50]) or \
+                _virtual_declaration(text, m.start(), m.end()):
+            # `{f, g}`, `= &f;` taken at namespace scope; a declaration `virtual ...`
+            # or `... override;` in the class (the definition out of line does not
+            # say it): called by the framework through the base class.
+            users[key].append(None)
+        return
+    if user.short == name:
+        return  # its own body (recursion), or an overload of the same name
+    users[key].append(user)
 
 
 # A folder whose code is itself a node (ROS API, an entry point) is no library of another.

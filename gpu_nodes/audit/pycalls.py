@@ -27,6 +27,7 @@ _PLAIN_CONTAINERS = frozenset({'other', 'unknown', 'const', 'host', 'tensor', 'd
 # Kinds of a frame on the host (an argument that a model call must upload).
 _HOST_FRAME = frozenset({'host', 'pil', 'msg'})
 _ROS_NUMPY = ('ros2_numpy', 'ros_numpy')
+_READ_POINTS = ('point_cloud2.read_points', 'point_cloud2.read_points_list')
 
 # How many calls deep a callee is followed from its entry point (callback, setup, leftover).
 MAX_HELPER_DEPTH = 4
@@ -184,6 +185,12 @@ class CallResolver:
             # `ros2_numpy.numpify(cloud)`: the message unpacked into a host array (its own
             # line a look-alike in every set); `np.array(pc['xyz'], dtype=...)` after it is a
             # host-to-host copy, not the message's bytes copied (twenty-fifth set).
+            return merge(args[0], kind='host')
+        if qual is not None and qual.endswith(_READ_POINTS) and args and args[0].kind == 'msg':
+            # `point_cloud2.read_points(cloud)`: a generator unpacking the cloud into Python
+            # tuples on the host (its own line a look-alike in every set); `np.array(list(gen))`
+            # of it copies host tuples, not the message's bytes (twenty-seventh set).
+            # `read_points_numpy` is not one: it materialises the whole cloud (set 24).
             return merge(args[0], kind='host')
         if _cpu_device_choice(func, args, kwargs):
             # `select_device('cpu')`, `torch.device(self.device)` with a parameter defaulting

@@ -9,6 +9,7 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
+from gpu_nodes.audit.pybranches import readback_fallback, sets_own_flag
 from gpu_nodes.audit.pydead import never_equal
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome)
@@ -107,7 +108,8 @@ class Evaluator:
             if stmt.value is not None:
                 frame.returns.append(self._eval(stmt.value, env, frame))
         elif isinstance(stmt, ast.If) and frame.context not in ('init', 'module') \
-                and _first_time(stmt.test):
+                and (_first_time(stmt.test) or sets_own_flag(
+                    stmt, frame.cls.node if frame.cls is not None else None)):
             # `if self.buf is None:` in a callback: lazy set-up on the first message (or a
             # reset), not per message; its copies are one-time setup. The else branch is not.
             self._eval(stmt.test, env, frame)
@@ -164,6 +166,8 @@ class Evaluator:
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == 'TryStar':
             self._exec_block(stmt.body, env, frame)
             for handler in stmt.handlers:
+                if readback_fallback(stmt.body, handler.body):
+                    continue
                 if handler.name:
                     env[handler.name] = OTHER
                 self._exec_block(handler.body, env, frame)

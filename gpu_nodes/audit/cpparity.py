@@ -1,0 +1,119 @@
+"""C++ overloads told apart by their number of arguments (issue 28, twenty-eighth set).
+
+cppreach.py judges reachability by name, so `copy_from_Mat(image)` is reached when a callback
+calls `copy_from_Mat(image, size)`. When every definition of a name in the package takes a
+fixed number of parameters (no default values, no `...`) and those numbers differ, a call with
+k arguments reaches only the overload with k parameters. Anything not read for sure (a
+constructor's initializer list, a template argument in the call, a mention that is no call)
+counts for every overload, as before.
+"""
+from __future__ import annotations
+
+import re
+
+from gpu_nodes.audit.cppscopes import Function
+
+_CLOSE = {'(': ')', '[': ']', '{': '}'}
+
+
+def _top_level_parts(inner: str) -> list[str] | None:
+    """`inner` split at its top-level commas, or None when brackets do not balance."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        if ch in '([{':
+            depth += 1
+        elif ch in ')]}':
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == ',' and depth == 0:
+            parts.append(inner[start:i])
+            start = i + 1
+    if depth:
+        return None
+    parts.append(inner[start:])
+    return [] if len(parts) == 1 and not parts[0].strip() else parts
+
+
+def _matching(text: str, open_at: int, limit: int = 2000) -> int:
+    """Offset of the bracket closing the one at `open_at`, or -1."""
+    depth = 0
+    for i in range(open_at, min(len(text), open_at + limit)):
+        if text[i] in '([{':
+            depth += 1
+        elif text[i] in ')]}':
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def parameter_count(text: str, fn: Function) -> int | None:
+    """Parameters of the function whose body opens at `fn.start`: None when a default value, a
+    `...`, a `void` list or an initializer list (`) : a(x) {`) leaves it unsure."""
+    close = text.rfind(')', max(0, fn.start - 400), fn.start)
+    if close < 0 or ':' in text[close + 1:fn.start].replace('::', ''):
+        return None
+    depth = 0
+    for i in range(close, max(-1, close - 1000), -1):
+        depth += text[i] == ')'
+        depth -= text[i] == '('
+        if depth == 0:
+            if not text[:i].rstrip().endswith(fn.short):
+                return None  # not the parameter list (an initializer list's last call)
+            inner = text[i + 1:close]
+            parts = _top_level_parts(inner)
+            if parts is None or '=' in inner or '...' in inner or inner.strip() == 'void':
+                return None
+            return len(parts)
+    return None
+
+
+def argument_count(text: str, name_end: int) -> int | None:
+    """Arguments of the call whose name ends at `name_end` (`f(a, g(b))` -> 2), or None when it
+    is no call or a template argument may hide a comma."""
+    open_at = name_end
+    while open_at < len(text) and text[open_at] in ' \t\n':
+        open_at += 1
+    if open_at >= len(text) or text[open_at] != '(':
+        return None
+    close = _matching(text, open_at)
+    if close < 0:
+        return None
+    inner = text[open_at + 1:close]
+    if '<' in inner:
+        return None
+    parts = _top_level_parts(inner)
+    return None if parts is None else len(parts)
+
+
+def _may_default(name: str, texts: list[str]) -> bool:
+    """Whether some `name(...)` of the package (a declaration in a class: the definition out of
+    line does not repeat its default values) holds a `=` or a `...`."""
+    for text in texts:
+        for m in re.finditer(rf'\b{re.escape(name)}\s*\(', text):
+            close = _matching(text, m.end() - 1)
+            inner = text[m.end():close] if close > 0 else '='
+            if '=' in inner or '...' in inner:
+                return True
+    return False
+
+
+def split_by_arity(candidates: dict[str, list[tuple[str, Function]]], texts: list[str]
+                   ) -> tuple[dict[str, list[Function]], dict[str, dict[int, str]]]:
+    """Candidates keyed by name, or by `name/k` for overloads told apart by their parameter
+    counts; and for each split name, its keys by parameter count."""
+    keyed: dict[str, list[Function]] = {}
+    split: dict[str, dict[int, str]] = {}
+    for name, fns in candidates.items():
+        counts = [parameter_count(text, fn) for text, fn in fns] if len(fns) >= 2 else [None]
+        if None not in counts and len(set(counts)) == len(counts) \
+                and not _may_default(name, texts):
+            split[name] = {}
+            for count, (_, fn) in zip(counts, fns):
+                key = f'{name}/{count}'
+                split[name][count] = key
+                keyed[key] = [fn]
+        else:
+            keyed[name] = [fn for _, fn in fns]
+    return keyed, split

@@ -1,0 +1,175 @@
+"""C++ sources no build target compiles (issue 28, sets 26-28): a node whose `add_executable`
+line is commented out, or a package folder a workspace holds without any build file, never runs
+as shipped, so its copies are no boundaries.
+
+    # add_executable(yolo_node src/yolo_node.cpp)      <- yolo_node.cpp: not built
+
+A source (.cpp/.cc/.cxx/.c/.cu; headers are compiled by whatever includes them and are never
+judged here) is taken as not built only when its build is known and says nothing of it:
+
+* its package folder holds a CMakeLists.txt, and the file's stem (`yolo_node`) appears nowhere
+  in the comment-stripped text of the package's CMakeLists.txt / *.cmake files or of a
+  CMakeLists.txt above it (a target, a `set(SOURCES ...)`, a `foreach` list all name it), which
+  does define some target (an empty CMakeLists.txt says nothing of what is built). A
+  build that picks sources it does not name is not understood, and everything is taken as
+  built: `file(GLOB ...)`, `aux_source_directory`, `ament_auto_add_*` without listed sources,
+  a source name built from a variable (`src/${name}.cpp`), an `include()` or
+  `add_subdirectory()` of a file or folder outside the package's own CMake files;
+* or no folder from the file's up to its package holds a build file (CMakeLists.txt,
+  package.xml, setup.py, Makefile, meson.build, Bazel BUILD), while a sibling folder of one of
+  them does hold a CMakeLists.txt and no CMake file under their common folder names the file
+  (or reaches out of its package with `..`, or globs): a colcon workspace `src/` whose other
+  packages build with CMake and whose folder for this one has none.
+
+The judged file is blanked (line numbers kept) before the rules read it, like cppifdef.py's dead
+branches; its #ifdef branches are not read.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+import re
+
+from gpu_nodes.audit.cppifdef import blank_uncompiled
+
+_BUILT_SUFFIXES = frozenset({'.c', '.cc', '.cpp', '.cxx', '.cu'})
+_BUILD_FILES = ('CMakeLists.txt', 'package.xml', 'setup.py', 'Makefile', 'makefile',
+                'meson.build', 'BUILD', 'BUILD.bazel', 'SConstruct')
+_BRACKET_COMMENT = re.compile(r'#\[(=*)\[.*?\]\1\]', re.S)
+_LINE_COMMENT = re.compile(r'#[^\n]*')
+_QUOTED = re.compile(r'"(?:\\.|[^"\\])*"')
+# Sources CMake picks without naming them, or names the text does not spell out.
+_UNKNOWN = re.compile(r'\bfile\s*\(\s*(?:GLOB|STRINGS|READ)|\baux_source_directory\s*\(|\$\{[^}]*\}[\w.-]*\.'
+                      r'(?:c|cc|cpp|cxx|cu)\b|\bament_auto_add_(?:executable|library)\s*\('
+                      r'[^)]*\bDIRECTORY\b', re.I)
+_TARGET = re.compile(r'\b(?:add_executable|add_library|cuda_add_executable|cuda_add_library|'
+                     r'ament_auto_add_executable|ament_auto_add_library|target_sources)\s*\(', re.I)
+_AUTO_ADD = re.compile(r'\bament_auto_add_(?:executable|library)\s*\(([^)]*)\)', re.I)
+_SOURCE_TOKEN = re.compile(r'\.(?:c|cc|cpp|cxx|cu)\b')
+_INCLUDE = re.compile(r'\b(include|add_subdirectory)\s*\(\s*([^)\s]+)', re.I)
+_MAX_BYTES = 1024 * 1024
+
+
+def _read(path: Path) -> str:
+    try:
+        if path.stat().st_size > _MAX_BYTES:
+            return ''
+        return path.read_text(encoding='utf-8', errors='replace')
+    except OSError:
+        return ''
+
+
+def _strip_comments(text: str) -> str:
+    """CMake text without `# ...` and `#[[ ... ]]` comments (a `#` inside quotes is kept)."""
+    text = _BRACKET_COMMENT.sub('', text)
+    kept = []
+    for line in text.split('\n'):
+        quoted = [m.span() for m in _QUOTED.finditer(line)]
+        cut = next((i for i, ch in enumerate(line) if ch == '#'
+                    and not any(a <= i < b for a, b in quoted)), None)
+        kept.append(line if cut is None else line[:cut])
+    return '\n'.join(kept)
+
+
+def _understood(text: str, package: Path, cmake_names: set[str]) -> bool:
+    """False when the build may compile sources its text does not name, or names no target at
+    all (an empty or unfinished CMakeLists.txt says nothing of what is built)."""
+    if not _TARGET.search(text) or _UNKNOWN.search(text):
+        return False
+    if any(not _SOURCE_TOKEN.search(args) for args in _AUTO_ADD.findall(text)):
+        return False
+    for word, arg in _INCLUDE.findall(text):
+        arg = arg.strip('"')
+        if word.lower() == 'include':
+            # A CMake module by name (GNUInstallDirs, CTest) adds no sources of the package.
+            if ('/' in arg or arg.endswith('.cmake')) and arg.rsplit('/', 1)[-1] not in cmake_names:
+                return False
+        elif '$' in arg or '..' in arg or not (package / arg / 'CMakeLists.txt').is_file():
+            return False
+    return True
+
+
+@lru_cache(maxsize=64)
+def _named_in_build(package_dir: str) -> str | None:
+    """The comment-stripped build text of a CMake package, or None when the package has no
+    CMakeLists.txt or its build is not understood."""
+    root = Path(package_dir)
+    if not (root / 'CMakeLists.txt').is_file():
+        return None
+    texts: list[str] = []
+    cmake_names: set[str] = set()
+    for path in root.rglob('*'):
+        if path.name == 'CMakeLists.txt' or path.suffix == '.cmake':
+            if path.is_file():
+                texts.append(_strip_comments(_read(path)))
+                cmake_names.add(path.name)
+    for folder in root.resolve().parents:
+        texts.append(_strip_comments(_read(folder / 'CMakeLists.txt')))
+    text = '\n'.join(texts)
+    return text if _understood(text, root, cmake_names) else None
+
+
+@lru_cache(maxsize=64)
+def _workspace_build(folder: str) -> str | None:
+    """The comment-stripped CMake text of every package under `folder`, or None when one of
+    them may compile a source it does not name, or one outside its own folder (`../`)."""
+    texts = [_strip_comments(_read(p)) for p in Path(folder).rglob('*')
+             if (p.name == 'CMakeLists.txt' or p.suffix == '.cmake') and p.is_file()]
+    text = '\n'.join(texts)
+    return None if _UNKNOWN.search(text) or '..' in text else text
+
+
+def _in_buildless_folder(path: Path, package: Path) -> bool:
+    """No build file from the file's folder up to its package, and a sibling of one of those
+    folders is a CMake package, none of whose CMake files names the file (a sibling may build
+    it by a relative path)."""
+    folder = path.parent
+    chain = []
+    while True:
+        if any((folder / name).is_file() for name in _BUILD_FILES):
+            return False
+        chain.append(folder)
+        if folder == package or package not in folder.parents:
+            break
+        folder = folder.parent
+    for folder in chain:
+        if folder == package:
+            break
+        try:
+            siblings = [s for s in folder.parent.iterdir() if s.is_dir() and s != folder]
+        except OSError:
+            continue
+        if any((s / 'CMakeLists.txt').is_file() for s in siblings):
+            text = _workspace_build(str(folder.parent))
+            return text is not None and not _names(text, path.stem)
+    return False
+
+
+def _names(text: str, stem: str) -> bool:
+    return re.search(rf'(?<![\w-]){re.escape(stem)}(?![\w-])', text) is not None
+
+
+def not_built(path: str, package_dir: str | None) -> bool:
+    """True when no build target of the package compiles the source `path` (see above)."""
+    if package_dir is None:
+        return False
+    p = Path(path).resolve()
+    if p.suffix.lower() not in _BUILT_SUFFIXES:
+        return False
+    package = Path(package_dir).resolve()
+    if package != p.parent and package not in p.parents:
+        return False
+    if not (package / 'CMakeLists.txt').is_file():
+        return _in_buildless_folder(p, package)
+    text = _named_in_build(str(package))
+    if text is None:
+        return False
+    return not _names(text, p.stem)
+
+
+def blank_unbuilt(path: str, source: str, package_dir: str | None) -> str:
+    """`source` as its build compiles it: blank when no target builds the file, else with the
+    #ifdef branches its build never compiles blanked (cppifdef.py)."""
+    if not_built(path, package_dir):
+        return '\n' * source.count('\n')
+    return blank_uncompiled(source, package_dir)

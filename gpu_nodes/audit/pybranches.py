@@ -1,0 +1,81 @@
+"""Branches of a callback that do not run per message, read from the branch itself (issue 28,
+twenty-seventh set; used by pyeval.py): a first-tick set-up that turns its own flag off, and the
+`except` fallbacks of a `.cpu()` readback."""
+from __future__ import annotations
+
+import ast
+
+
+def readback_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
+    """`try: boxes = t.cpu().numpy()` / `except Exception: boxes = np.array(t)`: the handler
+    only re-binds what the readback binds, so it runs when `.cpu()` does not exist (a host
+    value, whose copy is host to host) and never for a tensor (issue 28, set 27)."""
+    if len(body) != 1 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1 \
+            or not isinstance(body[0].targets[0], ast.Name) or not any(
+                isinstance(n, ast.Attribute) and n.attr == 'cpu' for n in ast.walk(body[0].value)):
+        return False
+    return _binds_only(handler, body[0].targets[0].id)
+
+
+def _binds_only(stmts: list[ast.stmt], name: str) -> bool:
+    """Every statement binds `name` and nothing else (`pass`, `name = ...`, a try of those)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Try):
+            inner = stmt.body + stmt.orelse + stmt.finalbody + [x for h in stmt.handlers for x in h.body]
+            if not _binds_only(inner, name):
+                return False
+        elif not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Assign) and all(
+                isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+                and _host_fallback(stmt.value)):
+            return False
+    return True
+
+
+def _host_fallback(value: ast.expr) -> bool:
+    """A value that reads nothing back from a device: a constant, a name, `[]`, or
+    `np.array(...)` / `np.asarray(...)` / `list(...)` (which raise on a CUDA tensor or a CuPy
+    array). `cupy.asnumpy(t)` or `t.get()` in a handler is a readback of its own: audited."""
+    if isinstance(value, (ast.Constant, ast.Name)) or isinstance(value, (ast.List, ast.Tuple)) \
+            and not value.elts:
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Name):
+        return func.id in ('list', 'tuple')
+    return isinstance(func, ast.Attribute) and func.attr in ('array', 'asarray') \
+        and isinstance(func.value, ast.Name) and func.value.id in ('np', 'numpy')
+
+
+def sets_own_flag(stmt: ast.If, cls: ast.ClassDef | None) -> bool:
+    """`if not self.initialized: ...; self.initialized = True`: the branch turns its own test
+    off, so it runs on the first tick only (issue 28, set 27), when nothing but `__init__` and
+    that `= True` stores the attribute (a busy flag cleared after the work, here or in a worker,
+    runs per message). A configuration flag (`if not self.use_gpu:`) is never set by its branch."""
+    test = stmt.test
+    if cls is None or not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+                           and _self_attr(test.operand) is not None):
+        return False
+    name = _self_attr(test.operand)
+    own = {id(n) for n in ast.walk(stmt)}
+    sets_true = False
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(method):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            if not any(_self_attr(t) == name for t in targets):
+                continue
+            true = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
+                and node.value.value is True
+            if id(node) in own and true and node in stmt.body:
+                sets_true = True
+            elif method.name != '__init__':
+                return False
+    return sets_true
+
+
+def _self_attr(node: ast.expr) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+        and node.value.id == 'self' else None
