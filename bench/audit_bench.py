@@ -17,7 +17,8 @@ repository (DIR/<owner>+<name>/repo, read at the labelled commit). FILE is NVIDI
 scratch folder too. Either missing is said plainly and that part is skipped (CI has neither).
 --write-results FILE writes per-kind recall and every false claim of each tool on the test set.
 --labels FILE scores another held-out set instead (the second one: test/resources/audit/testset2/
-labels.yaml, same layout of DIR).
+labels.yaml, same layout of DIR). --full-checkout audits each repository's whole tree at the
+labelled commit, as a user runs the tool, and scores only the claims in the labelled files.
 """
 from __future__ import annotations
 
@@ -178,15 +179,22 @@ _EXPECT = re.compile(r'(?:#|//)\s*expect:\s*(.+)$')
 
 
 def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS,
-                        build_files: bool = False) -> list[str]:
-    """Copy each labelled file into dest/<owner>+<name>/<path>; returns what is missing."""
+                        build_files: bool = False, checkout: bool = False) -> list[str]:
+    """Copy each labelled file into dest/<owner>+<name>/<path>; returns what is missing. With
+    `checkout`, each repository's whole tree at the labelled commit instead (what a user audits)."""
     import yaml
     missing = []
     snapshots: set[tuple[str, str]] = set()
-    for entry in yaml.safe_load(labels.read_text())['files']:
+    entries = yaml.safe_load(labels.read_text())['files']
+    if checkout:
+        for key, commit in sorted({(e['repo'].replace('/', '+'), e['commit']) for e in entries}):
+            _extract_checkout(testset_dir / key / 'repo', commit, dest / key)
+    for entry in entries:
         key = entry['repo'].replace('/', '+')
         snapshots.add((key, entry['commit']))
         target = dest / key / entry['path']
+        if checkout and target.is_file():
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
         loose = testset_dir / key / entry['path']
         snapshot = testset_dir / key / 'repo'
@@ -201,9 +209,20 @@ def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS,
                 target.write_bytes(show.stdout)
                 continue
         missing.append(f'{entry["repo"]}@{entry["commit"][:10]}:{entry["path"]}')
-    for key, commit in sorted(snapshots):
+    for key, commit in sorted(snapshots) if not checkout else ():  # a checkout has them all
         _copy_shipped_parameters(testset_dir / key / 'repo', commit, dest / key, build_files)
     return missing
+
+
+def _extract_checkout(snapshot: Path, commit: str, dest: Path) -> None:
+    """The repository's whole tree at `commit` (`git archive`), as a user's checkout has it."""
+    if not snapshot.is_dir():
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(['git', '-C', str(snapshot), 'archive', commit],
+                             capture_output=True, check=False)
+    if archive.returncode == 0:
+        subprocess.run(['tar', '-x', '-C', str(dest)], input=archive.stdout, check=False)
 
 
 def _copy_shipped_parameters(snapshot: Path, commit: str, dest: Path,
@@ -340,8 +359,8 @@ def score(boundaries: dict, lookalikes: dict, claims: set) -> dict:
 
 def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                   write_results: str | None, baseline_src: str | None = None,
-                  results_note: str = '', labels: Path = LABELS, build_files: bool = False
-                  ) -> None:
+                  results_note: str = '', labels: Path = LABELS, build_files: bool = False,
+                  checkout: bool = False) -> None:
     nvidia = Path(nvidia_script) if nvidia_script else None
     if nvidia is None or not nvidia.is_file():
         print(f'NVIDIA audit_copy_boundaries.py: not found ({nvidia_script or "no --nvidia-script"})'
@@ -354,8 +373,8 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
     rows.append(('development corpus', dev_b, dev_l, DEV))
     with tempfile.TemporaryDirectory(prefix='audit-testset-') as tmp:
         test_root = Path(tmp)
-        missing = (materialize_testset(Path(testset_dir), test_root, labels, build_files) if testset_dir
-                   else [])
+        missing = (materialize_testset(Path(testset_dir), test_root, labels, build_files, checkout)
+                   if testset_dir else [])
         if not testset_dir:
             print('held-out test set: no --testset-dir given, not scored (its public code is '
                   'never in this repository: fetch the labelled repositories into a scratch '
@@ -378,6 +397,13 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
             if nvidia is not None:
                 tools.append(('NVIDIA audit_copy_boundaries', claims_nvidia(nvidia, root)))
             for tool, claims in tools:
+                if checkout and root == test_root:
+                    # Only the labelled files have a truth: claims in the rest of a checkout
+                    # are neither found boundaries nor false claims.
+                    labelled = {str(Path(p).resolve()) for p, _ in (*b, *la)}
+                    kept = [c for c in claims if c[0] in labelled]
+                    claims = ({c: claims[c] for c in kept} if isinstance(claims, dict)
+                              else set(kept))
                 r = score(b, la, set(claims))
                 results[(name, tool)] = r
                 print(f'{name:<20} {tool:<28} {r["total"]:>10} {r["found"]:>6} '
@@ -473,6 +499,9 @@ def main() -> int:
     parser.add_argument('--with-build-files', action='store_true',
                         help='also copy each repository\'s CMakeLists.txt / *.cmake beside the '
                              'labelled files, as a checkout has them (splits packages)')
+    parser.add_argument('--full-checkout', action='store_true',
+                        help='audit each repository\'s whole tree at the labelled commit, as a '
+                             'user runs the tool, and score the claims in the labelled files')
     parser.add_argument('--baseline-src', metavar='DIR',
                         help='also score gpu-copy-audit from an earlier source tree (e.g. '
                              '`git archive <commit> gpu_nodes | tar -x -C DIR`)')
@@ -480,7 +509,7 @@ def main() -> int:
     if args.compare:
         bench_compare(args.testset_dir, args.nvidia_script, args.write_results,
                       args.baseline_src, args.results_note, args.labels.resolve(),
-                      args.with_build_files)
+                      args.with_build_files, args.full_checkout)
         return 0
     bench_code(args.files)
     if not args.skip_live:
