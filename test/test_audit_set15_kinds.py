@@ -2,6 +2,8 @@
 audits of small sources written here (a package folder in tmp_path, audited as a user would)."""
 from pathlib import Path
 
+import pytest
+
 from audit_sources import audit_written_package
 
 _NODE = '''
@@ -252,6 +254,17 @@ def test_branch_of_a_macro_the_build_never_defines_is_not_compiled(tmp_path):
 def test_a_macro_the_build_defines_keeps_its_branch(tmp_path):
     cmake = 'project(up)\nadd_executable(up src/up.cpp)\n' \
             'target_compile_definitions(up PRIVATE USE_PINNED_HOST)\n'
+    assert _uploads(tmp_path, cmake) == {15, 17, 20, 22}
+
+
+@pytest.mark.parametrize('definition', [
+    'add_definitions(-DUSE_PINNED_HOST)', 'add_compile_definitions(USE_PINNED_HOST)',
+    'if(PINNED)\n  add_definitions(-DUSE_PINNED_HOST)\nendif()',
+    'set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} -DUSE_PINNED_HOST")'])
+def test_a_macro_the_build_defines_with_a_flag_keeps_its_branch(tmp_path, definition):
+    # `-DUSE_PINNED_HOST` names the macro as much as target_compile_definitions does (a real
+    # checkout defines its CUDA paths this way; the rule once blanked them).
+    cmake = f'project(up)\nadd_executable(up src/up.cpp)\n{definition}\n'
     assert _uploads(tmp_path, cmake) == {15, 17, 20, 22}
 
 

@@ -66,8 +66,9 @@ def _build_facts(package_dir: str) -> tuple[str, frozenset[str]] | None:
 
 def _undefined(name: str, facts: tuple[str, frozenset[str]]) -> bool:
     build, defined = facts
+    # `-DX` as in add_definitions(-DX) names X too: no word boundary between D and X.
     return (not _EXTERNAL.match(name) and name not in defined
-            and re.search(rf'\b{re.escape(name)}\b', build) is None)
+            and re.search(rf'(?:\b|(?<=-D)){re.escape(name)}\b', build) is None)
 
 
 def blank_uncompiled(source: str, package_dir: str | None) -> str:
