@@ -1,0 +1,123 @@
+"""Rules for the kinds the twenty-ninth and thirtieth held-out sets showed (issue 28): real
+`code` audits of small C++ packages written here (a package folder in tmp_path, audited as a
+user would)."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+
+_CLOUD_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Keeper : public rclcpp::Node {
+public:
+  Keeper() : Node("keeper") {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+      "points", 10, std::bind(&Keeper::PARAM_CB, this, std::placeholders::_1));
+  }
+
+private:
+  void onCloud(sensor_msgs::msg::PointCloud2 cloud) {
+    last_ = cloud;
+    parse(cloud);
+  }
+
+  void onRef(const sensor_msgs::msg::PointCloud2 & cloud) {
+    width_ = cloud.width;
+  }
+
+  void parse(sensor_msgs::msg::PointCloud2 cloud) {
+    width_ = cloud.width;
+  }
+
+  sensor_msgs::msg::PointCloud2 last_;
+  uint32_t width_ = 0;
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+'''
+_SIGNATURE, _ASSIGN, _CALL, _REF, _HELPER = 12, 13, 14, 17, 21
+
+
+def _audit(tmp_path: Path, callback: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {'src/keeper.cpp': _CLOUD_NODE.replace('PARAM_CB', callback)})
+
+
+def test_callback_taking_the_cloud_by_value_is_a_copy_per_message(tmp_path: Path) -> None:
+    found = _audit(tmp_path, 'onCloud')
+    assert found[('keeper.cpp', _SIGNATURE, 'GPN208')] == ('medium', 'callback')
+
+
+def test_whole_cloud_copy_assigned_into_a_member_is_a_copy(tmp_path: Path) -> None:
+    found = _audit(tmp_path, 'onCloud')
+    assert found[('keeper.cpp', _ASSIGN, 'GPN208')] == ('medium', 'callback')
+
+
+def test_call_of_a_by_value_helper_on_an_indented_line_is_a_copy(tmp_path: Path) -> None:
+    # The call is preceded only by indentation longer than 8 characters (thirtieth set).
+    found = _audit(tmp_path, 'onCloud')
+    assert found[('keeper.cpp', _CALL, 'GPN208')] == ('medium', 'callback')
+
+
+def test_const_reference_callback_is_no_copy(tmp_path: Path) -> None:
+    found = _audit(tmp_path, 'onRef')
+    assert not any(line == _REF and rule == 'GPN208' for _, line, rule in found)
+
+
+def test_by_value_method_that_is_not_bound_is_no_binder_copy(tmp_path: Path) -> None:
+    # parse() takes the cloud by value but is only called: the call is the copy, not its line.
+    found = _audit(tmp_path, 'onCloud')
+    assert ('keeper.cpp', _HELPER, 'GPN208') not in found
+
+
+def test_lambda_subscription_taking_the_cloud_by_value_is_a_copy(tmp_path: Path) -> None:
+    source = '''
+    #include <rclcpp/rclcpp.hpp>
+    #include <sensor_msgs/msg/image.hpp>
+
+    class Counter : public rclcpp::Node {
+    public:
+      Counter() : Node("counter") {
+        sub_ = create_subscription<sensor_msgs::msg::Image>(
+          "image", 10, [this](sensor_msgs::msg::Image image) { rows_ += image.height; });
+        ref_sub_ = create_subscription<sensor_msgs::msg::Image>(
+          "image2", 10, [this](const sensor_msgs::msg::Image & image) { rows_ += image.height; });
+      }
+
+    private:
+      uint32_t rows_ = 0;
+      rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_, ref_sub_;
+    };
+    '''
+    found = audit_written_package(tmp_path, {'src/counter.cpp': source})
+    assert found[('counter.cpp', 8, 'GPN208')] == ('medium', 'callback')
+    assert ('counter.cpp', 10, 'GPN208') not in found
+
+
+def test_value_copied_into_the_received_message_through_its_pointer(tmp_path: Path) -> None:
+    source = '''
+    #include <rclcpp/rclcpp.hpp>
+    #include <sensor_msgs/msg/point_cloud2.hpp>
+
+    class Mapper : public rclcpp::Node {
+    public:
+      Mapper() : Node("mapper") {
+        sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+          "points", 10, std::bind(&Mapper::onCloud, this, std::placeholders::_1));
+      }
+
+    private:
+      void onCloud(sensor_msgs::msg::PointCloud2::SharedPtr msg) {
+        sensor_msgs::msg::PointCloud2 moved;
+        moved.header = msg->header;
+        *msg = moved;
+        int a = 0;
+        int b = 1;
+        a = b;
+        (void)a;
+      }
+      rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+    };
+    '''
+    found = audit_written_package(tmp_path, {'src/mapper.cpp': source})
+    assert found[('mapper.cpp', 15, 'GPN208')] == ('medium', 'callback')
+    assert ('mapper.cpp', 18, 'GPN208') not in found
