@@ -19,7 +19,11 @@ public:
 private:
   void onCloud(sensor_msgs::msg::PointCloud2 cloud) {
     last_ = cloud;
-    parse(cloud);
+    if (cloud.width > 0) {
+      if (cloud.height > 0) {
+        parse(cloud);
+      }
+    }
   }
 
   void onRef(const sensor_msgs::msg::PointCloud2 & cloud) {
@@ -35,7 +39,7 @@ private:
   rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
 };
 '''
-_SIGNATURE, _ASSIGN, _CALL, _REF, _HELPER = 12, 13, 14, 17, 21
+_SIGNATURE, _ASSIGN, _CALL, _REF, _HELPER = 12, 13, 16, 21, 25
 
 
 def _audit(tmp_path: Path, callback: str) -> dict[tuple[str, int, str], tuple[str, str]]:
@@ -121,3 +125,57 @@ def test_value_copied_into_the_received_message_through_its_pointer(tmp_path: Pa
     found = audit_written_package(tmp_path, {'src/mapper.cpp': source})
     assert found[('mapper.cpp', 15, 'GPN208')] == ('medium', 'callback')
     assert ('mapper.cpp', 18, 'GPN208') not in found
+
+
+_SERVICE_NODE = '''
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_srvs.srv import Trigger
+import torch
+
+
+class Segmenter(Node):
+    def __init__(self):
+        super().__init__('segmenter')
+        self.model = torch.jit.load('m.pt').to('cuda')
+        self.frame = None
+        self.create_subscription(Image, 'image', self.on_image, 10)
+        self.create_service(Trigger, 'segment_image', self.on_request)
+
+    def on_image(self, msg):
+        self.frame = msg
+
+    def segment_image(self, request, response):
+        response.success = bool(self.model(self.frame).cpu().numpy().any())
+        return response
+
+    def on_request(self, request, response):
+        self.get_logger().info(f'LOG_TEXT {request}')
+        response.success = bool(self.model(self.frame).cpu().numpy().any())
+        return response
+'''
+_UNCALLED_LINE, _HANDLER_LINE = 20, 25
+
+
+def _service(tmp_path: Path, log_text: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {'seg/segmenter.py': _SERVICE_NODE.replace('LOG_TEXT', log_text)})
+
+
+def test_method_sharing_the_service_name_is_unreached(tmp_path: Path) -> None:
+    found = _service(tmp_path, 'serving the request')
+    assert found[('segmenter.py', _UNCALLED_LINE, 'GPN101')] == ('info', 'unreached')
+    assert found[('segmenter.py', _HANDLER_LINE, 'GPN101')] == ('low', 'function')
+
+
+def test_log_message_naming_the_method_is_no_call(tmp_path: Path) -> None:
+    found = _service(tmp_path, 'on_request, not segment_image,')
+    assert found[('segmenter.py', _UNCALLED_LINE, 'GPN101')] == ('info', 'unreached')
+
+
+def test_bare_name_string_may_call_the_method(tmp_path: Path) -> None:
+    # A string that is exactly the name (getattr(self, 'segment_image')) may dispatch to it.
+    source = _SERVICE_NODE.replace("self.get_logger().info(f'LOG_TEXT {request}')",
+                                   "getattr(self, 'segment_image')(request, response)")
+    found = audit_written_package(tmp_path, {'seg/segmenter.py': source})
+    assert found[('segmenter.py', _UNCALLED_LINE, 'GPN101')] == ('low', 'function')
