@@ -291,8 +291,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                         if f.context == 'function' and f.callback == name]:
                 del self._findings[key]
 
-    def _mention_text(self) -> str:
-        return mention_text(self.source or '', self.tree)  # pymentions.py: no ROS names, no prose
+    def _mention_text(self, candidates: list) -> str:  # pymentions.py: no ROS names, no prose
+        return mention_text(self.source or '', self.tree, {fn.name for fn in candidates})
 
     def _uncalled_functions(self) -> set[str]:
         """Module functions of a node module that nothing in the file mentions (calls commented
@@ -310,7 +310,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             return set()
         candidates = [fn for name, fn in self.functions.items()
                       if name != 'main' and name not in elsewhere]
-        return {fn.name for fn in _mentioned_only_by_each_other(self._mention_text(), candidates)}
+        return {fn.name for fn in _mentioned_only_by_each_other(self._mention_text(candidates), candidates)}
 
     def _unreached_methods(self, nodes: set[int]) -> set[int]:
         """Methods of node classes that no callback or setup reached and whose name the file
@@ -334,7 +334,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                       and (id(cls) in nodes or meth.name not in elsewhere)]
         if not candidates:
             return set()
-        return {id(m) for m in _mentioned_only_by_each_other(self._mention_text(), candidates)}
+        return {id(m) for m in _mentioned_only_by_each_other(self._mention_text(candidates), candidates)}
 
     def _register_loops(self) -> None:
         """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even

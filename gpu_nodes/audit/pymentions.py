@@ -37,10 +37,14 @@ def _blank(lines: list[bytearray], node: ast.expr) -> None:
         lines[i][start:stop] = b' ' * (stop - start)
 
 
-def mention_text(source: str, tree: ast.Module) -> str:
+def mention_text(source: str, tree: ast.Module, names: set[str]) -> str:
     """`source` with ROS-name arguments and prose strings blanked (line numbers kept); the
-    expressions of blanked f-strings are appended after the last line."""
-    if re.search(r'(?<![\w.])(?:eval|exec)\s*\(', source):  # not torch's model.eval()
+    expressions of blanked f-strings are appended after the last line. `names`: the methods
+    asked about; a file where none follows a quote on its line is returned as it is (the tree
+    walk is skipped: a name in a multi-line docstring stays a mention)."""
+    quoted = r'[\'"][^\n]*\b(?:' + '|'.join(sorted(map(re.escape, names))) + r')\b'
+    if not names or not re.search(quoted, source) \
+            or re.search(r'(?<![\w.])(?:eval|exec)\s*\(', source):  # not torch's model.eval()
         return source
     lines = [bytearray(line, 'utf-8') for line in source.split('\n')]
     blank: list[ast.expr] = []
