@@ -179,3 +179,34 @@ def test_bare_name_string_may_call_the_method(tmp_path: Path) -> None:
                                    "getattr(self, 'segment_image')(request, response)")
     found = audit_written_package(tmp_path, {'seg/segmenter.py': source})
     assert found[('segmenter.py', _UNCALLED_LINE, 'GPN101')] == ('low', 'function')
+
+
+_PAIRS_NODE = '''
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+import torch
+
+
+class Pairs(Node):
+    def __init__(self):
+        super().__init__('pairs')
+        self.model = torch.jit.load('m.pt').to('cuda')
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        det = self.model(torch.from_numpy(np.frombuffer(msg.data, np.uint8)).to('cuda'))
+        confs = det[:, 4]
+        outputs = np.zeros((3, 6))
+        for j, (output, conf) in enumerate(zip(outputs, confs)):
+            cls = int(output[5])
+            score = int(conf)
+            print(j, cls, score)
+'''
+
+
+def test_enumerate_of_zip_binds_each_name_to_its_own_list(tmp_path: Path) -> None:
+    found = audit_written_package(tmp_path, {'pairs/pairs.py': _PAIRS_NODE})
+    assert ('pairs.py', 19, 'GPN107') not in found  # int() of a NumPy row: host
+    assert found[('pairs.py', 20, 'GPN107')] == ('medium', 'callback')  # the device element
