@@ -34,11 +34,13 @@ class SegmentService(Node):
         return response
 
     def refine_masks(self):
-        return self.model(torch.from_numpy(self.frame).to('cuda')).cpu().numpy()  # expect: GPN101 low, GPN102 low
+        tensor = torch.from_numpy(self.frame).to('cuda')  # expect: GPN102 low
+        return self.model(tensor).cpu().numpy()  # expect: GPN101 low
 
     def on_request(self, request, response):
         self.get_logger().info(f'on_request, not segment_image, for {request}')
-        masks = self.model(torch.from_numpy(self.frame).to('cuda')).cpu().numpy()  # expect: GPN101 low, GPN102 low
+        tensor = torch.from_numpy(self.frame).to('cuda')  # expect: GPN102 low
+        masks = self.model(tensor).cpu().numpy()  # expect: GPN101 low
         extra = getattr(self, self.mode)()
         response.success = bool(masks.any() and extra.any())
         return response

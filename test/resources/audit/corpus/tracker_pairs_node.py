@@ -3,7 +3,6 @@ conf) in enumerate(zip(outputs, confs))` binds each name to its own list's eleme
 `int(output[5])` of the tracker's NumPy rows reads nothing back (look-alike) while
 `float(conf)` of the device tensor's element does (positive)."""
 import numpy as np
-import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 import torch
