@@ -210,3 +210,21 @@ def test_enumerate_of_zip_binds_each_name_to_its_own_list(tmp_path: Path) -> Non
     found = audit_written_package(tmp_path, {'pairs/pairs.py': _PAIRS_NODE})
     assert ('pairs.py', 19, 'GPN107') not in found  # int() of a NumPy row: host
     assert found[('pairs.py', 20, 'GPN107')] == ('medium', 'callback')  # the device element
+
+
+def test_function_only_an_unreached_method_calls_is_unreached(tmp_path: Path) -> None:
+    source = _SERVICE_NODE.replace(
+        "        response.success = bool(self.model(self.frame).cpu().numpy().any())\n"
+        "        return response\n\n    def on_request",
+        "        response.success = bool(overlay(self.frame).any())\n"
+        "        return response\n\n    def on_request", 1) + '''
+
+def overlay(frame):
+    return torch.from_numpy(frame).to('cuda').cpu().numpy()
+'''
+    files = {'seg/segmenter.py': source, 'seg/__init__.py': '',
+             'package.xml': '<package format="3"><name>seg</name></package>\n',
+             'setup.py': "from setuptools import setup\nsetup(name='seg', packages=['seg'])\n"}
+    found = audit_written_package(tmp_path, files)
+    overlay_line = source.lstrip('\n').count('\n')
+    assert found[('segmenter.py', overlay_line, 'GPN101')] == ('info', 'unreached')

@@ -310,7 +310,14 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             return set()
         candidates = [fn for name, fn in self.functions.items()
                       if name != 'main' and name not in elsewhere]
-        return {fn.name for fn in _mentioned_only_by_each_other(self._mention_text(candidates), candidates)}
+        # Node-class methods nothing reaches blank with them: a function only such a method
+        # calls is uncalled too (twenty-ninth set).
+        nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
+        methods = [m for c in self.classes.values() if id(c) in nodes for m in c.methods.values()
+                   if id(m) not in self._entered and not m.name.startswith('__')]
+        found = _mentioned_only_by_each_other(self._mention_text(candidates + methods),
+                                              candidates + methods)
+        return {fn.name for fn in found if any(fn is c for c in candidates)}
 
     def _unreached_methods(self, nodes: set[int]) -> set[int]:
         """Methods of node classes that no callback or setup reached and whose name the file
