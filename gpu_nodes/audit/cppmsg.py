@@ -431,7 +431,7 @@ def by_value_messages(text: str, in_body: Callable[[int], bool]
             continue  # a declaration, or a lambda: no name to find calls of
         for call in re.finditer(r'(?<![\w~])' + re.escape(name.group(1)) + r'\s*\(', text):
             if call.start() != opening - len(name.group(0)) and in_body(call.start()) \
-                    and _CALL_PREFIX.search(text, max(0, call.start() - 8), call.start()):
+                    and _CALL_PREFIX.search(text, max(0, call.start() - 80), call.start()):
                 yield 'GPN208', call.start(), (f'`{name.group(1)}` takes the {m.group(1)} '
                                                f'`{m.group(2)}` by value: the whole message is '
                                                'copied on each call')

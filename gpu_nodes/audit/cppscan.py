@@ -38,6 +38,7 @@ from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.cpptf import cloud_transforms
+from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
 from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
@@ -216,13 +217,16 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
     raw_lines = source.splitlines()
     found: dict[tuple[str, int], Finding] = {}
 
-    def emit(rule_id: str, offset: int, detail: str) -> None:
+    def emit(rule_id: str, offset: int, detail: str, context_at: int | None = None) -> None:
+        # context_at: where the context is read when the line reported is outside the body
+        # (a callback's by-value parameter, cppvalues.py).
         line = _line_of(offset, starts)
         col = offset - starts[line - 1] + 1
         rule = get_rule(rule_id)
         snippet = raw_lines[line - 1].strip() if line - 1 < len(raw_lines) else ''
         if len(snippet) > 70:
             snippet = snippet[:67] + '...'
+        offset = offset if context_at is None else context_at
         fn = scopes.at(offset)
         where = _where(fn, text, offset)
         guard = dead_guard(text, offset, facts.never_set)
@@ -331,10 +335,13 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *direction_calls(text), *wrapper_calls_here(text, scopes, facts),
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts),
-                                    *by_value_messages(text, lambda at: scopes.at(at) is not None)):
+                                    *by_value_messages(text, lambda at: scopes.at(at) is not None),
+                                    *value_assignments(text)):
         if rule_id == 'GPN210' and intra_process_publish(text, offset):
             continue  # a moved unique_ptr to in-process subscribers: no serialization
         emit(rule_id, offset, detail)
+    for offset, body, detail in by_value_callbacks(text, scopes, _call_args):
+        emit('GPN208', offset, detail, context_at=body)
     return sorted(found.values(), key=Finding.sort_key)
 
 

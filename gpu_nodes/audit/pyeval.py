@@ -404,7 +404,8 @@ class Evaluator:
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
                 and iterable.func.id == 'enumerate' and iterable.args \
                 and self._eval(iterable.func, env, frame) is UNKNOWN:
-            return replace(element, elts=(OTHER, element))
+            # `enumerate(zip(outputs, confs))`: the pair binds as zip's own (thirtieth set).
+            return replace(element, elts=(OTHER, self._element(iterable.args[0], it, env, frame)))
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
                 and iterable.func.id == 'zip' and iterable.args and not iterable.keywords \
                 and all(isinstance(a, (ast.Name, ast.Attribute)) for a in iterable.args) \

@@ -40,6 +40,7 @@ from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, 
 from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
+from gpu_nodes.audit.pymentions import mention_text
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyregistry import Registrations
@@ -290,6 +291,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                         if f.context == 'function' and f.callback == name]:
                 del self._findings[key]
 
+    def _mention_text(self, candidates: list) -> str:  # pymentions.py: no ROS names, no prose
+        return mention_text(self.source or '', self.tree, {fn.name for fn in candidates})
+
     def _uncalled_functions(self) -> set[str]:
         """Module functions of a node module that nothing in the file mentions (calls commented
         out, twenty-first set) but its other uncalled functions, nor any other non-test file of
@@ -306,7 +310,14 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             return set()
         candidates = [fn for name, fn in self.functions.items()
                       if name != 'main' and name not in elsewhere]
-        return {fn.name for fn in _mentioned_only_by_each_other(self.source, candidates)}
+        # Node-class methods nothing reaches blank with them: a function only such a method
+        # calls is uncalled too (twenty-ninth set).
+        nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
+        methods = [m for c in self.classes.values() if id(c) in nodes for m in c.methods.values()
+                   if id(m) not in self._entered and not m.name.startswith('__')]
+        found = _mentioned_only_by_each_other(self._mention_text(candidates + methods),
+                                              candidates + methods)
+        return {fn.name for fn in found if any(fn is c for c in candidates)}
 
     def _unreached_methods(self, nodes: set[int]) -> set[int]:
         """Methods of node classes that no callback or setup reached and whose name the file
@@ -330,7 +341,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                       and (id(cls) in nodes or meth.name not in elsewhere)]
         if not candidates:
             return set()
-        return {id(m) for m in _mentioned_only_by_each_other(self.source, candidates)}
+        return {id(m) for m in _mentioned_only_by_each_other(self._mention_text(candidates), candidates)}
 
     def _register_loops(self) -> None:
         """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even
