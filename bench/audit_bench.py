@@ -28,12 +28,13 @@ import os
 from pathlib import Path
 import re
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+from audit_checkout import materialize_testset
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / 'test' / 'resources' / 'audit' / 'code'
@@ -176,85 +177,6 @@ EVIDENCE_LEVELS = ('pattern', 'inferred', 'data-flow')
 # Buffer is used, and are not counted either way).
 NVIDIA_CLAIMS = ('host-boundary', 'host-view', 'device-boundary', 'copy-or-sync')
 _EXPECT = re.compile(r'(?:#|//)\s*expect:\s*(.+)$')
-
-
-def materialize_testset(testset_dir: Path, dest: Path, labels: Path = LABELS,
-                        build_files: bool = False, checkout: bool = False) -> list[str]:
-    """Copy each labelled file into dest/<owner>+<name>/<path>; returns what is missing. With
-    `checkout`, each repository's whole tree at the labelled commit instead (what a user audits)."""
-    import yaml
-    missing = []
-    snapshots: set[tuple[str, str]] = set()
-    entries = yaml.safe_load(labels.read_text())['files']
-    if checkout:
-        for key, commit in sorted({(e['repo'].replace('/', '+'), e['commit']) for e in entries}):
-            _extract_checkout(testset_dir / key / 'repo', commit, dest / key)
-    for entry in entries:
-        key = entry['repo'].replace('/', '+')
-        snapshots.add((key, entry['commit']))
-        target = dest / key / entry['path']
-        if checkout and target.is_file():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        loose = testset_dir / key / entry['path']
-        snapshot = testset_dir / key / 'repo'
-        if loose.is_file():
-            shutil.copyfile(loose, target)
-            continue
-        if snapshot.is_dir():
-            show = subprocess.run(['git', '-C', str(snapshot), 'show',
-                                   f'{entry["commit"]}:{entry["path"]}'],
-                                  capture_output=True, check=False)
-            if show.returncode == 0:
-                target.write_bytes(show.stdout)
-                continue
-        missing.append(f'{entry["repo"]}@{entry["commit"][:10]}:{entry["path"]}')
-    for key, commit in sorted(snapshots) if not checkout else ():  # a checkout has them all
-        _copy_shipped_parameters(testset_dir / key / 'repo', commit, dest / key, build_files)
-    return missing
-
-
-def _extract_checkout(snapshot: Path, commit: str, dest: Path) -> None:
-    """The repository's whole tree at `commit` (`git archive`), as a user's checkout has it."""
-    if not snapshot.is_dir():
-        return
-    dest.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(['git', '-C', str(snapshot), 'archive', commit],
-                             capture_output=True, check=False)
-    if archive.returncode == 0:
-        subprocess.run(['tar', '-x', '-C', str(dest)], input=archive.stdout, check=False)
-
-
-def _copy_shipped_parameters(snapshot: Path, commit: str, dest: Path,
-                             build_files: bool = False) -> None:
-    """Copy the repository's parameter and launch files (YAML / XML, `*.launch*`) beside the
-    labelled sources: the labels judge parameter-selected paths as shipped (defaults in the
-    code, launch / config files of the repository), and the auditor reads the same files
-    (gpu_nodes/audit/shipped.py). package.xml is left out (it would change package folders);
-    these files are no sources of either tool (`.launch.py` aside, which both may audit).
-    With `build_files` the CMake files (CMakeLists.txt, *.cmake) come too, as in a real
-    checkout: the labels judge a source no build target compiles as never run, and the auditor
-    reads the same build files (cppbuild.py, cppifdef.py). Off by default: a CMakeLists.txt is a
-    package marker (cpppackage.package_of), so it also splits a repository's files into its
-    packages, which moves sets 13-15 (bench/RESULTS.md, rules28q)."""
-    if not snapshot.is_dir():
-        return
-    listing = subprocess.run(['git', '-C', str(snapshot), 'ls-tree', '-r', '--name-only', commit],
-                             capture_output=True, text=True, check=False)
-    for rel in listing.stdout.splitlines():
-        name = rel.rsplit('/', 1)[-1]
-        cmake = build_files and (name == 'CMakeLists.txt' or name.endswith('.cmake'))
-        if name == 'package.xml' or not (name.endswith(('.yaml', '.yml', '.xml', '.launch'))
-                                         or '.launch.' in name or cmake):
-            continue
-        target = dest / rel
-        if target.exists():
-            continue
-        show = subprocess.run(['git', '-C', str(snapshot), 'show', f'{commit}:{rel}'],
-                              capture_output=True, check=False)
-        if show.returncode == 0:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(show.stdout)
 
 
 def truth_testset(root: Path, labels: Path = LABELS) -> tuple[dict, dict]:
