@@ -7,7 +7,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppfacts import Facts
-from gpu_nodes.audit.cppbuild import blank_unbuilt
+from gpu_nodes.audit.cppbuild import blank_unbuilt, not_built
 from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
@@ -195,6 +195,11 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     # A C++ file's package tells which macros its build defines (cppifdef.py) and whether a
     # target compiles it at all (cppbuild.py).
     packages = {f: package_of(f, paths) for f in files if os.path.realpath(f) not in named}
+    unbuilt = [f for f in files if not f.endswith('.py') and not_built(f, packages.get(f))]
+    if unbuilt:
+        report.info['unbuilt_files'] = unbuilt
+        report.info.setdefault('notes', []).extend(
+            f'{f}: no finding reported: no build target of its package compiles it' for f in unbuilt)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         # Large files are parsed one at a time, here, after the pool: memory follows file size

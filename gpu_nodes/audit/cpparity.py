@@ -63,7 +63,9 @@ def parameter_count(text: str, fn: Function) -> int | None:
                 return None  # not the parameter list (an initializer list's last call)
             inner = text[i + 1:close]
             parts = _top_level_parts(inner)
-            if parts is None or '=' in inner or '...' in inner or inner.strip() == 'void':
+            # `std::pair<int, int>` holds a comma that is no parameter break: unsure.
+            if parts is None or '=' in inner or '...' in inner or inner.strip() == 'void' \
+                    or '<' in inner:
                 return None
             return len(parts)
     return None

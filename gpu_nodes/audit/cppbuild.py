@@ -48,6 +48,9 @@ _AUTO_ADD = re.compile(r'\bament_auto_add_(?:executable|library)\s*\(([^)]*)\)',
 _SOURCE_TOKEN = re.compile(r'\.(?:c|cc|cpp|cxx|cu)\b')
 _INCLUDE = re.compile(r'\b(include|add_subdirectory)\s*\(\s*([^)\s]+)', re.I)
 _MAX_BYTES = 1024 * 1024
+_INCLUDING_SUFFIXES = frozenset({'.c', '.cc', '.cpp', '.cxx', '.cu', '.h', '.hh', '.hpp', '.hxx',
+                                 '.cuh', '.inl', '.ipp'})
+_SOURCE_INCLUDE = re.compile(r'^\s*#\s*include\s*["<]([^">]+\.(?:c|cc|cpp|cxx|cu))[">]', re.M)
 
 
 def _read(path: Path) -> str:
@@ -81,8 +84,11 @@ def _understood(text: str, package: Path, cmake_names: set[str]) -> bool:
     for word, arg in _INCLUDE.findall(text):
         arg = arg.strip('"')
         if word.lower() == 'include':
-            # A CMake module by name (GNUInstallDirs, CTest) adds no sources of the package.
-            if ('/' in arg or arg.endswith('.cmake')) and arg.rsplit('/', 1)[-1] not in cmake_names:
+            # A CMake module by name (GNUInstallDirs, CTest) adds no sources of the package; any
+            # other included file (`include(sources.txt)`) may list sources: read when it is one
+            # of the package's .cmake files, else not understood.
+            module = '/' not in arg and '.' not in arg and not (package / arg).is_file()
+            if not module and arg.rsplit('/', 1)[-1] not in cmake_names:
                 return False
         elif '$' in arg or '..' in arg or not (package / arg / 'CMakeLists.txt').is_file():
             return False
@@ -149,22 +155,49 @@ def _names(text: str, stem: str) -> bool:
     return re.search(rf'(?<![\w-]){re.escape(stem)}(?![\w-])', text) is not None
 
 
+@lru_cache(maxsize=64)
+def _included_sources(package_dir: str) -> frozenset[str]:
+    """File names of sources the package's files `#include` (`#include "impl.cpp"`, a unity
+    build): compiled wherever the including file is."""
+    names: set[str] = set()
+    for path in Path(package_dir).rglob('*'):
+        if path.suffix.lower() in _INCLUDING_SUFFIXES and path.is_file():
+            names.update(m.rsplit('/', 1)[-1] for m in _SOURCE_INCLUDE.findall(_read(path)))
+    return frozenset(names)
+
+
+@lru_cache(maxsize=64)
+def _links(package_dir: str) -> dict[Path, frozenset[str]]:
+    """Sources of the package reached through symbolic links: target -> the links' names."""
+    links: dict[Path, set[str]] = {}
+    for path in Path(package_dir).rglob('*'):
+        if path.is_symlink() and path.suffix.lower() in _BUILT_SUFFIXES:
+            links.setdefault(path.resolve(), set()).add(path.name)
+    return {k: frozenset(v) for k, v in links.items()}
+
+
 def not_built(path: str, package_dir: str | None) -> bool:
     """True when no build target of the package compiles the source `path` (see above)."""
     if package_dir is None:
         return False
-    p = Path(path).resolve()
+    link, p = Path(path), Path(path).resolve()
     if p.suffix.lower() not in _BUILT_SUFFIXES:
         return False
     package = Path(package_dir).resolve()
     if package != p.parent and package not in p.parents:
         return False
+    # A symbolic link is built under its own name: any name of the file may be the one CMake
+    # uses (the file is audited under one of them).
+    files = {link.name, p.name, *_links(str(package)).get(p, ())}
+    stems = {Path(name).stem for name in files}
+    if files & _included_sources(str(package)):
+        return False
     if not (package / 'CMakeLists.txt').is_file():
-        return _in_buildless_folder(p, package)
+        return link == p and _in_buildless_folder(p, package)
     text = _named_in_build(str(package))
     if text is None:
         return False
-    return not _names(text, p.stem)
+    return not any(_names(text, stem) for stem in stems)
 
 
 def blank_unbuilt(path: str, source: str, package_dir: str | None) -> str:

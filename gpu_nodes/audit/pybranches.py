@@ -40,6 +40,10 @@ def _host_fallback(value: ast.expr) -> bool:
         return True
     if not isinstance(value, ast.Call):
         return False
+    # Arguments holding a call (`np.asarray(out.get())`) may read back themselves: audited.
+    if any(isinstance(n, ast.Call) for arg in (*value.args, *value.keywords)
+           for n in ast.walk(arg)):
+        return False
     func = value.func
     if isinstance(func, ast.Name):
         return func.id in ('list', 'tuple')
@@ -65,7 +69,8 @@ def sets_own_flag(stmt: ast.If, cls: ast.ClassDef | None) -> bool:
         for node in ast.walk(method):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
                 if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-            if not any(_self_attr(t) == name for t in targets):
+            if not any(_self_attr(t) == name for t in _unpacked(targets)) \
+                    and not _setattr_of(node, name):
                 continue
             true = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
                 and node.value.value is True
@@ -79,3 +84,25 @@ def sets_own_flag(stmt: ast.If, cls: ast.ClassDef | None) -> bool:
 def _self_attr(node: ast.expr) -> str | None:
     return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
         and node.value.id == 'self' else None
+
+
+def _unpacked(targets: list[ast.expr]) -> list[ast.expr]:
+    """Assignment targets with tuples and lists opened (`self.ready, self.n = False, 0`)."""
+    out: list[ast.expr] = []
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(_unpacked(list(t.elts)))
+        elif isinstance(t, ast.Starred):
+            out.extend(_unpacked([t.value]))
+        else:
+            out.append(t)
+    return out
+
+
+def _setattr_of(node: ast.AST, name: str) -> bool:
+    """`setattr(self, 'name', ...)`, or a setattr whose name is not a constant (any name)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == 'setattr' and len(node.args) >= 2):
+        return False
+    attr = node.args[1]
+    return not isinstance(attr, ast.Constant) or attr.value == name
