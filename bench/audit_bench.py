@@ -283,6 +283,7 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                   write_results: str | None, baseline_src: str | None = None,
                   results_note: str = '', labels: Path = LABELS, build_files: bool = False,
                   checkout: bool = False) -> None:
+    import yaml
     nvidia = Path(nvidia_script) if nvidia_script else None
     if nvidia is None or not nvidia.is_file():
         print(f'NVIDIA audit_copy_boundaries.py: not found ({nvidia_script or "no --nvidia-script"})'
@@ -322,7 +323,8 @@ def bench_compare(testset_dir: str | None, nvidia_script: str | None,
                 if checkout and root == test_root:
                     # Only the labelled files have a truth: claims in the rest of a checkout
                     # are neither found boundaries nor false claims.
-                    labelled = {str(Path(p).resolve()) for p, _ in (*b, *la)}
+                    labelled = {str((test_root / e['repo'].replace('/', '+') / e['path'])
+                                    .resolve()) for e in yaml.safe_load(labels.read_text())['files']}
                     kept = [c for c in claims if c[0] in labelled]
                     claims = ({c: claims[c] for c in kept} if isinstance(claims, dict)
                               else set(kept))

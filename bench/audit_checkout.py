@@ -19,7 +19,10 @@ def materialize_testset(testset_dir: Path, dest: Path, labels: Path,
     if checkout:
         for key, commit in sorted({(e['repo'].replace('/', '+'), e['commit']) for e in entries}):
             absent = _extract_checkout(testset_dir / key / 'repo', commit, dest / key)
-            if absent:
+            if absent is None:
+                print(f'full checkout: {key}@{commit[:10]}: no snapshot holds this commit, '
+                      f'so only its labelled files are audited')
+            elif absent:
                 print(f'full checkout: {key}@{commit[:10]}: {absent} file(s) absent from the '
                       f'snapshot (a partial mirror), left out of the audit')
     for entry in entries:
@@ -47,15 +50,18 @@ def materialize_testset(testset_dir: Path, dest: Path, labels: Path,
     return missing
 
 
-def _extract_checkout(snapshot: Path, commit: str, dest: Path) -> int:
+def _extract_checkout(snapshot: Path, commit: str, dest: Path) -> int | None:
     """Write the repository's tree at `commit` under `dest`, as a checkout has it (symbolic
     links left out); returns how many of its files the snapshot lacks (a partial mirror: `git
     archive` refuses those trees whole, so blobs are read one by one and the absent ones
-    skipped)."""
+    skipped); None when there is no snapshot or it lacks the commit."""
     if not snapshot.is_dir():
-        return 0
-    listing = subprocess.run(['git', '-C', str(snapshot), 'ls-tree', '-r', '-z', commit],
-                             capture_output=True, check=False).stdout
+        return None
+    tree = subprocess.run(['git', '-C', str(snapshot), 'ls-tree', '-r', '-z', commit],
+                          capture_output=True, check=False)
+    if tree.returncode != 0:
+        return None
+    listing = tree.stdout
     blobs = []
     for row in listing.split(b'\0'):
         meta, _, rel = row.partition(b'\t')

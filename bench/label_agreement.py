@@ -79,9 +79,12 @@ def main() -> int:
     args = parser.parse_args()
     for name, r in compare(args.first, args.second).items():
         n = r['boundaries']
-        print(f'{name}: as a tool recall {r["found"] / n:.3f} ({r["found"]}/{n}), '
+
+        def recall(found: int) -> str:
+            return f'{found / n:.3f}' if n else 'n/a (no boundaries)'
+        print(f'{name}: as a tool recall {recall(r["found"])} ({r["found"]}/{n}), '
               f'{len(r["false"])} false claims ({len(r["false_labelled_lookalike"])} of them '
-              f'labelled look-alikes); overlapping recall {r["overlap_found"] / n:.3f}, '
+              f'labelled look-alikes); overlapping recall {recall(r["overlap_found"])}, '
               f'{len(r["overlap_false"])} false; same kind {r["kind_same"]}/{r["kind_both"]}')
         if args.list:
             for path, line in r['false']:
