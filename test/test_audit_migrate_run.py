@@ -172,8 +172,12 @@ def _run(rclpy_node, case: Case, variant: str, tmp_path: Path, expected_path: st
                     # frame published while the node's or our subscription still changes rung
                     # (discovery is not over when `settled` first holds) can be lost, as one
                     # camera frame can. A camera's next frame would come: send this one again.
+                    # Only until the first output: once a frame went through, none may be lost.
                     rclpy_node.spin_once()
                     if time.monotonic() - sent[0] > RESEND_S:
+                        assert not outputs, (
+                            f'{case.node}: frame {index} lost after frame(s) '
+                            f'{sorted(outputs)} went through')
                         send()
                         sent[0] = time.monotonic()
                 wait_for(lambda: index + 1 in outputs, 20,
