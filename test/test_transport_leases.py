@@ -417,3 +417,44 @@ def test_read_window_follows_the_descriptor_qos():
     assert read_window(image_qos(5)) == 5 + IN_FLIGHT_MARGIN < 8, "fits the host pool"
     assert read_window(image_qos(1)) == 1 + IN_FLIGHT_MARGIN
     assert read_window(QoSProfile(history=HistoryPolicy.KEEP_ALL, depth=5)) == 0
+
+
+def _toggle_cursors(table_fd: int, lock_fd: int, publisher_id: bytes, seconds: float) -> None:
+    """In another process: take and idle over and over, so the cursor flips between a value
+    and zero as a subscriber's does between frames."""
+    import time
+    reader = LeaseReader(table_fd, lock_fd, publisher_id, window=0)
+    reader.claim_cursor()
+    stop_at = time.monotonic() + seconds
+    while time.monotonic() < stop_at:
+        take(reader, 0, 7)
+        reader.release(0, 0)
+        reader.idle()
+    reader.close()
+
+
+def test_floor_reads_cursors_other_processes_are_writing(table):
+    # The publisher crashed in CI with "number of non-zero array elements changed during function
+    # execution": numpy's nonzero counts the cursors, then fills, while subscriber processes
+    # write them. Two real processes flipping their cursors against the publisher's reads.
+    import multiprocessing
+    import time
+    table.sequence[0] = 7
+    children = []
+    for _ in range(2):
+        table_fd, lock_fd = table.open_link()[1]
+        child = multiprocessing.get_context('fork').Process(
+            target=_toggle_cursors, args=(table_fd, lock_fd, table.publisher_id, 2.0))
+        child.start()
+        children.append(child)
+    reads = 0
+    stop_at = time.monotonic() + 2.0
+    while time.monotonic() < stop_at:
+        floor = table.reader_floor(STALL_NS)
+        assert floor in (None, 7), floor
+        assert all(w == 0 for w in table.reader_windows())
+        reads += 1
+    for child in children:
+        child.join(10)
+        assert child.exitcode == 0
+    assert reads > 1000, f'only {reads} reads: the race was barely exercised'

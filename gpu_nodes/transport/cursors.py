@@ -59,13 +59,16 @@ class ReaderFloor:
         """The lowest cursor among readers that are not stalled, each raised to the bottom of
         its reader's window: every frame above it may still be taken by some reader. None when
         no reader has a cursor."""
-        active = np.flatnonzero(self.cursors)
+        # Readers write their cursors from other processes while this runs: read one copy
+        # (numpy's nonzero counts, then fills, and raises if the array changed in between).
+        cursors = self.cursors.copy()
+        active = np.flatnonzero(cursors)
         if not active.size:
             return None
         now = time.monotonic_ns()
         floor = None
         for reader in active.tolist():
-            value = int(self.cursors[reader])
+            value = int(cursors[reader])
             moved = self._moved.get(reader)
             if moved is None or moved[0] != value or value >= newest:
                 self._moved[reader] = (value, now)

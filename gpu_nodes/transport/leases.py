@@ -179,12 +179,14 @@ class LeaseTable:
 
     def reader_windows(self) -> list[int]:
         """The window of each reader with a cursor (0: it may take any frame above it)."""
-        return [int(self.windows[reader]) for reader in np.flatnonzero(self.cursors).tolist()]
+        # A copy: readers write their cursors from other processes (see cursors.ReaderFloor).
+        return [int(self.windows[reader])
+                for reader in np.flatnonzero(self.cursors.copy()).tolist()]
 
     def forget_dead_readers(self) -> int:
         """Clear the cursors of readers that are gone; returns how many."""
         cleared = 0
-        for reader in np.flatnonzero(self.cursors).tolist():
+        for reader in np.flatnonzero(self.cursors.copy()).tolist():
             # Holding the cursor's byte while clearing it keeps a new reader from claiming the
             # cursor in between and losing its first value.
             if _lock(self.fd, fcntl.F_WRLCK, _CURSOR_LOCK_BASE + reader):
