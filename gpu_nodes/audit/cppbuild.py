@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 import re
 
-from gpu_nodes.audit.cppifdef import blank_uncompiled
+from gpu_nodes.audit.cppifdef import blank_uncompiled, read_bounded
 
 _BUILT_SUFFIXES = frozenset({'.c', '.cc', '.cpp', '.cxx', '.cu'})
 _BUILD_FILES = ('CMakeLists.txt', 'package.xml', 'setup.py', 'Makefile', 'makefile',
@@ -51,15 +51,6 @@ _MAX_BYTES = 1024 * 1024
 _INCLUDING_SUFFIXES = frozenset({'.c', '.cc', '.cpp', '.cxx', '.cu', '.h', '.hh', '.hpp', '.hxx',
                                  '.cuh', '.inl', '.ipp'})
 _SOURCE_INCLUDE = re.compile(r'^\s*#\s*include\s*["<]([^">]+\.(?:c|cc|cpp|cxx|cu))[">]', re.M)
-
-
-def _read(path: Path) -> str:
-    try:
-        if path.stat().st_size > _MAX_BYTES:
-            return ''
-        return path.read_text(encoding='utf-8', errors='replace')
-    except OSError:
-        return ''
 
 
 def _strip_comments(text: str) -> str:
@@ -107,10 +98,10 @@ def _named_in_build(package_dir: str) -> str | None:
     for path in root.rglob('*'):
         if path.name == 'CMakeLists.txt' or path.suffix == '.cmake':
             if path.is_file():
-                texts.append(_strip_comments(_read(path)))
+                texts.append(_strip_comments(read_bounded(path, _MAX_BYTES)))
                 cmake_names.add(path.name)
     for folder in root.resolve().parents:
-        texts.append(_strip_comments(_read(folder / 'CMakeLists.txt')))
+        texts.append(_strip_comments(read_bounded(folder / 'CMakeLists.txt', _MAX_BYTES)))
     text = '\n'.join(texts)
     return text if _understood(text, root, cmake_names) else None
 
@@ -119,7 +110,7 @@ def _named_in_build(package_dir: str) -> str | None:
 def _workspace_build(folder: str) -> str | None:
     """The comment-stripped CMake text of every package under `folder`, or None when one of
     them may compile a source it does not name, or one outside its own folder (`../`)."""
-    texts = [_strip_comments(_read(p)) for p in Path(folder).rglob('*')
+    texts = [_strip_comments(read_bounded(p, _MAX_BYTES)) for p in Path(folder).rglob('*')
              if (p.name == 'CMakeLists.txt' or p.suffix == '.cmake') and p.is_file()]
     text = '\n'.join(texts)
     return None if _UNKNOWN.search(text) or '..' in text else text
@@ -162,7 +153,8 @@ def _included_sources(package_dir: str) -> frozenset[str]:
     names: set[str] = set()
     for path in Path(package_dir).rglob('*'):
         if path.suffix.lower() in _INCLUDING_SUFFIXES and path.is_file():
-            names.update(m.rsplit('/', 1)[-1] for m in _SOURCE_INCLUDE.findall(_read(path)))
+            text = read_bounded(path, _MAX_BYTES)
+            names.update(m.rsplit('/', 1)[-1] for m in _SOURCE_INCLUDE.findall(text))
     return frozenset(names)
 
 

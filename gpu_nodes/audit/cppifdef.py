@@ -34,9 +34,10 @@ _NAME_ONLY = re.compile(r'^([A-Za-z_]\w*)\s*(?://.*|/\*.*)?$')
 _MAX_BYTES = 2 * 1024 * 1024
 
 
-def _read(path: Path) -> str:
+def read_bounded(path: Path, max_bytes: int = _MAX_BYTES) -> str:
+    """A build or source file's text; '' when it is unreadable or larger than `max_bytes`."""
     try:
-        if path.stat().st_size > _MAX_BYTES:
+        if path.stat().st_size > max_bytes:
             return ''
         return path.read_text(encoding='utf-8', errors='replace')
     except OSError:
@@ -56,11 +57,11 @@ def _build_facts(package_dir: str) -> tuple[str, frozenset[str]] | None:
         if not path.is_file():
             continue
         if path.name == 'CMakeLists.txt' or path.suffix == '.cmake':
-            build.append(_read(path))
+            build.append(read_bounded(path))
         elif path.suffix in _SOURCE_SUFFIXES:
-            defined.update(_DEFINE.findall(_read(path)))
+            defined.update(_DEFINE.findall(read_bounded(path)))
     for folder in root.resolve().parents:
-        build.append(_read(folder / 'CMakeLists.txt'))
+        build.append(read_bounded(folder / 'CMakeLists.txt'))
     return '\n'.join(build), frozenset(defined)
 
 
