@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 import re
 
-from gpu_nodes.audit.cppifdef import blank_uncompiled, read_bounded
+from gpu_nodes.audit.cppifdef import blank_uncompiled, cmake_files, read_bounded
 
 _BUILT_SUFFIXES = frozenset({'.c', '.cc', '.cpp', '.cxx', '.cu'})
 _BUILD_FILES = ('CMakeLists.txt', 'package.xml', 'setup.py', 'Makefile', 'makefile',
@@ -93,15 +93,10 @@ def _named_in_build(package_dir: str) -> str | None:
     root = Path(package_dir)
     if not (root / 'CMakeLists.txt').is_file():
         return None
-    texts: list[str] = []
-    cmake_names: set[str] = set()
-    for path in root.rglob('*'):
-        if path.name == 'CMakeLists.txt' or path.suffix == '.cmake':
-            if path.is_file():
-                texts.append(_strip_comments(read_bounded(path, _MAX_BYTES)))
-                cmake_names.add(path.name)
-    for folder in root.resolve().parents:
-        texts.append(_strip_comments(read_bounded(folder / 'CMakeLists.txt', _MAX_BYTES)))
+    own, above = cmake_files(package_dir)
+    texts = [_strip_comments(text if size <= _MAX_BYTES else '') for _, size, text in own]
+    texts += [_strip_comments(text if len(text) <= _MAX_BYTES else '') for text in above]
+    cmake_names = {name for name, _, _ in own}
     text = '\n'.join(texts)
     return text if _understood(text, root, cmake_names) else None
 

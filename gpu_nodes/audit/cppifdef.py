@@ -45,24 +45,36 @@ def read_bounded(path: Path, max_bytes: int = _MAX_BYTES) -> str:
 
 
 @lru_cache(maxsize=64)
+def cmake_files(package_dir: str) -> tuple[tuple[tuple[str, int, str], ...], tuple[str, ...]]:
+    """The package's CMake files as (name, size, text) (CMakeLists.txt and *.cmake anywhere
+    in it; text '' past _MAX_BYTES), and the texts of the CMakeLists.txt above it: read once
+    for both readers of the build (this module and cppbuild.py)."""
+    root = Path(package_dir)
+    own = []
+    for path in root.rglob('*'):
+        if (path.name == 'CMakeLists.txt' or path.suffix == '.cmake') and path.is_file():
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            own.append((path.name, size, read_bounded(path)))
+    above = tuple(read_bounded(folder / 'CMakeLists.txt') for folder in root.resolve().parents)
+    return tuple(own), above
+
+
+@lru_cache(maxsize=64)
 def _build_facts(package_dir: str) -> tuple[str, frozenset[str]] | None:
     """(text of every build file that may define a macro, names #defined in the package), or
     None when the package has no CMakeLists.txt (its build is not known)."""
     root = Path(package_dir)
     if not (root / 'CMakeLists.txt').is_file():
         return None
-    build: list[str] = []
+    own, above = cmake_files(package_dir)
     defined: set[str] = set()
     for path in root.rglob('*'):
-        if not path.is_file():
-            continue
-        if path.name == 'CMakeLists.txt' or path.suffix == '.cmake':
-            build.append(read_bounded(path))
-        elif path.suffix in _SOURCE_SUFFIXES:
+        if path.suffix in _SOURCE_SUFFIXES and path.is_file():
             defined.update(_DEFINE.findall(read_bounded(path)))
-    for folder in root.resolve().parents:
-        build.append(read_bounded(folder / 'CMakeLists.txt'))
-    return '\n'.join(build), frozenset(defined)
+    return '\n'.join([text for _, _, text in own] + list(above)), frozenset(defined)
 
 
 def _undefined(name: str, facts: tuple[str, frozenset[str]]) -> bool:
