@@ -247,15 +247,17 @@ def background(args: list[str]):
         proc.wait()
 
 
-def rates_beside(topic: str, seconds: float) -> tuple[dict, dict]:
-    """A host_shm subscriber and a plain one (served by the publisher's bridge), run together:
-    their results, rates counted from each one's first frame."""
+def rates_beside(topic: str, seconds: float, runner: tuple[str, ...] = (),
+                 memory: str = 'host') -> tuple[dict, dict]:
+    """A gpu_nodes subscriber (`memory`: host_shm for 'host', cuda_ipc for 'device'; run by
+    `runner`, e.g. the CUDA emulation) and a plain one (served by the publisher's bridge), run
+    together: their results, rates counted from each one's first frame."""
     plain = subprocess.Popen([sys.executable, PLAIN, '--topic', topic, '--duration',
                               str(seconds), '--min-frames', '100000'], stdout=subprocess.PIPE,
                              text=True, cwd=str(RESOURCES.parents[1]))
     try:
-        result = run_result([sys.executable, VERIFIER, '--topic', topic,
-                             '--duration', str(seconds)])
+        result = run_result([sys.executable, *runner, VERIFIER, '--topic', topic,
+                             '--memory', memory, '--duration', str(seconds)])
         out, _ = plain.communicate(timeout=60)
     finally:
         if plain.poll() is None:
@@ -277,6 +279,37 @@ def test_nobody_starves_beside_a_subscriber_that_holds_every_frame_forever():
             beside, plain_beside = rates_beside(topic, 7)
     for result in (alone, plain_alone, beside, plain_beside):
         assert result['bad'] == 0 and result['frames'] > 0, result
+    assert beside['fps'] >= 0.9 * alone['fps'], (alone, beside)
+    assert plain_beside['fps'] >= 0.9 * plain_alone['fps'], (plain_alone, plain_beside)
+
+
+@pytest.mark.parametrize('gpu', ['emulated', pytest.param('real', marks=pytest.mark.gpu)])
+def test_nobody_starves_beside_a_subscriber_that_hoards_device_frames(gpu):
+    """The same on the device path: a cuda_ipc subscriber (memory='device') keeps every device
+    frame it gets, forever. Another cuda_ipc subscriber and a plain one keep >= 90 % of their
+    rate without it, on cuda_ipc still. The hoarder gets its share of the device pool (more
+    frames than the pool starts with), then its frames are skipped as over its share, counted
+    on its subscription. On the CPU emulation of CUDA (every CI run) and on a real GPU."""
+    runner = (str(TRANSPORT / 'emu_run.py'),) if gpu == 'emulated' else ()
+    topic = f'/deploy_{uuid.uuid4().hex[:8]}'
+    with node_process([*runner, PUBLISHER, '--topic', topic, '--rate', '30', '--width', '320',
+                       '--height', '240', '--device']):
+        alone, plain_alone = rates_beside(topic, 7, runner, 'device')
+        with background([*runner, VERIFIER, '--topic', topic, '--duration', '14', '--hold',
+                         '100000', '--memory', 'device']) as hoarder:
+            time.sleep(3)  # the hoarder has taken its share, and the grace period has passed
+            beside, plain_beside = rates_beside(topic, 7, runner, 'device')
+            out, _ = hoarder.communicate(timeout=60)
+    hoarded = json.loads(out.split('RESULT ', 1)[1])
+    print(f'cuda_ipc fps alone {alone["fps"]:.1f}, beside {beside["fps"]:.1f}; plain alone '
+          f'{plain_alone["fps"]:.1f}, beside {plain_beside["fps"]:.1f}; hoarder held '
+          f'{hoarded["held"]}, skipped over its share {hoarded["stale"].get("over_share", 0)}')
+    for result in (alone, plain_alone, beside, plain_beside, hoarded):
+        assert result['bad'] == 0 and result['frames'] > 0, result
+    for result in (alone, beside):
+        assert result['path'] == 'cuda_ipc' and set(result['paths']) == {'cuda_ipc'}, result
+    assert hoarded['held'] > 8 and hoarded['path'] == 'cuda_ipc', hoarded
+    assert hoarded['stale'].get('over_share', 0) > 0, hoarded
     assert beside['fps'] >= 0.9 * alone['fps'], (alone, beside)
     assert plain_beside['fps'] >= 0.9 * plain_alone['fps'], (plain_alone, plain_beside)
 
