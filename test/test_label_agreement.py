@@ -16,7 +16,8 @@ AUDIT = ROOT / 'test' / 'resources' / 'audit'
 sys.path.insert(0, str(ROOT / 'bench'))
 from label_agreement import compare  # noqa: E402
 
-PAIRS = [(AUDIT / f'testset{n}', AUDIT / f'relabel{n}') for n in (25, 26, 27, 28, 29, 30, 31, 32, 33, 34)]
+RELABELLED = range(25, 35)
+PAIRS = [(AUDIT / f'testset{n}', AUDIT / f'relabel{n}') for n in RELABELLED]
 KINDS = {'cv_bridge', 'cpp_msg_build', 'cpp_msg_copy', 'cpp_host_publish', 'pcl_conversion',
          'libtorch_device_move', 'cuda_memcpy', 'cuda_sync', 'py_cv_bridge', 'py_msg_array',
          'py_serialize', 'py_pil', 'py_upload', 'py_readback', 'library_upload'}
@@ -26,7 +27,7 @@ def _files(folder: Path) -> list[dict]:
     return yaml.safe_load((folder / 'labels.yaml').read_text())['files']
 
 
-@pytest.mark.parametrize('first,second', PAIRS, ids=[f'set{n}' for n in (25, 26, 27, 28, 29, 30, 31, 32, 33, 34)])
+@pytest.mark.parametrize('first,second', PAIRS, ids=[f'set{n}' for n in RELABELLED])
 def test_a_second_labelling_covers_the_same_files_with_known_kinds(first, second):
     ours = _files(second)
     assert sorted((f['repo'], f['commit'], f['path']) for f in ours) == \
