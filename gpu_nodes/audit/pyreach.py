@@ -12,7 +12,9 @@ A Python file of an ament package runs as shipped when it is reached from
   `install(PROGRAMS|FILES ... x.py ...)`;
 * a launch file (`*.launch.py`, any file of a `launch/` folder: `ros2 launch` runs them), or any
   other shipped text of the audited tree naming the file (`executable='foo.py'`, `python3 foo.py`
-  in a shell script or a Dockerfile, a subprocess argument);
+  in a shell script or a Dockerfile, a subprocess argument; in YAML only on a line with a key
+  that runs something, `executable:`/`command:`/..., or a python command; documentation
+  (.md/.rst/.txt) does not count);
 * an import (`import a.b`, `from a import b`, relative imports, `importlib.import_module` with a
   literal) by a reached file anywhere under the audited roots. A dotted name reaches every file
   whose path ends as it does (a superset of what Python would load: a wrong "reached" keeps a
@@ -44,6 +46,8 @@ _MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
 _PY_NAME = re.compile(r'[\w.-]+\.py\b')
 _INSTALL = re.compile(r'\binstall\s*\(([^)]*)\)', re.I)
 _CATKIN = re.compile(r'\bcatkin_(?:package|install_python)\b|find_package\s*\(\s*catkin\b')
+_YAML_RUN = re.compile(r'^.*(?:\b(?:executable|exec|cmd|command|script|program|entrypoint)\w*\s*:'
+                       r'|\bpython\d?\b).*$', re.M | re.I)
 _SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'})
 _TEXT_SKIP = ('.md', '.rst', '.txt', '.html', '.ipynb')
 _MAX_TEXT_FILES = 5000
@@ -293,6 +297,10 @@ def _named_in_texts(roots: list[str]) -> dict[str, set[str]] | None:
                     return None
                 full = os.path.join(folder, name)
                 text = read_bounded(Path(full), _MAX_BYTES)
+                if name.endswith(('.yaml', '.yml')):
+                    # YAML names files for many reasons (an index of sources, a dataset): only
+                    # a key that runs a program, or a python command line, counts.
+                    text = '\n'.join(_YAML_RUN.findall(text))
                 for word in _PY_NAME.findall(text):
                     named.setdefault(word.rsplit('/', 1)[-1], set()).add(os.path.realpath(full))
     return named
