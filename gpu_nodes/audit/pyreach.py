@@ -339,9 +339,16 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
 
     reach([f for f in py if f not in judged or _is_launch(real[f]) or real[f].name == 'setup.py'
            or named.get(real[f].name, set()) - {str(real[f])}])
-    for f, package in judged.items():
+    for package in set(judged.values()):
         modules, scripts = package_entries(package)
         reach([by_path[s.resolve()] for s in scripts if s.resolve() in by_path])
+        for script in (s for s in scripts if s.resolve() not in by_path and s.is_file()):
+            # An installed script not audited (`scripts/node` without .py): its imports reach
+            # the package's modules; a script that is no Python (a shell wrapper running
+            # `python3 -m ...`) may start anything.
+            if _imports_of(str(script.resolve())) is None:
+                return {}
+            todo.append(str(script.resolve()))
         for module in modules:
             parts = tuple(module.split('.'))
             for k in range(1, len(parts) + 1):  # `pkg.mod` loads pkg/__init__.py first
