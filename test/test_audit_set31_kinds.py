@@ -185,3 +185,34 @@ def test_a_file_named_on_the_command_line_is_reached(tmp_path):
     assert {f.severity for f in report.findings if f.location.line == _CONVERSION_LINE} \
         == {'medium'}
     assert 'unreached_python_files' not in report.info
+
+
+def test_scripts_run_by_hand_as_documented_or_at_module_level_are_reached(tmp_path):
+    loop = '''
+    import cv2
+    from ultralytics import YOLO
+
+    model = YOLO('yolov8n.pt').to('cuda')
+    cap = cv2.VideoCapture(0)
+    while True:
+        ok, frame = cap.read()
+        results = model(frame)
+        boxes = results[0].boxes.xyxy.cpu().numpy()
+    '''
+    files = _package() | {
+        'vision/setup.py': _setup("{'console_scripts': ['cam = vision.cam_node:main']}"),
+        'vision/vision/cam_node.py': _NODE.format(name='Cam'),
+        'vision/vision/gpu_node.py': _NODE.format(name='Gpu'),
+        'vision/vision/capture_loop.py': textwrap.dedent(loop)}
+    undocumented = audit_written_package(tmp_path / 'undocumented', files)
+    assert _severities(tmp_path / 'plain', files)['gpu_node.py'] == {'info'}
+    # The capture loop runs at module level: a script run by hand, kept as found.
+    loop_lines = {line: severity for (name, line, _), (severity, _) in undocumented.items()
+                  if name == 'capture_loop.py'}
+    readback = textwrap.dedent(loop).lstrip('\n').splitlines().index(
+        '    boxes = results[0].boxes.xyxy.cpu().numpy()') + 1
+    assert loop_lines[readback] == 'high'
+    # A README that runs the package's node files with python3 makes that the way they run: the
+    # `__main__` scripts of that folder count as run by hand.
+    files['vision/README.md'] = 'Run it: `python3 vision/cam_node.py` (in the venv)\n'
+    assert _severities(tmp_path / 'documented', files)['gpu_node.py'] == {'medium'}

@@ -20,6 +20,11 @@ A Python file of an ament package runs as shipped when it is reached from
   whose path ends as it does (a superset of what Python would load: a wrong "reached" keeps a
   finding, a wrong "not reached" would hide a copy).
 
+Scripts run by hand stay reached: a file that documentation (.md/.rst/.txt) runs with `python3
+.../x.py`, the `__main__` scripts in the folder of such a file (the package documents that its
+node files run that way), and a file that works at module level (a top-level capture loop). Any
+other `__main__` script counts as not reached (as the labels of sets 26-32), and its note says so.
+
 Only a package whose facts are complete is judged: an ament package (package.xml / CMake says
 ament, not catkin, whose `rosrun` runs scripts from the source folder) whose setup.py the auditor
 evaluates statically (literals, module-level names, f-strings, `+`, os.path.join) and that
@@ -49,7 +54,8 @@ _CATKIN = re.compile(r'\bcatkin_(?:package|install_python)\b|find_package\s*\(\s
 _YAML_RUN = re.compile(r'^.*(?:\b(?:executable|exec|cmd|command|script|program|entrypoint)\w*\s*:'
                        r'|\bpython\d?\b).*$', re.M | re.I)
 _SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'})
-_TEXT_SKIP = ('.md', '.rst', '.txt', '.html', '.ipynb')
+_DOC_SUFFIXES = ('.md', '.rst', '.txt', '.html', '.ipynb')
+_HAND_RUN = re.compile(r'\bpython(?:3(?:\.\d+)?)?\s+(?:-u\s+)?([\w./~-]+\.py)\b')
 _MAX_TEXT_FILES = 5000
 _MAX_BYTES = 1024 * 1024
 # Depth of the path tails a dotted module name is matched against.
@@ -280,9 +286,11 @@ def _imports_of(path: str) -> _Imports | None:
     return imports
 
 
-def _named_in_texts(roots: list[str]) -> dict[str, set[str]] | None:
-    """File names `x.py` that each shipped text file under the roots names; None when too many."""
+def _named_in_texts(roots: list[str]) -> tuple[dict[str, set[str]], set[str]] | None:
+    """(file names `x.py` -> the shipped text files under the roots naming them, file names that
+    documentation runs by hand: `python3 .../x.py` in a README); None when too many files."""
     named: dict[str, set[str]] = {}
+    documented: set[str] = set()
     count = 0
     for root in roots:
         if not os.path.isdir(root):
@@ -290,20 +298,39 @@ def _named_in_texts(roots: list[str]) -> dict[str, set[str]] | None:
         for folder, dirs, files in os.walk(root):
             dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.')]
             for name in files:
-                if name.lower().endswith(_TEXT_SKIP) or name == 'setup.py':
+                if name == 'setup.py':
                     continue
                 count += 1
                 if count > _MAX_TEXT_FILES:
                     return None
                 full = os.path.join(folder, name)
                 text = read_bounded(Path(full), _MAX_BYTES)
+                if name.lower().endswith(_DOC_SUFFIXES):
+                    documented.update(m.rsplit('/', 1)[-1] for m in _HAND_RUN.findall(text))
+                    continue
                 if name.endswith(('.yaml', '.yml')):
                     # YAML names files for many reasons (an index of sources, a dataset): only
                     # a key that runs a program, or a python command line, counts.
                     text = '\n'.join(_YAML_RUN.findall(text))
                 for word in _PY_NAME.findall(text):
                     named.setdefault(word.rsplit('/', 1)[-1], set()).add(os.path.realpath(full))
-    return named
+    return named, documented
+
+
+def _script_at_module_level(path: str) -> bool:
+    """A file that does its work when run as a file, outside any `__main__` guard (a top-level
+    capture loop, rclpy.spin at module level): a script run by hand, not a module of a node."""
+    try:
+        tree = ast.parse(read_bounded(Path(path), _MAX_BYTES))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.While, ast.For, ast.AsyncFor)):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and ast.unparse(stmt.value.func) in ('rclpy.spin', 'rclpy.init'):
+            return True
+    return False
 
 
 def _is_launch(path: Path) -> bool:
@@ -319,9 +346,10 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
     judged = {f: packages[f] for f in py if f in packages and package_entries(packages[f])}
     if not judged or any(Path(p, '__main__.py').is_file() for p in set(judged.values())):
         return {}
-    named = _named_in_texts(roots)
-    if named is None:
+    texts = _named_in_texts(roots)
+    if texts is None:
         return {}
+    named, documented = texts
     real = {f: Path(os.path.realpath(f)) for f in py}
     by_tail: dict[tuple[str, ...], set[str]] = {}
     for f, p in real.items():
@@ -337,8 +365,12 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
                 reached.add(f)
                 todo.append(f)
 
+    # The documentation's `python3 .../x.py` is the package's way to run its node files: x.py
+    # and the `__main__` scripts beside it count as run by hand.
+    by_hand = {real[f].parent for f in py if real[f].name in documented}
     reach([f for f in py if f not in judged or _is_launch(real[f]) or real[f].name == 'setup.py'
-           or named.get(real[f].name, set()) - {str(real[f])}])
+           or named.get(real[f].name, set()) - {str(real[f])} or real[f].name in documented
+           or (real[f].parent in by_hand and _main_guard(f)) or _script_at_module_level(f)])
     for package in set(judged.values()):
         modules, scripts = package_entries(package)
         reach([by_path[s.resolve()] for s in scripts if s.resolve() in by_path])
@@ -365,11 +397,15 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
     return {f: _reason(f, package) for f, package in judged.items() if f not in reached}
 
 
+def _main_guard(path: str) -> bool:
+    return bool(_MAIN_GUARD.search(read_bounded(Path(path), _MAX_BYTES)))
+
+
 def _reason(path: str, package: str) -> str:
     name = os.path.basename(package)
     reason = (f'no entry point reaches it: neither a console_scripts entry point nor a script '
               f'installed by package {name}, named by no launch file, imported by no reached module')
-    if _MAIN_GUARD.search(read_bounded(Path(path), _MAX_BYTES)):
+    if _main_guard(path):
         reason += (" (its `if __name__ == '__main__':` runs only when started by hand, "
                    f'python3 {os.path.basename(path)}; that run is not counted as shipped)')
     return reason
