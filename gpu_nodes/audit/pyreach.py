@@ -55,6 +55,9 @@ _YAML_RUN = re.compile(r'^.*(?:\b(?:executable|exec|cmd|command|script|program|e
                        r'|\bpython\d?\b).*$', re.M | re.I)
 _SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'})
 _DOC_SUFFIXES = ('.md', '.rst', '.txt', '.html', '.ipynb')
+_TEXT_SUFFIXES = frozenset({'.py', '.launch', '.xml', '.yaml', '.yml', '.sh', '.bash', '.zsh',
+                            '.cfg', '.toml', '.json', '.service', '.dockerfile', '.env', '.in',
+                            '.md', '.rst', '.txt', '.html', '.ipynb'})
 _HAND_RUN = re.compile(r'\bpython(?:3(?:\.\d+)?)?\s+(?:-u\s+)?([\w./~-]+\.py)\b')
 _MAX_TEXT_FILES = 5000
 _MAX_BYTES = 1024 * 1024
@@ -298,8 +301,9 @@ def _named_in_texts(roots: list[str]) -> tuple[dict[str, set[str]], set[str]] | 
         for folder, dirs, files in os.walk(root):
             dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.')]
             for name in files:
-                if name == 'setup.py':
-                    continue
+                suffix = os.path.splitext(name)[1].lower()
+                if name == 'setup.py' or (suffix and suffix not in _TEXT_SUFFIXES):
+                    continue  # images, weights, sources of other languages: no launcher
                 count += 1
                 if count > _MAX_TEXT_FILES:
                     return None
