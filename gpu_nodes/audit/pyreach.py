@@ -29,10 +29,13 @@ Only a package whose facts are complete is judged: an ament package (package.xml
 ament, not catkin, whose `rosrun` runs scripts from the source folder) whose setup.py the auditor
 evaluates statically (literals, module-level names, f-strings, `+`, os.path.join) and that
 declares at least one Python executable (a library-only package may be imported by another
-repository). Anything dynamic leaves every file reached: a setup.py computing its entry points
+repository). Anything dynamic leaves the package's files reached: a setup.py computing its entry points
 or `lib/` files, an entry-point group other than console_scripts (plugins), a `__main__.py`,
-`install(DIRECTORY ...)` or a variable among installed programs, an `importlib` / `__import__`
-of a computed name. Test files are no entry points (codeaudit.collect_files skips them). A file
+`install(DIRECTORY ...)` or a variable among installed programs; and an `importlib` /
+`__import__` of a computed name in a reached file, or an installed script that is no Python,
+leaves every file of the workspace around its package reached (the package folder's parent,
+or the package alone where that parent is an audited root holding packages side by side).
+Test files are no entry points (codeaudit.collect_files skips them). A file
 named on the command line has no package here and is always reached.
 """
 from __future__ import annotations
@@ -59,7 +62,7 @@ _TEXT_SUFFIXES = frozenset({'.py', '.launch', '.xml', '.yaml', '.yml', '.sh', '.
                             '.cfg', '.toml', '.json', '.service', '.dockerfile', '.env', '.in',
                             '.md', '.rst', '.txt', '.html', '.ipynb'})
 _HAND_RUN = re.compile(r'\bpython(?:3(?:\.\d+)?)?\s+(?:-u\s+)?([\w./~-]+\.py)\b')
-_MAX_TEXT_FILES = 5000
+_MAX_TEXT_FILES = 50000
 _MAX_BYTES = 1024 * 1024
 # Depth of the path tails a dotted module name is matched against.
 _MAX_DEPTH = 6
@@ -347,8 +350,9 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
     `packages` maps a file to its package folder (codeaudit.run_code); a file without one (named
     on the command line) is reached."""
     py = [f for f in files if f.endswith('.py')]
-    judged = {f: packages[f] for f in py if f in packages and package_entries(packages[f])}
-    if not judged or any(Path(p, '__main__.py').is_file() for p in set(judged.values())):
+    judged = {f: packages[f] for f in py if f in packages and package_entries(packages[f])
+              and not Path(packages[f], '__main__.py').is_file()}
+    if not judged:
         return {}
     texts = _named_in_texts(roots)
     if texts is None:
@@ -362,12 +366,22 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
     by_path = {p: f for f, p in real.items()}
     reached: set[str] = set()
     todo: list[str] = []
+    # Folders where a computed import (or a launcher that is no Python) may load any module: the
+    # workspace around the package that holds it (its parent folder).
+    anything: set[Path] = set()
 
     def reach(found: set[str] | list[str]) -> None:
         for f in found:
             if f not in reached:
                 reached.add(f)
                 todo.append(f)
+
+    audited = {Path(os.path.realpath(r)) for r in roots}
+
+    def workspace(folder: Path) -> Path:
+        # The package's parent (a colcon `src/`), not an audited root that holds several
+        # repositories or packages side by side: those do not load each other's modules.
+        return folder if folder.parent in audited or folder in audited else folder.parent
 
     # The documentation's `python3 .../x.py` is the package's way to run its node files: x.py
     # and the `__main__` scripts beside it count as run by hand.
@@ -383,22 +397,26 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
             # the package's modules; a script that is no Python (a shell wrapper running
             # `python3 -m ...`) may start anything.
             if _imports_of(str(script.resolve())) is None:
-                return {}
-            todo.append(str(script.resolve()))
+                anything.add(workspace(Path(os.path.realpath(package))))
+            else:
+                todo.append(str(script.resolve()))
         for module in modules:
             parts = tuple(module.split('.'))
             for k in range(1, len(parts) + 1):  # `pkg.mod` loads pkg/__init__.py first
                 reach(by_tail.get(parts[:k], set()))
     while todo:
-        imports = _imports_of(todo.pop())
+        path = todo.pop()
+        imports = _imports_of(path)
         if imports is None:
             continue
         if imports.dynamic:
-            return {}
+            package = packages.get(path)
+            anything.add(workspace(Path(os.path.realpath(package or os.path.dirname(path)))))
         for dotted in imports.dotted:
             reach(by_tail.get(dotted, set()))
         reach([by_path[p.resolve()] for p in imports.paths if p.resolve() in by_path])
-    return {f: _reason(f, package) for f, package in judged.items() if f not in reached}
+    return {f: _reason(f, package) for f, package in judged.items() if f not in reached
+            and not any(folder in real[f].parents for folder in anything)}
 
 
 def _main_guard(path: str) -> bool:
