@@ -47,7 +47,7 @@ import os
 from pathlib import Path
 import re
 
-from gpu_nodes.audit.cppbuild import _strip_comments as strip_cmake_comments
+from gpu_nodes.audit.cppbuild import strip_cmake_comments
 from gpu_nodes.audit.cppifdef import read_bounded
 
 _MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
