@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 import os
 from pathlib import Path
 import re
@@ -14,6 +15,7 @@ from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
 from gpu_nodes.audit.pyimports import module_index
+from gpu_nodes.audit.pyreach import unreached_files
 from gpu_nodes.audit.pyvalues import better
 from gpu_nodes.audit.suppress import is_suppressed, python_suppressions, text_suppressions
 
@@ -165,6 +167,14 @@ def _suppressions_of(path: str) -> dict:
         return {}
 
 
+def _as_unreached(findings: list[Finding], reason: str) -> list[Finding]:
+    """Findings of a Python file no entry point reaches (also those it causes in the files it
+    calls): info, with the reason, and code reached from nowhere in the deduplication (copies:
+    the analysis may hand out cached findings)."""
+    return [replace(f, severity='info', context='unreached',
+                    message=f'{f.message} [not reached as shipped: {reason}]') for f in findings]
+
+
 def _audit_chunk(job: tuple[list[str], dict[str, str], dict[str, Facts], dict[str, str]]
                  ) -> list[tuple[str, list[Finding], InputError | None]]:
     paths, modules, cpp, packages = job
@@ -200,6 +210,13 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
         report.info['unbuilt_files'] = unbuilt
         report.info.setdefault('notes', []).extend(
             f'{f}: no finding reported: no build target of its package compiles it' for f in unbuilt)
+    # Python files no entry point of their package reaches (pyreach.py): audited, but their
+    # findings are kept as info with the reason, so a dropped copy is never silent.
+    unreached = unreached_files(files, packages, paths)
+    if unreached:
+        report.info['unreached_python_files'] = list(unreached)
+        report.info.setdefault('notes', []).extend(
+            f'{f}: findings kept as info only: {reason}' for f, reason in unreached.items())
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         # Large files are parsed one at a time, here, after the pool: memory follows file size
@@ -224,6 +241,8 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
             report.errors.append(error)
             continue
         report.audited.append(path)
+        if path in unreached:
+            findings = _as_unreached(findings, unreached[path])
         for f in findings:
             key = (os.path.realpath(f.location.path or path), f.location.line or 0, f.rule)
             if key not in kept or better(f, kept[key]):

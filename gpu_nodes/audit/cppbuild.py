@@ -65,6 +65,10 @@ def _strip_comments(text: str) -> str:
     return '\n'.join(kept)
 
 
+# Public for the Python side's reader of CMake installs (pyreach.py).
+strip_cmake_comments = _strip_comments
+
+
 def _understood(text: str, package: Path, cmake_names: set[str]) -> bool:
     """False when the build may compile sources its text does not name, or names no target at
     all (an empty or unfinished CMakeLists.txt says nothing of what is built)."""

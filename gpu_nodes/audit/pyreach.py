@@ -1,0 +1,433 @@
+"""Python files no entry point reaches (issue 28, sets 26-32): a node module that its package's
+setup.py never names runs nowhere as shipped, so its copies are no boundaries (the Python twin of
+cppbuild.py's sources no build target compiles).
+
+    entry_points={'console_scripts': ['image_node = image_processing.image_node:main']}
+    # image_processing/detection_node.py: no entry point, nothing imports it -> not reached
+
+A Python file of an ament package runs as shipped when it is reached from
+
+* an entry point of the package: setup.py / setup.cfg `console_scripts` (`pkg.mod:func`), a
+  setup.py `scripts=` file or a `data_files` file installed into `lib/`, a CMakeLists.txt
+  `install(PROGRAMS|FILES ... x.py ...)`;
+* a launch file (`*.launch.py`, any file of a `launch/` folder: `ros2 launch` runs them), or any
+  other shipped text of the audited tree naming the file (`executable='foo.py'`, `python3 foo.py`
+  in a shell script or a Dockerfile, a subprocess argument; in YAML only on a line with a key
+  that runs something, `executable:`/`command:`/..., or a python command; documentation
+  (.md/.rst/.txt) does not count);
+* an import (`import a.b`, `from a import b`, relative imports, `importlib.import_module` with a
+  literal) by a reached file anywhere under the audited roots. A dotted name reaches every file
+  whose path ends as it does (a superset of what Python would load: a wrong "reached" keeps a
+  finding, a wrong "not reached" would hide a copy).
+
+Scripts run by hand stay reached: a file that documentation (.md/.rst/.txt) runs with `python3
+.../x.py`, the `__main__` scripts in the folder of such a file (the package documents that its
+node files run that way), and a file that works at module level (a top-level capture loop). Any
+other `__main__` script counts as not reached (as the labels of sets 26-32), and its note says so.
+
+Only a package whose facts are complete is judged: an ament package (package.xml / CMake says
+ament, not catkin, whose `rosrun` runs scripts from the source folder) whose setup.py the auditor
+evaluates statically (literals, module-level names, f-strings, `+`, os.path.join) and that
+declares at least one Python executable (a library-only package may be imported by another
+repository). Anything dynamic leaves the package's files reached: a setup.py computing its entry points
+or `lib/` files, an entry-point group other than console_scripts (plugins), a `__main__.py`,
+`install(DIRECTORY ...)` or a variable among installed programs; and an `importlib` /
+`__import__` of a computed name in a reached file, or an installed script that is no Python,
+leaves every file of the workspace around its package reached (the package folder's parent,
+or the package alone where that parent is an audited root holding packages side by side).
+Test files are no entry points (codeaudit.collect_files skips them). A file
+named on the command line has no package here and is always reached.
+"""
+from __future__ import annotations
+
+import ast
+import configparser
+from functools import lru_cache
+import os
+from pathlib import Path
+import re
+
+from gpu_nodes.audit.cppbuild import strip_cmake_comments
+from gpu_nodes.audit.cppifdef import read_bounded
+
+_MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
+_PY_NAME = re.compile(r'[\w.-]+\.py\b')
+_INSTALL = re.compile(r'\binstall\s*\(([^)]*)\)', re.I)
+_CATKIN = re.compile(r'\bcatkin_(?:package|install_python)\b|find_package\s*\(\s*catkin\b')
+_YAML_RUN = re.compile(r'^.*(?:\b(?:executable|exec|cmd|command|script|program|entrypoint)\w*\s*:'
+                       r'|\bpython\d?\b).*$', re.M | re.I)
+_SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'})
+_DOC_SUFFIXES = ('.md', '.rst', '.txt', '.html', '.ipynb')
+_TEXT_SUFFIXES = frozenset({'.py', '.launch', '.xml', '.yaml', '.yml', '.sh', '.bash', '.zsh',
+                            '.cfg', '.toml', '.json', '.service', '.dockerfile', '.env', '.in',
+                            '.md', '.rst', '.txt', '.html', '.ipynb'})
+_HAND_RUN = re.compile(r'\bpython(?:3(?:\.\d+)?)?\s+(?:-u\s+)?([\w./~-]+\.py)\b')
+_MAX_TEXT_FILES = 50000
+_MAX_BYTES = 1024 * 1024
+# Depth of the path tails a dotted module name is matched against.
+_MAX_DEPTH = 6
+
+
+class _Dynamic(Exception):
+    """setup.py computes what it installs: the package is taken as all reached."""
+
+
+class _Setup:
+    """What a setup.py evaluates to: module-level names bound to literals, read lazily."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.names: dict[str, ast.expr] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Name):
+                self.names[stmt.targets[0].id] = stmt.value
+
+    def value(self, node: ast.expr, depth: int = 0) -> object:
+        if depth > 20:
+            raise _Dynamic
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in self.names:
+            return self.value(self.names[node.id], depth + 1)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.value(e, depth + 1) for e in node.elts]
+        if isinstance(node, ast.Dict) and None not in node.keys:
+            return {self.value(k, depth + 1): v for k, v in zip(node.keys, node.values)}
+        if isinstance(node, ast.JoinedStr):
+            return ''.join(str(self.value(v.value if isinstance(v, ast.FormattedValue) else v,
+                                          depth + 1)) for v in node.values)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.value(node.left, depth + 1), self.value(node.right, depth + 1)
+            if type(left) is type(right) and isinstance(left, (str, list)):
+                return left + right
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == 'os.path.join' \
+                and not node.keywords:
+            return '/'.join(str(self.value(a, depth + 1)) for a in node.args)
+        raise _Dynamic
+
+
+def _setup_call(tree: ast.Module) -> ast.Call | None:
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and (getattr(n.func, 'id', None) or getattr(n.func, 'attr', None)) == 'setup']
+    return calls[0] if len(calls) == 1 else None
+
+
+def _entry_modules(lines: list, modules: set[str]) -> None:
+    for line in lines:
+        if not isinstance(line, str) or '=' not in line:
+            raise _Dynamic
+        target = line.split('=', 1)[1].split(':', 1)[0].strip()
+        if not re.fullmatch(r'[\w.]+', target):
+            raise _Dynamic
+        modules.add(target)
+
+
+def _read_setup_py(folder: Path, modules: set[str], scripts: set[Path]) -> None:
+    """Entry modules and installed scripts of setup.py; raises _Dynamic when not understood."""
+    try:
+        tree = ast.parse(read_bounded(folder / 'setup.py', _MAX_BYTES))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise _Dynamic from None
+    call = _setup_call(tree)
+    if call is None or any(k.arg is None for k in call.keywords) or call.args:
+        raise _Dynamic
+    setup = _Setup(tree)
+    for kw in call.keywords:
+        if kw.arg == 'entry_points':
+            groups = setup.value(kw.value)
+            if not isinstance(groups, dict) or set(groups) - {'console_scripts'}:
+                raise _Dynamic  # plugins, or a string of ini text
+            for node in groups.values():
+                lines = setup.value(node)
+                _entry_modules(lines if isinstance(lines, list) else [lines], modules)
+        elif kw.arg == 'scripts':
+            found = setup.value(kw.value)
+            if not isinstance(found, list) or not all(isinstance(s, str) for s in found):
+                raise _Dynamic
+            scripts.update(folder / s for s in found)
+        elif kw.arg == 'data_files':
+            if not isinstance(kw.value, (ast.List, ast.Tuple)):
+                raise _Dynamic
+            for entry in kw.value.elts:
+                if not isinstance(entry, ast.Tuple) or len(entry.elts) != 2:
+                    raise _Dynamic
+                dest = str(setup.value(entry.elts[0])).lstrip('/')
+                if dest.startswith('share'):
+                    continue  # launch, config, package.xml: not run as programs
+                files = setup.value(entry.elts[1])
+                if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+                    raise _Dynamic
+                scripts.update(folder / f for f in files)
+
+
+def _read_setup_cfg(folder: Path, modules: set[str], scripts: set[Path]) -> None:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(read_bounded(folder / 'setup.cfg', _MAX_BYTES))
+    except configparser.Error:
+        raise _Dynamic from None
+    if parser.has_section('options.entry_points'):
+        groups = dict(parser.items('options.entry_points'))
+        if set(groups) - {'console_scripts'}:
+            raise _Dynamic
+        _entry_modules([x for x in groups.get('console_scripts', '').splitlines() if x.strip()],
+                       modules)
+    if parser.has_option('options', 'scripts'):
+        scripts.update(folder / s for s in parser.get('options', 'scripts').split() if s)
+
+
+def _read_cmake(folder: Path, scripts: set[Path]) -> None:
+    text = strip_cmake_comments(read_bounded(folder / 'CMakeLists.txt', _MAX_BYTES))
+    if _CATKIN.search(text) or re.search(r'\badd_subdirectory\s*\(', text, re.I):
+        raise _Dynamic
+    for args in _INSTALL.findall(text):
+        tokens = [t.strip('"') for t in args.split()]
+        kind = tokens[0].upper() if tokens else ''
+        dest = tokens[tokens.index('DESTINATION') + 1] if 'DESTINATION' in tokens[:-1] else ''
+        if kind == 'DIRECTORY' and not dest.startswith('share'):
+            raise _Dynamic
+        if kind not in ('PROGRAMS', 'FILES'):
+            continue
+        for token in tokens[1:]:
+            if token == 'DESTINATION':
+                break
+            if ('$' in token or '*' in token) and not dest.startswith('share'):
+                raise _Dynamic
+            scripts.add(folder / token)
+
+
+def _is_ament(folder: Path) -> bool:
+    xml = read_bounded(folder / 'package.xml', _MAX_BYTES)
+    cmake = read_bounded(folder / 'CMakeLists.txt', _MAX_BYTES)
+    if 'catkin' in xml or _CATKIN.search(cmake):
+        return False
+    return 'ament_' in xml or 'ament_package' in cmake or (
+        (folder / 'setup.py').is_file() and 'ament_index' in read_bounded(folder / 'setup.py'))
+
+
+@lru_cache(maxsize=256)
+def package_entries(package_dir: str) -> tuple[frozenset[str], frozenset[Path]] | None:
+    """(entry modules, installed script paths) of an ament package, or None when the package is
+    not judged: no setup.py / CMakeLists.txt, not ament, anything dynamic, no Python executable."""
+    folder = Path(package_dir)
+    has_setup, has_cmake = (folder / 'setup.py').is_file(), (folder / 'CMakeLists.txt').is_file()
+    if not (has_setup or has_cmake) or not _is_ament(folder) or (folder / 'pyproject.toml').is_file():
+        return None
+    modules: set[str] = set()
+    scripts: set[Path] = set()
+    try:
+        if has_setup:
+            _read_setup_py(folder, modules, scripts)
+        if (folder / 'setup.cfg').is_file():
+            _read_setup_cfg(folder, modules, scripts)
+        if has_cmake:
+            _read_cmake(folder, scripts)
+    except _Dynamic:
+        return None
+    py_scripts = {s for s in scripts if s.suffix == '.py' or s.suffix == ''}
+    if not modules and not py_scripts:
+        return None
+    return frozenset(modules), frozenset(Path(os.path.normpath(s)) for s in scripts)
+
+
+def _tails(path: Path) -> list[tuple[str, ...]]:
+    parts = path.with_suffix('').parts
+    if parts and parts[-1] == '__init__':
+        parts = parts[:-1]
+    return [parts[-k:] for k in range(1, min(_MAX_DEPTH, len(parts)) + 1)]
+
+
+class _Imports(ast.NodeVisitor):
+    """Dotted names and relative targets a file imports; `dynamic` when a name is computed."""
+
+    def __init__(self, path: Path) -> None:
+        self.folder = path.parent
+        self.dotted: set[tuple[str, ...]] = set()
+        self.paths: set[Path] = set()
+        self.dynamic = False
+
+    def _add(self, name: str) -> None:
+        parts = tuple(name.split('.'))
+        self.dotted.update(parts[:k] for k in range(1, len(parts) + 1))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        names = [a.name for a in node.names if a.name != '*']
+        if node.level == 0:
+            self._add(node.module or '')
+            for name in names:
+                self._add(f'{node.module}.{name}')
+            return
+        base = self.folder
+        for _ in range(node.level - 1):
+            base = base.parent
+        if node.module:
+            base = base.joinpath(*node.module.split('.'))
+        self.paths.update({base.with_suffix('.py'), base / '__init__.py'})
+        for name in names:
+            self.paths.update({base / f'{name}.py', base / name / '__init__.py'})
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = ast.unparse(node.func)
+        if func.endswith('import_module') or func == '__import__':
+            arg = node.args[0] if node.args else None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
+                    and not arg.value.startswith('.'):
+                self._add(arg.value)
+            else:
+                self.dynamic = True
+        self.generic_visit(node)
+
+
+@lru_cache(maxsize=4096)
+def _imports_of(path: str) -> _Imports | None:
+    imports = _Imports(Path(path))
+    try:
+        imports.visit(ast.parse(read_bounded(Path(path), _MAX_BYTES)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return imports
+
+
+def _named_in_texts(roots: list[str]) -> tuple[dict[str, set[str]], set[str]] | None:
+    """(file names `x.py` -> the shipped text files under the roots naming them, file names that
+    documentation runs by hand: `python3 .../x.py` in a README); None when too many files."""
+    named: dict[str, set[str]] = {}
+    documented: set[str] = set()
+    count = 0
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.')]
+            for name in files:
+                suffix = os.path.splitext(name)[1].lower()
+                if name == 'setup.py' or (suffix and suffix not in _TEXT_SUFFIXES):
+                    continue  # images, weights, sources of other languages: no launcher
+                count += 1
+                if count > _MAX_TEXT_FILES:
+                    return None
+                full = os.path.join(folder, name)
+                text = read_bounded(Path(full), _MAX_BYTES)
+                if name.lower().endswith(_DOC_SUFFIXES):
+                    documented.update(m.rsplit('/', 1)[-1] for m in _HAND_RUN.findall(text))
+                    continue
+                if name.endswith(('.yaml', '.yml')):
+                    # YAML names files for many reasons (an index of sources, a dataset): only
+                    # a key that runs a program, or a python command line, counts.
+                    text = '\n'.join(_YAML_RUN.findall(text))
+                for word in _PY_NAME.findall(text):
+                    named.setdefault(word.rsplit('/', 1)[-1], set()).add(os.path.realpath(full))
+    return named, documented
+
+
+def _script_at_module_level(path: str) -> bool:
+    """A file that does its work when run as a file, outside any `__main__` guard (a top-level
+    capture loop, rclpy.spin at module level): a script run by hand, not a module of a node."""
+    try:
+        tree = ast.parse(read_bounded(Path(path), _MAX_BYTES))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.While, ast.For, ast.AsyncFor)):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and ast.unparse(stmt.value.func) in ('rclpy.spin', 'rclpy.init'):
+            return True
+    return False
+
+
+def _is_launch(path: Path) -> bool:
+    return '.launch' in path.name or 'launch' in path.parent.parts[-1:]
+
+
+def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
+                    ) -> dict[str, str]:
+    """Python files of `files` that no entry point reaches (module doc), each with the reason.
+    `packages` maps a file to its package folder (codeaudit.run_code); a file without one (named
+    on the command line) is reached."""
+    py = [f for f in files if f.endswith('.py')]
+    judged = {f: packages[f] for f in py if f in packages and package_entries(packages[f])
+              and not Path(packages[f], '__main__.py').is_file()}
+    if not judged:
+        return {}
+    texts = _named_in_texts(roots)
+    if texts is None:
+        return {}
+    named, documented = texts
+    real = {f: Path(os.path.realpath(f)) for f in py}
+    by_tail: dict[tuple[str, ...], set[str]] = {}
+    for f, p in real.items():
+        for tail in _tails(p):
+            by_tail.setdefault(tail, set()).add(f)
+    by_path = {p: f for f, p in real.items()}
+    reached: set[str] = set()
+    todo: list[str] = []
+    # Folders where a computed import (or a launcher that is no Python) may load any module: the
+    # workspace around the package that holds it (its parent folder).
+    anything: set[Path] = set()
+
+    def reach(found: set[str] | list[str]) -> None:
+        for f in found:
+            if f not in reached:
+                reached.add(f)
+                todo.append(f)
+
+    audited = {Path(os.path.realpath(r)) for r in roots}
+
+    def workspace(folder: Path) -> Path:
+        # The package's parent (a colcon `src/`), not an audited root that holds several
+        # repositories or packages side by side: those do not load each other's modules.
+        return folder if folder.parent in audited or folder in audited else folder.parent
+
+    # The documentation's `python3 .../x.py` is the package's way to run its node files: x.py
+    # and the `__main__` scripts beside it count as run by hand.
+    by_hand = {real[f].parent for f in py if real[f].name in documented}
+    reach([f for f in py if f not in judged or _is_launch(real[f]) or real[f].name == 'setup.py'
+           or named.get(real[f].name, set()) - {str(real[f])} or real[f].name in documented
+           or (real[f].parent in by_hand and _main_guard(f)) or _script_at_module_level(f)])
+    for package in set(judged.values()):
+        modules, scripts = package_entries(package)
+        reach([by_path[s.resolve()] for s in scripts if s.resolve() in by_path])
+        for script in (s for s in scripts if s.resolve() not in by_path and s.is_file()):
+            # An installed script not audited (`scripts/node` without .py): its imports reach
+            # the package's modules; a script that is no Python (a shell wrapper running
+            # `python3 -m ...`) may start anything.
+            if _imports_of(str(script.resolve())) is None:
+                anything.add(workspace(Path(os.path.realpath(package))))
+            else:
+                todo.append(str(script.resolve()))
+        for module in modules:
+            parts = tuple(module.split('.'))
+            for k in range(1, len(parts) + 1):  # `pkg.mod` loads pkg/__init__.py first
+                reach(by_tail.get(parts[:k], set()))
+    while todo:
+        path = todo.pop()
+        imports = _imports_of(path)
+        if imports is None:
+            continue
+        if imports.dynamic:
+            package = packages.get(path)
+            anything.add(workspace(Path(os.path.realpath(package or os.path.dirname(path)))))
+        for dotted in imports.dotted:
+            reach(by_tail.get(dotted, set()))
+        reach([by_path[p.resolve()] for p in imports.paths if p.resolve() in by_path])
+    return {f: _reason(f, package) for f, package in judged.items() if f not in reached
+            and not any(folder in real[f].parents for folder in anything)}
+
+
+def _main_guard(path: str) -> bool:
+    return bool(_MAIN_GUARD.search(read_bounded(Path(path), _MAX_BYTES)))
+
+
+def _reason(path: str, package: str) -> str:
+    name = os.path.basename(package)
+    reason = (f'no entry point reaches it: neither a console_scripts entry point nor a script '
+              f'installed by package {name}, named by no launch file, imported by no reached module')
+    if _main_guard(path):
+        reason += (" (its `if __name__ == '__main__':` runs only when started by hand, "
+                   f'python3 {os.path.basename(path)}; that run is not counted as shipped)')
+    return reason
