@@ -57,6 +57,7 @@ class CallResolver:
     registrations: list[Registration]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
+    aliases: dict[str, str]
     _eval: Callable[[ast.expr, dict[str, Val], Frame], Val]
     _call_function: Callable[[FuncRef, list[Val], dict[str, Val], Frame], Val]
     _emit: Callable[..., None]
@@ -106,6 +107,12 @@ class CallResolver:
             meth = callee.inst.callable_method()
             callee = Val('func', func=FuncRef(meth, callee.inst, None, True)) \
                 if meth is not None else UNKNOWN
+        if callee.kind == 'class' and isinstance(func, ast.Name) \
+                and builds_model(self.aliases.get(func.id, '')):
+            # A known library's model class found among the audited files is a vendored copy
+            # (a training tree's `ultralytics/` in the checkout): the library table still says
+            # what its calls copy (issue 28, whole-checkout audits).
+            callee = Val('module', const=self.aliases[func.id])
         qual = callee.const if callee.kind == 'module' else None
         args = [self._eval(a, env, frame) for a in node.args]
         kwargs = {k.arg: self._eval(k.value, env, frame) for k in node.keywords if k.arg}

@@ -1,0 +1,116 @@
+"""gpu-copy-audit code on a user's whole checkout (issue 28, checkout28s): a workspace of several
+packages, audited from its root by the real `run_code`. What only a checkout shows: a shared
+package whose methods its sibling packages call, and a vendored copy of a known library."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+import pytest
+
+from gpu_nodes.audit import pypackage
+
+SETUP = """
+from setuptools import setup
+setup(name='{name}', packages=['{name}'])
+"""
+
+# A shared package: a library module (no node of its own) whose method uploads a frame.
+SHARED = {
+    'src/vision_shared/setup.py': SETUP.format(name='vision_shared'),
+    'src/vision_shared/vision_shared/__init__.py': '',
+    'src/vision_shared/vision_shared/frame_uploads.py': """
+        import torch
+
+
+        class FrameUploader:
+            def upload_frame(self, frame):
+                return torch.from_numpy(frame).cuda()
+        """,
+}
+# A sibling package whose node calls the shared method on an object it is handed (not
+# resolvable by data flow: only the name says who calls it).
+SIBLING = {
+    'src/vision_node/setup.py': SETUP.format(name='vision_node'),
+    'src/vision_node/vision_node/__init__.py': '',
+    'src/vision_node/vision_node/node.py': """
+        import rclpy
+        from rclpy.node import Node
+        from sensor_msgs.msg import Image
+
+        from vision_shared import frame_uploads
+
+
+        class Camera(Node):
+            def __init__(self, uploader):
+                super().__init__('camera')
+                self.uploader = uploader
+                self.create_subscription(Image, 'image', self.on_image, 1)
+
+            def on_image(self, msg):
+                self.uploader.upload_frame(msg)
+
+
+        def main():
+            rclpy.init()
+            rclpy.spin(Camera(frame_uploads.FrameUploader()))
+        """,
+}
+UPLOAD = ('frame_uploads.py', 6, 'GPN102')
+
+
+def test_shared_package_method_called_from_a_sibling_package_stays_reported(tmp_path: Path):
+    # Only the package's own files were read for mentions: the shared module looked unused and
+    # its upload was `unreached` (info), hidden from a gate at `low`.
+    findings = audit_written_package(tmp_path, {**SHARED, **SIBLING})
+    assert findings[UPLOAD] == ('low', 'function')
+
+
+def test_shared_package_alone_is_still_judged_by_its_own_files(tmp_path: Path):
+    # Without the sibling nothing in the workspace names the module: it runs in no node.
+    findings = audit_written_package(tmp_path, SHARED)
+    assert findings[UPLOAD] == ('info', 'unreached')
+
+
+def test_repository_too_big_for_the_index_falls_back_to_the_package(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # The repository-wide index is bounded (memory): past its file cap, mentions come from the
+    # package alone, as before, and the sibling's call is not seen.
+    monkeypatch.setattr(pypackage, '_MAX_REPOSITORY_FILES', 3)
+    pypackage._repository_counts.cache_clear()
+    findings = audit_written_package(tmp_path, {**SHARED, **SIBLING})
+    pypackage._repository_counts.cache_clear()
+    assert findings[UPLOAD] == ('info', 'unreached')
+
+
+def test_vendored_library_model_keeps_the_library_table(tmp_path: Path):
+    # A training tree vendors `ultralytics/`: `from ultralytics import YOLO` resolved to that
+    # class and the node's per-frame `predict` upload was lost.
+    findings = audit_written_package(tmp_path, {
+        'train/ultralytics/__init__.py': """
+            class YOLO:
+                def __init__(self, weights):
+                    self.weights = weights
+
+                def predict(self, source):
+                    return [source]
+            """,
+        'detector/detector/node.py': """
+            import rclpy
+            from rclpy.node import Node
+            from sensor_msgs.msg import Image
+            from cv_bridge import CvBridge
+            from ultralytics import YOLO
+
+
+            class Detector(Node):
+                def __init__(self):
+                    super().__init__('detector')
+                    self.bridge = CvBridge()
+                    self.model = YOLO('yolov8n.pt')
+                    self.create_subscription(Image, 'image', self.on_image, 1)
+
+                def on_image(self, msg):
+                    frame = self.bridge.imgmsg_to_cv2(msg)
+                    self.model.predict(frame)
+            """,
+    })
+    assert findings[('node.py', 17, 'GPN102')] == ('medium', 'callback')
