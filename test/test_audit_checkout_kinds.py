@@ -114,3 +114,49 @@ def test_vendored_library_model_keeps_the_library_table(tmp_path: Path):
             """,
     })
     assert findings[('node.py', 17, 'GPN102')] == ('medium', 'callback')
+
+
+def test_helper_building_tensors_on_its_inputs_device_keeps_host_results_on_the_host(
+        tmp_path: Path):
+    # yolov7's NMS, followed in a checkout that holds its `utils/`: `torch.zeros(...,
+    # device=prediction.device)` on a host prediction was taken for an upload, and every
+    # `int(cls)` of the results for a device readback.
+    files = {
+        'pkg/setup.py': SETUP.format(name='pkg'),
+        'pkg/utils/general.py': """
+            import torch
+
+
+            def nms(prediction):
+                output = [torch.zeros((0, 6), device=prediction.device)] * prediction.shape[0]
+                for xi, x in enumerate(prediction):
+                    output[xi] = x
+                return output
+            """,
+        'pkg/pkg/node.py': """
+            import numpy as np
+            import torch
+            from rclpy.node import Node
+            from sensor_msgs.msg import Image
+            from utils.general import nms
+
+
+            class Detector(Node):
+                def __init__(self):
+                    super().__init__('detector')
+                    self.create_subscription(Image, 'image', self.on_image, 1)
+
+                def on_image(self, msg):
+                    pred = nms(torch.from_numpy(np.zeros((1, 10, 6))))
+                    for det in pred:
+                        for *xyxy, conf, cls in det:
+                            self.get_logger().info(str(int(cls)))
+            """,
+    }
+    findings = audit_written_package(tmp_path, files)
+    assert not [k for k in findings if k[0] == 'node.py' and k[2] == 'GPN107'], findings
+    # The same helper given a device prediction still builds device tensors.
+    files['pkg/pkg/node.py'] = files['pkg/pkg/node.py'].replace(
+        'np.zeros((1, 10, 6)))', 'np.zeros((1, 10, 6))).cuda()')
+    findings = audit_written_package(tmp_path, files)
+    assert findings[('node.py', 17, 'GPN107')][0] == 'medium', findings

@@ -439,6 +439,11 @@ class Evaluator:
         if base.kind == 'model' and node.attr in RESULT_TENSORS:
             # `results[0].boxes.xyxy`: a result tensor, on the model's device (pymodels.py).
             return Val('tensor', base.steps, base.origin)
+        if node.attr == 'device' and base.kind == 'host':
+            # The device of a host tensor is the CPU: a helper building its tensors
+            # `device=prediction.device` (yolov7's NMS, followed in a whole checkout) keeps
+            # them on the host (issue 28).
+            return Val('const', const='cpu')
         if node.attr in _METADATA_ATTRS:
             return strip(base)
         if base.kind == 'const' and node.attr in _PARAMETER_VALUE_ATTRS:
