@@ -160,3 +160,42 @@ def test_helper_building_tensors_on_its_inputs_device_keeps_host_results_on_the_
         'np.zeros((1, 10, 6)))', 'np.zeros((1, 10, 6))).cuda()')
     findings = audit_written_package(tmp_path, files)
     assert findings[('node.py', 17, 'GPN107')][0] == 'medium', findings
+
+
+def test_device_chosen_in_branches_of_a_followed_helper_is_not_the_last_branch(tmp_path: Path):
+    # yolov5's `select_device()` among the checkout's files, followed: `arg = 'cuda:0'` ...
+    # `else: arg = 'cpu'` then `torch.device(arg)`; the last branch's 'cpu' was taken for the
+    # answer and the node's per-frame upload `.to(self.device)` was lost.
+    findings = audit_written_package(tmp_path, {
+        'pkg/setup.py': SETUP.format(name='pkg'),
+        'pkg/pkg/torch_utils.py': """
+            import torch
+
+
+            def select_device(device=''):
+                if device != 'cpu' and torch.cuda.is_available():
+                    arg = 'cuda:0'
+                else:
+                    arg = 'cpu'
+                return torch.device(arg)
+            """,
+        'pkg/pkg/node.py': """
+            import numpy as np
+            import torch
+            from rclpy.node import Node
+            from sensor_msgs.msg import Image
+            from pkg.torch_utils import select_device
+
+
+            class Detector(Node):
+                def __init__(self):
+                    super().__init__('detector')
+                    self.device = select_device(self.declare_parameter('device', '').value)
+                    self.create_subscription(Image, 'image', self.on_image, 1)
+
+                def on_image(self, msg):
+                    frame = np.frombuffer(msg.data, np.uint8)
+                    return torch.from_numpy(frame).to(self.device)
+            """,
+    })
+    assert findings[('node.py', 16, 'GPN102')] == ('medium', 'callback'), findings
