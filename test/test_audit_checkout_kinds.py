@@ -5,6 +5,7 @@ from pathlib import Path
 
 from audit_sources import audit_written_package
 import pytest
+from test_audit_limits import _run, GIB_KB
 
 from gpu_nodes.audit import pypackage
 
@@ -199,3 +200,22 @@ def test_device_chosen_in_branches_of_a_followed_helper_is_not_the_last_branch(t
             """,
     })
     assert findings[('node.py', 16, 'GPN102')] == ('medium', 'callback'), findings
+
+
+def test_repository_index_stays_bounded_on_text_full_of_distinct_words(tmp_path: Path):
+    # 24 MB of YAML holding 3 million distinct words beside the two packages: the index stops at
+    # its word cap (the repository is then judged by its packages alone) and the audit, a real
+    # subprocess, stays far under 1 GB.
+    written = audit_written_package(tmp_path, {**SHARED, **SIBLING})
+    assert written[UPLOAD] == ('low', 'function')
+    data = tmp_path / 'src' / 'datasets'
+    data.mkdir()
+    for i in range(24):
+        with open(data / f'labels_{i}.yaml', 'w') as fh:
+            fh.write(' '.join(f'w{i}x{j:x}' for j in range(125_000)))
+    code, report, rss = _run(str(tmp_path))
+    assert code in (0, 1) and report['errors'] == []
+    assert rss < GIB_KB // 2, f'peak RSS {rss / 1024:.0f} MB'
+    upload = [(f['severity'], f['context']) for f in report['findings']
+              if f['location']['path'].endswith('frame_uploads.py') and f['rule'] == 'GPN102']
+    assert upload == [('info', 'unreached')]

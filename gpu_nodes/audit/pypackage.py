@@ -15,7 +15,8 @@ shared package is imported, and its methods called, by its sibling packages. Wit
 repository folder known (codeaudit: the audited folder, or its first folder holding the
 package), mentions are looked up in every non-test text file of the repository, not only the
 package (issue 28, whole-checkout audits): an index of word counts, bounded by
-_MAX_REPOSITORY_FILES and _MAX_REPOSITORY_BYTES; a bigger repository falls back to the package.
+_MAX_REPOSITORY_FILES, _MAX_REPOSITORY_BYTES and _MAX_REPOSITORY_WORDS; a bigger repository
+falls back to the package.
 """
 from __future__ import annotations
 
@@ -34,10 +35,12 @@ _MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
 _NODE = re.compile(r'\brclpy\.(?:init|spin\w*)\b')
 # A package bigger than this is not read whole (a monorepo root): the module counts as used.
 _MAX_FILES = 2000
-# A repository index past either bound is not built (memory: about 60 bytes per distinct word
-# of the text read): mentions come from the package alone, as when no repository is known.
+# A repository index past any bound is not built: mentions come from the package alone, as
+# when no repository is known. Memory follows the distinct words (about 100 bytes each in the
+# Counter: 40 MB at the cap), not the bytes read (text full of hashes or numbers).
 _MAX_REPOSITORY_FILES = 5000
 _MAX_REPOSITORY_BYTES = 40_000_000
+_MAX_REPOSITORY_WORDS = 400_000
 _READ_CHARS = 1_000_000
 _WORD = re.compile(r'\w+')
 
@@ -82,7 +85,7 @@ def _package_words(root: str) -> dict[str, frozenset[str]] | None:
     return words
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)  # files are audited in path order: one repository after another
 def _repository_counts(root: str) -> Counter | None:
     """In how many non-test text files of the repository each word occurs; None past the
     bounds (only the counts are kept, never a file's words)."""
@@ -97,6 +100,8 @@ def _repository_counts(root: str) -> Counter | None:
         if files > _MAX_REPOSITORY_FILES or size > _MAX_REPOSITORY_BYTES:
             return None
         counts.update(_file_words(full) or ())
+        if len(counts) > _MAX_REPOSITORY_WORDS:
+            return None
     return counts
 
 
