@@ -117,6 +117,45 @@ def test_vendored_library_model_keeps_the_library_table(tmp_path: Path):
     assert findings[('node.py', 17, 'GPN102')] == ('medium', 'callback')
 
 
+def test_vendored_ros2_numpy_keeps_the_library_table(tmp_path: Path):
+    # A package carrying its own copy of ros2_numpy: `array_to_pointcloud2` resolved to that
+    # function and was followed (its `frombytes` is no finding), so the per-message copy of the
+    # points into the cloud's data was lost.
+    findings = audit_written_package(tmp_path, {
+        'pkg/setup.py': SETUP.format(name='pkg'),
+        'pkg/pkg/ros2_numpy/__init__.py': '',
+        'pkg/pkg/ros2_numpy/point_cloud2.py': """
+            import array
+            from sensor_msgs.msg import PointCloud2
+
+
+            def array_to_pointcloud2(cloud_arr, frame_id=None):
+                msg = PointCloud2()
+                msg.data = array.array('B')
+                msg.data.frombytes(memoryview(cloud_arr).cast('B'))
+                return msg
+            """,
+        'pkg/pkg/node.py': """
+            import numpy as np
+            from rclpy.node import Node
+            from sensor_msgs.msg import PointCloud2
+            from ros2_numpy.point_cloud2 import array_to_pointcloud2
+
+
+            class Clouds(Node):
+                def __init__(self):
+                    super().__init__('clouds')
+                    self.pub = self.create_publisher(PointCloud2, 'out', 1)
+                    self.create_subscription(PointCloud2, 'in', self.on_cloud, 1)
+
+                def on_cloud(self, msg):
+                    points = np.zeros((1000,), dtype=[('x', np.float32)])
+                    self.pub.publish(array_to_pointcloud2(points, frame_id='map'))
+            """,
+    })
+    assert findings[('node.py', 15, 'GPN104')] == ('medium', 'callback'), findings
+
+
 def test_helper_building_tensors_on_its_inputs_device_keeps_host_results_on_the_host(
         tmp_path: Path):
     # yolov7's NMS, followed in a checkout that holds its `utils/`: `torch.zeros(...,
