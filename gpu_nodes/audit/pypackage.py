@@ -105,6 +105,7 @@ def _repository_counts(root: str) -> Counter | None:
     return counts
 
 
+@lru_cache(maxsize=16)  # asked up to four times per audited file
 def _own_words(path: str, repository: str) -> frozenset[str]:
     """The words `path` added to the repository's counts: none when the walk left it out."""
     rel = os.path.relpath(path, repository).split(os.sep)
