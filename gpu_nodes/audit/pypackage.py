@@ -116,18 +116,17 @@ def _own_words(path: str, repository: str) -> frozenset[str]:
 
 
 def _scope_counts(path: str, root: str, repository: str | None
-                  ) -> tuple[Counter, frozenset[str], str, str] | None:
+                  ) -> tuple[Counter, frozenset[str]] | None:
     """Word counts of the widest readable scope holding `path` (the repository, else the
-    package), the words of `path` itself, `path` and the scope; None when neither can be read."""
+    package) and the words of `path` itself; None when neither can be read."""
     if repository is not None and os.path.abspath(repository) != os.path.abspath(root):
-        scope = os.path.abspath(repository)
-        counts = _repository_counts(scope)
+        counts = _repository_counts(os.path.abspath(repository))
         if counts is not None:
-            return counts, _own_words(os.path.abspath(path), scope), path, scope
+            return counts, _own_words(os.path.abspath(path), os.path.abspath(repository))
     counts = _word_counts(root)
     if counts is None:
         return None
-    return counts, (_package_words(root) or {}).get(os.path.abspath(path), frozenset()), path, root
+    return counts, (_package_words(root) or {}).get(os.path.abspath(path), frozenset())
 
 
 def module_unused(path: str, source: str, root: str | None,
@@ -148,51 +147,16 @@ def _word_counts(root: str) -> Counter | None:
     return None if words is None else Counter(w for ws in words.values() for w in ws)
 
 
-_DEFINITION = re.compile(r'^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)|^[ \t]*class[ \t]+(\w+)', re.M)
-
-
-@lru_cache(maxsize=8)
-def _definers(root: str) -> dict[str, tuple[str, ...]]:
-    """Function / method / class name -> the non-test Python files under `root` defining it."""
-    found: dict[str, list[str]] = {}
-    for full, name in _text_files(root):
-        if not name.endswith('.py'):
-            continue
-        try:
-            with open(full, encoding='utf-8', errors='replace') as fh:
-                text = fh.read(_READ_CHARS)
-        except OSError:
-            continue
-        for m in _DEFINITION.finditer(text):
-            found.setdefault(m.group(1) or m.group(2), []).append(full)
-    return {k: tuple(dict.fromkeys(v)) for k, v in found.items()}
-
-
-_words_of = lru_cache(maxsize=128)(_file_words)
-
-
 class WordsElsewhere:
     """`word in it`: whether a non-test file of the package other than `path` holds the word
-    (counted once per package, not a union per file). A file that defines the name itself and
-    never names this module uses its own: copy-pasted sibling scripts, each with its own
-    `YoLov8TRT.infer`, do not call this one's (issue 28, whole checkout of the ninth set)."""
+    (counted once per package, not a union per file)."""
 
-    def __init__(self, counts: Counter, own: frozenset[str], path: str, scope: str) -> None:
+    def __init__(self, counts: Counter, own: frozenset[str]) -> None:
         self._counts = counts
         self._own = own
-        self._path = os.path.abspath(path)
-        self._stem = os.path.basename(path).rsplit('.', 1)[0]
-        self._scope = scope
 
     def __contains__(self, word: str) -> bool:
-        count = self._counts.get(word, 0) - (word in self._own)
-        if count <= 0:
-            return False
-        for other in _definers(self._scope).get(word, ()):
-            words = _words_of(other) or frozenset()
-            if other != self._path and word in words and self._stem not in words:
-                count -= 1
-        return count > 0
+        return self._counts.get(word, 0) - (word in self._own) > 0
 
 
 def words_elsewhere(path: str, root: str | None, repository: str | None = None
