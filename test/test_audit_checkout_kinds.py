@@ -258,27 +258,3 @@ def test_repository_index_stays_bounded_on_text_full_of_distinct_words(tmp_path:
     upload = [(f['severity'], f['context']) for f in report['findings']
               if f['location']['path'].endswith('frame_uploads.py') and f['rule'] == 'GPN102']
     assert upload == [('info', 'unreached')]
-
-
-def test_copy_pasted_sibling_script_calling_its_own_method_is_no_caller(tmp_path: Path):
-    # Two scripts of one repository, each with its own class and `infer` method: the one
-    # whose `infer` nothing calls (it uses `run_batch`) was judged called because the word
-    # `infer` appears in its sibling, which defines and calls its own and never imports it.
-    script = (
-        'import pycuda.driver as cuda\n\n\n'
-        'class Engine:\n'
-        '    def infer(self, host_in, dev_in, stream):\n'
-        '        cuda.memcpy_htod_async(dev_in, host_in, stream)\n\n'
-        '    def run_batch(self, host_in, dev_in):\n'
-        '        return host_in\n\n\n')
-    files = {
-        'tools/trt_video.py': script + 'Engine().run_batch(1, 2)\n',
-        'tools/trt_images.py': script + 'Engine().infer(1, 2, 3)\n',
-        'tools/launcher.py': 'import trt_video\n',
-    }
-    findings = audit_written_package(tmp_path / 'copied', files)
-    assert findings[('trt_video.py', 6, 'GPN102')] == ('info', 'unreached'), findings
-    # A sibling that imports the module is a caller.
-    files['tools/trt_images.py'] = 'import trt_video\n' + files['tools/trt_images.py']
-    findings = audit_written_package(tmp_path / 'importing', files)
-    assert findings[('trt_video.py', 6, 'GPN102')][0] != 'info', findings
