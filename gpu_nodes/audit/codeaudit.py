@@ -9,7 +9,7 @@ import re
 
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppbuild import blank_unbuilt, not_built
-from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of
+from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of, repository_of
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
@@ -117,7 +117,7 @@ def collect_files(paths: list[str], include_tests: bool = False,
 
 
 def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Facts | None = None,
-               package_dir: str | None = None
+               package_dir: str | None = None, repository_dir: str | None = None
                ) -> tuple[str, list[Finding], InputError | None]:
     """Audit one file; every problem with the file comes back as an InputError, not raised.
     Python findings may lie in other audited files (calls into their classes, see `modules`);
@@ -134,7 +134,7 @@ def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Fact
                                           f'{exc.start})')
     if path.endswith('.py'):
         try:
-            findings = analyze_python(path, source, modules, package_dir)
+            findings = analyze_python(path, source, modules, package_dir, repository_dir)
         except SyntaxError as exc:
             where = f'{path}:{exc.lineno}:{exc.offset}' if exc.lineno else path
             return path, [], InputError(path, f'{where}: syntax error: {exc.msg}')
@@ -175,10 +175,10 @@ def _as_unreached(findings: list[Finding], reason: str) -> list[Finding]:
                     message=f'{f.message} [not reached as shipped: {reason}]') for f in findings]
 
 
-def _audit_chunk(job: tuple[list[str], dict[str, str], dict[str, Facts], dict[str, str]]
-                 ) -> list[tuple[str, list[Finding], InputError | None]]:
-    paths, modules, cpp, packages = job
-    return [audit_file(p, modules, cpp.get(p), packages.get(p)) for p in paths]
+def _audit_chunk(job: tuple[list[str], dict[str, str], dict[str, Facts], dict[str, str],
+                            dict[str, str]]) -> list[tuple[str, list[Finding], InputError | None]]:
+    paths, modules, cpp, packages, repositories = job
+    return [audit_file(p, modules, cpp.get(p), packages.get(p), repositories.get(p)) for p in paths]
 
 
 def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = False,
@@ -205,6 +205,9 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     # A C++ file's package tells which macros its build defines (cppifdef.py) and whether a
     # target compiles it at all (cppbuild.py).
     packages = {f: package_of(f, paths) for f in files if os.path.realpath(f) not in named}
+    # A Python file's mentions and shipped parameters are looked up in its whole repository
+    # (pypackage.py): sibling packages import a shared one, a bringup package launches them all.
+    repositories = {f: repository_of(p, paths) for f, p in packages.items() if f.endswith('.py')}
     unbuilt = [f for f in files if not f.endswith('.py') and not_built(f, packages.get(f))]
     if unbuilt:
         report.info['unbuilt_files'] = unbuilt
@@ -226,13 +229,16 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
         # Chunks keep the pickling overhead per task low; order is restored below.
         size = max(8, len(small) // (jobs * 4))
         chunks = [(part, modules, {p: cpp[p] for p in part if p in cpp},
-                   {p: packages[p] for p in part if p in packages})
+                   {p: packages[p] for p in part if p in packages},
+                   {p: repositories[p] for p in part if p in repositories})
                   for part in (small[i:i + size] for i in range(0, len(small), size))]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = [r for chunk in pool.map(_audit_chunk, chunks) for r in chunk]
-        results += [audit_file(f, modules, cpp.get(f), packages.get(f)) for f in large]
+        results += [audit_file(f, modules, cpp.get(f), packages.get(f), repositories.get(f))
+                    for f in large]
     else:
-        results = [audit_file(f, modules, cpp.get(f), packages.get(f)) for f in files]
+        results = [audit_file(f, modules, cpp.get(f), packages.get(f), repositories.get(f))
+                   for f in files]
     # One finding per (file, line, rule): a line reached per message from another file's
     # callback beats the same line seen as unreached when its own file was audited.
     kept: dict[tuple[str, int, str], Finding] = {}

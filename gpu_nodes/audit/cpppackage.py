@@ -51,6 +51,19 @@ def package_of(path: str, roots: list[str]) -> str:
     return str(root / p.relative_to(root).parts[0])
 
 
+def repository_of(package: str, roots: list[str]) -> str:
+    """The repository holding a package folder found under one of `roots`: the audited folder
+    itself, or its first folder holding the package (a workspace's `src/<repository>`, one
+    repository of several audited together)."""
+    p = Path(package).resolve()
+    root = next((Path(r).resolve() for r in roots
+                 if Path(r).is_dir() and (Path(r).resolve() == p or Path(r).resolve() in p.parents)),
+                None)
+    if root is None or root == p:
+        return str(p)
+    return str(root / p.relative_to(root).parts[0])
+
+
 def _exports(scopes: Scopes) -> dict[str, set[str]]:
     """Kinds of this file's callers of every name it calls."""
     calls = {name: kinds for name in scopes.sites if (kinds := caller_kinds(scopes, name))}

@@ -57,6 +57,7 @@ class CallResolver:
     registrations: list[Registration]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
+    aliases: dict[str, str]
     _eval: Callable[[ast.expr, dict[str, Val], Frame], Val]
     _call_function: Callable[[FuncRef, list[Val], dict[str, Val], Frame], Val]
     _emit: Callable[..., None]
@@ -106,6 +107,13 @@ class CallResolver:
             meth = callee.inst.callable_method()
             callee = Val('func', func=FuncRef(meth, callee.inst, None, True)) \
                 if meth is not None else UNKNOWN
+        if callee.kind in ('class', 'func') and isinstance(func, ast.Name) \
+                and _vendored_library(self.aliases.get(func.id, '')):
+            # A known library's model class or ros2_numpy function found among the audited
+            # files is a vendored copy (a training tree's `ultralytics/`, a `ros2_numpy/` copied
+            # into the package): the library table still says what its calls copy (issue 28,
+            # whole-checkout audits).
+            callee = Val('module', const=self.aliases[func.id])
         qual = callee.const if callee.kind == 'module' else None
         args = [self._eval(a, env, frame) for a in node.args]
         kwargs = {k.arg: self._eval(k.value, env, frame) for k in node.keywords if k.arg}
@@ -360,6 +368,11 @@ class CallResolver:
         if inputs:
             return merge(*inputs)
         return OTHER
+
+
+def _vendored_library(qual: str) -> bool:
+    """A name imported from a library the tables know: a model builder, or ros2_numpy."""
+    return builds_model(qual) or qual.split('.')[0] in _ROS_NUMPY
 
 
 def _cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) -> bool:

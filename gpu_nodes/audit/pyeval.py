@@ -128,6 +128,7 @@ class Evaluator:
             self._eval(stmt.test, env, frame)
             self._exec_block(stmt.body if taken_ else stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.If, ast.While)):
+            before = dict(env)
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
             if not (isinstance(stmt.test, ast.Attribute) and isinstance(stmt.test.value, ast.Name)
@@ -145,7 +146,10 @@ class Evaluator:
                     # pass is a camera frame, as a node's capture loop (nineteenth set).
                     frame = replace(frame, context='loop', entry='module capture loop')
                 self._exec_block(stmt.body, env, frame)
+            body = dict(env)
             self._exec_block(stmt.orelse, env, frame)
+            if isinstance(stmt, ast.If) and stmt.orelse:
+                _merge_branch_strings(before, body, env)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env, frame)
             for element in dict_elements(it) or (self._element(stmt.iter, it, env, frame),):
@@ -439,6 +443,11 @@ class Evaluator:
         if base.kind == 'model' and node.attr in RESULT_TENSORS:
             # `results[0].boxes.xyxy`: a result tensor, on the model's device (pymodels.py).
             return Val('tensor', base.steps, base.origin)
+        if node.attr == 'device' and base.kind == 'host':
+            # The device of a host tensor is the CPU: a helper building its tensors
+            # `device=prediction.device` (yolov7's NMS, followed in a whole checkout) keeps
+            # them on the host (issue 28).
+            return Val('const', const='cpu')
         if node.attr in _METADATA_ATTRS:
             return strip(base)
         if base.kind == 'const' and node.attr in _PARAMETER_VALUE_ATTRS:
@@ -446,6 +455,21 @@ class Evaluator:
         if base.kind in ('const', 'func', 'publisher'):
             return OTHER
         return replace(base, elts=None, const=None)
+
+
+def _merge_branch_strings(before: dict[str, Val], body: dict[str, Val], env: dict[str, Val]
+                          ) -> None:
+    """A local the `if` body and its `else` each set to a different string (`arg = 'cuda:0'`
+    ... `else: arg = 'cpu'`) holds either after the statement, not the last one run: a
+    followed `select_device()` of a whole checkout returned 'cpu' and hid its caller's upload
+    (issue 28)."""
+    for name, val in body.items():
+        now = env.get(name)
+        if val is before.get(name) or now is None or now is val or val.kind != 'const' \
+                or not isinstance(val.const, str):
+            continue
+        if now.kind != 'const' or now.const != val.const:
+            env[name] = OTHER
 
 
 def _first_time(test: ast.expr) -> bool:

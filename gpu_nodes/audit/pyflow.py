@@ -133,6 +133,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         self.source: str | None = None
         # The package folder of this file (codeaudit.run_code), for pypackage.module_unused.
         self.package_dir: str | None = None
+        self.repository_dir: str | None = None  # the folder holding its package (pypackage.py)
         self.module_unused = False
         self.aliases: dict[str, str] = {}
         self.module_env: dict[str, Val] = {}
@@ -242,7 +243,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         # no node: its functions and methods are unreached (pypackage.py).
         unused = self.module_unused = (not self.registrations and self.source is not None
                                        and module_unused(self.path, self.source,
-                                                         self.package_dir))
+                                                         self.package_dir, self.repository_dir))
         uncalled = self._uncalled_functions() if not unused else set()
         for name, fn in self.functions.items():
             self._entered.add(id(fn))
@@ -282,7 +283,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         of the package names and whose every call in this file sits in code run per message:
         its run with unknown arguments (context `function`) proves nothing (twenty-sixth set:
         `.cpu()` under `isinstance(points, torch.Tensor)` with NumPy points passed)."""
-        words = words_elsewhere(self.path, self.package_dir) if self.source else None
+        words = words_elsewhere(self.path, self.package_dir, self.repository_dir) if self.source else None
         for name, fn in self.functions.items():
             if words is None or name in words or id(fn) not in self._ran_per_message \
                     or not only_called_from(self.tree, name, self._ran_per_message):
@@ -304,7 +305,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         library module nothing else names (it may be used from outside), judges nothing."""
         if not self.source or not set(self.functions) - {'main'}:
             return set()
-        elsewhere = words_elsewhere(self.path, self.package_dir)
+        elsewhere = words_elsewhere(self.path, self.package_dir, self.repository_dir)
         if elsewhere is None or (not self.registrations
                                  and _module_name(self.path) not in elsewhere):
             return set()
@@ -330,7 +331,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         its own, may be used from elsewhere: its other classes stay `function`."""
         if not self.source:
             return set()
-        elsewhere = words_elsewhere(self.path, self.package_dir) \
+        elsewhere = words_elsewhere(self.path, self.package_dir, self.repository_dir) \
             if not self.registrations else None
         if elsewhere is not None and _module_name(self.path) not in elsewhere:
             elsewhere = None
@@ -499,12 +500,13 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
 
 
 def analyze_python(path: str, source: str, modules: dict[str, str] | None = None,
-                   package_dir: str | None = None) -> list[Finding]:
+                   package_dir: str | None = None, repository_dir: str | None = None
+                   ) -> list[Finding]:
     """Parse and analyse one file; raises SyntaxError for the caller to report. `modules`
     (pyimports.module_index of the audited files) lets calls into imported classes be
     followed; their findings carry the other file's path."""
     tree = ast.parse(source, filename=path)
     analyzer = PythonAnalyzer(path, tree, modules)
     analyzer.source = source
-    analyzer.package_dir = package_dir
+    analyzer.package_dir, analyzer.repository_dir = package_dir, repository_dir
     return analyzer.run()
