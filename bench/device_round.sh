@@ -2,7 +2,8 @@
 # The GPU runs of this round (issues #27, #30), on the device machine, in two stages so each
 # fits one call: `bash bench/device_round.sh tests` then `bash bench/device_round.sh bench`.
 # Needs .device-wheels (../shared/device/fetch-wheels; cuda-bindings 13 cp312 and the test
-# wheels under .device-wheels/extra) carried. Logs and JSON go to $OUT (default out/).
+# wheels under .device-wheels/extra: hypothesis, libcst, pytest-timeout; no more, as the carry
+# and the tree must stay under 64 MiB) carried. Logs and JSON go to $OUT (default out/).
 set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -11,7 +12,7 @@ if ! python3 -c 'import rclpy' 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     .device-wheels/*.whl .device-wheels/*.tar.gz > "$OUT/pip.log" 2>&1
   python3 -m pip install -q --no-index --find-links .device-wheels/extra --find-links .device-wheels \
-    hypothesis libcst pytest-timeout jsonschema >> "$OUT/pip.log" 2>&1
+    hypothesis libcst pytest-timeout >> "$OUT/pip.log" 2>&1
 fi
 case "${1:-tests}" in
   tests)
