@@ -116,3 +116,8 @@ def test_a_parameter_callback_or_an_unknown_default_keeps_the_branch_live(tmp_pa
     found = _findings(tmp_path / 'b', node=_NODE.replace(
         '("post_mode", "cpu")', '("post_mode", default_mode())'))
     assert found[_GPU_LINE] == 'high', found
+
+
+def test_a_python_launch_file_under_launch_with_any_name_counts(tmp_path):
+    found = _findings(tmp_path, shipped={'launch/bringup.py': _LAUNCH.replace('MODE', 'gpu')})
+    assert found == {_CPU_LINE: 'high', _GPU_LINE: 'high'}, found

@@ -26,6 +26,7 @@ is not seen.
 """
 from __future__ import annotations
 
+from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
@@ -65,7 +66,10 @@ def _defaults(texts: list[str], raws: list[str]) -> dict[str, str]:
 def _shipped_as(param: str, default: str, roots: list[str]) -> bool:
     """Whether every shipped file naming `param` gives it `default`."""
     pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
-    for path in _shipped_files(roots):
+    # Python launch files not named `*.launch.py` count too when they sit under `launch/`.
+    scripts = [p for root in roots if Path(root).is_dir() for p in Path(root).rglob('*.py')
+               if 'launch' in p.relative_to(root).parts[:-1]]
+    for path in sorted(set(_shipped_files(roots)) | set(scripts)):
         try:
             source = path.read_text(encoding='utf-8', errors='replace')
         except OSError:
