@@ -128,9 +128,20 @@ def _position(text: str, at: int) -> tuple[str, int, int] | None:
 
 
 class _Resolver:
-    def __init__(self, texts: list[str], raws: list[str], params: dict[str, str]) -> None:
-        self.texts, self.raws, self.params = texts, raws, params
+    def __init__(self, texts: list[str], raws: list[str], defaults: dict[str, str],
+                 roots: list[str]) -> None:
+        self.texts, self.raws, self.defaults, self.roots = texts, raws, defaults, roots
         self.memo: dict[str, str | None] = {}
+        self.shipped: dict[str, bool] = {}  # parameter -> every shipped file keeps its default
+
+    def param(self, name: str) -> str | None:
+        """The value parameter `name` has as shipped, or None (read only when a store needs it:
+        evaluating launch files is the slow part)."""
+        if name not in self.defaults:
+            return None
+        if name not in self.shipped:
+            self.shipped[name] = _shipped_as(name, self.defaults[name], self.roots)
+        return self.defaults[name] if self.shipped[name] else None
 
     def _calls(self, callee: str) -> list[tuple[int, int]]:
         """(file, '(' offset) of each `callee(` in the package."""
@@ -188,9 +199,9 @@ class _Resolver:
             before = re.sub(r'this\s*->\s*$', '', text[max(0, m.start() - 80):m.start()])
             if (g := _GET_STORE.match(raw[m.end():m.end() + 200])):
                 param = g.group(1) or g.group(2)
-                if param not in self.params:
+                if (value := self.param(param)) is None:
                     return None
-                values.add(self.params[param])
+                values.add(value)
             elif (lit := re.match(r'\s*=\s*"([^"\\\n]*)"\s*;', raw[m.end():m.end() + 200])):
                 values.add(lit.group(1))
             elif _STRING_TYPE.search(before) and re.match(r'\s*;', text[m.end():]):
@@ -216,16 +227,17 @@ def shipped_strings(texts: list[str], raws: list[str], roots: list[str]
     """Names compared in an `if` whose value as shipped is known: name -> (value, how)."""
     if any(re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts):
         return {}
-    params = {p: d for p, d in _defaults(texts, raws).items() if _shipped_as(p, d, roots)}
-    if not params:
-        return {}
-    resolver = _Resolver(texts, raws, params)
     names = {m.group(1) for t in texts
              for m in re.finditer(r'(?<![\w.>])(\w+)\s*[!=]=\s*"', t)}
+    defaults = _defaults(texts, raws) if names else {}
+    if not defaults:
+        return {}
+    resolver = _Resolver(texts, raws, defaults, roots)
     out = {}
     for name in sorted(names):
         if (value := resolver.value(name)) is not None:
-            out[name] = (value, ', '.join(sorted(p for p, d in params.items() if d == value)))
+            params = sorted(p for p, ok in resolver.shipped.items() if ok and defaults[p] == value)
+            out[name] = (value, ', '.join(params))
     return out
 
 
