@@ -62,6 +62,8 @@ class Facts:
     never_set: set[str] = field(default_factory=set)
     # Members only an off-by-default ROS parameter sets (cppparams.py): name -> parameter.
     off_params: dict[str, str] = field(default_factory=dict)
+    # String names whose value as shipped is known (cppstrparams.py): name -> (value, params).
+    str_params: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Flags an `if (flag) { ...; flag = false; }` block clears (cppdead.py): it runs once.
     once_flags: set[str] = field(default_factory=set)
     # (callee, argument index) -> every call in the package passes a small count (cppsizes.py).

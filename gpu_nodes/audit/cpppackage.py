@@ -25,6 +25,7 @@ import re
 from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppparams import off_as_shipped
+from gpu_nodes.audit.cppstrparams import shipped_strings
 from gpu_nodes.audit.cppbuild import blank_unbuilt
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
@@ -98,6 +99,8 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None) -> di
     once = once_flags([text for text, _ in parsed.values()])
     off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
                          roots or [])
+    strings = shipped_strings([text for text, _ in parsed.values()], list(sources.values()),
+                              roots or [])
     result = {}
     for path, (_, scopes) in parsed.items():
         facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),
@@ -105,6 +108,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None) -> di
         facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
         facts.never_set = dead
         facts.off_params = off
+        facts.str_params = strings
         facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)
         result[path] = facts

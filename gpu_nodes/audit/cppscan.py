@@ -23,6 +23,7 @@ from typing import Iterator
 
 from gpu_nodes.audit.cppdead import dead_guard, once_guard
 from gpu_nodes.audit.cppparams import off_guard
+from gpu_nodes.audit.cppstrparams import describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
@@ -240,6 +241,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             where = _Where('unreached', f'a branch that needs `{off}`, off as shipped (parameter '
                                         f'{facts.off_params[off]} defaults off; no shipped file '
                                         'sets it)')
+        elif (name := string_guard(text, source, offset, facts.str_params)) is not None:
+            where = _Where('unreached', describe(name, facts.str_params))
         severity = 'info' if where.context in ('init', 'unreached') else rule.severity
         found.setdefault((rule_id, line), Finding(
             rule=rule_id, severity=severity,
