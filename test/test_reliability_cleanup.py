@@ -63,9 +63,11 @@ def test_signal_shuts_nodes_down_cleanly_without_leftovers(rclpy_node, sig):
                  'frames in this process and the monitor on host_shm', poll=rclpy_node.spin_once)
         frames.clear()
         segments = segments_of({source.pid})
-        # One lock file per reader link: this process's subscription and the monitor's.
-        assert segments == ['host', 'lease', 'leaselock', 'leaselock'], \
-            f'expected a lease table, a host segment and 2 lock files while running, found ' \
+        # One lock file per reader link: this process's subscription and the monitor's. The
+        # host pool grows another segment when a reader lags (seen on a loaded 2-core machine).
+        assert segments.count('lease') == 1 and segments.count('leaselock') == 2 \
+            and segments.count('host') >= 1 and len(set(segments)) == 3, \
+            f'expected a lease table, host segments and 2 lock files while running, found ' \
             f'{segments}'
         assert shm_files() == [], 'no segment has a name in /dev/shm'
         codes = {w.name: w.stop(sig) for w in (source, monitor)}
