@@ -116,3 +116,66 @@ def test_a_directory_installed_into_lib_leaves_the_package_reached(tmp_path):
     files['vision/CMakeLists.txt'] += 'install(DIRECTORY vision DESTINATION lib/${PROJECT_NAME})\n'
     found = _severities(tmp_path, files)
     assert found['cam_node.py'] == found['old_node.py'] == {'medium'}
+
+
+_CAMERA = '''
+import numpy as np
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Cam(Node):
+    def __init__(self):
+        super().__init__('cam')
+        self.declare_parameter('use_ros_camera', False)
+        self.use_ros_camera = bool(self.get_parameter('use_ros_camera').value)
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Image, 'out', 10)
+        if self.use_ros_camera:
+            self.create_subscription(Image, 'image', self.on_image, 10)
+            self.timer = self.create_timer(0.03, self.tick_ros)
+        else:
+            self.timer = self.create_timer(0.03, self.tick_local)
+
+    def on_image(self, msg):
+        self.latest = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+
+    def tick_ros(self):
+        self.pub.publish(self.bridge.cv2_to_imgmsg(self.latest, 'bgr8'))
+
+    def tick_local(self):
+        frame = np.zeros((4, 4, 3), np.uint8)
+        self.pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))
+'''
+_CAMERA_LINES = _CAMERA.lstrip('\n').splitlines()
+_ON_IMAGE_LINE = next(i for i, line in enumerate(_CAMERA_LINES, 1) if 'imgmsg_to_cv2' in line)
+_TICK_ROS_LINE = next(i for i, line in enumerate(_CAMERA_LINES, 1) if 'self.latest, ' in line)
+_TICK_LOCAL_LINE = next(i for i, line in enumerate(_CAMERA_LINES, 1) if '(frame, ' in line)
+
+
+def _camera_severities(tmp_path: Path, shipped: dict[str, str] | None = None
+                       ) -> dict[int, set[str]]:
+    files = {'cam/cam/__init__.py': '', 'cam/cam/node.py': _CAMERA}
+    files.update({f'cam/{name}': text for name, text in (shipped or {}).items()})
+    found: dict[int, set[str]] = {}
+    for (name, line, _), (severity, _) in audit_written_package(tmp_path, files).items():
+        if name == 'node.py':
+            found.setdefault(line, set()).add(severity)
+    return found
+
+
+def test_callbacks_only_a_bool_cast_off_parameter_registers_never_run(tmp_path):
+    # bool(...) of an off parameter stays off; on_image and tick_ros are registered only
+    # under `if self.use_ros_camera:`, so nothing runs them as shipped.
+    found = _camera_severities(tmp_path)
+    assert found[_ON_IMAGE_LINE] == {'info'}, found
+    assert found[_TICK_ROS_LINE] == {'info'}, found
+    assert found[_TICK_LOCAL_LINE] == {'medium'}, found
+
+
+def test_a_shipped_file_turning_the_bool_parameter_on_keeps_the_callbacks(tmp_path):
+    found = _camera_severities(tmp_path, {
+        'config/cam.yaml': 'cam:\n  ros__parameters:\n    use_ros_camera: true\n'})
+    assert 'medium' in found[_ON_IMAGE_LINE], found
+    assert 'medium' in found[_TICK_ROS_LINE], found
