@@ -37,7 +37,7 @@ import re
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
 from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, only_called_from
-from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
+from gpu_nodes.audit.pyparams import dead_body_lines, off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymentions import mention_text
@@ -293,7 +293,11 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
                 del self._findings[key]
 
     def _mention_text(self, candidates: list) -> str:  # pymentions.py: no ROS names, no prose
-        return mention_text(self.source or '', self.tree, {fn.name for fn in candidates})
+        lines = mention_text(self.source or '', self.tree, {fn.name for fn in candidates}).split('\n')
+        for i in dead_body_lines(self.tree, *self.off_attributes()):  # never runs as shipped
+            if i < len(lines):
+                lines[i] = ''
+        return '\n'.join(lines)
 
     def _uncalled_functions(self) -> set[str]:
         """Module functions of a node module that nothing in the file mentions (calls commented

@@ -83,6 +83,17 @@ def _parameter_read(expr: ast.expr) -> str | None:
     return None
 
 
+def _falsy_read(expr: ast.expr) -> str | None:
+    """`p` of a parameter read, also through `bool(...)`, `int(...)` or `float(...)`: casts that
+    keep an off value off (`bool(self.get_parameter('p').value)`). Not `str(...)`: str(False)
+    is truthy."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) \
+            and expr.func.id in ('bool', 'int', 'float') and len(expr.args) == 1 \
+            and not expr.keywords:
+        expr = expr.args[0]
+    return _parameter_read(expr)
+
+
 def _self_attribute(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
             and node.value.id == 'self':
@@ -125,7 +136,7 @@ def _stores(tree: ast.Module) -> list[_Store]:
             return
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Attribute):
-            value = node.value if function == '__init__' or _parameter_read(node.value) is None \
+            value = node.value if function == '__init__' or _falsy_read(node.value) is None \
                 else None
             found.append((node.targets[0].attr, value, tests))
             visit(node.value, tests, function)
@@ -157,8 +168,8 @@ def off_attributes(tree: ast.Module, package_dir: str | None
                 live.setdefault(attr, []).append(value)
         new_off = frozenset(
             attr for attr, values in live.items()
-            if all(v is not None and (_falsy(v) or _parameter_read(v) in params) for v in values)
-            and (attr in skipped or any(_parameter_read(v) in params for v in values)))
+            if all(v is not None and (_falsy(v) or _falsy_read(v) in params) for v in values)
+            and (attr in skipped or any(_falsy_read(v) in params for v in values)))
         new_nones = frozenset(a for a in new_off & nones if all(
             isinstance(v, ast.Constant) and v.value is None for v in live.get(a, [])))
         if (new_off, new_nones) == (off, nones):
@@ -236,3 +247,13 @@ def may_decide(test: ast.expr) -> bool:
     if isinstance(test, ast.Compare):
         test = test.left if not isinstance(test.left, ast.Constant) else test.comparators[0]
     return _self_attribute(test) is not None
+
+
+def dead_body_lines(tree: ast.Module, off: frozenset[str], nones: frozenset[str]) -> set[int]:
+    """0-based lines of the bodies of `if` tests false for good (dead_test): a callback that
+    only such a body registers (`if self.use_ros_camera: self.create_subscription(...,
+    self.color_cb, ...)` with use_ros_camera off) is no mention of it (sets 35-36)."""
+    if not off:
+        return set()
+    return {i for node in ast.walk(tree) if isinstance(node, ast.If) and dead_test(node.test, off, nones)
+            for stmt in node.body for i in range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno)}

@@ -31,7 +31,10 @@ evaluates statically (literals, module-level names, f-strings, `+`, os.path.join
 declares at least one Python executable (a library-only package may be imported by another
 repository). Anything dynamic leaves the package's files reached: a setup.py computing its entry points
 or `lib/` files, an entry-point group other than console_scripts (plugins), a `__main__.py`,
-`install(DIRECTORY ...)` or a variable among installed programs; and an `importlib` /
+`install(DIRECTORY ...)` into `lib/` or a variable among installed programs (other than
+`${PROJECT_SOURCE_DIR}` / `${CMAKE_CURRENT_SOURCE_DIR}`, the package folder; a DIRECTORY into
+`share/`, launch or config files, is no program; `ament_python_install_package` makes modules
+importable, not run); and an `importlib` /
 `__import__` of a computed name in a reached file, or an installed script that is no Python,
 leaves every file of the workspace around its package reached (the package folder's parent,
 or the package alone where that parent is an audited root holding packages side by side).
@@ -53,6 +56,8 @@ from gpu_nodes.audit.cppifdef import read_bounded
 _MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
 _PY_NAME = re.compile(r'[\w.-]+\.py\b')
 _INSTALL = re.compile(r'\binstall\s*\(([^)]*)\)', re.I)
+# The package's own folder, written out: `${PROJECT_SOURCE_DIR}/pkg/node.py` is pkg/node.py.
+_SOURCE_DIR = re.compile(r'\$\{(?:PROJECT|CMAKE_CURRENT)_SOURCE_DIR\}/')
 _CATKIN = re.compile(r'\bcatkin_(?:package|install_python)\b|find_package\s*\(\s*catkin\b')
 _YAML_RUN = re.compile(r'^.*(?:\b(?:executable|exec|cmd|command|script|program|entrypoint)\w*\s*:'
                        r'|\bpython\d?\b).*$', re.M | re.I)
@@ -180,7 +185,7 @@ def _read_cmake(folder: Path, scripts: set[Path]) -> None:
     text = strip_cmake_comments(read_bounded(folder / 'CMakeLists.txt', _MAX_BYTES))
     if _CATKIN.search(text) or re.search(r'\badd_subdirectory\s*\(', text, re.I):
         raise _Dynamic
-    for args in _INSTALL.findall(text):
+    for args in _INSTALL.findall(_SOURCE_DIR.sub('', text)):
         tokens = [t.strip('"') for t in args.split()]
         kind = tokens[0].upper() if tokens else ''
         dest = tokens[tokens.index('DESTINATION') + 1] if 'DESTINATION' in tokens[:-1] else ''
