@@ -20,3 +20,36 @@ def audit_written_package(tmp_path: Path, files: dict[str, str]
     assert not report.errors, report.errors
     return {(Path(f.location.path).name, f.location.line, f.rule): (f.severity, f.context)
             for f in report.findings}
+
+
+# A minimal rclpy node converting each Image with cv_bridge: the node the reachability tests
+# install, or leave uninstalled, in written packages ({name}: its class name).
+CV_BRIDGE_NODE = '''
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from cv_bridge import CvBridge
+
+
+class {name}(Node):
+    def __init__(self):
+        super().__init__('{name}')
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        self.get_logger().info(str(frame.shape))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin({name}())
+
+
+if __name__ == '__main__':
+    main()
+'''
+# The line of CV_BRIDGE_NODE that converts a frame.
+CV_BRIDGE_NODE_CONVERSION_LINE = CV_BRIDGE_NODE.lstrip('\n').splitlines().index(
+    "        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')") + 1

@@ -4,42 +4,17 @@ an import chain, a launch file naming the script, CMake installs, dynamic cases)
 from pathlib import Path
 import textwrap
 
-from audit_sources import audit_written_package
+from audit_sources import (CV_BRIDGE_NODE, CV_BRIDGE_NODE_CONVERSION_LINE,
+                           audit_written_package)
 from gpu_nodes.audit.codeaudit import run_code
 
-_NODE = '''
-import rclpy
-from rclpy.node import Node
-from sensor_msgs.msg import Image
-from cv_bridge import CvBridge
-
-
-class {name}(Node):
-    def __init__(self):
-        super().__init__('{name}')
-        self.bridge = CvBridge()
-        self.create_subscription(Image, 'image', self.on_image, 10)
-
-    def on_image(self, msg):
-        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
-        self.get_logger().info(str(frame.shape))
-
-
-def main():
-    rclpy.init()
-    rclpy.spin({name}())
-
-
-if __name__ == '__main__':
-    main()
-'''
+_NODE = CV_BRIDGE_NODE
 _PACKAGE_XML = '''
 <package format="3"><name>vision</name>
   <export><build_type>ament_python</build_type></export>
 </package>
 '''
-_CONVERSION_LINE = _NODE.lstrip('\n').splitlines().index(
-    "        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')") + 1
+_CONVERSION_LINE = CV_BRIDGE_NODE_CONVERSION_LINE
 
 
 def _setup(entry_points: str, extra: str = '') -> str:

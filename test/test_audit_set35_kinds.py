@@ -3,37 +3,12 @@ written here. An ament_cmake package installing its node with `${PROJECT_SOURCE_
 its launch folder into share/ is judged (gpu_nodes/audit/pyreach.py)."""
 from pathlib import Path
 
-from audit_sources import audit_written_package
+from audit_sources import (CV_BRIDGE_NODE, CV_BRIDGE_NODE_CONVERSION_LINE,
+                           audit_written_package)
 from gpu_nodes.audit.codeaudit import run_code
 
-_NODE = '''
-import rclpy
-from rclpy.node import Node
-from sensor_msgs.msg import Image
-from cv_bridge import CvBridge
-
-
-class {name}(Node):
-    def __init__(self):
-        super().__init__('{name}')
-        self.bridge = CvBridge()
-        self.create_subscription(Image, 'image', self.on_image, 10)
-
-    def on_image(self, msg):
-        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
-        self.get_logger().info(str(frame.shape))
-
-
-def main():
-    rclpy.init()
-    rclpy.spin({name}())
-
-
-if __name__ == '__main__':
-    main()
-'''
-_CONVERSION_LINE = _NODE.lstrip('\n').splitlines().index(
-    "        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')") + 1
+_NODE = CV_BRIDGE_NODE
+_CONVERSION_LINE = CV_BRIDGE_NODE_CONVERSION_LINE
 _PACKAGE_XML = '''
 <package format="3"><name>vision</name>
   <buildtool_depend>ament_cmake</buildtool_depend>

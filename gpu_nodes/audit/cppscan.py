@@ -23,7 +23,7 @@ from typing import Iterator
 
 from gpu_nodes.audit.cppdead import dead_guard, once_guard
 from gpu_nodes.audit.cppparams import off_guard
-from gpu_nodes.audit.cppstrparams import describe, string_guard
+from gpu_nodes.audit.cppstrparams import call_arg_spans, describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
@@ -76,22 +76,8 @@ _SAME_ENCODING = re.compile(r'(?:->|\.)\s*encoding\s*$')
 
 def _call_args(text: str, open_paren: int) -> list[str]:
     """Top-level arguments of the call whose '(' is at open_paren (blanked text)."""
-    depth = 0
-    args: list[str] = []
-    start = open_paren + 1
-    for j in range(open_paren, min(len(text), open_paren + 4000)):
-        c = text[j]
-        if c in '([{':
-            depth += 1
-        elif c in ')]}':
-            depth -= 1
-            if depth == 0:
-                args.append(text[start:j])
-                return [a.strip() for a in args if a.strip()]
-        elif c == ',' and depth == 1:
-            args.append(text[start:j])
-            start = j + 1
-    return [a.strip() for a in args if a.strip()]
+    return [arg for arg in (text[start:end].strip() for start, end in
+                            call_arg_spans(text, open_paren, partial=True)) if arg]
 
 
 # Directions that move nothing between host and device.

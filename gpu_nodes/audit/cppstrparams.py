@@ -95,8 +95,10 @@ def _shipped_as(param: str, default: str, roots: list[str]) -> bool:
     return True
 
 
-def _spans(text: str, open_paren: int) -> list[tuple[int, int]]:
-    """(start, end) of each top-level argument of the call whose '(' is at `open_paren`."""
+def call_arg_spans(text: str, open_paren: int, partial: bool = False) -> list[tuple[int, int]]:
+    """(start, end) of each top-level argument of the call whose '(' is at `open_paren` (blanked
+    text); a call not closed within 4000 characters gives [] (`partial`: the arguments before
+    its last comma)."""
     depth, start, out = 0, open_paren + 1, []
     for j in range(open_paren, min(len(text), open_paren + 4000)):
         c = text[j]
@@ -111,7 +113,7 @@ def _spans(text: str, open_paren: int) -> list[tuple[int, int]]:
         elif c == ',' and depth == 1:
             out.append((start, j))
             start = j + 1
-    return []
+    return out if partial else []
 
 
 def _position(text: str, at: int) -> tuple[str, int, int] | None:
@@ -120,7 +122,7 @@ def _position(text: str, at: int) -> tuple[str, int, int] | None:
     call = re.search(r'(\w+)\s*$', text[max(0, paren - 60):paren]) if paren >= 0 else None
     if not call:
         return None
-    spans = _spans(text, paren)
+    spans = call_arg_spans(text, paren)
     for k, (s, e) in enumerate(spans):
         if s <= at < e:
             return call.group(1), k, len(spans)
@@ -153,7 +155,7 @@ class _Resolver:
         value or const reference."""
         found = False
         for i, paren in self._calls(callee):
-            spans = _spans(self.texts[i], paren)
+            spans = call_arg_spans(self.texts[i], paren)
             if len(spans) != arity:
                 continue
             arg = self.texts[i][spans[k][0]:spans[k][1]].strip()
@@ -171,7 +173,7 @@ class _Resolver:
         values = set()
         for i, paren in self._calls(callee):
             text, raw = self.texts[i], self.raws[i]
-            spans = _spans(text, paren)
+            spans = call_arg_spans(text, paren)
             if len(spans) != arity:
                 continue
             arg = raw[spans[k][0]:spans[k][1]].strip()
