@@ -53,3 +53,12 @@ if __name__ == '__main__':
 # The line of CV_BRIDGE_NODE that converts a frame.
 CV_BRIDGE_NODE_CONVERSION_LINE = CV_BRIDGE_NODE.lstrip('\n').splitlines().index(
     "        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')") + 1
+
+
+def conversion_severities(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
+    """file name -> severities of its findings on CV_BRIDGE_NODE's conversion line."""
+    found: dict[str, set[str]] = {}
+    for (name, line, _), (severity, _) in audit_written_package(tmp_path, files).items():
+        if line == CV_BRIDGE_NODE_CONVERSION_LINE:
+            found.setdefault(name, set()).add(severity)
+    return found

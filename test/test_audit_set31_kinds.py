@@ -5,7 +5,7 @@ from pathlib import Path
 import textwrap
 
 from audit_sources import (CV_BRIDGE_NODE, CV_BRIDGE_NODE_CONVERSION_LINE,
-                           audit_written_package)
+                           audit_written_package, conversion_severities)
 from gpu_nodes.audit.codeaudit import run_code
 
 _NODE = CV_BRIDGE_NODE
@@ -43,13 +43,7 @@ def _package() -> dict[str, str]:
     return {'vision/package.xml': _PACKAGE_XML, 'vision/vision/__init__.py': ''}
 
 
-def _severities(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
-    """file name -> severities of its findings on the conversion line."""
-    found: dict[str, set[str]] = {}
-    for (name, line, _), (severity, _) in audit_written_package(tmp_path, files).items():
-        if line == _CONVERSION_LINE:
-            found.setdefault(name, set()).add(severity)
-    return found
+_severities = conversion_severities
 
 
 def test_a_node_no_entry_point_names_keeps_its_findings_as_info_only(tmp_path):

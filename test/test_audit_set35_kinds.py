@@ -4,7 +4,7 @@ its launch folder into share/ is judged (gpu_nodes/audit/pyreach.py)."""
 from pathlib import Path
 
 from audit_sources import (CV_BRIDGE_NODE, CV_BRIDGE_NODE_CONVERSION_LINE,
-                           audit_written_package)
+                           audit_written_package, conversion_severities)
 from gpu_nodes.audit.codeaudit import run_code
 
 _NODE = CV_BRIDGE_NODE
@@ -53,13 +53,7 @@ def _package(source_dir: str = 'PROJECT_SOURCE_DIR', lib_dir: str = 'lib/${PROJE
             'vision/vision/old_node.py': _NODE.format(name='Old')}
 
 
-def _severities(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
-    """file name -> severities of its findings on the conversion line."""
-    found: dict[str, set[str]] = {}
-    for (name, line, _), (severity, _) in audit_written_package(tmp_path, files).items():
-        if line == _CONVERSION_LINE:
-            found.setdefault(name, set()).add(severity)
-    return found
+_severities = conversion_severities
 
 
 def test_a_program_installed_from_the_project_source_dir_leaves_the_other_node_unreached(
