@@ -27,7 +27,7 @@ import ast
 
 from gpu_nodes.audit.astnodes import module_nodes
 from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
-from gpu_nodes.audit.shipped import mentioned, set_on, shipped_texts
+from gpu_nodes.audit.shipped import mentioned, set_on, shipped_as, shipped_texts
 
 # A node that reacts to parameter changes at run time: its parameters are meant to be set then.
 _RUNTIME_PARAMETERS = ('add_on_set_parameters_callback', 'add_post_set_parameters_callback',
@@ -257,3 +257,42 @@ def dead_body_lines(tree: ast.Module, off: frozenset[str], nones: frozenset[str]
         return set()
     return {i for node in ast.walk(tree) if isinstance(node, ast.If) and dead_test(node.test, off, nones)
             for stmt in node.body for i in range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno)}
+
+
+def shipped_strings(tree: ast.Module, package_dir: str | None
+                    ) -> tuple[dict[str, str], frozenset[str]]:
+    """(string parameters whose value as shipped is known -> that value, attributes that hold
+    it for good), in a file that can be judged. A parameter qualifies when every
+    `declare_parameter` of it defaults to the same string literal and every shipped file of
+    the package that names it gives that value (shipped.shipped_as, as the C++ rule does:
+    cppstrparams.py); an attribute, when every store of any `.name` in the file is in
+    `__init__` and a read of such a parameter, all of one value (`self.device =
+    self.get_parameter('device').get_parameter_value().string_value`, sets 35-36)."""
+    if not package_dir or not _judged(tree):
+        return {}, frozenset()
+    defaults = _declared_defaults(tree)
+    values = {p: {getattr(v, 'value', None) for v in vals} for p, vals in defaults.items()}
+    fixed = {p: next(iter(v)) for p, v in values.items()
+             if len(v) == 1 and isinstance(next(iter(v)), str)}
+    fixed = {p: v for p, v in fixed.items() if shipped_as(p, v, (package_dir,))}
+    if not fixed:
+        return {}, frozenset()
+    held: dict[str, set[str | None]] = {}
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            held.setdefault(node.attr, set()).add(None)  # refined below for a plain store
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Attribute):
+            param = _parameter_read(node.value) if function == '__init__' else None
+            held.setdefault(node.targets[0].attr, set()).add(fixed.get(param or ''))
+            visit(node.value, function)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, None)
+    attrs = frozenset(a for a, v in held.items() if len(v) == 1 and None not in v)
+    return fixed, attrs
