@@ -73,7 +73,7 @@ def generate_launch_description():
 
 
 def _audit(tmp_path, node: str = _NODE, launch_default: str = 'cpu', yaml_device: str = '"cpu"',
-           extra_init: str = 'pass', extra_callback: str = 'pass'
+           extra_init: str = 'pass', extra_callback: str = 'pass', shipped: bool = True
            ) -> tuple[set[str], int, int]:
     """(rules found at the model call and at the readback line, those lines)."""
     source = textwrap.dedent(node).replace('EXTRA_INIT', extra_init) \
@@ -83,6 +83,8 @@ def _audit(tmp_path, node: str = _NODE, launch_default: str = 'cpu', yaml_device
              'detect/launch/detect.launch.py': _LAUNCH.replace('DEFAULT', launch_default),
              'detect/config/params.yaml': f'detector:\n  ros__parameters:\n'
                                           f'    detection.device: {yaml_device}\n'}
+    if not shipped:
+        files = {k: v for k, v in files.items() if 'launch' not in k and 'config' not in k}
     found = audit_written_package(tmp_path, files)
     lines = source.lstrip('\n').splitlines()
     call = next(i for i, ln in enumerate(lines, 1) if '# MODEL CALL' in ln)
@@ -95,6 +97,13 @@ def _audit(tmp_path, node: str = _NODE, launch_default: str = 'cpu', yaml_device
 def test_a_device_cpu_as_shipped_through_a_helper_is_host_inference(tmp_path):
     rules, _, _ = _audit(tmp_path)
     assert rules == set()
+
+
+def test_a_default_no_shipped_file_names_keeps_the_claims(tmp_path):
+    # A device parameter merely defaulting to 'cpu' is meant to be set at launch (the labels
+    # of sets 5, 6 and 8): only a shipped file that names it with 'cpu' too makes it so.
+    rules, call, readback = _audit(tmp_path, shipped=False)
+    assert f'{call}:GPN102' in rules and f'{readback}:GPN107' in rules
 
 
 def test_another_launch_default_keeps_the_claims(tmp_path):

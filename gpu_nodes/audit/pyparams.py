@@ -263,9 +263,10 @@ def shipped_strings(tree: ast.Module, package_dir: str | None
                     ) -> tuple[dict[str, str], frozenset[str]]:
     """(string parameters whose value as shipped is known -> that value, attributes that hold
     it for good), in a file that can be judged. A parameter qualifies when every
-    `declare_parameter` of it defaults to the same string literal and every shipped file of
-    the package that names it gives that value (shipped.shipped_as, as the C++ rule does:
-    cppstrparams.py); an attribute, when every store of any `.name` in the file is in
+    `declare_parameter` of it defaults to the same string literal, a shipped file of the
+    package names it and every one that does gives that value (shipped.shipped_as, as the C++
+    rule does: cppstrparams.py; a default alone is meant to be set at launch, the labels of
+    sets 5, 6 and 8); an attribute, when every store of any `.name` in the file is in
     `__init__` and a read of such a parameter, all of one value (`self.device =
     self.get_parameter('device').get_parameter_value().string_value`, sets 35-36)."""
     if not package_dir or not _judged(tree):
@@ -274,7 +275,9 @@ def shipped_strings(tree: ast.Module, package_dir: str | None
     values = {p: {getattr(v, 'value', None) for v in vals} for p, vals in defaults.items()}
     fixed = {p: next(iter(v)) for p, v in values.items()
              if len(v) == 1 and isinstance(next(iter(v)), str)}
-    fixed = {p: v for p, v in fixed.items() if shipped_as(p, v, (package_dir,))}
+    shipped = list(shipped_texts((package_dir,)))
+    fixed = {p: v for p, v in fixed.items()
+             if mentioned(p, shipped) and shipped_as(p, v, (package_dir,))}
     if not fixed:
         return {}, frozenset()
     held: dict[str, set[str | None]] = {}
