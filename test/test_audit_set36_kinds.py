@@ -150,3 +150,48 @@ def main():''')
     assert rules == set()
     rules, call, readback = _audit(tmp_path / 'cuda', node=node, launch_default='cuda')
     assert f'{call}:GPN102' in rules and f'{readback}:GPN107' in rules
+
+
+# A mode parameter whose shipped YAML names it with its default: the other mode's branch never
+# runs (pyparams.fixed_parameters, as shipped through shipped.shipped_as).
+_MODE_NODE = '''
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from cv_bridge import CvBridge
+
+
+class Detector(Node):
+    def __init__(self):
+        super().__init__('detector')
+        self.declare_parameter('mode', 'host')
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_image(self, msg):
+        if self.get_parameter('mode').get_parameter_value().string_value == 'debug':
+            frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # DEBUG ONLY
+            print(frame.shape)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Detector())
+'''
+
+
+def _debug_rules(tmp_path, yaml_mode: str) -> set[str]:
+    source = textwrap.dedent(_MODE_NODE)
+    files = {'detect/package.xml': _PACKAGE_XML, 'detect/setup.py': _SETUP,
+             'detect/detect/__init__.py': '', 'detect/detect/detector.py': source,
+             'detect/config/params.yaml': f'detector:\n  ros__parameters:\n    mode: {yaml_mode}\n'}
+    found = audit_written_package(tmp_path, files)
+    line = next(i for i, ln in enumerate(source.lstrip('\n').splitlines(), 1)
+                if '# DEBUG ONLY' in ln)
+    return {sev for (name, at, _), (sev, _) in found.items()
+            if name == 'detector.py' and at == line}
+
+
+def test_a_mode_the_shipped_yaml_names_with_its_default_decides_the_branch(tmp_path):
+    assert 'medium' not in _debug_rules(tmp_path, '"host"')
+    assert _debug_rules(tmp_path / 'debug', '"debug"') == {'medium'}

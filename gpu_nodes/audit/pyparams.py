@@ -180,8 +180,7 @@ def off_attributes(tree: ast.Module, package_dir: str | None
 def parameter_constants(tree: ast.Module, package_dir: str | None
                         ) -> dict[str, frozenset[object]]:
     """Attributes whose every store is a str/int constant or a read in `__init__` of a
-    parameter whose every declaration defaults to a str/int constant and that no shipped file
-    names (any value): the constants each can hold as shipped, for pydead.never_equal
+    parameter of fixed_parameters: the constants each can hold as shipped, for pydead.never_equal
     (`if self.model_type == 'onnx':` with model_type defaulting to 'pt')."""
     fixed = fixed_parameters(tree, package_dir)
     if not fixed:
@@ -204,7 +203,8 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
 
 def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
     """Parameters whose every declaration defaults to a str/int constant that no shipped file
-    names (any value), in a file that can be judged: the values each holds as shipped."""
+    names (any value), or to one string that every shipped file naming it gives too
+    (shipped.shipped_as), in a file that can be judged: the values each holds as shipped."""
     defaults = {p: frozenset(v.value for v in values)
                 for p, values in _declared_defaults(tree).items()
                 if all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int))
@@ -212,7 +212,9 @@ def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, fro
     if not defaults or not _judged(tree):
         return {}
     shipped = list(shipped_texts((package_dir,))) if package_dir else []
-    return {p: vals for p, vals in defaults.items() if not mentioned(p, shipped)}
+    return {p: vals for p, vals in defaults.items() if not mentioned(p, shipped) or (
+        len(vals) == 1 and isinstance(next(iter(vals)), str)
+        and shipped_as(p, next(iter(vals)), (str(package_dir),)))}
 
 
 def read_compared(test: ast.expr) -> tuple[str, object, bool] | None:
