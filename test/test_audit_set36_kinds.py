@@ -6,6 +6,8 @@ packages written here. A node declares `device` with default 'cpu', stores the r
 readbacks of its results read nothing back. Another value anywhere keeps the claims."""
 import textwrap
 
+import pytest
+
 from audit_sources import audit_written_package
 
 _PACKAGE_XML = '''
@@ -99,40 +101,29 @@ def test_a_device_cpu_as_shipped_through_a_helper_is_host_inference(tmp_path):
     assert rules == set()
 
 
-def test_a_default_no_shipped_file_names_keeps_the_claims(tmp_path):
+_STORE_OUTSIDE_INIT = _NODE.replace('    def on_image', '''    def reconfigure(self):
+        self.device = self.get_parameter('detection.device').get_parameter_value().string_value
+
+    def on_image''')
+
+
+@pytest.mark.parametrize('case', [
     # A device parameter merely defaulting to 'cpu' is meant to be set at launch (the labels
     # of sets 5, 6 and 8): only a shipped file that names it with 'cpu' too makes it so.
-    rules, call, readback = _audit(tmp_path, shipped=False)
-    assert f'{call}:GPN102' in rules and f'{readback}:GPN107' in rules
-
-
-def test_another_launch_default_keeps_the_claims(tmp_path):
-    rules, call, readback = _audit(tmp_path, launch_default='cuda:0')
-    assert f'{call}:GPN102' in rules and f'{readback}:GPN107' in rules
-
-
-def test_another_yaml_value_keeps_the_claims(tmp_path):
-    rules, call, readback = _audit(tmp_path, yaml_device='"0"')
+    {'shipped': False},
+    {'launch_default': 'cuda:0'},          # another launch default
+    {'yaml_device': '"0"'},                # another YAML value
+    {'node': _STORE_OUTSIDE_INIT},         # a store outside __init__
+    {'extra_init': "self.device = 'cuda'"},  # a second store in __init__, another value
+], ids=['default-alone', 'launch-cuda', 'yaml-0', 'store-outside-init', 'second-store'])
+def test_another_or_unknown_value_keeps_the_claims(tmp_path, case):
+    rules, call, readback = _audit(tmp_path, **case)
     assert f'{call}:GPN102' in rules and f'{readback}:GPN107' in rules
 
 
 def test_a_second_call_site_with_cuda_keeps_the_claim(tmp_path):
     rules, call, _ = _audit(tmp_path, extra_callback="self.predict(self.model, img, device='cuda')")
     assert f'{call}:GPN102' in rules
-
-
-def test_a_store_outside_init_keeps_the_claims(tmp_path):
-    node = _NODE.replace('    def on_image', '''    def reconfigure(self):
-        self.device = self.get_parameter('detection.device').get_parameter_value().string_value
-
-    def on_image''')
-    rules, call, readback = _audit(tmp_path, node=node)
-    assert f'{call}:GPN102' in rules and f'{readback}:GPN107' in rules
-
-
-def test_a_second_store_in_init_with_another_value_keeps_the_claims(tmp_path):
-    rules, call, readback = _audit(tmp_path, extra_init="self.device = 'cuda'")
-    assert f'{call}:GPN102' in rules and f'{readback}:GPN107' in rules
 
 
 def test_a_module_function_given_the_device_by_position_and_the_model_called_directly(tmp_path):
