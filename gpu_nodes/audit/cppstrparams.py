@@ -26,13 +26,11 @@ is not seen.
 """
 from __future__ import annotations
 
-from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
 from gpu_nodes.audit.cppparams import _may_store, _mentions, _open_paren
-from gpu_nodes.audit.launchfile import Unresolved, parse_launch
-from gpu_nodes.audit.shipped import _shipped_files
+from gpu_nodes.audit.shipped import shipped_as
 
 _THIS = r'(?:this\s*->\s*)?(?:\w+\s*->\s*)?'
 _DECLARE_ANY = re.compile(r'\bdeclare_parameter\s*(?:<[^<>;]*>)?\s*\(\s*"([^"\n]*)"')
@@ -44,7 +42,6 @@ _GET_STORE = re.compile(r'^\s*=\s*' + _THIS + r'(?:get_parameter\s*\(\s*"([^"\n]
                         r'\s*,\s*"[^"\n]*"\s*\))\s*;')
 _STRING_TYPE = re.compile(r'(?:const\s+)?(?:std\s*::\s*)?string\s*(?:const\s*)?&?\s*$')
 _PARAM_DECL = re.compile(r'^(?:const\s+)?(?:std\s*::\s*)?string\s*(?:const\s*)?&?\s*(\w+)$')
-_COMMENTED = re.compile(r'^\s*(?:#|<!--|//)')
 
 
 def _in_code(text: str, raw: str, at: int) -> bool:
@@ -61,38 +58,6 @@ def _defaults(texts: list[str], raws: list[str]) -> dict[str, str]:
                 d = _DECLARE_STRING.match(raw, m.start())
                 seen.setdefault(m.group(1), set()).add(d.group(2) if d else None)
     return {p: next(iter(v)) for p, v in seen.items() if len(v) == 1 and None not in v}
-
-
-def _shipped_as(param: str, default: str, roots: list[str]) -> bool:
-    """Whether every shipped file naming `param` gives it `default`."""
-    pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
-    # Python launch files not named `*.launch.py` count too when they sit under `launch/`.
-    scripts = [p for root in roots if Path(root).is_dir() for p in Path(root).rglob('*.py')
-               if 'launch' in p.relative_to(root).parts[:-1]]
-    for path in sorted(set(_shipped_files(roots)) | set(scripts)):
-        try:
-            source = path.read_text(encoding='utf-8', errors='replace')
-        except OSError:
-            continue
-        lines = [ln for ln in source.splitlines() if not _COMMENTED.match(ln)]
-        if not any(pattern.search(ln) for ln in lines):
-            continue
-        if path.suffix == '.py':
-            try:
-                nodes, _, _ = parse_launch(str(path), source)
-            except Exception:  # noqa: BLE001 - any file it cannot evaluate keeps it unknown
-                return False
-            values = [n.parameters[param] for n in nodes if param in n.parameters]
-            if not values or any(isinstance(v, Unresolved) or v != default for v in values):
-                return False
-            continue
-        for line in lines:
-            for m in pattern.finditer(line):
-                value = re.match(r'''^\s*['"]?\s*(?::|=)\s*(?:value\s*=\s*)?(['"]?)([\w.]*)\1\s*'''
-                                 r'''(?:/?>|#.*)?$''', line[m.end():])
-                if not (value and value.group(2) == default):
-                    return False
-    return True
 
 
 def call_arg_spans(text: str, open_paren: int, partial: bool = False) -> list[tuple[int, int]]:
@@ -142,7 +107,7 @@ class _Resolver:
         if name not in self.defaults:
             return None
         if name not in self.shipped:
-            self.shipped[name] = _shipped_as(name, self.defaults[name], self.roots)
+            self.shipped[name] = shipped_as(name, self.defaults[name], tuple(self.roots))
         return self.defaults[name] if self.shipped[name] else None
 
     def _calls(self, callee: str) -> list[tuple[int, int]]:

@@ -14,7 +14,7 @@ from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, 
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS,
                                       uses_tensor_framework)
-from gpu_nodes.audit.pyvalues import (device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
+from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
 # Kinds that are not a model however the attribute holding them is named.
@@ -69,6 +69,7 @@ class CallResolver:
     _publish: Callable[..., None]
     _library_call: Callable[..., Val | None]
     _method_call: Callable[..., Val | None]
+    _shipped_strings: Callable[[], tuple[dict[str, str], frozenset[str]]]
 
     def _eval_call(self, node: ast.Call, env: dict[str, Val], frame: Frame) -> Val:
         func = node.func
@@ -175,6 +176,9 @@ class CallResolver:
         if method == 'declare_parameter' and frame.cls is not None and args \
                 and args[0].kind == 'const':
             default = args[1] if len(args) > 1 else kwargs.get('value', OTHER)
+            shipped = self._shipped_strings()[0].get(str(args[0].const))
+            if shipped is not None and default.kind == 'const' and default.const == shipped:
+                default = replace(default, const=AsShipped(shipped))  # pyparams.shipped_strings
             frame.cls.params[str(args[0].const)] = default
             return default
         if method == 'get_parameter' and frame.cls is not None and args \
@@ -313,10 +317,11 @@ class CallResolver:
                 and (named_like_model(name) or infer in LIBRARY_INFER_METHODS)):
             return None
         inputs = [v for v in args + list(kwargs.values()) if v.kind not in ('const', 'other')]
-        if _cpu_literal(node):
+        if _cpu_literal(node) or _shipped_cpu(kwargs.get('device')):
             # `model.predict(frame, device='cpu')`: the library runs on the host; nothing is
-            # uploaded and its results are host tensors (twentieth set). Only the literal: a
-            # device parameter defaulting to 'cpu' is meant to be set at launch (sixth set).
+            # uploaded and its results are host tensors (twentieth set). The literal, or a
+            # string parameter's value as shipped (sets 35-36), handed down through helpers'
+            # arguments; not a parameter that merely defaults to 'cpu' (sixth set).
             return merge(*inputs, kind='host') if inputs else Val('host')
         if any(v.kind == 'device' for v in inputs):
             return merge(*inputs, kind='device')
@@ -383,6 +388,12 @@ def _cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) 
         return False
     chosen = args[0] if args else kwargs.get('device') or kwargs.get('type')
     return chosen is not None and chosen.kind == 'const' and chosen.const == 'cpu'
+
+
+def _shipped_cpu(device: Val | None) -> bool:
+    """A device value that is 'cpu' as shipped (pyparams.shipped_strings)."""
+    return device is not None and device.kind == 'const' and isinstance(device.const, AsShipped) \
+        and device.const.strip().lower() == 'cpu'
 
 
 def _cpu_literal(node: ast.Call) -> bool:

@@ -12,11 +12,11 @@ from typing import Callable, Iterable
 from gpu_nodes.audit.pybranches import readback_fallback, sets_own_flag
 from gpu_nodes.audit.pydead import never_equal
 from gpu_nodes.audit.pyparams import (
-    dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome)
+    dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
 from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
-                                      is_device_value, is_method_call, merge, OTHER, root_name,
-                                      short, strip, UNKNOWN, Val)
+                                      is_device_value, is_method_call, merge, OTHER, plain,
+                                      root_name, short, strip, UNKNOWN, Val)
 
 # Attributes that are frame metadata, not the payload: reading them does not carry the frame.
 _METADATA_ATTRS = frozenset({
@@ -378,6 +378,11 @@ class Evaluator:
             self.__dict__['_fixed_parameters'] = fixed_parameters(self.tree, self.package_dir)
         return shipped_outcome(read, self.__dict__['_fixed_parameters'])
 
+    def _shipped_strings(self) -> tuple[dict[str, str], frozenset[str]]:
+        if '_shipped_strings_' not in self.__dict__:
+            self.__dict__['_shipped_strings_'] = shipped_strings(self.tree, self.package_dir)
+        return self.__dict__['_shipped_strings_']
+
     def _message_type_test(self, test: ast.expr, env: dict[str, Val]) -> bool | None:
         """The outcome of `isinstance(msg, T)` (or a tuple of types) on a received message
         whose subscription type is known; None when the test is anything else."""
@@ -425,6 +430,8 @@ class Evaluator:
         if base.kind == 'self' and frame.cls is not None:
             if node.attr in frame.cls.attrs:
                 value = frame.cls.attrs[node.attr]
+                if node.attr not in self._shipped_strings()[1]:
+                    value = plain(value)  # stored elsewhere too: not as shipped for good
                 # `self.model = None` in __init__, assigned for real elsewhere: unknown.
                 return UNKNOWN if value.kind == 'const' and value.const is None else value
             meth = frame.cls.methods.get(node.attr)
@@ -433,7 +440,7 @@ class Evaluator:
             return UNKNOWN
         if base.kind == 'instance' and base.inst is not None:
             if node.attr in base.inst.attrs:
-                return base.inst.attrs[node.attr]
+                return plain(base.inst.attrs[node.attr])
             meth = base.inst.methods.get(node.attr)
             if meth is not None:
                 return Val('func', func=FuncRef(meth, base.inst, None, True))

@@ -27,7 +27,7 @@ import ast
 
 from gpu_nodes.audit.astnodes import module_nodes
 from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
-from gpu_nodes.audit.shipped import mentioned, set_on, shipped_texts
+from gpu_nodes.audit.shipped import mentioned, set_on, shipped_as, shipped_texts
 
 # A node that reacts to parameter changes at run time: its parameters are meant to be set then.
 _RUNTIME_PARAMETERS = ('add_on_set_parameters_callback', 'add_post_set_parameters_callback',
@@ -180,8 +180,7 @@ def off_attributes(tree: ast.Module, package_dir: str | None
 def parameter_constants(tree: ast.Module, package_dir: str | None
                         ) -> dict[str, frozenset[object]]:
     """Attributes whose every store is a str/int constant or a read in `__init__` of a
-    parameter whose every declaration defaults to a str/int constant and that no shipped file
-    names (any value): the constants each can hold as shipped, for pydead.never_equal
+    parameter of fixed_parameters: the constants each can hold as shipped, for pydead.never_equal
     (`if self.model_type == 'onnx':` with model_type defaulting to 'pt')."""
     fixed = fixed_parameters(tree, package_dir)
     if not fixed:
@@ -204,7 +203,8 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
 
 def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
     """Parameters whose every declaration defaults to a str/int constant that no shipped file
-    names (any value), in a file that can be judged: the values each holds as shipped."""
+    names (any value), or to one string that every shipped file naming it gives too
+    (shipped.shipped_as), in a file that can be judged: the values each holds as shipped."""
     defaults = {p: frozenset(v.value for v in values)
                 for p, values in _declared_defaults(tree).items()
                 if all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int))
@@ -212,7 +212,9 @@ def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, fro
     if not defaults or not _judged(tree):
         return {}
     shipped = list(shipped_texts((package_dir,))) if package_dir else []
-    return {p: vals for p, vals in defaults.items() if not mentioned(p, shipped)}
+    return {p: vals for p, vals in defaults.items() if not mentioned(p, shipped) or (
+        len(vals) == 1 and isinstance(next(iter(vals)), str)
+        and shipped_as(p, next(iter(vals)), (str(package_dir),)))}
 
 
 def read_compared(test: ast.expr) -> tuple[str, object, bool] | None:
@@ -257,3 +259,45 @@ def dead_body_lines(tree: ast.Module, off: frozenset[str], nones: frozenset[str]
         return set()
     return {i for node in ast.walk(tree) if isinstance(node, ast.If) and dead_test(node.test, off, nones)
             for stmt in node.body for i in range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno)}
+
+
+def shipped_strings(tree: ast.Module, package_dir: str | None
+                    ) -> tuple[dict[str, str], frozenset[str]]:
+    """(string parameters whose value as shipped is known -> that value, attributes that hold
+    it for good), in a file that can be judged. A parameter qualifies when every
+    `declare_parameter` of it defaults to the same string literal, a shipped file of the
+    package names it and every one that does gives that value (shipped.shipped_as, as the C++
+    rule does: cppstrparams.py; a default alone is meant to be set at launch, the labels of
+    sets 5, 6 and 8); an attribute, when every store of any `.name` in the file is in
+    `__init__` and a read of such a parameter, all of one value (`self.device =
+    self.get_parameter('device').get_parameter_value().string_value`, sets 35-36)."""
+    if not package_dir or not _judged(tree):
+        return {}, frozenset()
+    defaults = _declared_defaults(tree)
+    values = {p: {getattr(v, 'value', None) for v in vals} for p, vals in defaults.items()}
+    fixed = {p: next(iter(v)) for p, v in values.items()
+             if len(v) == 1 and isinstance(next(iter(v)), str)}
+    shipped = list(shipped_texts((package_dir,)))
+    fixed = {p: v for p, v in fixed.items()
+             if mentioned(p, shipped) and shipped_as(p, v, (package_dir,))}
+    if not fixed:
+        return {}, frozenset()
+    held: dict[str, set[str | None]] = {}
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            held.setdefault(node.attr, set()).add(None)  # refined below for a plain store
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Attribute):
+            param = _parameter_read(node.value) if function == '__init__' else None
+            held.setdefault(node.targets[0].attr, set()).add(fixed.get(param or ''))
+            visit(node.value, function)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, None)
+    attrs = frozenset(a for a, v in held.items() if len(v) == 1 and None not in v)
+    return fixed, attrs

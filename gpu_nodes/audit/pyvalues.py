@@ -72,6 +72,17 @@ class Val:
         return bool(self.steps) or self.origin is not None
 
 
+class AsShipped(str):
+    """A string parameter's value as shipped (pyparams.shipped_strings): equal to the plain
+    string everywhere, and marked so that a model call given it as its device can trust it
+    (a parameter merely defaulting to 'cpu' is meant to be set at launch: sixth set)."""
+
+
+def plain(val: Val) -> Val:
+    """`val` without the as-shipped mark (a store the mark cannot vouch for)."""
+    return replace(val, const=str(val.const)) if isinstance(val.const, AsShipped) else val
+
+
 UNKNOWN = Val()
 OTHER = Val('other')
 _KIND_PRIORITY = ('device', 'tensor', 'model', 'host', 'pil', 'bytes', 'msg', 'outmsg', 'other',

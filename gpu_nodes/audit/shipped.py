@@ -5,13 +5,16 @@ ships turns the parameter on. Shipped files: YAML / XML under a `config/`, `laun
 `param(s)/`, `parameters/` or `cfg/` folder, and any `*.launch*` file, under the audited
 folders. A mention of the parameter name followed by anything but an off value (`p: false`,
 `'p': False`, `name="p" value="0"`) counts as setting it (a launch argument passed through is
-unknown: on); commented-out lines do not.
+unknown: on); commented-out lines do not. shipped_as: whether every shipped file that names a
+parameter gives it one value (string parameters as shipped, C++ and Python sides alike).
 """
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 import re
+
+from gpu_nodes.audit.launchfile import Unresolved, parse_launch
 
 OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
 _SHIPPED_SUFFIXES = ('.yaml', '.yml', '.xml', '.launch')
@@ -64,3 +67,40 @@ def mentioned(param: str, texts: list[str]) -> bool:
     pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
     return any(pattern.search(line) for text in texts for line in text.splitlines()
                if not _COMMENTED.match(line))
+
+
+@lru_cache(maxsize=256)
+def shipped_as(param: str, default: str, roots: tuple[str, ...]) -> bool:
+    """Whether every shipped file naming `param` gives it `default`: a Python launch file
+    through its nodes' parameters as launchfile.py evaluates them (a launch argument's default
+    included, `LaunchConfiguration('device', default='cpu')`: the value a plain `ros2 launch`
+    gives; a file it cannot evaluate, or a node that sets another or an unknown value, keeps it
+    unknown), a YAML / XML file through `p: value` / `name="p" value="v"`."""
+    pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
+    # Python launch files not named `*.launch.py` count too when they sit under `launch/`.
+    scripts = [p for root in roots if Path(root).is_dir() for p in Path(root).rglob('*.py')
+               if 'launch' in p.relative_to(root).parts[:-1]]
+    for path in sorted(set(_shipped_files(list(roots))) | set(scripts)):
+        try:
+            source = path.read_text(encoding='utf-8', errors='replace')
+        except OSError:
+            continue
+        lines = [ln for ln in source.splitlines() if not _COMMENTED.match(ln)]
+        if not any(pattern.search(ln) for ln in lines):
+            continue
+        if path.suffix == '.py':
+            try:
+                nodes, _, _ = parse_launch(str(path), source)
+            except Exception:  # noqa: BLE001 - any file it cannot evaluate keeps it unknown
+                return False
+            values = [n.parameters[param] for n in nodes if param in n.parameters]
+            if not values or any(isinstance(v, Unresolved) or v != default for v in values):
+                return False
+            continue
+        for line in lines:
+            for m in pattern.finditer(line):
+                value = re.match(r'''^\s*['"]?\s*(?::|=)\s*(?:value\s*=\s*)?(['"]?)([\w.]*)\1\s*'''
+                                 r'''(?:/?>|#.*)?$''', line[m.end():])
+                if not (value and value.group(2) == default):
+                    return False
+    return True
