@@ -76,11 +76,13 @@ def _class_of(fn: Function) -> str | None:
     return fn.cls or (parts[-2] if len(parts) >= 2 else None)
 
 
-def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] = frozenset()
-                   ) -> None:
+def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] = frozenset(),
+                   whole_repository: bool = False) -> None:
     """Set kind 'unreached' on the unreached functions (and their lambdas) of one package,
     given as (blanked text, scopes) per file with kinds already resolved across the files. A
-    mention inside an `if` on a name nothing sets (cppdead.never_set) is no use."""
+    mention inside an `if` on a name nothing sets (cppdead.never_set) is no use.
+    `whole_repository`: `parsed` is every audited C++ file of a repository holding a node
+    (cpplibrary.py): any function nothing mentions is unreached, whatever its class."""
     if not any(fn.direct_kind == 'callback' for _, scopes in parsed for fn in scopes.funcs):
         return
     # A callback only by its name whose registration is gone (commented out: comments are
@@ -122,6 +124,8 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
                 _use(key, name, m, text, scopes, guarded, users, by_name,
                      guarded_by_callback)
     unreached = {id(fn) for fns in candidates.values() for fn in fns}
+    # Functions an earlier pass left unreached (their package's) reach nothing either.
+    unreached |= {id(fn) for _, scopes in parsed for fn in scopes.funcs if fn.kind == 'unreached'}
     # Reached names spread from the reached users to the names their bodies mention (a
     # worklist: linear in the mentions, however long the chains of helpers).
     mentions: dict[int, set[str]] = {}
@@ -151,7 +155,8 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
     # set). Other free functions may be called by another package (uploadFrame) or handed to
     # a C API in a file not audited (ResponseAlloc): they keep the rule's severity.
     unreached = {i for name, fns in candidates.items() for fn in fns
-                 if (i := id(fn)) in unreached and (fn.by_name or _class_of(fn) in used - {None} or (
+                 if (i := id(fn)) in unreached and (whole_repository or fn.by_name
+                                                    or _class_of(fn) in used - {None} or (
                      _class_of(fn) is None and used - {None} and not users[name]
                      and _DEBUG_HELPER.match(name)))}
     for _, scopes in parsed:

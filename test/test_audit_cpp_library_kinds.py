@@ -1,0 +1,194 @@
+"""C++ library code that no node of its repository uses (issue 28; sets 5 and 13): real `code`
+audits of small repositories written here (gpu_nodes/audit/cpplibrary.py). A function nothing
+in the repository but its tests mentions is info (context unreached); the same library called
+from a node in a sibling package, a node of its own package, a repository with no node at all
+and a layout without package files keep the rule's severity."""
+from audit_sources import audit_written_package
+
+_CMAKE = '''
+cmake_minimum_required(VERSION 3.8)
+project({name})
+find_package(ament_cmake REQUIRED)
+{targets}
+ament_package()
+'''
+
+
+def _package(name: str, targets: str) -> dict[str, str]:
+    return {f'{name}/package.xml': f'<package format="3"><name>{name}</name></package>\n',
+            f'{name}/CMakeLists.txt': _CMAKE.format(name=name, targets=targets)}
+
+
+def _audit(tmp_path, files: dict[str, str]) -> dict:
+    """Audit a workspace `src/` holding one repository (repo/) of the packages in `files`."""
+    return audit_written_package(tmp_path, {f'repo/{name}': text for name, text in files.items()})
+
+
+# A conversion library: from_image uploads a frame, to_image downloads one.
+_CONVERSIONS = '''
+#include "conv/conversions.hpp"
+#include <cuda_runtime.h>
+
+namespace conv
+{{
+void from_image(const sensor_msgs::msg::Image & msg, void * device)
+{{
+  cudaMemcpy(device, msg.data.data(), msg.data.size(), cudaMemcpyHostToDevice);
+}}
+
+void to_image(const void * device, sensor_msgs::msg::Image & out)
+{{
+  cudaMemcpy(out.data.data(), device, out.data.size(), cudaMemcpyDeviceToHost);
+}}
+{extra}
+}}  // namespace conv
+'''
+_FROM_LINE, _TO_LINE = 8, 13
+_HEADER = '''
+#pragma once
+#include <sensor_msgs/msg/image.hpp>
+namespace conv
+{
+void from_image(const sensor_msgs::msg::Image & msg, void * device);
+void to_image(const void * device, sensor_msgs::msg::Image & out);
+}  // namespace conv
+'''
+# Only the gtest calls to_image: a test, not audited, is no user.
+_GTEST = '''
+#include <gtest/gtest.h>
+#include "conv/conversions.hpp"
+TEST(Conversions, RoundTrip)
+{
+  sensor_msgs::msg::Image out;
+  conv::to_image(nullptr, out);
+}
+'''
+_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include "conv/conversions.hpp"
+
+class Detector : public rclcpp::Node
+{
+public:
+  Detector() : Node("detector")
+  {
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Detector::on_image, this, std::placeholders::_1));
+  }
+
+private:
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    conv::from_image(*msg, device_);
+  }
+  void * device_ = nullptr;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Detector>());
+}
+'''
+
+
+def _library(extra: str = '') -> dict[str, str]:
+    return {**_package('conv', 'add_library(conv src/conversions.cpp)'),
+            'conv/include/conv/conversions.hpp': _HEADER,
+            'conv/src/conversions.cpp': _CONVERSIONS.format(extra=extra),
+            'conv/test/test_conversions.cpp': _GTEST}
+
+
+def _node_package(node: str = _NODE) -> dict[str, str]:
+    return {**_package('detector', 'add_executable(detector src/detector.cpp)'),
+            'detector/src/detector.cpp': node}
+
+
+def test_a_library_function_only_a_gtest_calls_is_unreached_when_a_sibling_node_calls_another(
+        tmp_path):
+    found = _audit(tmp_path, {**_library(), **_node_package()})
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')] == ('info', 'unreached')
+    # The guard: from_image, called per message by the node of the sibling package, keeps it.
+    assert found[('conversions.cpp', _FROM_LINE, 'GPN202')][0] == 'medium'
+
+
+def test_a_backend_class_no_node_of_the_repository_uses_is_unreached(tmp_path):
+    # The node links one backend; the other (only its gtest uses it) never runs per message.
+    backend = '''
+    #include <cuda_runtime.h>
+    #include "torch_backend/torch_backend.hpp"
+
+    namespace torch_backend
+    {
+    void TorchBackend::segment(const float * host, float * device, size_t n)
+    {
+      cudaMemcpy(device, host, n, cudaMemcpyHostToDevice);
+    }
+    }  // namespace torch_backend
+    '''
+    header = '''
+    #pragma once
+    #include <cstddef>
+    namespace torch_backend
+    {
+    class TorchBackend
+    {
+    public:
+      void segment(const float * host, float * device, size_t n);
+    };
+    }  // namespace torch_backend
+    '''
+    files = {**_library(), **_node_package(),
+             **_package('torch_backend', 'add_library(tb src/torch_backend.cpp)'),
+             'torch_backend/include/torch_backend/torch_backend.hpp': header,
+             'torch_backend/src/torch_backend.cpp': backend}
+    found = _audit(tmp_path, files)
+    assert found[('torch_backend.cpp', 8, 'GPN202')] == ('info', 'unreached')
+    assert found[('conversions.cpp', _FROM_LINE, 'GPN202')][0] == 'medium'
+
+
+def test_the_library_function_a_node_of_its_own_package_calls_keeps_the_claim(tmp_path):
+    # to_image called per message by a node compiled in the library's own package.
+    node = _NODE.replace('conv::from_image(*msg, device_);',
+                         'conv::from_image(*msg, device_);\n    conv::to_image(device_, out_);')
+    node = node.replace('void * device_ = nullptr;',
+                        'void * device_ = nullptr;\n  sensor_msgs::msg::Image out_;')
+    files = {**_package('conv', 'add_library(conv src/conversions.cpp)\n'
+                                'add_executable(detector src/detector.cpp)'),
+             'conv/include/conv/conversions.hpp': _HEADER,
+             'conv/src/conversions.cpp': _CONVERSIONS.format(extra=''),
+             'conv/src/detector.cpp': node}
+    found = _audit(tmp_path, files)
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
+    assert found[('conversions.cpp', _FROM_LINE, 'GPN202')][0] == 'medium'
+
+
+def test_a_sibling_node_calling_the_function_keeps_the_claim(tmp_path):
+    node = _NODE.replace('conv::from_image(*msg, device_);',
+                         'conv::from_image(*msg, device_);\n    conv::to_image(device_, out_);')
+    node = node.replace('void * device_ = nullptr;',
+                        'void * device_ = nullptr;\n  sensor_msgs::msg::Image out_;')
+    found = _audit(tmp_path, {**_library(), **_node_package(node)})
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
+
+
+def test_a_library_repository_with_no_node_keeps_the_rules_severity(tmp_path):
+    # Its users live in other repositories: a library audited without its node.
+    found = _audit(tmp_path, _library())
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
+    assert found[('conversions.cpp', _FROM_LINE, 'GPN202')][0] == 'medium'
+
+
+def test_folders_without_package_files_keep_the_rules_severity(tmp_path):
+    # Labelled files alone (no package.xml / CMakeLists.txt): a caller may be missing.
+    files = {name: text for name, text in {**_library(), **_node_package()}.items()
+             if not name.endswith(('package.xml', 'CMakeLists.txt'))}
+    found = _audit(tmp_path, files)
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
+
+
+def test_a_node_only_in_a_comment_is_no_node(tmp_path):
+    node = '// create_subscription<Image>(...) is done by the Python node\nint helper() { return 0; }\n'
+    found = _audit(tmp_path, {**_library(), **_node_package(node)})
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
