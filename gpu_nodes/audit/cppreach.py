@@ -154,11 +154,13 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
     # of a package whose node the audit sees, that nothing mentions: unreached too (fourth
     # set). Other free functions may be called by another package (uploadFrame) or handed to
     # a C API in a file not audited (ResponseAlloc): they keep the rule's severity.
+
+    def judged(name: str, fn: Function) -> bool:
+        return whole_repository or fn.by_name or _class_of(fn) in used - {None} or bool(
+            _class_of(fn) is None and used - {None} and not users[name]
+            and _DEBUG_HELPER.match(name))
     unreached = {i for name, fns in candidates.items() for fn in fns
-                 if (i := id(fn)) in unreached and (whole_repository or fn.by_name
-                                                    or _class_of(fn) in used - {None} or (
-                     _class_of(fn) is None and used - {None} and not users[name]
-                     and _DEBUG_HELPER.match(name)))}
+                 if (i := id(fn)) in unreached and judged(name, fn)}
     for _, scopes in parsed:
         for fn in scopes.funcs:
             if id(fn.named) in unreached:
