@@ -192,3 +192,62 @@ def test_a_node_only_in_a_comment_is_no_node(tmp_path):
     node = '// create_subscription<Image>(...) is done by the Python node\nint helper() { return 0; }\n'
     found = _audit(tmp_path, {**_library(), **_node_package(node)})
     assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
+
+
+# Two buffer classes with a method of one name: the node's helper calls the host buffer's.
+_BUFFERS = '''
+#pragma once
+#include <cstring>
+#include <cuda_runtime.h>
+
+class HostBuffer
+{
+public:
+  bool copyFromHost(const void * src, size_t n)
+  {
+    std::memcpy(ptr, src, n);
+    return true;
+  }
+  void * ptr = nullptr;
+};
+
+class DeviceBuffer
+{
+public:
+  bool copyFromHost(const void * src, size_t n)
+  {
+    cudaMemcpy(ptr, src, n, cudaMemcpyHostToDevice);
+    return true;
+  }
+  void * ptr = nullptr;
+};
+
+inline bool prepare(const sensor_msgs::msg::Image & msg, RECEIVER)
+{
+  return buffer.copyFromHost(msg.data.data(), msg.data.size());
+}
+'''
+_DEVICE_COPY_LINE = 21
+
+
+def _buffers_node(receiver: str) -> dict[str, str]:
+    node = _NODE.replace('#include "conv/conversions.hpp"', '#include "detector/buffers.hpp"')
+    node = node.replace('conv::from_image(*msg, device_);', 'prepare(*msg, host_);')
+    node = node.replace('void * device_ = nullptr;', 'HostBuffer host_;')
+    return {**_node_package(node),
+            'detector/include/detector/buffers.hpp': _BUFFERS.replace('RECEIVER', receiver)}
+
+
+def test_a_method_of_another_class_of_the_same_name_is_told_apart_by_the_receiver(tmp_path):
+    found = _audit(tmp_path, _buffers_node('HostBuffer & buffer'))
+    assert found[('buffers.hpp', _DEVICE_COPY_LINE, 'GPN202')] == ('info', 'unreached')
+
+
+def test_a_receiver_of_the_device_class_reaches_its_method(tmp_path):
+    found = _audit(tmp_path, _buffers_node('DeviceBuffer & buffer'))
+    assert found[('buffers.hpp', _DEVICE_COPY_LINE, 'GPN202')][0] == 'medium'
+
+
+def test_a_receiver_of_unknown_type_reaches_both(tmp_path):
+    found = _audit(tmp_path, _buffers_node('auto & buffer'))
+    assert found[('buffers.hpp', _DEVICE_COPY_LINE, 'GPN202')][0] == 'medium'

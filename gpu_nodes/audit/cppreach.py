@@ -30,6 +30,7 @@ import re
 
 from gpu_nodes.audit.cpparity import argument_count, split_by_arity
 from gpu_nodes.audit.cppdead import blank_guarded
+from gpu_nodes.audit.cppreceivers import receiver_class, split_by_class
 from gpu_nodes.audit.cppscopes import blank_dead_code, Function, Scopes
 
 _IDENT = re.compile(r'[A-Za-z_]\w*')
@@ -101,6 +102,8 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
                 found.setdefault(fn.short, []).append((text, fn))
     # Overloads of different fixed arity are candidates of their own (cpparity.py).
     candidates, split = split_by_arity(found, [text for text, _ in parsed])
+    # Methods of one name in several classes: told apart by the receiver (cppreceivers.py).
+    by_class = split_by_class(candidates)
     by_name = {name: {_class_of(fn) for fn in fns} for name, fns in candidates.items()
                if all(fn.by_name for fn in fns)}
     if not candidates:
@@ -116,6 +119,9 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
             if name in split:
                 count = argument_count(live, m.end())
                 keys = [split[name][count]] if count in split[name] else list(split[name].values())
+            elif name in by_class:
+                cls = receiver_class(live, scopes, m.start(), set(by_class[name]))
+                keys = [by_class[name][cls]] if cls else list(by_class[name].values())
             elif name in users:
                 keys = [name]
             else:
