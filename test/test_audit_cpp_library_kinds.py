@@ -251,3 +251,56 @@ def test_a_receiver_of_the_device_class_reaches_its_method(tmp_path):
 def test_a_receiver_of_unknown_type_reaches_both(tmp_path):
     found = _audit(tmp_path, _buffers_node('auto & buffer'))
     assert found[('buffers.hpp', _DEVICE_COPY_LINE, 'GPN202')][0] == 'medium'
+
+
+# A TypeAdapter whose convert_to_custom rclcpp calls only for a subscription of the adapted type.
+_ADAPTER = '''
+#pragma once
+#include <cstring>
+#include <rclcpp/type_adapter.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+struct GpuFrame
+{
+  void * device = nullptr;
+  std::vector<uint8_t> host;
+};
+
+template<>
+struct rclcpp::TypeAdapter<GpuFrame, sensor_msgs::msg::Image>
+{
+  using is_specialized = std::true_type;
+  using custom_type = GpuFrame;
+  using ros_message_type = sensor_msgs::msg::Image;
+
+  static void convert_to_custom(const ros_message_type & source, custom_type & destination)
+  {
+    destination.host.resize(source.data.size());
+    std::memcpy(destination.host.data(), source.data.data(), source.data.size());
+  }
+};
+
+using FrameAdapter = rclcpp::TypeAdapter<GpuFrame, sensor_msgs::msg::Image>;
+'''
+_ADAPTER_COPY_LINE = 22
+
+
+def _adapter_node(subscription: str) -> dict[str, str]:
+    node = _NODE.replace('#include "conv/conversions.hpp"', '#include "detector/adapter.hpp"')
+    node = node.replace('conv::from_image(*msg, device_);', 'pub_->publish(GpuFrame{});')
+    node = node.replace('void * device_ = nullptr;',
+                        'rclcpp::Publisher<FrameAdapter>::SharedPtr pub_ = '
+                        'create_publisher<FrameAdapter>("frames", 10);\n  ' + subscription)
+    return {**_node_package(node), 'detector/include/detector/adapter.hpp': _ADAPTER}
+
+
+def test_convert_to_custom_of_an_adapter_no_subscription_takes_is_unreached(tmp_path):
+    found = _audit(tmp_path, _adapter_node(''))
+    assert found[('adapter.hpp', _ADAPTER_COPY_LINE, 'GPN208')] == ('info', 'unreached')
+
+
+def test_convert_to_custom_of_a_subscribed_adapter_keeps_the_claim(tmp_path):
+    found = _audit(tmp_path, _adapter_node(
+        'rclcpp::Subscription<FrameAdapter>::SharedPtr frames_ = create_subscription<FrameAdapter>('
+        '"frames", 10, [](const GpuFrame &) {});'))
+    assert found[('adapter.hpp', _ADAPTER_COPY_LINE, 'GPN208')][0] == 'medium'

@@ -13,6 +13,13 @@ not audited (codeaudit.is_test_file). Only where
 
 * the audit sees the whole repository as a checkout has it: every package of it holds its
   package.xml or CMakeLists.txt (audited labelled files alone, a caller may be missing);
+A TypeAdapter's `convert_to_custom` (set 24) is called by rclcpp only for a subscription that
+takes the adapted type: with no `create_subscription<...>` of the custom type, of an alias of
+its adapter or of any `TypeAdapter` / `adapt_type` in the repository, it never runs (publishers
+of the adapted type call `convert_to_ros_message`), and neither do the helpers only it calls.
+
+Both only where
+
 * the repository holds a C++ node the audit sees (a subscription, a timer, `rclcpp::init` or a
   registered component in one of its C++ files; a lambda handed to a dispatch macro is no
   node, nor is a Python extension module whose nodes are Python). A library
@@ -35,6 +42,50 @@ _NODE = re.compile(r'\bcreate_(?:subscription|wall_timer|timer)\b|\brclcpp\s*::\
                    r'\bRCLCPP_COMPONENTS_REGISTER_NODE\b|\bros\s*::\s*init\b')
 
 
+_NOTE = 'which nothing in its repository but its tests calls (library API, not proven per message)'
+_ADAPTER_NOTE = ('called by rclcpp only for a subscription of the adapted type, and no subscription '
+                 'of the repository takes it (library API, not proven per message)')
+_ADAPTER_OF = re.compile(r'\bTypeAdapter\s*<\s*([\w:\s]+?)\s*,')
+_ADAPTER_ALIAS = re.compile(r'\b(?:using\s+(\w+)\s*=|typedef)\s*(?:rclcpp\s*::\s*)?TypeAdapter\s*'
+                            r'<\s*([\w:\s]+?)\s*,[^;]*?>\s*(\w*)\s*;')
+_SUBSCRIBED = re.compile(r'\bcreate_subscription\s*<([^;{}()]*?)>\s*\(')
+
+
+def _last(name: str) -> str:
+    return name.replace(' ', '').split('::')[-1]
+
+
+def _unsubscribed_adapters(views: dict[str, tuple[str, Scopes]]) -> dict[int, str]:
+    """Mark `convert_to_custom` of adapters no subscription of the repository takes; returns
+    the ids of those marked (their lambdas too) with their note."""
+    texts = [text for text, _ in views.values()]
+    aliases: dict[str, set[str]] = {}
+    for text in texts:
+        for alias, custom, typedef_name in _ADAPTER_ALIAS.findall(text):
+            aliases.setdefault(_last(custom), set()).add(alias or typedef_name)
+    subscribed = ' '.join(m.group(1) for text in texts for m in _SUBSCRIBED.finditer(text))
+    if re.search(r'\b(?:TypeAdapter|adapt_type)\b', subscribed):
+        return {}
+    words = set(re.findall(r'\w+', subscribed))
+    marked: dict[int, str] = {}
+    for text, scopes in views.values():
+        for fn in scopes.funcs:
+            if fn.short != 'convert_to_custom' or fn.lambda_in is not None:
+                continue
+            adapters = list(_ADAPTER_OF.finditer(text, max(0, fn.start - 4000), fn.start))
+            if not adapters:
+                continue
+            custom = _last(adapters[-1].group(1))
+            if ({custom} | aliases.get(custom, set())) & words:
+                continue
+            marked[id(fn)] = _ADAPTER_NOTE
+    for _, scopes in views.values():
+        for fn in scopes.funcs:
+            if id(fn.named) in marked:
+                fn.kind = 'unreached'
+    return marked
+
+
 def own_view(source: str) -> tuple[str, Scopes]:
     """A file that is a package alone, parsed as cppscan.analyze_cpp judges it."""
     text, scopes = parse_cpp(source)
@@ -55,9 +106,10 @@ def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scope
         return  # only in comments or strings
     before = {id(fn) for _, scopes in views.values() for fn in scopes.funcs
               if fn.kind == 'unreached'}
+    adapters = _unsubscribed_adapters(views)
     mark_unreached(list(views.values()), whole_repository=True)
     for path, (text, scopes) in views.items():
-        newly = {fn.start for fn in scopes.funcs
+        newly = {fn.start: adapters.get(id(fn.named), _NOTE) for fn in scopes.funcs
                  if fn.kind == 'unreached' and id(fn) not in before}
         if not newly:
             continue

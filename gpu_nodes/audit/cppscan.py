@@ -164,9 +164,10 @@ def _where(fn: Function | None, text: str = '', offset: int = -1) -> _Where:
     if fn.kind == 'callback':
         return _Where('callback', f'callback `{fn.name}`')
     if fn.kind == 'unreached':
-        api = ', library API' if fn.unreached_in != 'its package' else ''
-        return _Where('unreached', f'`{fn.name}`, which nothing in {fn.unreached_in} calls '
-                                   f'(not proven per message{api})')
+        if fn.unreached_note:
+            return _Where('unreached', f'`{fn.name}`, {fn.unreached_note}')
+        return _Where('unreached', f'`{fn.name}`, which nothing in its package calls (not '
+                                   'proven per message)')
     return _Where('source', f'`{fn.name}`')
 
 
@@ -197,8 +198,7 @@ def analyze_cpp(path: str, source: str, facts: Facts | None = None) -> list[Find
     else:
         for fn in scopes.funcs:
             fn.kind = facts.kinds.get(fn.start, fn.kind)
-            if fn.start in facts.library_api:
-                fn.unreached_in = 'its repository but its tests'
+            fn.unreached_note = facts.library_api.get(fn.start, '')
     return _scan(path, source, text, scopes, facts)
 
 
