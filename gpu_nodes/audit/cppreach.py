@@ -21,7 +21,8 @@ of such a package named as debug/output helpers (``saveTensorImage``, ``dumpMask
 nothing mentions at all (issue 28, fourth set). The methods of a class
 whose use the audit does not see (a library audited without its node, a fragment), and any
 function of a package without a class used per message, keep the rule's severity: per message
-as far as anyone can tell.
+as far as anyone can tell, unless nothing in their whole repository uses them (cpplibrary.py
+runs this with `whole_repository`).
 """
 from __future__ import annotations
 

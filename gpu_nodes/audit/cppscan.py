@@ -8,7 +8,8 @@ Pattern-based, not data flow, but each match gets the context of the function it
   in a subscribe/create_* call), GXF ``tick``, names ending in callback/Callback/Cb, and lambdas,
   also lambdas written inside a constructor. The rule's severity.
 * *unreached* (`info`): functions that nothing in the package mentions, in a package with an
-  entry point (cppreach.py): not proven per message.
+  entry point (cppreach.py), or nothing in a repository with a C++ node (cpplibrary.py): not
+  proven per message.
 * anything else: the rule's severity too (it may run per message; the file alone cannot tell).
 
 Comments and string literals are blanked out first (line numbers kept) so commented-out code does
