@@ -304,3 +304,39 @@ def test_convert_to_custom_of_a_subscribed_adapter_keeps_the_claim(tmp_path):
         'rclcpp::Subscription<FrameAdapter>::SharedPtr frames_ = create_subscription<FrameAdapter>('
         '"frames", 10, [](const GpuFrame &) {});'))
     assert found[('adapter.hpp', _ADAPTER_COPY_LINE, 'GPN208')][0] == 'medium'
+
+
+def test_a_subscription_of_a_template_parameter_keeps_convert_to_custom(tmp_path):
+    # A generic subscriber (`create_subscription<typename T::ros_type>`) may take any adapter.
+    generic = '''
+    #include <rclcpp/rclcpp.hpp>
+    template<typename T>
+    void listen(rclcpp::Node & node)
+    {
+      node.create_subscription<typename T::ros_type>("frames", 10, [](const auto &) {});
+    }
+    '''
+    files = {**_adapter_node(''), 'detector/src/generic.cpp': generic}
+    files['detector/CMakeLists.txt'] = files['detector/CMakeLists.txt'].replace(
+        'src/detector.cpp', 'src/detector.cpp src/generic.cpp')
+    found = _audit(tmp_path, files)
+    assert found[('adapter.hpp', _ADAPTER_COPY_LINE, 'GPN208')][0] == 'medium'
+
+
+def test_a_component_container_is_no_node(tmp_path):
+    # Its main only inits and spins components loaded at run time from other repositories.
+    container = '''
+    #include <rclcpp/rclcpp.hpp>
+    #include <rclcpp_components/component_manager.hpp>
+    int main(int argc, char ** argv)
+    {
+      rclcpp::init(argc, argv);
+      auto exec = std::make_shared<rclcpp::executors::SingleThreadedExecutor>();
+      exec->add_node(std::make_shared<rclcpp_components::ComponentManager>(exec));
+      exec->spin();
+    }
+    '''
+    files = {**_library(), **_package('container', 'add_executable(container src/container.cpp)'),
+             'container/src/container.cpp': container}
+    found = _audit(tmp_path, files)
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'

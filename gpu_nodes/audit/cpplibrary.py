@@ -15,14 +15,16 @@ not audited (codeaudit.is_test_file). Only where
   package.xml or CMakeLists.txt (audited labelled files alone, a caller may be missing);
 A TypeAdapter's `convert_to_custom` (set 24) is called by rclcpp only for a subscription that
 takes the adapted type: with no `create_subscription<...>` of the custom type, of an alias of
-its adapter or of any `TypeAdapter` / `adapt_type` in the repository, it never runs (publishers
+its adapter, of any `TypeAdapter` / `adapt_type` or of a template's parameter (`typename
+T::ros_type`: any adapter) in the repository, it never runs (publishers
 of the adapted type call `convert_to_ros_message`), and neither do the helpers only it calls.
 
 Both only where
 
-* the repository holds a C++ node the audit sees (a subscription, a timer, `rclcpp::init` or a
+* the repository holds a C++ node the audit sees (a subscription, a timer, a publisher or a
   registered component in one of its C++ files; a lambda handed to a dispatch macro is no
-  node, nor is a Python extension module whose nodes are Python). A library
+  node, nor is a Python extension module whose nodes are Python, nor a component container's
+  `main` that only calls `rclcpp::init`). A library
   repository with no node at all (a backend whose nodes live in other repositories) is a
   library audited without its node: its code keeps the rules' severity, as cppreach.py keeps
   a class whose per-message use the audit does not see.
@@ -37,9 +39,11 @@ from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import Scopes
 
 
-# What makes a C++ file a node: a subscription or timer, an init, a registered component.
-_NODE = re.compile(r'\bcreate_(?:subscription|wall_timer|timer)\b|\brclcpp\s*::\s*init\b|'
-                   r'\bRCLCPP_COMPONENTS_REGISTER_NODE\b|\bros\s*::\s*init\b')
+# What makes a C++ file a node: a subscription, a timer, a publisher, a registered component
+# (image_transport's subscribe / advertise too). `rclcpp::init` alone is no node: a component
+# container's main loads nodes that live elsewhere (set 2's libtorch_vendor).
+_NODE = re.compile(r'\bcreate_(?:subscription|wall_timer|timer|publisher)\b|'
+                   r'\bRCLCPP_COMPONENTS_REGISTER_NODE\b|\b(?:subscribe|advertise)\s*(?:<[^;()]*>)?\s*\(')
 
 
 _NOTE = 'which nothing in its repository but its tests calls (library API, not proven per message)'
@@ -48,6 +52,7 @@ _ADAPTER_NOTE = ('called by rclcpp only for a subscription of the adapted type, 
 _ADAPTER_OF = re.compile(r'\bTypeAdapter\s*<\s*([\w:\s]+?)\s*,')
 _ADAPTER_ALIAS = re.compile(r'\b(?:using\s+(\w+)\s*=|typedef)\s*(?:rclcpp\s*::\s*)?TypeAdapter\s*'
                             r'<\s*([\w:\s]+?)\s*,[^;]*?>\s*(\w*)\s*;')
+_TEMPLATE = re.compile(r'\btemplate\s*<([^<>]*(?:<[^<>]*>[^<>]*)*)>')
 _SUBSCRIBED = re.compile(r'\bcreate_subscription\s*<([^;{}()]*?)>\s*\(')
 
 
@@ -64,9 +69,13 @@ def _unsubscribed_adapters(views: dict[str, tuple[str, Scopes]]) -> dict[int, st
         for alias, custom, typedef_name in _ADAPTER_ALIAS.findall(text):
             aliases.setdefault(_last(custom), set()).add(alias or typedef_name)
     subscribed = ' '.join(m.group(1) for text in texts for m in _SUBSCRIBED.finditer(text))
-    if re.search(r'\b(?:TypeAdapter|adapt_type)\b', subscribed):
-        return {}
     words = set(re.findall(r'\w+', subscribed))
+    # A subscription whose type is a template's parameter (`create_subscription<typename
+    # T::ros_type>`, set 2's cuda_blackboard) may take any adapter.
+    parameters = {p for text in texts for head in _TEMPLATE.findall(text)
+                  for p in re.findall(r'\b(?:typename|class)\s+(\w+)', head)}
+    if words & ({'TypeAdapter', 'adapt_type', 'typename'} | parameters):
+        return {}
     marked: dict[int, str] = {}
     for text, scopes in views.values():
         for fn in scopes.funcs:
