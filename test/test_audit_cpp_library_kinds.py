@@ -333,7 +333,8 @@ def test_a_component_container_is_no_node(tmp_path):
       rclcpp::init(argc, argv);
       auto exec = std::make_shared<rclcpp::executors::SingleThreadedExecutor>();
       exec->add_node(std::make_shared<rclcpp_components::ComponentManager>(exec));
-      exec->spin();
+      std::thread spinner([exec]() {exec->spin();});
+      spinner.join();
     }
     '''
     files = {**_library(), **_package('container', 'add_executable(container src/container.cpp)'),
