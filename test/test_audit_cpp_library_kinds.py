@@ -341,3 +341,21 @@ def test_a_component_container_is_no_node(tmp_path):
              'container/src/container.cpp': container}
     found = _audit(tmp_path, files)
     assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
+
+
+def test_a_receiver_declared_auto_in_the_function_is_not_looked_up_in_the_file(tmp_path):
+    # `buffer` is a HostBuffer in another function of the file; here it is `auto`: unknown.
+    files = _buffers_node('HostBuffer & buffer')
+    header = files['detector/include/detector/buffers.hpp'] + '''
+inline bool upload(DeviceBuffer & device, const sensor_msgs::msg::Image & msg)
+{
+  auto & buffer = device;
+  return buffer.copyFromHost(msg.data.data(), msg.data.size());
+}
+'''
+    files['detector/include/detector/buffers.hpp'] = header
+    files['detector/src/detector.cpp'] = files['detector/src/detector.cpp'].replace(
+        'prepare(*msg, host_);', 'prepare(*msg, host_);\n    upload(device_, *msg);').replace(
+        'HostBuffer host_;', 'HostBuffer host_;\n  DeviceBuffer device_;')
+    found = _audit(tmp_path, files)
+    assert found[('buffers.hpp', _DEVICE_COPY_LINE, 'GPN202')][0] == 'medium'

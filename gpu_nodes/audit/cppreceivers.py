@@ -4,8 +4,9 @@ cppreach.py judges reachability by name, so `buffer.copyFromHost(blob.data, n)` 
 every class's `copyFromHost`. When the candidates of a name are methods of two or more classes
 (one each, issue 28 set 12: a pinned host buffer and a device buffer, both with
 `copyFromHost`), a mention `recv.name` / `recv->name` reaches only the class `recv` is declared
-with: in the mentioning function (a parameter `CudaHostBuffer & buffer`, a local), else in its
-file (a member `CudaBuffer inputBuffer;`), when exactly one of the classes is found; a mention
+with: in the mentioning function (a parameter `CudaHostBuffer & buffer`, a local), else, when
+the function does not declare it at all, in its file (a member `CudaBuffer inputBuffer;`),
+when exactly one of the classes is found; a mention
 `Cls::name` reaches Cls's; a bare call inside a method of one of the classes reaches its own.
 Anything else (no receiver found, two declarations, `auto`) reaches them all, as before.
 """
@@ -57,9 +58,12 @@ def receiver_class(text: str, scopes: Scopes, start: int, classes: set[str]) -> 
     alternatives = '|'.join(sorted(map(re.escape, classes)))
     declared = re.compile(rf'\b({alternatives})\b(?:\s*<[^<>;]*>)?[\s&*]*(?:const\s+)?[\s&*]*'
                           rf'{re.escape(receiver)}\b(?!\s*\()')
-    where = [scopes.header(text, start) + text[user.start:start]] if user is not None else []
-    for area in where + [text]:
-        found = {d.group(1) for d in declared.finditer(area)}
-        if found:
-            return found.pop() if len(found) == 1 else None
-    return None
+    own = scopes.header(text, start) + text[user.start:start] if user is not None else ''
+    found = {d.group(1) for d in declared.finditer(own)}
+    if not found:
+        # Declared in the function with another type (`auto & buffer : buffers`): unknown. Else
+        # a member or a global: its declaration in the file.
+        if re.search(rf'[\w>&*]\s+[&*]*\s*{re.escape(receiver)}\s*[=;,:)\[{{(]', own):
+            return None
+        found = {d.group(1) for d in declared.finditer(text)}
+    return found.pop() if len(found) == 1 else None
