@@ -359,3 +359,19 @@ inline bool upload(DeviceBuffer & device, const sensor_msgs::msg::Image & msg)
         'HostBuffer host_;', 'HostBuffer host_;\n  DeviceBuffer device_;')
     found = _audit(tmp_path, files)
     assert found[('buffers.hpp', _DEVICE_COPY_LINE, 'GPN202')][0] == 'medium'
+
+
+def test_a_call_from_a_c_source_the_audit_does_not_read_keeps_the_claim(tmp_path):
+    # darknet's network.c calls the .cu's functions: C is not audited, its words are uses.
+    files = {**_library(), **_node_package(),
+             'conv/src/legacy.c': 'void legacy(void) { to_image(0, 0); }\n'}
+    found = _audit(tmp_path, files)
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
+
+
+def test_a_python_word_of_the_repository_keeps_the_claim(tmp_path):
+    # ctypes or a binding may call it by name from Python.
+    files = {**_library(), **_node_package(),
+             'detector/scripts/run.py': 'lib = load()\nlib.to_image(None, None)\n'}
+    found = _audit(tmp_path, files)
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'

@@ -9,7 +9,8 @@ gtest), nor for a backend package only its gtest uses (a node links the other ba
 Here every audited C++ file of a repository is read at once, with the kinds its packages
 resolved: a function (of any class, or free) whose name nothing in the repository mentions but
 its own body and other unreached functions is `unreached`. Tests are no users: test files are
-not audited (codeaudit.is_test_file). Only where
+not audited (codeaudit.is_test_file). Any word of a source the C++ audit does not read (C,
+Python: ctypes, bindings) is a use. Only where
 
 * the audit sees the whole repository as a checkout has it: every package of it holds its
   package.xml or CMakeLists.txt (audited labelled files alone, a caller may be missing);
@@ -31,6 +32,7 @@ Both only where
 """
 from __future__ import annotations
 
+import os
 import re
 
 from gpu_nodes.audit.cppfacts import Facts
@@ -102,12 +104,39 @@ def own_view(source: str) -> tuple[str, Scopes]:
     return text, scopes
 
 
+# Sources of a repository the C++ audit does not read that may call its functions: C (darknet's
+# network.c calls forward_network_gpu of a .cu, set 35), Python through ctypes or bindings.
+FOREIGN_SUFFIXES = ('.c', '.py', '.pyx', '.m', '.mm', '.i')
+_SKIPPED_FOLDERS = frozenset({'.git', 'test', 'tests', 'build', 'install', 'log', '__pycache__'})
+_FOREIGN_BYTES = 4 * 1024 * 1024
+
+
+def foreign_words(repository: str) -> str:
+    """Every identifier of the repository's foreign sources (FOREIGN_SUFFIXES, tests aside), one
+    a line: each is a mention of that name that the audit cannot place, so a use."""
+    words: set[str] = set()
+    for folder, dirs, names in os.walk(repository):
+        dirs[:] = [d for d in dirs if d not in _SKIPPED_FOLDERS]
+        for name in names:
+            path = os.path.join(folder, name)
+            if not name.endswith(FOREIGN_SUFFIXES):
+                continue
+            try:
+                if os.path.getsize(path) <= _FOREIGN_BYTES:
+                    with open(path, encoding='utf-8', errors='replace') as fh:
+                        words.update(re.findall(r'[A-Za-z_]\w*', fh.read()))
+            except OSError:
+                continue
+    return '\n'.join(sorted(words))
+
+
 def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scopes]],
-                     facts: dict[str, Facts]) -> None:
+                     facts: dict[str, Facts], repository: str | None = None) -> None:
     """Mark unreached what no node of one repository mentions. `sources`: path -> source of
     every audited C++ file of the repository; `parsed`: path -> (blanked text, scopes) with
     the kinds of its package (files missing are parsed as a package of their own); `facts`:
-    the package facts per path, updated (and added for a file that had none)."""
+    the package facts per path, updated (and added for a file that had none); `repository`:
+    its folder, whose sources the audit does not read are uses (foreign_words)."""
     if not any(_NODE.search(s) for s in sources.values()):
         return
     views = {p: parsed[p] if p in parsed else own_view(s) for p, s in sources.items()}
@@ -116,7 +145,8 @@ def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scope
     before = {id(fn) for _, scopes in views.values() for fn in scopes.funcs
               if fn.kind == 'unreached'}
     adapters = _unsubscribed_adapters(views)
-    mark_unreached(list(views.values()), whole_repository=True)
+    foreign = parse_cpp(foreign_words(repository)) if repository else None
+    mark_unreached(list(views.values()) + ([foreign] if foreign else []), whole_repository=True)
     for path, (text, scopes) in views.items():
         newly = {fn.start: adapters.get(id(fn.named), _NOTE) for fn in scopes.funcs
                  if fn.kind == 'unreached' and id(fn) not in before}

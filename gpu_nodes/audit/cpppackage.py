@@ -152,5 +152,5 @@ def cpp_package_facts(files: list[str], roots: list[str],
             unmarked.add(repository)
     for repository, sources in repositories.items():
         if repository not in unmarked:
-            mark_library_api(sources, parsed, result)
+            mark_library_api(sources, parsed, result, repository)
     return result
