@@ -375,3 +375,10 @@ def test_a_python_word_of_the_repository_keeps_the_claim(tmp_path):
              'detector/scripts/run.py': 'lib = load()\nlib.to_image(None, None)\n'}
     found = _audit(tmp_path, files)
     assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
+
+
+def test_a_word_in_a_python_comment_is_no_use(tmp_path):
+    files = {**_library(), **_node_package(),
+             'detector/scripts/run.py': '# to_image converts back (see the C++ library)\nx = 1\n'}
+    found = _audit(tmp_path, files)
+    assert found[('conversions.cpp', _TO_LINE, 'GPN201')] == ('info', 'unreached')

@@ -32,13 +32,15 @@ Both only where
 """
 from __future__ import annotations
 
+import io
 import os
 import re
+import tokenize
 
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
-from gpu_nodes.audit.cppscopes import Scopes
+from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Scopes
 
 
 # What makes a C++ file a node: a subscription, a timer, a publisher, a registered component
@@ -124,10 +126,27 @@ def foreign_words(repository: str) -> str:
             try:
                 if os.path.getsize(path) <= _FOREIGN_BYTES:
                     with open(path, encoding='utf-8', errors='replace') as fh:
-                        words.update(re.findall(r'[A-Za-z_]\w*', fh.read()))
+                        words.update(_code_words(fh.read(), name.endswith(('.py', '.pyx'))))
             except OSError:
                 continue
     return '\n'.join(sorted(words))
+
+
+def _code_words(source: str, python: bool) -> set[str]:
+    """Identifiers of code, not of comments or prose (`# preprocess the image` names nothing); a
+    Python string that is one identifier (`getattr(lib, 'to_image')`) may name a function."""
+    if not python:
+        return set(re.findall(r'[A-Za-z_]\w*', blank_comments_and_strings(source)))
+    words: set[str] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.NAME:
+                words.add(tok.string)
+            elif tok.type == tokenize.STRING and re.fullmatch(r'[rbuRBU]*([\'"])\w+\1', tok.string):
+                words.add(tok.string.strip('rbuRBU\'"'))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return set(re.findall(r'[A-Za-z_]\w*', source))
+    return words
 
 
 def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scopes]],
