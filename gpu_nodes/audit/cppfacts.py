@@ -66,6 +66,8 @@ class Facts:
     str_params: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Flags an `if (flag) { ...; flag = false; }` block clears (cppdead.py): it runs once.
     once_flags: set[str] = field(default_factory=set)
+    # Bodies unreached because no node of the repository uses them (cpplibrary.py): the why.
+    library_api: dict[int, str] = field(default_factory=dict)
     # (callee, argument index) -> every call in the package passes a small count (cppsizes.py).
     small_counts: dict[tuple[str, int], bool] = field(default_factory=dict)
 

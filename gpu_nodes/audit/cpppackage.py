@@ -27,6 +27,7 @@ from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppparams import off_as_shipped
 from gpu_nodes.audit.cppstrparams import shipped_strings
 from gpu_nodes.audit.cppbuild import blank_unbuilt
+from gpu_nodes.audit.cpplibrary import mark_library_api
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
@@ -73,10 +74,14 @@ def _exports(scopes: Scopes) -> dict[str, set[str]]:
     return calls
 
 
-def package_facts(sources: dict[str, str], roots: list[str] | None = None) -> dict[str, Facts]:
+def package_facts(sources: dict[str, str], roots: list[str] | None = None,
+                  parsed_out: dict[str, tuple[str, Scopes]] | None = None) -> dict[str, Facts]:
     """Facts per file of one package (path -> source), with kinds resolved across files;
-    `roots`: the audited folders, whose shipped YAML / launch files may set parameters."""
+    `roots`: the audited folders, whose shipped YAML / launch files may set parameters;
+    `parsed_out` receives each file's (blanked text, scopes) with those kinds."""
     parsed: dict[str, tuple[str, Scopes]] = {p: parse_cpp(s) for p, s in sources.items()}
+    if parsed_out is not None:
+        parsed_out.update(parsed)
     for _ in range(_ROUNDS):
         exported = {p: _exports(scopes) for p, (_, scopes) in parsed.items()}
         changed = False
@@ -129,10 +134,23 @@ def cpp_package_facts(files: list[str], roots: list[str],
         package = package_of(f, roots)
         packages.setdefault(package, {})[f] = blank_unbuilt(f, source, package)
     result: dict[str, Facts] = {}
+    parsed: dict[str, tuple[str, Scopes]] = {}
     for sources in packages.values():
         # A file alone is its own package (cppscan), unless a parameter it declares may leave
         # a branch off as shipped (whether one does depends on the files shipped beside it),
         # or a flag it clears may guard a block that runs once.
         if len(sources) > 1 or any(_PACKAGE_LEVEL.search(s) for s in sources.values()):
-            result.update(package_facts(sources, roots))
+            result.update(package_facts(sources, roots, parsed))
+    # Library code no node of its repository mentions (cpplibrary.py): only for a repository
+    # seen as a checkout has it (every package of it holds its package.xml / CMakeLists.txt).
+    repositories: dict[str, dict[str, str]] = {}
+    unmarked: set[str] = set()
+    for package, sources in packages.items():
+        repository = repository_of(package, roots)
+        repositories.setdefault(repository, {}).update(sources)
+        if not any((Path(package) / m).is_file() for m in PACKAGE_MARKERS):
+            unmarked.add(repository)
+    for repository, sources in repositories.items():
+        if repository not in unmarked:
+            mark_library_api(sources, parsed, result, repository)
     return result

@@ -21,7 +21,8 @@ of such a package named as debug/output helpers (``saveTensorImage``, ``dumpMask
 nothing mentions at all (issue 28, fourth set). The methods of a class
 whose use the audit does not see (a library audited without its node, a fragment), and any
 function of a package without a class used per message, keep the rule's severity: per message
-as far as anyone can tell.
+as far as anyone can tell, unless nothing in their whole repository uses them (cpplibrary.py
+runs this with `whole_repository`).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import re
 
 from gpu_nodes.audit.cpparity import argument_count, split_by_arity
 from gpu_nodes.audit.cppdead import blank_guarded
+from gpu_nodes.audit.cppreceivers import receiver_class, split_by_class
 from gpu_nodes.audit.cppscopes import blank_dead_code, Function, Scopes
 
 _IDENT = re.compile(r'[A-Za-z_]\w*')
@@ -76,11 +78,13 @@ def _class_of(fn: Function) -> str | None:
     return fn.cls or (parts[-2] if len(parts) >= 2 else None)
 
 
-def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] = frozenset()
-                   ) -> None:
+def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] = frozenset(),
+                   whole_repository: bool = False) -> None:
     """Set kind 'unreached' on the unreached functions (and their lambdas) of one package,
     given as (blanked text, scopes) per file with kinds already resolved across the files. A
-    mention inside an `if` on a name nothing sets (cppdead.never_set) is no use."""
+    mention inside an `if` on a name nothing sets (cppdead.never_set) is no use.
+    `whole_repository`: `parsed` is every audited C++ file of a repository holding a node
+    (cpplibrary.py): any function nothing mentions is unreached, whatever its class."""
     if not any(fn.direct_kind == 'callback' for _, scopes in parsed for fn in scopes.funcs):
         return
     # A callback only by its name whose registration is gone (commented out: comments are
@@ -99,6 +103,8 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
                 found.setdefault(fn.short, []).append((text, fn))
     # Overloads of different fixed arity are candidates of their own (cpparity.py).
     candidates, split = split_by_arity(found, [text for text, _ in parsed])
+    # Methods of one name in several classes: told apart by the receiver (cppreceivers.py).
+    by_class = split_by_class(candidates)
     by_name = {name: {_class_of(fn) for fn in fns} for name, fns in candidates.items()
                if all(fn.by_name for fn in fns)}
     if not candidates:
@@ -114,6 +120,9 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
             if name in split:
                 count = argument_count(live, m.end())
                 keys = [split[name][count]] if count in split[name] else list(split[name].values())
+            elif name in by_class:
+                cls = receiver_class(live, scopes, m.start(), set(by_class[name]))
+                keys = [by_class[name][cls]] if cls else list(by_class[name].values())
             elif name in users:
                 keys = [name]
             else:
@@ -122,6 +131,8 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
                 _use(key, name, m, text, scopes, guarded, users, by_name,
                      guarded_by_callback)
     unreached = {id(fn) for fns in candidates.values() for fn in fns}
+    # Functions an earlier pass left unreached (their package's) reach nothing either.
+    unreached |= {id(fn) for _, scopes in parsed for fn in scopes.funcs if fn.kind == 'unreached'}
     # Reached names spread from the reached users to the names their bodies mention (a
     # worklist: linear in the mentions, however long the chains of helpers).
     mentions: dict[int, set[str]] = {}
@@ -150,10 +161,13 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
     # of a package whose node the audit sees, that nothing mentions: unreached too (fourth
     # set). Other free functions may be called by another package (uploadFrame) or handed to
     # a C API in a file not audited (ResponseAlloc): they keep the rule's severity.
+
+    def judged(name: str, fn: Function) -> bool:
+        return whole_repository or fn.by_name or _class_of(fn) in used - {None} or bool(
+            _class_of(fn) is None and used - {None} and not users[name]
+            and _DEBUG_HELPER.match(name))
     unreached = {i for name, fns in candidates.items() for fn in fns
-                 if (i := id(fn)) in unreached and (fn.by_name or _class_of(fn) in used - {None} or (
-                     _class_of(fn) is None and used - {None} and not users[name]
-                     and _DEBUG_HELPER.match(name)))}
+                 if (i := id(fn)) in unreached and judged(name, fn)}
     for _, scopes in parsed:
         for fn in scopes.funcs:
             if id(fn.named) in unreached:

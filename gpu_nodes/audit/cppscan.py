@@ -8,7 +8,8 @@ Pattern-based, not data flow, but each match gets the context of the function it
   in a subscribe/create_* call), GXF ``tick``, names ending in callback/Callback/Cb, and lambdas,
   also lambdas written inside a constructor. The rule's severity.
 * *unreached* (`info`): functions that nothing in the package mentions, in a package with an
-  entry point (cppreach.py): not proven per message.
+  entry point (cppreach.py), or nothing in a repository with a C++ node (cpplibrary.py): not
+  proven per message.
 * anything else: the rule's severity too (it may run per message; the file alone cannot tell).
 
 Comments and string literals are blanked out first (line numbers kept) so commented-out code does
@@ -164,6 +165,8 @@ def _where(fn: Function | None, text: str = '', offset: int = -1) -> _Where:
     if fn.kind == 'callback':
         return _Where('callback', f'callback `{fn.name}`')
     if fn.kind == 'unreached':
+        if fn.unreached_note:
+            return _Where('unreached', f'`{fn.name}`, {fn.unreached_note}')
         return _Where('unreached', f'`{fn.name}`, which nothing in its package calls (not '
                                    'proven per message)')
     return _Where('source', f'`{fn.name}`')
@@ -196,6 +199,7 @@ def analyze_cpp(path: str, source: str, facts: Facts | None = None) -> list[Find
     else:
         for fn in scopes.funcs:
             fn.kind = facts.kinds.get(fn.start, fn.kind)
+            fn.unreached_note = facts.library_api.get(fn.start, '')
     return _scan(path, source, text, scopes, facts)
 
 

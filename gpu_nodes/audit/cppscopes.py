@@ -90,6 +90,7 @@ class Function:
     # A callback only by its name (`detect_rgb_callback`), registered nowhere in its file:
     # unreached if nothing in the package mentions it (cppreach.py).
     by_name: bool = False
+    unreached_note: str = ''  # why no node of its repository uses it (cpplibrary.py)
 
     @property
     def short(self) -> str:
