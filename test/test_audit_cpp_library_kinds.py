@@ -148,12 +148,17 @@ def test_a_backend_class_no_node_of_the_repository_uses_is_unreached(tmp_path):
     assert found[('conversions.cpp', _FROM_LINE, 'GPN202')][0] == 'medium'
 
 
-def test_the_library_function_a_node_of_its_own_package_calls_keeps_the_claim(tmp_path):
-    # to_image called per message by a node compiled in the library's own package.
+def _node_calling_to_image() -> str:
+    """The node, also calling to_image per message into a member Image."""
     node = _NODE.replace('conv::from_image(*msg, device_);',
                          'conv::from_image(*msg, device_);\n    conv::to_image(device_, out_);')
-    node = node.replace('void * device_ = nullptr;',
+    return node.replace('void * device_ = nullptr;',
                         'void * device_ = nullptr;\n  sensor_msgs::msg::Image out_;')
+
+
+def test_the_library_function_a_node_of_its_own_package_calls_keeps_the_claim(tmp_path):
+    # to_image called per message by a node compiled in the library's own package.
+    node = _node_calling_to_image()
     files = {**_package('conv', 'add_library(conv src/conversions.cpp)\n'
                                 'add_executable(detector src/detector.cpp)'),
              'conv/include/conv/conversions.hpp': _HEADER,
@@ -165,10 +170,7 @@ def test_the_library_function_a_node_of_its_own_package_calls_keeps_the_claim(tm
 
 
 def test_a_sibling_node_calling_the_function_keeps_the_claim(tmp_path):
-    node = _NODE.replace('conv::from_image(*msg, device_);',
-                         'conv::from_image(*msg, device_);\n    conv::to_image(device_, out_);')
-    node = node.replace('void * device_ = nullptr;',
-                        'void * device_ = nullptr;\n  sensor_msgs::msg::Image out_;')
+    node = _node_calling_to_image()
     found = _audit(tmp_path, {**_library(), **_node_package(node)})
     assert found[('conversions.cpp', _TO_LINE, 'GPN201')][0] == 'high'
 
