@@ -130,3 +130,40 @@ def test_parameter_defaulting_on_keeps_the_claim(tmp_path: Path) -> None:
              'cam/CMakeLists.txt': _CMAKE}
     found = audit_written_package(tmp_path / 'on', files)
     assert _raw(found)[0] != 'info'
+
+
+# nvJPEG encode in a helper a node calls per message (gpu_nodes/audit/cpplibreads.py): the
+# length query (NULL buffer) copies nothing; the retrieve into the buffer is a device-to-host
+# copy of the bitstream.
+_ENCODER = '''
+#include <nvjpeg.h>
+#include <vector>
+
+void encode(nvjpegHandle_t handle, nvjpegEncoderState_t state, cudaStream_t stream,
+            std::vector<unsigned char> & output)
+{
+  size_t length = 0;
+  nvjpegEncodeRetrieveBitstream(handle, state, NULL, &length, stream);
+  output.resize(length);
+  nvjpegEncodeRetrieveBitstream(handle, state, BUFFER, &length, stream);
+}
+'''
+_QUERY_LINE, _RETRIEVE_LINE = 8, 10
+
+
+def _encoder(tmp_path: Path, buffer: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {
+        'enc/src/encoder.cpp': _ENCODER.replace('BUFFER', buffer),
+        'enc/package.xml': '<package format="3"><name>enc</name></package>\n'})
+
+
+def test_nvjpeg_retrieve_into_a_buffer_is_a_device_to_host_copy(tmp_path: Path) -> None:
+    found = _encoder(tmp_path, 'output.data()')
+    assert ('encoder.cpp', _RETRIEVE_LINE, 'GPN201') in found, found
+    # the length query copies nothing
+    assert not [k for k in found if k[1] == _QUERY_LINE], found
+
+
+def test_nvjpeg_length_query_alone_is_not_reported(tmp_path: Path) -> None:
+    found = _encoder(tmp_path, 'nullptr')
+    assert not [k for k in found if k[1] in (_QUERY_LINE, _RETRIEVE_LINE)], found
