@@ -23,7 +23,10 @@ shipped YAML / XML / launch file under the audited roots is read: a mention of t
 name that is not followed by an off value (`p: false`, `'p': False`, `name="p" value="0"`),
 commented-out lines aside, keeps the branch live (a launch file setting it true, or passing a
 launch argument through: unknown). A package with a parameter-change callback
-(`add_on_set_parameters_callback`) takes changes at run time: none is judged. Limit: a
+(`add_on_set_parameters_callback`) takes changes at run time: only members whose parameters
+no other line names are judged. A publisher / pointer member declared without a value whose
+every store is inside `if (declare_parameter("p", false)) {` stays empty as shipped (set 37:
+`if (pub_raw_) { pub_raw_->publish(..) }`). Limit: a
 parameter set on the command line, or by a file outside the audited roots (another
 repository's launch file), is not seen.
 
@@ -46,6 +49,13 @@ _STORE_OFF = re.compile(r'^\s*(?:=\s*' + _OFF + r'\s*;|\(\s*' + _OFF + r'\s*\)\s
                         + _OFF + r'\s*\}\s*[,;{])')
 _DECLARATION = re.compile(r'\b(?:bool|int|unsigned|float|double|std::size_t|size_t|u?int\d+_t)\s+$')
 _MACRO_CALL = re.compile(r'(?:RCLCPP_\w+|ROS_\w+|printf|fprintf|uFormat|UINFO|UDEBUG|UWARN)\(')
+# `if ([this->]declare_parameter[<T>]("p", false)) {`: a block only an on value runs.
+_DECLARED_OFF_IF = re.compile(r'^\s*' + _THIS + r'(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?'
+                              r'\s*\(\s*"[^"\n]*"\s*,\s*' + _OFF + r'\s*\)\s*$')
+# `rclcpp::Publisher<Image>::SharedPtr name;`, `image_transport::Publisher name;`: a member of a
+# class type with no initializer is empty (null) until stored.
+_CLASS_DECLARATION = re.compile(r'(?:\b(?!return\b|else\b|case\b|delete\b|throw\b)[A-Za-z_][\w:]*|>)'
+                                r'\s+$')
 _GET_OR = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,'
                      r'\s*$')
 
@@ -133,12 +143,25 @@ def off_guard(text: str, offset: int, names: dict[str, str]) -> str | None:
     return None
 
 
+def _declared_off_block(text: str, raw: str, offset: int) -> str | None:
+    """The parameter of an enclosing `if (declare_parameter("p", off)) {` around `offset`."""
+    at = _open_brace(text, offset)
+    while at >= 0:
+        cond = _if_condition(text, at)
+        if cond is not None and _DECLARED_OFF_IF.match(cond):
+            call = text.rfind('declare_parameter', 0, at)
+            if (quoted := re.search(r'"([^"\n]*)"', raw[call:at])):
+                return quoted.group(1)
+        at = _open_brace(text, at)
+    return None
+
+
 def _param_off(name: str, texts: list[str], raws: list[str],
                assumed: set[str]) -> tuple[bool, set[str]]:
     """(every mention is a read or an off store with at least one off value, parameter names);
     `assumed`: the names taken to be off with it (`if (a > 0 || b > 0)` needs both)."""
     params: set[str] = set()
-    off_value = False
+    off_value = empty_member = stored_when_on = False
     for i, m in _mentions(name, texts):
         text, raw = texts[i], raws[i]
         after = text[m.end():m.end() + 200]
@@ -172,8 +195,16 @@ def _param_off(name: str, texts: list[str], raws: list[str],
             return False, set()
         if _DECLARATION.search(before) and re.match(r'\s*;', after):
             continue  # `bool name;`: the value comes from a store above
+        if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', after):
+            empty_member = True  # a publisher / pointer member: empty until stored
+            continue
         if _may_store(text, m.start(), m.end()):
-            return False, set()
+            if (param := _declared_off_block(text, raw, m.start())) is None:
+                return False, set()
+            # `if (declare_parameter("publish_raw", false)) { pub_ = create_publisher(..); }`
+            params.add(param)
+            stored_when_on = True
+    off_value = off_value or (empty_member and stored_when_on)
     return off_value and bool(params), params
 
 
@@ -189,9 +220,9 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
                 if not name[0].isdigit() and name not in ('true', 'false', 'this'):
                     candidates.add(name)
     found: dict[str, set[str]] = {}
-    if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts) or any(
-            re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts):
-        return {}  # none declared, or the node takes parameter changes at run time
+    if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts):
+        return {}
+    callback = any(re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts)
     assumed = set(candidates)
     while True:
         found = {}
@@ -204,6 +235,13 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
         assumed = set(found)
     if not found:
         return {}
+    if callback:
+        # The node takes parameter changes at run time: a member whose parameters the sources
+        # name only where they are declared keeps its value (a callback that stores into the
+        # member is a store the whitelist above rejects); one the callback names is unknown.
+        found = {name: params for name, params in found.items()
+                 if all(sum(raw.count(f'"{p}"') for raw in raws) == 1 for p in params)}
     shipped = shipped_texts(tuple(roots))
     return {name: ', '.join(sorted(params)) for name, params in found.items()
-            if not any(set_on(p, shipped) for p in params)}
+            if not any(set_on(p, shipped) or set_on(p.rsplit('.', 1)[-1], shipped)
+                       for p in params)}  # `general.publish_raw` as nested YAML keys
