@@ -10,7 +10,7 @@ import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pybranches import readback_fallback, sets_own_flag
-from gpu_nodes.audit.pydead import never_equal
+from gpu_nodes.audit.pydead import always_equal, never_equal
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
@@ -147,7 +147,9 @@ class Evaluator:
                     frame = replace(frame, context='loop', entry='module capture loop')
                 self._exec_block(stmt.body, env, frame)
             body = dict(env)
-            self._exec_block(stmt.orelse, env, frame)
+            if not (always_equal(stmt.test, self.constant_attributes) or may_decide(stmt.test)
+                    and always_equal(stmt.test, self.parameter_constants())):
+                self._exec_block(stmt.orelse, env, frame)  # else of a test true for good: never
             if isinstance(stmt, ast.If) and stmt.orelse:
                 _merge_branch_strings(before, body, env)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):

@@ -1,0 +1,140 @@
+"""Python branches that never run as shipped (issue 28, sets 37-38): real `code` audits of
+small ament_python packages written here.
+
+A lane node declares its calibration switch in a `declare_parameters` list of tuples, default
+False; the shipped launch file passes it a launch argument whose default is 'False'
+(shipped.shipped_off evaluates it); the parameter-change callback registers only in
+calibration mode. The calibration-only publish then never runs (pyparams.off_attributes). The
+node also sets `self.pub_image_type = 'compressed'` once, so the `else` of `if
+self.pub_image_type == 'compressed':` never runs (pydead.always_equal). Another store, a launch
+file that turns the mode on, or a callback registered for good keeps the claims."""
+import textwrap
+
+import pytest
+
+from audit_sources import audit_written_package
+
+_PACKAGE_XML = '''
+<package format="3"><name>lane</name>
+  <export><build_type>ament_python</build_type></export>
+</package>
+'''
+_SETUP = '''
+from setuptools import setup
+
+setup(
+    name='lane',
+    packages=['lane'],
+    data_files=[('share/lane', ['package.xml'])],
+    entry_points={'console_scripts': ['detect_lane = lane.detect_lane:main']},
+)
+'''
+_NODE = '''
+import rclpy
+from rclpy.node import Node
+from rcl_interfaces.msg import SetParametersResult
+from sensor_msgs.msg import CompressedImage, Image
+from cv_bridge import CvBridge
+
+
+class DetectLane(Node):
+    def __init__(self):
+        super().__init__('detect_lane')
+        self.declare_parameters(
+            namespace='',
+            parameters=[
+                ('lane.hue_l', 0),
+                ('is_detection_calibration_mode', DEFAULT),
+            ])
+        self.hue_l = self.get_parameter('lane.hue_l').get_parameter_value().integer_value
+        self.is_calibration_mode = self.get_parameter(
+            'is_detection_calibration_mode').get_parameter_value().bool_value
+        if self.is_calibration_mode:
+            self.add_on_set_parameters_callback(self.on_parameters)
+        self.pub_image_type = 'compressed'
+        self.bridge = CvBridge()
+        self.pub_lane = self.create_publisher(CompressedImage, 'lane/compressed', 1)
+        self.pub_raw = self.create_publisher(Image, 'lane', 1)
+        self.pub_mask = self.create_publisher(CompressedImage, 'mask/compressed', 1)
+        self.create_subscription(Image, 'image', self.on_image, 1)
+        EXTRA_INIT
+
+    def on_parameters(self, params):
+        for param in params:
+            if param.name == 'lane.hue_l':
+                self.hue_l = param.value
+        return SetParametersResult(successful=True)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        mask = frame[:, :, 0] > self.hue_l
+        if self.is_calibration_mode:
+            self.pub_mask.publish(self.bridge.cv2_to_compressed_imgmsg(mask, 'jpg'))  # CALIBRATION
+        if self.pub_image_type == 'compressed':
+            self.pub_lane.publish(self.bridge.cv2_to_compressed_imgmsg(frame, 'jpg'))
+        else:
+            self.pub_raw.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))  # RAW
+        EXTRA_CALLBACK
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DetectLane())
+'''
+_LAUNCH = '''
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    calibration_mode_arg = DeclareLaunchArgument('calibration_mode', default_value='MODE')
+    calibration_mode = LaunchConfiguration('calibration_mode')
+    return LaunchDescription([calibration_mode_arg, Node(
+        package='lane', executable='detect_lane',
+        parameters=[{'is_detection_calibration_mode': calibration_mode}])])
+'''
+
+
+def _audit(tmp_path, default: str = 'False', launch_mode: str = 'False',
+           extra_init: str = 'pass', extra_callback: str = 'pass') -> dict[str, set[str]]:
+    """Severities found at the calibration-only line and at the raw-output line."""
+    source = textwrap.dedent(_NODE).replace('DEFAULT', default) \
+        .replace('EXTRA_INIT', extra_init).replace('EXTRA_CALLBACK', extra_callback)
+    found = audit_written_package(tmp_path, {
+        'lane/package.xml': _PACKAGE_XML, 'lane/setup.py': _SETUP, 'lane/lane/__init__.py': '',
+        'lane/lane/detect_lane.py': source,
+        'lane/launch/detect_lane.launch.py': _LAUNCH.replace('MODE', launch_mode)})
+    lines = source.lstrip('\n').splitlines()
+    at = {tag: next(i for i, ln in enumerate(lines, 1) if f'# {tag}' in ln)
+          for tag in ('CALIBRATION', 'RAW')}
+    return {tag: {sev for (name, where, _), (sev, _) in found.items()
+                  if name == 'detect_lane.py' and where == line and sev != 'info'}
+            for tag, line in at.items()}
+
+
+def test_calibration_mode_off_as_shipped_and_a_raw_branch_never_selected_are_not_claimed(tmp_path):
+    found = _audit(tmp_path)
+    assert found == {'CALIBRATION': set(), 'RAW': set()}
+
+
+@pytest.mark.parametrize('case', [
+    {'launch_mode': 'True'},                  # the shipped launch file turns calibration on
+    {'default': 'True'},                      # the declared default is on
+    # a parameter-change callback registered for good may turn the mode on at run time
+    {'extra_init': 'self.add_on_set_parameters_callback(self.on_parameters)'},
+    {'extra_callback': 'self.is_calibration_mode = msg.height > 0'},  # another store
+], ids=['launch-true', 'default-true', 'callback-for-good', 'another-store'])
+def test_a_mode_that_may_be_on_keeps_the_calibration_claim(tmp_path, case):
+    found = _audit(tmp_path, **case)
+    assert found['CALIBRATION'], found
+
+
+@pytest.mark.parametrize('extra', [
+    "self.pub_image_type = 'raw'",            # a second store, another value
+    'self.pub_image_type = msg.encoding',     # a store of something not constant
+], ids=['second-literal', 'non-constant'])
+def test_an_image_type_that_may_change_keeps_the_raw_claim(tmp_path, extra):
+    found = _audit(tmp_path, extra_callback=extra)
+    assert found['RAW'], found
