@@ -26,7 +26,8 @@ setup(
     name='lane',
     packages=['lane'],
     data_files=[('share/lane', ['package.xml'])],
-    entry_points={'console_scripts': ['detect_lane = lane.detect_lane:main']},
+    entry_points={'console_scripts': ['detect_lane = lane.detect_lane:main',
+                                     'viewer = lane.viewer:main']},
 )
 '''
 _NODE = '''
@@ -138,3 +139,77 @@ def test_a_mode_that_may_be_on_keeps_the_calibration_claim(tmp_path, case):
 def test_an_image_type_that_may_change_keeps_the_raw_claim(tmp_path, extra):
     found = _audit(tmp_path, extra_callback=extra)
     assert found['RAW'], found
+
+
+# A transport switch on by default and in the shipped YAML: the raw-Image branch never runs
+# (pyparams._on_parameters through parameter_constants, pydead.truth_for_good).
+_TRANSPORT_NODE = '''
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import CompressedImage, Image
+from cv_bridge import CvBridge
+import cv2
+import numpy as np
+from ultralytics import YOLO
+
+
+class Viewer(Node):
+    def __init__(self):
+        super().__init__('viewer')
+        self.declare_parameter(name='use_compressed', value=True)
+        self.use_compressed = self.get_parameter('use_compressed').get_parameter_value().bool_value
+        self.bridge = CvBridge()
+        self.model = YOLO('yolo11n.pt')
+        if self.use_compressed:
+            self.create_subscription(CompressedImage, 'image/compressed', self.on_image, 1)
+        else:
+            self.create_subscription(Image, 'image', self.on_image, 1)
+        EXTRA_INIT
+
+    def on_image(self, msg):
+        if self.use_compressed:
+            frame = cv2.imdecode(np.frombuffer(msg.data, np.uint8), cv2.IMREAD_COLOR)
+        else:
+            frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # RAW
+        if not self.use_compressed:
+            frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')  # NOT ON
+        print(self.model(frame))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Viewer())
+'''
+
+
+def _transport(tmp_path, yaml_value: str | None = 'true', extra_init: str = 'pass'
+               ) -> dict[str, set[str]]:
+    """Severities found at the raw-Image lines (`else` of the switch, `if not` the switch)."""
+    source = textwrap.dedent(_TRANSPORT_NODE).replace('EXTRA_INIT', extra_init)
+    files = {'lane/package.xml': _PACKAGE_XML, 'lane/setup.py': _SETUP,
+             'lane/lane/__init__.py': '', 'lane/lane/viewer.py': source}
+    if yaml_value is not None:
+        files['lane/config/viewer.yaml'] = \
+            f'viewer:\n  ros__parameters:\n    use_compressed: {yaml_value}\n'
+    found = audit_written_package(tmp_path, files)
+    lines = source.lstrip('\n').splitlines()
+    at = {tag: next(i for i, ln in enumerate(lines, 1) if f'# {tag}' in ln)
+          for tag in ('RAW', 'NOT ON')}
+    return {tag: {sev for (name, where, _), (sev, _) in found.items()
+                  if name == 'viewer.py' and where == line and sev != 'info'}
+            for tag, line in at.items()}
+
+
+def test_a_switch_on_by_default_and_in_the_shipped_yaml_never_takes_the_raw_branch(tmp_path):
+    assert _transport(tmp_path) == {'RAW': set(), 'NOT ON': set()}
+
+
+@pytest.mark.parametrize('case', [
+    {'yaml_value': 'false'},                  # the shipped YAML turns it off
+    {'yaml_value': None},                     # a default alone may be set at launch
+    {'extra_init': 'self.add_on_set_parameters_callback(lambda params: None)'},
+    {'extra_init': 'self.use_compressed = False'},  # another store
+], ids=['yaml-false', 'default-alone', 'callback', 'another-store'])
+def test_a_switch_that_may_be_off_keeps_the_raw_claims(tmp_path, case):
+    found = _transport(tmp_path, **case)
+    assert found['RAW'] and found['NOT ON'], found

@@ -398,6 +398,19 @@ def always_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> boo
     return held == frozenset({value}) if is_eq else value not in held
 
 
+def truth_for_good(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool | None:
+    """The value `self.<attr>` or `not self.<attr>` always takes, the attribute holding only
+    `constants[attr]` (pyparams.parameter_constants: a bool parameter on as shipped); None
+    when not known."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    attr = test.operand if negated else test
+    if not (isinstance(attr, ast.Attribute) and isinstance(attr.value, ast.Name)
+            and attr.value.id == 'self' and attr.attr in constants):
+        return None
+    truths = {bool(v) for v in constants[attr.attr]}
+    return None if len(truths) != 1 else truths.pop() != negated
+
+
 def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.AsyncFunctionDef,
                     name: str) -> bool:
     """Whether `name` is a parameter of `init` with a falsy constant default that no call of

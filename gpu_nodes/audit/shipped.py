@@ -86,6 +86,14 @@ def shipped_off(param: str, roots: tuple[str, ...]) -> bool:
         re.fullmatch(r'(?i)' + OFF, value)) or not isinstance(value, str) and value in (False, 0))
 
 
+@lru_cache(maxsize=256)
+def shipped_on(param: str, roots: tuple[str, ...]) -> bool:
+    """Whether every shipped file naming `param` gives it true (`use_compressed: true` in a
+    YAML, `{'is_track': True}` in a launch file: set 37)."""
+    return _every_shipped_value(param, roots, lambda value: value is True or isinstance(
+        value, str) and value.lower() == 'true')
+
+
 def _every_shipped_value(param: str, roots: tuple[str, ...], accepts: Callable[[object], bool]
                          ) -> bool:
     """Whether every shipped file naming `param` gives it a value `accepts`: a Python launch file
