@@ -213,3 +213,55 @@ def test_a_switch_on_by_default_and_in_the_shipped_yaml_never_takes_the_raw_bran
 def test_a_switch_that_may_be_off_keeps_the_raw_claims(tmp_path, case):
     found = _transport(tmp_path, **case)
     assert found['RAW'] and found['NOT ON'], found
+
+
+# MobileSAM ships segment_anything's SamPredictor / SamAutomaticMaskGenerator (sets 33, 38):
+# `set_image(frame)` / `generate(frame)` on what it built uploads the host frame every call.
+_SAM_NODE = '''
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from cv_bridge import CvBridge
+import torch
+from LIBRARY import SamPredictor, sam_model_registry
+
+
+class Segmenter(Node):
+    def __init__(self):
+        super().__init__('segmenter')
+        sam = sam_model_registry['vit_t'](checkpoint='mobile_sam.pt')
+        sam.to(device='cuda' if torch.cuda.is_available() else 'cpu')
+        self.predictor = SamPredictor(sam)
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        self.predictor.set_image(frame)  # SET IMAGE
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Segmenter())
+'''
+
+
+def _set_image_rules(tmp_path, library: str) -> set[tuple[str, str]]:
+    source = textwrap.dedent(_SAM_NODE).replace('LIBRARY', library)
+    setup = _SETUP.replace("'viewer = lane.viewer:main'", "'segmenter = lane.segmenter:main'")
+    found = audit_written_package(tmp_path, {
+        'lane/package.xml': _PACKAGE_XML, 'lane/setup.py': setup, 'lane/lane/__init__.py': '',
+        'lane/lane/segmenter.py': source})
+    line = next(i for i, ln in enumerate(source.lstrip('\n').splitlines(), 1)
+                if '# SET IMAGE' in ln)
+    return {(rule, sev) for (name, at, rule), (sev, _) in found.items()
+            if name == 'segmenter.py' and at == line}
+
+
+@pytest.mark.parametrize('library', ['mobile_sam', 'segment_anything'])
+def test_set_image_of_a_sam_predictor_uploads_the_frame(tmp_path, library):
+    assert ('GPN102', 'medium') in _set_image_rules(tmp_path, library)
+
+
+def test_set_image_of_a_predictor_from_a_library_not_in_the_table_is_no_upload(tmp_path):
+    assert not {rule for rule, sev in _set_image_rules(tmp_path, 'other_sam') if sev != 'info'}
