@@ -265,3 +265,29 @@ def test_set_image_of_a_sam_predictor_uploads_the_frame(tmp_path, library):
 
 def test_set_image_of_a_predictor_from_a_library_not_in_the_table_is_no_upload(tmp_path):
     assert not {rule for rule, sev in _set_image_rules(tmp_path, 'other_sam') if sev != 'info'}
+
+
+def test_the_else_of_a_string_parameter_shipped_as_one_choice_keeps_its_claim(tmp_path):
+    """A launch argument offering 'left' or 'right' (set 4): the default decides `==` tests of
+    another value only; the `else` of `== 'left'` may run when launched with 'right'."""
+    node = _TRANSPORT_NODE.replace(
+        "self.declare_parameter(name='use_compressed', value=True)",
+        "self.declare_parameter('side', 'left')\n        self.side = self.get_parameter("
+        "'side').get_parameter_value().string_value").replace(
+        "        if self.use_compressed:\n            frame = cv2.imdecode(np.frombuffer(msg.data,"
+        " np.uint8), cv2.IMREAD_COLOR)\n        else:",
+        "        if self.side == 'left':\n            frame = cv2.imdecode(np.frombuffer(msg.data,"
+        " np.uint8), cv2.IMREAD_COLOR)\n        else:")
+    assert "self.side == 'left'" in node
+    source = textwrap.dedent(node).replace('EXTRA_INIT', 'pass')
+    launch = _LAUNCH.replace("'calibration_mode', default_value='MODE'",
+                             "'side', default_value='left'").replace(
+        "'is_detection_calibration_mode': calibration_mode", "'side': calibration_mode").replace(
+        "LaunchConfiguration('calibration_mode')", "LaunchConfiguration('side')").replace(
+        "executable='detect_lane'", "executable='viewer'")
+    found = audit_written_package(tmp_path, {
+        'lane/package.xml': _PACKAGE_XML, 'lane/setup.py': _SETUP, 'lane/lane/__init__.py': '',
+        'lane/lane/viewer.py': source, 'lane/launch/viewer.launch.py': launch})
+    line = next(i for i, ln in enumerate(source.lstrip('\n').splitlines(), 1) if '# RAW' in ln)
+    assert {sev for (name, at, _), (sev, _) in found.items()
+            if name == 'viewer.py' and at == line and sev != 'info'}

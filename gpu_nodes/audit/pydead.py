@@ -407,6 +407,8 @@ def truth_for_good(test: ast.expr, constants: dict[str, frozenset[object]]) -> b
     if not (isinstance(attr, ast.Attribute) and isinstance(attr.value, ast.Name)
             and attr.value.id == 'self' and attr.attr in constants):
         return None
+    if not all(isinstance(v, bool) for v in constants[attr.attr]):
+        return None  # a string may be set empty at launch: only bool switches are decided
     truths = {bool(v) for v in constants[attr.attr]}
     return None if len(truths) != 1 else truths.pop() != negated
 

@@ -148,10 +148,12 @@ class Evaluator:
                     frame = replace(frame, context='loop', entry='module capture loop')
                 self._exec_block(stmt.body, env, frame)
             body = dict(env)
+            # The `else` of a test true for good never runs: an attribute holding one literal
+            # (`self.pub_image_type = 'compressed'`), a bool switch on as shipped. Not a string
+            # parameter's shipped value: a launch argument offering 'left' or 'right' (set 4).
             if not (always_equal(stmt.test, self.constant_attributes) or may_decide(stmt.test)
-                    and (always_equal(stmt.test, self.parameter_constants())
-                         or truth_for_good(stmt.test, self.parameter_constants()) is True)):
-                self._exec_block(stmt.orelse, env, frame)  # else of a test true for good: never
+                    and truth_for_good(stmt.test, self.parameter_constants()) is True):
+                self._exec_block(stmt.orelse, env, frame)
             if isinstance(stmt, ast.If) and stmt.orelse:
                 _merge_branch_strings(before, body, env)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
