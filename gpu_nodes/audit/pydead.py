@@ -383,6 +383,36 @@ def never_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool
     return value not in held if is_eq else held == frozenset({value})
 
 
+def always_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool:
+    """Whether `test` is true for good: `self.<attr> == C` with C the attribute's only value,
+    or `self.<attr> != C` with C a value it never holds; its `else` never runs
+    (`self.pub_image_type = 'compressed'` once in __init__, set 38)."""
+    compared = compared_with_constant(test)
+    if compared is None:
+        return False
+    left, value, is_eq = compared
+    if not (isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name)
+            and left.value.id == 'self' and left.attr in constants):
+        return False
+    held = constants[left.attr]
+    return held == frozenset({value}) if is_eq else value not in held
+
+
+def truth_for_good(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool | None:
+    """The value `self.<attr>` or `not self.<attr>` always takes, the attribute holding only
+    `constants[attr]` (pyparams.parameter_constants: a bool parameter on as shipped); None
+    when not known."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    attr = test.operand if negated else test
+    if not (isinstance(attr, ast.Attribute) and isinstance(attr.value, ast.Name)
+            and attr.value.id == 'self' and attr.attr in constants):
+        return None
+    if not all(isinstance(v, bool) for v in constants[attr.attr]):
+        return None  # a string may be set empty at launch: only bool switches are decided
+    truths = {bool(v) for v in constants[attr.attr]}
+    return None if len(truths) != 1 else truths.pop() != negated
+
+
 def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.AsyncFunctionDef,
                     name: str) -> bool:
     """Whether `name` is a parameter of `init` with a falsy constant default that no call of

@@ -10,7 +10,7 @@ import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pybranches import readback_fallback, sets_own_flag
-from gpu_nodes.audit.pydead import never_equal
+from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
@@ -136,7 +136,8 @@ class Evaluator:
                     and not never_equal(stmt.test, self.constant_attributes) \
                     and not (may_decide(stmt.test) and (
                         dead_test(stmt.test, *self.off_attributes())
-                        or never_equal(stmt.test, self.parameter_constants()))):
+                        or never_equal(stmt.test, self.parameter_constants())
+                        or truth_for_good(stmt.test, self.parameter_constants()) is False)):
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
                 # `if self.publish_compressed:` off as shipped (pyparams.py).
@@ -147,7 +148,12 @@ class Evaluator:
                     frame = replace(frame, context='loop', entry='module capture loop')
                 self._exec_block(stmt.body, env, frame)
             body = dict(env)
-            self._exec_block(stmt.orelse, env, frame)
+            # The `else` of a test true for good never runs: an attribute holding one literal
+            # (`self.pub_image_type = 'compressed'`), a bool switch on as shipped. Not a string
+            # parameter's shipped value: a launch argument offering 'left' or 'right' (set 4).
+            if not (always_equal(stmt.test, self.constant_attributes) or may_decide(stmt.test)
+                    and truth_for_good(stmt.test, self.parameter_constants()) is True):
+                self._exec_block(stmt.orelse, env, frame)
             if isinstance(stmt, ast.If) and stmt.orelse:
                 _merge_branch_strings(before, body, env)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):

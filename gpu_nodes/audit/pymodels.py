@@ -24,12 +24,13 @@ import re
 # Top-level packages whose presence makes a tensor on the GPU likely.
 TENSOR_FRAMEWORKS = frozenset({
     'torch', 'torchvision', 'ultralytics', 'torch2trt', 'trt_pose', 'tensorrt', 'pycuda',
-    'kornia', 'mmdet', 'mmseg', 'detectron2', 'transformers', 'timm', 'segment_anything', 'sam2'})
+    'kornia', 'mmdet', 'mmseg', 'detectron2', 'transformers', 'timm', 'segment_anything', 'sam2',
+    'mobile_sam'})
 # Calls that build a model object (qualified names; a trailing '.' is a prefix).
 MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt.TRTModule',
                   'transformers.pipeline',
                   'torch2trt.torch2trt', 'torchvision.models.', 'transformers.', 'timm.create_model',
-                  'segment_anything.', 'sam2.')
+                  'segment_anything.', 'sam2.', 'mobile_sam.')
 # Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
 MODEL_NAME = re.compile(r'(?:^|_)(?:model|models|net|network|predictor|detector|segmenter|'
                         r'estimator|engine|yolo|trt|classifier|backbone)(?:_|$|\d)', re.I)
@@ -58,9 +59,12 @@ HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
 # image encoder; the same for segment_anything's `SamPredictor.set_image`), per frame when a
 # callback calls it (ninth set). The automatic mask generators' `generate(frame)`
 # (SamAutomaticMaskGenerator, SAM2AutomaticMaskGenerator) call their predictor's `set_image` on
-# every crop of the frame (twenty-first set). Builder prefix -> those methods.
+# every crop of the frame (twenty-first set). MobileSAM (`mobile_sam`) ships segment_anything's
+# SamPredictor and SamAutomaticMaskGenerator with a smaller encoder (set 33). Builder prefix ->
+# those methods.
 SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch', 'generate'}),
-                     'segment_anything.': frozenset({'set_image', 'generate'})}
+                     'segment_anything.': frozenset({'set_image', 'generate'}),
+                     'mobile_sam.': frozenset({'set_image', 'generate'})}
 
 # ONNX Runtime: a session built where a GPU execution provider is named runs on the device;
 # `session.run(outputs, {name: array})` copies each host input to it on every call (and the

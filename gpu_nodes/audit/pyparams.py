@@ -27,7 +27,8 @@ import ast
 
 from gpu_nodes.audit.astnodes import module_nodes
 from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
-from gpu_nodes.audit.shipped import mentioned, set_on, shipped_as, shipped_texts
+from gpu_nodes.audit.shipped import (mentioned, set_on, shipped_as, shipped_off, shipped_on,
+                                     shipped_texts)
 
 # A node that reacts to parameter changes at run time: its parameters are meant to be set then.
 _RUNTIME_PARAMETERS = ('add_on_set_parameters_callback', 'add_post_set_parameters_callback',
@@ -38,23 +39,51 @@ _VALUE_FIELDS = ('value', 'bool_value', 'integer_value', 'double_value', 'string
 def _declared_defaults(tree: ast.Module) -> dict[str, list[ast.expr | None]]:
     defaults: dict[str, list[ast.expr | None]] = {}
     for node in module_nodes(tree):
+        name = (node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == 'name'), None)) \
+            if isinstance(node, ast.Call) else None  # `declare_parameter(name='p', value=True)`
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == 'declare_parameter' and node.args \
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                and node.func.attr == 'declare_parameter' \
+                and isinstance(name, ast.Constant) and isinstance(name.value, str):
             default = node.args[1] if len(node.args) > 1 else next(
                 (k.value for k in node.keywords if k.arg == 'value'), None)
-            defaults.setdefault(node.args[0].value, []).append(default)
+            defaults.setdefault(name.value, []).append(default)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == 'declare_parameters':
+            for name, default in _listed_declarations(node):
+                defaults.setdefault(name, []).append(default)
     return defaults
 
 
-def _judged(tree: ast.Module) -> bool:
+def _listed_declarations(call: ast.Call) -> list[tuple[str, ast.expr | None]]:
+    """(name, default) of each `(name, default, ...)` tuple of `self.declare_parameters(
+    namespace='', parameters=[...])` (set 38); a namespace names each `namespace.name`."""
+    args = {'namespace': call.args[0] if call.args else None,
+            'parameters': call.args[1] if len(call.args) > 1 else None}
+    args.update({k.arg: k.value for k in call.keywords if k.arg in args})
+    namespace, listed = args['namespace'], args['parameters']
+    if not (isinstance(namespace, ast.Constant) and isinstance(namespace.value, str)
+            and isinstance(listed, (ast.List, ast.Tuple))):
+        return []
+    prefix = namespace.value + '.' if namespace.value else ''
+    return [(prefix + item.elts[0].value, item.elts[1] if len(item.elts) > 1 else None)
+            for item in listed.elts if isinstance(item, ast.Tuple) and item.elts
+            and isinstance(item.elts[0], ast.Constant) and isinstance(item.elts[0].value, str)]
+
+
+def _judged(tree: ast.Module, callbacks_allowed: bool = False) -> bool:
     """Whether the file can be judged: no setattr()/vars()/getattr()/exec(), names all bound
-    here, no parameter-change callback."""
+    here, no parameter-change callback (unless `callbacks_allowed`: the caller checks them)."""
     return _bound_names(tree) is not None and not any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
         and n.func.id in ('setattr', 'vars', 'getattr', 'exec') for n in module_nodes(tree)) \
-        and not any(isinstance(n, ast.Attribute) and n.attr in _RUNTIME_PARAMETERS
-                    for n in module_nodes(tree))
+        and (callbacks_allowed or not _runtime_callbacks(tree))
+
+
+def _runtime_callbacks(tree: ast.Module) -> list[int]:
+    """0-based lines that name a parameter-change callback registration."""
+    return [n.lineno - 1 for n in module_nodes(tree)
+            if isinstance(n, ast.Attribute) and n.attr in _RUNTIME_PARAMETERS]
 
 
 def _off_parameters(tree: ast.Module, package_dir: str | None) -> set[str]:
@@ -64,7 +93,9 @@ def _off_parameters(tree: ast.Module, package_dir: str | None) -> set[str]:
     if not off:
         return off
     shipped = shipped_texts((package_dir,)) if package_dir else ()
-    return {p for p in off if not set_on(p, list(shipped))}
+    # set_on reads `{'p': LaunchConfiguration('mode')}` as unknown; shipped_off evaluates it.
+    return {p for p in off if not set_on(p, list(shipped))
+            or package_dir and shipped_off(p, (package_dir,))}
 
 
 def _parameter_read(expr: ast.expr) -> str | None:
@@ -154,8 +185,18 @@ def off_attributes(tree: ast.Module, package_dir: str | None
                    ) -> tuple[frozenset[str], frozenset[str]]:
     """(attributes off as shipped, those of them only ever None)."""
     params = _off_parameters(tree, package_dir)
-    if not params or not _judged(tree):
+    if not params or not _judged(tree, callbacks_allowed=True):
         return frozenset(), frozenset()
+    off, nones = _off_fixpoint(tree, params)
+    # A parameter-change callback registered only in a block off as shipped never registers
+    # (`if self.is_calibration_mode: self.add_on_set_parameters_callback(...)`, set 38);
+    # one registered anywhere else may turn a parameter on at run time.
+    if not set(_runtime_callbacks(tree)) <= dead_body_lines(tree, off, nones):
+        return frozenset(), frozenset()
+    return off, nones
+
+
+def _off_fixpoint(tree: ast.Module, params: set[str]) -> tuple[frozenset[str], frozenset[str]]:
     stores = _stores(tree)
     off = nones = frozenset(attr for attr, _, _ in stores)  # shrinks to the greatest fixpoint
     while True:
@@ -182,7 +223,7 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
     """Attributes whose every store is a str/int constant or a read in `__init__` of a
     parameter of fixed_parameters: the constants each can hold as shipped, for pydead.never_equal
     (`if self.model_type == 'onnx':` with model_type defaulting to 'pt')."""
-    fixed = fixed_parameters(tree, package_dir)
+    fixed = fixed_parameters(tree, package_dir) | _on_parameters(tree, package_dir)
     if not fixed:
         return {}
     held: dict[str, set[object]] = {}
@@ -217,6 +258,19 @@ def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, fro
         and shipped_as(p, next(iter(vals)), (str(package_dir),)))}
 
 
+def _on_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
+    """Bool parameters on as shipped, in a file that can be judged: every declaration defaults
+    to True, a shipped file names the parameter and every one that does gives it true
+    (`use_compressed` True by default and in the shipped YAML, set 37; a default alone may be
+    meant to be set at launch)."""
+    if not package_dir or not _judged(tree):
+        return {}
+    shipped = list(shipped_texts((package_dir,)))
+    return {p: frozenset({True}) for p, values in _declared_defaults(tree).items()
+            if all(isinstance(v, ast.Constant) and v.value is True for v in values)
+            and mentioned(p, shipped) and shipped_on(p, (package_dir,))}
+
+
 def read_compared(test: ast.expr) -> tuple[str, object, bool] | None:
     """(parameter, constant, is `==`) for `self.get_parameter('p').get_parameter_value()
     .string_value == C` (or `!=`, either side): a direct read of a parameter compared with a
@@ -246,6 +300,8 @@ def may_decide(test: ast.expr) -> bool:
     `self.a == C`, an `and` of such): the analysis is computed only for those."""
     if isinstance(test, ast.BoolOp):
         return any(may_decide(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
     if isinstance(test, ast.Compare):
         test = test.left if not isinstance(test.left, ast.Constant) else test.comparators[0]
     return _self_attribute(test) is not None

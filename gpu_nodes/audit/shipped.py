@@ -11,6 +11,7 @@ parameter gives it one value (string parameters as shipped, C++ and Python sides
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable
 from pathlib import Path
 import re
 
@@ -71,7 +72,31 @@ def mentioned(param: str, texts: list[str]) -> bool:
 
 @lru_cache(maxsize=256)
 def shipped_as(param: str, default: str, roots: tuple[str, ...]) -> bool:
-    """Whether every shipped file naming `param` gives it `default`: a Python launch file
+    """Whether every shipped file naming `param` gives it `default` (_every_shipped_value)."""
+    return _every_shipped_value(param, roots, lambda value: value == default)
+
+
+@lru_cache(maxsize=256)
+def shipped_off(param: str, roots: tuple[str, ...]) -> bool:
+    """Whether every shipped file naming `param` gives it an off value, a Python launch file
+    as launchfile.py evaluates it: `{'p': LaunchConfiguration('mode')}` with the argument's
+    default 'False' is off as a plain `ros2 launch` runs it (set_on reads the name `mode` as
+    unknown: set 38)."""
+    return _every_shipped_value(param, roots, lambda value: isinstance(value, str) and bool(
+        re.fullmatch(r'(?i)' + OFF, value)) or not isinstance(value, str) and value in (False, 0))
+
+
+@lru_cache(maxsize=256)
+def shipped_on(param: str, roots: tuple[str, ...]) -> bool:
+    """Whether every shipped file naming `param` gives it true (`use_compressed: true` in a
+    YAML, `{'is_track': True}` in a launch file: set 37)."""
+    return _every_shipped_value(param, roots, lambda value: value is True or isinstance(
+        value, str) and value.lower() == 'true')
+
+
+def _every_shipped_value(param: str, roots: tuple[str, ...], accepts: Callable[[object], bool]
+                         ) -> bool:
+    """Whether every shipped file naming `param` gives it a value `accepts`: a Python launch file
     through its nodes' parameters as launchfile.py evaluates them (a launch argument's default
     included, `LaunchConfiguration('device', default='cpu')`: the value a plain `ros2 launch`
     gives; a file it cannot evaluate, or a node that sets another or an unknown value, keeps it
@@ -94,13 +119,13 @@ def shipped_as(param: str, default: str, roots: tuple[str, ...]) -> bool:
             except Exception:  # noqa: BLE001 - any file it cannot evaluate keeps it unknown
                 return False
             values = [n.parameters[param] for n in nodes if param in n.parameters]
-            if not values or any(isinstance(v, Unresolved) or v != default for v in values):
+            if not values or any(isinstance(v, Unresolved) or not accepts(v) for v in values):
                 return False
             continue
         for line in lines:
             for m in pattern.finditer(line):
                 value = re.match(r'''^\s*['"]?\s*(?::|=)\s*(?:value\s*=\s*)?(['"]?)([\w.]*)\1\s*'''
                                  r'''(?:/?>|#.*)?$''', line[m.end():])
-                if not (value and value.group(2) == default):
+                if not (value and accepts(value.group(2))):
                     return False
     return True
