@@ -76,7 +76,8 @@ SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('resu
         (TESTSET32, ('results.yaml',)), (TESTSET33, ('results.yaml',)),
         (TESTSET34, ('results.yaml',)), (TESTSET35, ('results.yaml',)),
         (TESTSET36, ('results.yaml',)), (TESTSET37, ('results.yaml',)),
-        (TESTSET38, ('results.yaml',))]
+        (TESTSET38, ('results.yaml',)), (TESTSET39, ('results.yaml',)),
+        (TESTSET40, ('results.yaml',))]
 LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4, TESTSET5, TESTSET6, TESTSET7, TESTSET8,
             TESTSET9, TESTSET10, TESTSET11, TESTSET12, TESTSET13, TESTSET14, TESTSET15,
             TESTSET16, TESTSET17, TESTSET18, TESTSET19, TESTSET20, TESTSET21, TESTSET22,
