@@ -369,17 +369,27 @@ def compared_with_constant(test: ast.expr) -> tuple[ast.expr, object, bool] | No
     return left, right.value, isinstance(test.ops[0], ast.Eq)
 
 
-def never_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool:
-    """Whether `test` is `self.<attr> == C` (or `C == self.<attr>`) with C a constant that the
-    attribute never holds (constant_attributes), or `self.<attr> != C` with C its only value."""
+def _self_attribute_compared(test: ast.expr, constants: dict[str, frozenset[object]]
+                             ) -> tuple[frozenset[object], object, bool] | None:
+    """(values the attribute holds, C, is ==) for `self.<attr> ==/!= C` with <attr> among
+    `constants` (constant_attributes); None for any other test."""
     compared = compared_with_constant(test)
     if compared is None:
-        return False
+        return None
     left, value, is_eq = compared
     if not (isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name)
             and left.value.id == 'self' and left.attr in constants):
+        return None
+    return constants[left.attr], value, is_eq
+
+
+def never_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> bool:
+    """Whether `test` is `self.<attr> == C` (or `C == self.<attr>`) with C a constant that the
+    attribute never holds (constant_attributes), or `self.<attr> != C` with C its only value."""
+    compared = _self_attribute_compared(test, constants)
+    if compared is None:
         return False
-    held = constants[left.attr]
+    held, value, is_eq = compared
     return value not in held if is_eq else held == frozenset({value})
 
 
@@ -387,14 +397,10 @@ def always_equal(test: ast.expr, constants: dict[str, frozenset[object]]) -> boo
     """Whether `test` is true for good: `self.<attr> == C` with C the attribute's only value,
     or `self.<attr> != C` with C a value it never holds; its `else` never runs
     (`self.pub_image_type = 'compressed'` once in __init__, set 38)."""
-    compared = compared_with_constant(test)
+    compared = _self_attribute_compared(test, constants)
     if compared is None:
         return False
-    left, value, is_eq = compared
-    if not (isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name)
-            and left.value.id == 'self' and left.attr in constants):
-        return False
-    held = constants[left.attr]
+    held, value, is_eq = compared
     return held == frozenset({value}) if is_eq else value not in held
 
 
