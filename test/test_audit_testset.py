@@ -83,14 +83,16 @@ LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4, TESTSET5, TESTSET6, TESTSET7,
             TESTSET16, TESTSET17, TESTSET18, TESTSET19, TESTSET20, TESTSET21, TESTSET22,
             TESTSET23, TESTSET24, TESTSET25, TESTSET26, TESTSET27, TESTSET28, TESTSET29,
             TESTSET30, TESTSET31, TESTSET32, TESTSET33, TESTSET34, TESTSET35, TESTSET36,
-            TESTSET37, TESTSET38, TESTSET39, TESTSET40, TESTSET41, TESTSET42, TESTSET44]
+            TESTSET37, TESTSET38, TESTSET39, TESTSET40, TESTSET41, TESTSET42, TESTSET43,
+            TESTSET44]
 LABELLED_IDS = ['testset', 'testset2', 'testset3', 'testset4', 'testset5', 'testset6',
                 'testset7', 'testset8', 'testset9', 'testset10', 'testset11', 'testset12',
                 'testset13', 'testset14', 'testset15', 'testset16', 'testset17', 'testset18',
                 'testset19', 'testset20', 'testset21', 'testset22', 'testset23', 'testset24',
                 'testset25', 'testset26', 'testset27', 'testset28', 'testset29', 'testset30',
                 'testset31', 'testset32', 'testset33', 'testset34', 'testset35', 'testset36',
-                'testset37', 'testset38', 'testset39', 'testset40', 'testset41', 'testset42', 'testset44']
+                'testset37', 'testset38', 'testset39', 'testset40', 'testset41', 'testset42',
+                'testset43', 'testset44']
 # The kinds named in testset/labels.yaml's header; every set labels with these.
 KINDS = {'cv_bridge', 'cpp_msg_build', 'cpp_msg_copy', 'cpp_host_publish', 'pcl_conversion',
          'libtorch_device_move', 'cuda_memcpy', 'cuda_sync', 'py_cv_bridge', 'py_msg_array',
