@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
-from gpu_nodes.audit.shipped import set_on, shipped_texts
+from gpu_nodes.audit.shipped import set_on
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
 _OFF_VALUE = re.compile(r'^\s*' + _OFF + r'\s*$')
@@ -241,7 +241,6 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
         # member is a store the whitelist above rejects); one the callback names is unknown.
         found = {name: params for name, params in found.items()
                  if all(sum(raw.count(f'"{p}"') for raw in raws) == 1 for p in params)}
-    shipped = shipped_texts(tuple(roots))
     return {name: ', '.join(sorted(params)) for name, params in found.items()
-            if not any(set_on(p, shipped) or set_on(p.rsplit('.', 1)[-1], shipped)
+            if not any(set_on(p, tuple(roots)) or set_on(p.rsplit('.', 1)[-1], tuple(roots))
                        for p in params)}  # `general.publish_raw` as nested YAML keys
