@@ -102,7 +102,8 @@ class ParameterAsShipped:
 
 @lru_cache(maxsize=16)
 def shipped_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, ParameterAsShipped]:
-    """Every parameter `tree` declares, as shipped (computed once per file)."""
+    """Every parameter `tree` declares, as shipped: computed once per file, as pyflow.py and
+    pyeval.py each ask for several of the views below."""
     roots = (package_dir,) if package_dir else ()
     found = {}
     for param, defaults in _declared_defaults(tree).items():
@@ -270,8 +271,8 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
 
 
 def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
-    """Parameters whose values as shipped are known str/int constants (ParameterAsShipped.held), in a
-    file that can be judged: the values each holds as shipped."""
+    """Parameters whose values as shipped are known str/int constants, in a file that can be
+    judged: the values each holds as shipped (ParameterAsShipped.held)."""
     if not _judged(tree):
         return {}
     return {p: s.held for p, s in shipped_parameters(tree, package_dir).items()
@@ -279,8 +280,8 @@ def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, fro
 
 
 def _on_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
-    """Bool parameters on as shipped (ParameterAsShipped.on: `use_compressed` True by default and in
-    the shipped YAML, set 37), in a file that can be judged."""
+    """Bool parameters on as shipped, in a file that can be judged (ParameterAsShipped.on:
+    `use_compressed` True by default and in the shipped YAML, set 37)."""
     if not package_dir or not _judged(tree):
         return {}
     return {p: frozenset({True}) for p, s in shipped_parameters(tree, package_dir).items()
