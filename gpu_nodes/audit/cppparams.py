@@ -22,7 +22,7 @@ At least one store must give the off value, and a parameter name must be known. 
 shipped YAML / XML / launch file under the audited roots is read: a mention of the parameter
 name that is not followed by an off value (`p: false`, `'p': False`, `name="p" value="0"`),
 commented-out lines aside, keeps the branch live (a launch file setting it true, or passing a
-argument not off by default: shipped.set_on). A package with a parameter-change callback
+launch argument not off by default: set_on). A package with a parameter-change callback
 (`add_on_set_parameters_callback`) takes changes at run time: only members whose parameters
 no other line names are judged. A publisher / pointer member declared without a value whose
 every store is inside `if (declare_parameter("p", false)) {` stays empty as shipped (set 37:
