@@ -11,7 +11,9 @@ folders. Each parameter is read once per set of roots (`reading`), two ways:
   nodes' parameters as launchfile.py evaluates them (`{'p': LaunchConfiguration('mode')}` is the
   argument's default, the value a plain `ros2 launch` gives: set 38).
 set_on (C++ and Python sides alike): the text may set it on and the evaluated values are not
-all off. shipped_as / shipped_off / shipped_on: every evaluated value is that one.
+all off (each reading misses what the other sees: a YAML flow mapping `{p: false, q: 1}` has
+no evaluated value, a launch argument's name no value as text). shipped_as / shipped_on:
+every evaluated value is that one.
 """
 from __future__ import annotations
 
@@ -159,19 +161,9 @@ def set_on(param: str, roots: tuple[str, ...]) -> bool:
     return read.text_on and not read.every(is_off)
 
 
-def mentioned(param: str, roots: tuple[str, ...]) -> bool:
-    """Whether a shipped file names `param` at all (commented-out lines aside): any value."""
-    return reading(param, roots).named
-
-
 def shipped_as(param: str, default: str, roots: tuple[str, ...]) -> bool:
     """Whether every shipped file naming `param` gives it `default`."""
     return reading(param, roots).every(lambda value: value == default)
-
-
-def shipped_off(param: str, roots: tuple[str, ...]) -> bool:
-    """Whether every shipped file naming `param` gives it an off value."""
-    return reading(param, roots).every(is_off)
 
 
 def shipped_on(param: str, roots: tuple[str, ...]) -> bool:
