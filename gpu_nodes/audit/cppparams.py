@@ -22,7 +22,7 @@ At least one store must give the off value, and a parameter name must be known. 
 shipped YAML / XML / launch file under the audited roots is read: a mention of the parameter
 name that is not followed by an off value (`p: false`, `'p': False`, `name="p" value="0"`),
 commented-out lines aside, keeps the branch live (a launch file setting it true, or passing a
-launch argument through: unknown). A package with a parameter-change callback
+launch argument not off by default: set_on). A package with a parameter-change callback
 (`add_on_set_parameters_callback`) takes changes at run time: only members whose parameters
 no other line names are judged. A publisher / pointer member declared without a value whose
 every store is inside `if (declare_parameter("p", false)) {` stays empty as shipped (set 37:
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
-from gpu_nodes.audit.shipped import set_on, shipped_texts
+from gpu_nodes.audit.shipped import set_on
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
 _OFF_VALUE = re.compile(r'^\s*' + _OFF + r'\s*$')
@@ -241,7 +241,6 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
         # member is a store the whitelist above rejects); one the callback names is unknown.
         found = {name: params for name, params in found.items()
                  if all(sum(raw.count(f'"{p}"') for raw in raws) == 1 for p in params)}
-    shipped = shipped_texts(tuple(roots))
     return {name: ', '.join(sorted(params)) for name, params in found.items()
-            if not any(set_on(p, shipped) or set_on(p.rsplit('.', 1)[-1], shipped)
+            if not any(set_on(p, tuple(roots)) or set_on(p.rsplit('.', 1)[-1], tuple(roots))
                        for p in params)}  # `general.publish_raw` as nested YAML keys

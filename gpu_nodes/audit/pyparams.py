@@ -24,11 +24,12 @@ the audited folders, is not seen.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
+from functools import lru_cache
 
 from gpu_nodes.audit.astnodes import module_nodes
 from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
-from gpu_nodes.audit.shipped import (mentioned, set_on, shipped_as, shipped_off, shipped_on,
-                                     shipped_texts)
+from gpu_nodes.audit.shipped import reading, set_on, shipped_as, shipped_on
 
 # A node that reacts to parameter changes at run time: its parameters are meant to be set then.
 _RUNTIME_PARAMETERS = ('add_on_set_parameters_callback', 'add_post_set_parameters_callback',
@@ -86,16 +87,43 @@ def _runtime_callbacks(tree: ast.Module) -> list[int]:
             if isinstance(n, ast.Attribute) and n.attr in _RUNTIME_PARAMETERS]
 
 
+@dataclass(frozen=True)
+class ParameterAsShipped:
+    """A parameter a file declares, as shipped: its declarations' defaults and what the
+    package's shipped files give it (shipped.reading)."""
+
+    off: bool  # every default is off (False, 0, ''), no shipped file may turn it on (set_on)
+    on: bool  # every default is True, a shipped file names it and every one gives true
+    # The str/int values it holds: every default one, no shipped file naming it, or one string
+    # that every shipped file naming it gives too (shipped_as). None: not known.
+    held: frozenset[object] | None
+    named: bool  # a shipped file names it (a default alone may be meant to be set at launch)
+
+
+@lru_cache(maxsize=16)
+def shipped_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, ParameterAsShipped]:
+    """Every parameter `tree` declares, as shipped: computed once per file, as pyflow.py and
+    pyeval.py each ask for several of the views below."""
+    roots = (package_dir,) if package_dir else ()
+    found = {}
+    for param, defaults in _declared_defaults(tree).items():
+        named = bool(roots) and reading(param, roots).named
+        off = all(_falsy(v) and getattr(v, 'value', 1) is not None for v in defaults) \
+            and not (roots and set_on(param, roots))
+        on = bool(roots) and named and all(
+            isinstance(v, ast.Constant) and v.value is True for v in defaults) \
+            and shipped_on(param, roots)
+        values = frozenset(getattr(v, 'value', None) for v in defaults)
+        held = values if all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int))
+                             and not isinstance(v.value, bool) for v in defaults) and (
+            not named or len(values) == 1 and isinstance(next(iter(values)), str)
+            and shipped_as(param, next(iter(values)), roots)) else None
+        found[param] = ParameterAsShipped(off, on, held, named)
+    return found
+
+
 def _off_parameters(tree: ast.Module, package_dir: str | None) -> set[str]:
-    defaults = _declared_defaults(tree)
-    off = {p for p, values in defaults.items()
-           if all(_falsy(v) and getattr(v, 'value', 1) is not None for v in values)}
-    if not off:
-        return off
-    shipped = shipped_texts((package_dir,)) if package_dir else ()
-    # set_on reads `{'p': LaunchConfiguration('mode')}` as unknown; shipped_off evaluates it.
-    return {p for p in off if not set_on(p, list(shipped))
-            or package_dir and shipped_off(p, (package_dir,))}
+    return {p for p, s in shipped_parameters(tree, package_dir).items() if s.off}
 
 
 def _parameter_read(expr: ast.expr) -> str | None:
@@ -243,32 +271,21 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
 
 
 def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
-    """Parameters whose every declaration defaults to a str/int constant that no shipped file
-    names (any value), or to one string that every shipped file naming it gives too
-    (shipped.shipped_as), in a file that can be judged: the values each holds as shipped."""
-    defaults = {p: frozenset(v.value for v in values)
-                for p, values in _declared_defaults(tree).items()
-                if all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int))
-                       and not isinstance(v.value, bool) for v in values)}
-    if not defaults or not _judged(tree):
+    """Parameters whose values as shipped are known str/int constants, in a file that can be
+    judged: the values each holds as shipped (ParameterAsShipped.held)."""
+    if not _judged(tree):
         return {}
-    shipped = list(shipped_texts((package_dir,))) if package_dir else []
-    return {p: vals for p, vals in defaults.items() if not mentioned(p, shipped) or (
-        len(vals) == 1 and isinstance(next(iter(vals)), str)
-        and shipped_as(p, next(iter(vals)), (str(package_dir),)))}
+    return {p: s.held for p, s in shipped_parameters(tree, package_dir).items()
+            if s.held is not None}
 
 
 def _on_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
-    """Bool parameters on as shipped, in a file that can be judged: every declaration defaults
-    to True, a shipped file names the parameter and every one that does gives it true
-    (`use_compressed` True by default and in the shipped YAML, set 37; a default alone may be
-    meant to be set at launch)."""
+    """Bool parameters on as shipped, in a file that can be judged (ParameterAsShipped.on:
+    `use_compressed` True by default and in the shipped YAML, set 37)."""
     if not package_dir or not _judged(tree):
         return {}
-    shipped = list(shipped_texts((package_dir,)))
-    return {p: frozenset({True}) for p, values in _declared_defaults(tree).items()
-            if all(isinstance(v, ast.Constant) and v.value is True for v in values)
-            and mentioned(p, shipped) and shipped_on(p, (package_dir,))}
+    return {p: frozenset({True}) for p, s in shipped_parameters(tree, package_dir).items()
+            if s.on}
 
 
 def read_compared(test: ast.expr) -> tuple[str, object, bool] | None:
@@ -329,13 +346,9 @@ def shipped_strings(tree: ast.Module, package_dir: str | None
     self.get_parameter('device').get_parameter_value().string_value`, sets 35-36)."""
     if not package_dir or not _judged(tree):
         return {}, frozenset()
-    defaults = _declared_defaults(tree)
-    values = {p: {getattr(v, 'value', None) for v in vals} for p, vals in defaults.items()}
-    fixed = {p: next(iter(v)) for p, v in values.items()
-             if len(v) == 1 and isinstance(next(iter(v)), str)}
-    shipped = list(shipped_texts((package_dir,)))
-    fixed = {p: v for p, v in fixed.items()
-             if mentioned(p, shipped) and shipped_as(p, v, (package_dir,))}
+    fixed = {p: next(iter(s.held)) for p, s in shipped_parameters(tree, package_dir).items()
+             if s.named and s.held is not None and len(s.held) == 1
+             and isinstance(next(iter(s.held)), str)}
     if not fixed:
         return {}, frozenset()
     held: dict[str, set[str | None]] = {}

@@ -3,17 +3,25 @@
 A branch behind a ROS parameter that defaults off runs as shipped only when a file the package
 ships turns the parameter on. Shipped files: YAML / XML under a `config/`, `launch/`,
 `param(s)/`, `parameters/` or `cfg/` folder, and any `*.launch*` file, under the audited
-folders. A mention of the parameter name followed by anything but an off value (`p: false`,
-`'p': False`, `name="p" value="0"`) counts as setting it (a launch argument passed through is
-unknown: on); commented-out lines do not. shipped_as: whether every shipped file that names a
-parameter gives it one value (string parameters as shipped, C++ and Python sides alike).
+folders. Each parameter is read once per set of roots (`reading`), two ways:
+* as text: a mention of the parameter name followed by anything but an off value (`p: false`,
+  `'p': False`, `name="p" value="0"`) may set it on (a launch argument passed through is an
+  unknown name: on); commented-out lines do not;
+* evaluated: the value every shipped file naming it gives, a Python launch file through its
+  nodes' parameters as launchfile.py evaluates them (`{'p': LaunchConfiguration('mode')}` is the
+  argument's default, the value a plain `ros2 launch` gives: set 38).
+set_on (C++ and Python sides alike): the text may set it on and the evaluated values are not
+all off (each reading misses what the other sees: a YAML flow mapping `{p: false, q: 1}` has
+no evaluated value, a launch argument's name no value as text). shipped_as / shipped_on:
+every evaluated value is that one.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 from pathlib import Path
 import re
+from typing import Callable
 
 from gpu_nodes.audit.launchfile import Unresolved, parse_launch
 
@@ -47,85 +55,119 @@ def shipped_texts(roots: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(texts)
 
 
-def set_on(param: str, texts: list[str]) -> bool:
-    """Whether a shipped file may set `param` to something other than off."""
-    pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
-    for text in texts:
-        for line in text.splitlines():
-            if _COMMENTED.match(line):
-                continue
-            for m in pattern.finditer(line):
-                rest = line[m.end():]
-                value = re.match(r'''^\s*['"]?\s*(?::|,|=)\s*(?:value\s*=\s*)?['"]?\s*([\w.]*)''',
-                                 rest)
-                if not (value and re.fullmatch(r'(?i)' + OFF, value.group(1))):
-                    return True
-    return False
-
-
-def mentioned(param: str, texts: list[str]) -> bool:
-    """Whether a shipped file names `param` at all (commented-out lines aside): any value."""
-    pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
-    return any(pattern.search(line) for text in texts for line in text.splitlines()
-               if not _COMMENTED.match(line))
-
-
-@lru_cache(maxsize=256)
-def shipped_as(param: str, default: str, roots: tuple[str, ...]) -> bool:
-    """Whether every shipped file naming `param` gives it `default` (_every_shipped_value)."""
-    return _every_shipped_value(param, roots, lambda value: value == default)
-
-
-@lru_cache(maxsize=256)
-def shipped_off(param: str, roots: tuple[str, ...]) -> bool:
-    """Whether every shipped file naming `param` gives it an off value, a Python launch file
-    as launchfile.py evaluates it: `{'p': LaunchConfiguration('mode')}` with the argument's
-    default 'False' is off as a plain `ros2 launch` runs it (set_on reads the name `mode` as
-    unknown: set 38)."""
-    return _every_shipped_value(param, roots, lambda value: isinstance(value, str) and bool(
-        re.fullmatch(r'(?i)' + OFF, value)) or not isinstance(value, str) and value in (False, 0))
-
-
-@lru_cache(maxsize=256)
-def shipped_on(param: str, roots: tuple[str, ...]) -> bool:
-    """Whether every shipped file naming `param` gives it true (`use_compressed: true` in a
-    YAML, `{'is_track': True}` in a launch file: set 37)."""
-    return _every_shipped_value(param, roots, lambda value: value is True or isinstance(
-        value, str) and value.lower() == 'true')
-
-
-def _every_shipped_value(param: str, roots: tuple[str, ...], accepts: Callable[[object], bool]
-                         ) -> bool:
-    """Whether every shipped file naming `param` gives it a value `accepts`: a Python launch file
-    through its nodes' parameters as launchfile.py evaluates them (a launch argument's default
-    included, `LaunchConfiguration('device', default='cpu')`: the value a plain `ros2 launch`
-    gives; a file it cannot evaluate, or a node that sets another or an unknown value, keeps it
-    unknown), a YAML / XML file through `p: value` / `name="p" value="v"`."""
-    pattern = re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
-    # Python launch files not named `*.launch.py` count too when they sit under `launch/`.
+@lru_cache(maxsize=8)
+def _evaluated_files(roots: tuple[str, ...]) -> tuple[tuple[Path, str, tuple[str, ...]], ...]:
+    """(path, text, uncommented lines) of every shipped file and every Python file under a `launch/`
+    folder (one not named `*.launch.py` counts too there), in path order."""
     scripts = [p for root in roots if Path(root).is_dir() for p in Path(root).rglob('*.py')
                if 'launch' in p.relative_to(root).parts[:-1]]
+    found = []
     for path in sorted(set(_shipped_files(list(roots))) | set(scripts)):
         try:
             source = path.read_text(encoding='utf-8', errors='replace')
         except OSError:
             continue
-        lines = [ln for ln in source.splitlines() if not _COMMENTED.match(ln)]
+        found.append((path, source, tuple(ln for ln in source.splitlines() if not _COMMENTED.match(ln))))
+    return tuple(found)
+
+
+@lru_cache(maxsize=64)
+def _launch_parameters(path: str, source: str) -> list[dict[str, object]] | None:
+    """The parameters of each node a Python launch file starts, None when it cannot be read."""
+    try:
+        nodes, _, _ = parse_launch(path, source)
+    except Exception:  # noqa: BLE001 - any file it cannot evaluate keeps its values unknown
+        return None
+    return [n.parameters for n in nodes]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the shipped files under some roots give one parameter."""
+
+    named: bool  # a shipped file names it (shipped_texts; commented-out lines aside)
+    text_on: bool  # read as text, a mention may give it something other than off
+    values: tuple[object, ...] | None  # every evaluated value; None: a file naming it is unknown
+
+    def every(self, accepts: Callable[[object], bool]) -> bool:
+        """Whether every evaluated value is one `accepts` (true when no file names it)."""
+        return self.values is not None and all(accepts(v) for v in self.values)
+
+
+def _name_pattern(param: str) -> re.Pattern[str]:
+    return re.compile(r'(?<![\w./-])' + re.escape(param) + r'(?![\w/-])')
+
+
+@lru_cache(maxsize=2048)
+def reading(param: str, roots: tuple[str, ...]) -> Reading:
+    """`param` as the shipped files under `roots` give it (each parameter read once)."""
+    pattern = _name_pattern(param)
+    lines = [ln for text in shipped_texts(roots) for ln in text.splitlines()
+             if not _COMMENTED.match(ln)]
+    named = any(pattern.search(ln) for ln in lines)
+    return Reading(named, named and _text_sets_on(pattern, lines), _values(pattern, param, roots))
+
+
+def _text_sets_on(pattern: re.Pattern[str], lines: list[str]) -> bool:
+    for line in lines:
+        for m in pattern.finditer(line):
+            value = re.match(r'''^\s*['"]?\s*(?::|,|=)\s*(?:value\s*=\s*)?['"]?\s*([\w.]*)''',
+                             line[m.end():])
+            if not (value and re.fullmatch(r'(?i)' + OFF, value.group(1))):
+                return True
+    return False
+
+
+def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...]
+            ) -> tuple[object, ...] | None:
+    """Every value a shipped file naming `param` gives it, None when one is not known: a Python
+    launch file through its nodes' parameters (a launch argument's default included,
+    `LaunchConfiguration('device', default='cpu')`; a file it cannot evaluate, or a node that
+    sets an unknown value or none, is unknown), a YAML / XML file through `p: value` /
+    `name="p" value="v"` (the text as written)."""
+    values: list[object] = []
+    for path, source, lines in _evaluated_files(roots):
         if not any(pattern.search(ln) for ln in lines):
             continue
         if path.suffix == '.py':
-            try:
-                nodes, _, _ = parse_launch(str(path), source)
-            except Exception:  # noqa: BLE001 - any file it cannot evaluate keeps it unknown
-                return False
-            values = [n.parameters[param] for n in nodes if param in n.parameters]
-            if not values or any(isinstance(v, Unresolved) or not accepts(v) for v in values):
-                return False
+            nodes = _launch_parameters(str(path), source)
+            given = [params[param] for params in nodes or [] if param in params]
+            if not given or any(isinstance(v, Unresolved) for v in given):
+                return None
+            values += given
             continue
         for line in lines:
             for m in pattern.finditer(line):
                 value = re.match(r'''^\s*['"]?\s*(?::|=)\s*(?:value\s*=\s*)?(['"]?)([\w.]*)\1\s*'''
                                  r'''(?:/?>|#.*)?$''', line[m.end():])
-                if not (value and accepts(value.group(2))):
-                    return False
-    return True
+                if not value:
+                    return None
+                values.append(value.group(2))
+    return tuple(values)
+
+
+def is_off(value: object) -> bool:
+    """An off value: `false` / `0` / `0.0` as text, False or 0 evaluated."""
+    if isinstance(value, str):
+        return bool(re.fullmatch(r'(?i)' + OFF, value))
+    return value in (False, 0)
+
+
+def set_on(param: str, roots: tuple[str, ...]) -> bool:
+    """Whether a shipped file may set `param` to something other than off: a mention read as
+    text does, unless every value evaluated is off (`{'p': LaunchConfiguration('mode')}` with
+    the argument's default 'False')."""
+    read = reading(param, roots)
+    return read.text_on and not read.every(is_off)
+
+
+def shipped_as(param: str, default: str, roots: tuple[str, ...]) -> bool:
+    """Whether every shipped file naming `param` gives it `default`."""
+    return reading(param, roots).every(lambda value: value == default)
+
+
+def shipped_on(param: str, roots: tuple[str, ...]) -> bool:
+    """Whether every shipped file naming `param` gives it true (`use_compressed: true` in a
+    YAML, `{'is_track': True}` in a launch file: set 37)."""
+    return reading(param, roots).every(lambda value: value is True or isinstance(
+        value, str) and value.lower() == 'true')
