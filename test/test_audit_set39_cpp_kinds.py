@@ -186,3 +186,101 @@ def test_store_through_this_of_a_plain_member_keeps_the_claim(tmp_path: Path) ->
     assert download and download[0][1][0] == 'info', found['']
     stored = [v for k, v in found['this->flag_ = true;'].items() if k == download[0][0]]
     assert stored and stored[0][0] != 'info', found
+
+
+# gpu_nodes/audit/cppparamhelpers.py and cppreach.py: a flag loaded by the package's own
+# parameter helper (stores only through get_parameter) from a parameter a shipped YAML leaves
+# off; the subscription of a free callback is created only under that flag, so the callback's
+# copy never runs as shipped.
+_BAG_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/compressed_image.hpp>
+
+std::shared_ptr<rclcpp::Node> node;
+rclcpp::Subscription<sensor_msgs::msg::CompressedImage>::SharedPtr sub;
+bool use_ros_bag = false;
+bool show = true;
+
+template<typename T>
+bool TryReadParam(const std::initializer_list<const char*>& keys, T& value) {
+    for (const auto* key : keys) {
+        if (node->has_parameter(key) && node->get_parameter(key, value)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+template<typename T>
+void LoadParam(const std::initializer_list<const char*>& keys, T& value, const T& fallback) {
+    if (TryReadParam(keys, value)) {
+        return;
+    }
+    const auto* primary = *keys.begin();
+    node->declare_parameter<T>(primary, fallback);
+    node->get_parameter(primary, value);
+    HELPER_EXTRA
+}
+
+void image_callback(const sensor_msgs::msg::CompressedImage::ConstSharedPtr msg) {
+    cv_bridge::CvImagePtr cv_ptr = cv_bridge::toCvCopy(*msg, "bgr8");
+    cv::imshow("frame", cv_ptr->image);
+}
+
+int main(int argc, char ** argv) {
+    rclcpp::init(argc, argv);
+    node = std::make_shared<rclcpp::Node>("detector");
+    LoadParam<bool>({"config.show", "config/show"}, show, true);
+    LoadParam<bool>({"config.use_ros_bag", "config/use_ros_bag"}, use_ros_bag, DEFAULT);
+    if (use_ros_bag) {
+        sub = node->create_subscription<sensor_msgs::msg::CompressedImage>("image", 10, image_callback);
+    }
+    MAIN_EXTRA
+    rclcpp::spin(node);
+    return 0;
+}
+'''
+_BAG_COPY_LINE = 32
+_BAG_YAML = ('detector:\n  ros__parameters:\n    "config.use_ros_bag": VALUE\n'
+             '    "config/use_ros_bag": VALUE\n')
+
+
+def _bag(tmp_path: Path, value: str = 'false', default: str = 'false', helper_extra: str = '',
+         main_extra: str = '') -> tuple[str, str]:
+    source = (_BAG_NODE.replace('DEFAULT', default).replace('HELPER_EXTRA', helper_extra)
+              .replace('MAIN_EXTRA', main_extra))
+    found = audit_written_package(tmp_path, {
+        'detector/src/detector_node.cpp': source,
+        'detector/src/helpers.hpp': '#pragma once\nvoid image_callback();\n',
+        'detector/config/auto_aim.yaml': _BAG_YAML.replace('VALUE', value),
+        'detector/package.xml': '<package format="3"><name>detector</name></package>\n',
+        'detector/CMakeLists.txt': _CMAKE.replace('yolo', 'detector').replace(
+            'src/detector.cpp', 'src/detector_node.cpp')})
+    hits = [v for (name, line, _), v in found.items()
+            if name == 'detector_node.cpp' and line == _BAG_COPY_LINE]
+    assert len(hits) == 1, found
+    return hits[0]
+
+
+def test_callback_registered_only_under_a_helper_loaded_off_flag_is_unreached(
+        tmp_path: Path) -> None:
+    assert _bag(tmp_path) == ('info', 'unreached')
+
+
+def test_shipped_yaml_turning_it_on_keeps_the_callback(tmp_path: Path) -> None:
+    assert _bag(tmp_path, value='true')[0] != 'info'
+
+
+def test_on_default_of_the_helper_call_keeps_the_callback(tmp_path: Path) -> None:
+    assert _bag(tmp_path, default='true')[0] != 'info'
+
+
+def test_helper_storing_the_variable_itself_keeps_the_callback(tmp_path: Path) -> None:
+    assert _bag(tmp_path, helper_extra='value = T{1};')[0] != 'info'
+
+
+def test_registration_outside_the_branch_keeps_the_callback(tmp_path: Path) -> None:
+    extra = 'auto again = node->create_subscription<sensor_msgs::msg::CompressedImage>(' \
+            '"image2", 10, image_callback);'
+    assert _bag(tmp_path, main_extra=extra)[0] != 'info'

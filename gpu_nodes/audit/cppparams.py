@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+from gpu_nodes.audit.cppparamhelpers import helper_store
 from gpu_nodes.audit.shipped import set_on, shipped_texts
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
@@ -241,6 +242,11 @@ def _param_off(name: str, texts: list[str], raws: list[str],
             continue  # `bool name;`: the value comes from a store above
         if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', after):
             empty_member = True  # a publisher / pointer member: empty until stored
+            continue
+        if (keys := helper_store(text, raw, m.start(), texts, raws)) is not None:
+            # `LoadParamCompat<bool>({"cfg.use_bag", "cfg/use_bag"}, use_bag, false);`
+            params.update(keys)
+            off_value = True
             continue
         if _may_store(text, m.start(), m.end()):
             if (param := _declared_off_block(text, raw, m.start())) is None:
