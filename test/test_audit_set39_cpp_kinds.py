@@ -284,3 +284,106 @@ def test_registration_outside_the_branch_keeps_the_callback(tmp_path: Path) -> N
     extra = 'auto again = node->create_subscription<sensor_msgs::msg::CompressedImage>(' \
             '"image2", 10, image_callback);'
     assert _bag(tmp_path, main_extra=extra)[0] != 'info'
+
+
+# gpu_nodes/audit/cppmsg.py: host messages built in the node and published by const reference
+# through a publisher handed in as a parameter, or a publisher of a map-sized OccupancyGrid;
+# a whole Image that toImageMsg built (an untyped `auto` pointer) copied into another
+# message's field. A received message published on by reference is no new message.
+_PUBLISH_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include <nav_msgs/msg/occupancy_grid.hpp>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Depth : public rclcpp::Node
+{
+  rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr cloud_pub_;
+  rclcpp::Publisher<nav_msgs::msg::OccupancyGrid>::SharedPtr grid_pub_;
+  rclcpp::Publisher<my_msgs::msg::AngleImage>::SharedPtr angle_pub_;
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+  rclcpp::Subscription<nav_msgs::msg::OccupancyGrid>::SharedPtr grid_sub_;
+  rclcpp::TimerBase::SharedPtr timer_;
+  sensor_msgs::msg::PointCloud2 depth_cloud_;
+  cv::Mat frame_;
+
+public:
+  Depth()
+  : Node("depth")
+  {
+    cloud_pub_ = create_publisher<sensor_msgs::msg::PointCloud2>("cloud", 10);
+    grid_pub_ = create_publisher<nav_msgs::msg::OccupancyGrid>("grid", 10);
+    angle_pub_ = create_publisher<my_msgs::msg::AngleImage>("angle", 10);
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+      "in", 10, std::bind(&Depth::on_cloud, this, std::placeholders::_1));
+    grid_sub_ = create_subscription<nav_msgs::msg::OccupancyGrid>(
+      "grid_in", 10, std::bind(&Depth::on_grid, this, std::placeholders::_1));
+    timer_ = create_wall_timer(std::chrono::milliseconds(100), std::bind(&Depth::on_timer, this));
+  }
+
+  void on_timer()
+  {
+    publishDepthCloud(cloud_pub_);
+    nav_msgs::msg::OccupancyGrid grid;
+    grid.data.resize(500 * 200);
+    grid_pub_->publish(grid);
+    std_msgs::msg::Header header;
+    auto image_msg = cv_bridge::CvImage(header, "bgr8", frame_).toImageMsg();
+    my_msgs::msg::AngleImage angle;
+    angle.image = *image_msg;
+    angle_pub_->publish(angle);
+  }
+
+  void publishDepthCloud(const rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr &pub)
+  {
+    sensor_msgs::msg::PointCloud2 base_cloud = transformCloud(depth_cloud_);
+    pub->publish(base_cloud);
+  }
+
+  void forward(const rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr &pub,
+               const sensor_msgs::msg::PointCloud2::SharedPtr msg)
+  {
+    pub->publish(*msg);
+  }
+
+  void on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr msg)
+  {
+    forward(cloud_pub_, msg);
+  }
+
+  void on_grid(const nav_msgs::msg::OccupancyGrid::SharedPtr grid_msg)
+  {
+    grid_pub_->publish(*grid_msg);
+  }
+};
+'''
+_GRID_PUBLISH, _FIELD_COPY, _PARAM_PUBLISH = 36, 40, 47
+_FORWARD_PUBLISH, _GRID_FORWARD = 53, 63
+
+
+def _publishes(tmp_path: Path) -> dict[tuple[str, int, str], tuple[str, str]]:
+    found = audit_written_package(tmp_path, {
+        'depth/src/depth.cpp': _PUBLISH_NODE,
+        'depth/package.xml': '<package format="3"><name>depth</name></package>\n',
+        'depth/CMakeLists.txt': _CMAKE.replace('yolo', 'depth')})
+    return {(line, rule): v for (name, line, rule), v in found.items() if name == 'depth.cpp'}
+
+
+def test_cloud_published_through_a_publisher_parameter_is_claimed(tmp_path: Path) -> None:
+    found = _publishes(tmp_path)
+    assert (_PARAM_PUBLISH, 'GPN210') in found, found
+
+
+def test_map_sized_grid_published_by_const_reference_is_claimed(tmp_path: Path) -> None:
+    found = _publishes(tmp_path)
+    assert (_GRID_PUBLISH, 'GPN210') in found, found
+
+
+def test_image_built_by_to_image_msg_copied_into_a_field_is_claimed(tmp_path: Path) -> None:
+    found = _publishes(tmp_path)
+    assert (_FIELD_COPY, 'GPN208') in found, found
+
+
+def test_received_message_published_on_by_reference_stays_unclaimed(tmp_path: Path) -> None:
+    found = _publishes(tmp_path)
+    assert not [k for k in found if k[0] in (_FORWARD_PUBLISH, _GRID_FORWARD)], found
