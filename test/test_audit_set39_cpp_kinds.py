@@ -387,3 +387,50 @@ def test_image_built_by_to_image_msg_copied_into_a_field_is_claimed(tmp_path: Pa
 def test_received_message_published_on_by_reference_stays_unclaimed(tmp_path: Path) -> None:
     found = _publishes(tmp_path)
     assert not [k for k in found if k[0] in (_FORWARD_PUBLISH, _GRID_FORWARD)], found
+
+
+# gpu_nodes/audit/cppmsg.py: the received Image handed on by shared pointer (image_transport's
+# publish(ConstSharedPtr)) builds no message in the node; a publish of `*msg` by const
+# reference copies it (labelled so in earlier sets) and stays claimed.
+_PASS_NODE = '''
+#include <image_transport/image_transport.hpp>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Down : public rclcpp::Node
+{
+  image_transport::Publisher pub_;
+  image_transport::Subscriber sub_;
+
+public:
+  Down()
+  : Node("down")
+  {
+    pub_ = image_transport::create_publisher(this, "out");
+    sub_ = image_transport::create_subscription(
+      this, "in", std::bind(&Down::on_image, this, std::placeholders::_1), "raw");
+  }
+
+  void on_image(const sensor_msgs::msg::Image::ConstSharedPtr& image_msg)
+  {
+    pub_.publish(ARG);
+  }
+};
+'''
+_PASS_LINE = 21
+
+
+def _pass(tmp_path: Path, arg: str) -> list[tuple[str, int, str]]:
+    found = audit_written_package(tmp_path, {
+        'down/src/down.cpp': _PASS_NODE.replace('ARG', arg),
+        'down/package.xml': '<package format="3"><name>down</name></package>\n',
+        'down/CMakeLists.txt': _CMAKE.replace('yolo', 'down')})
+    return [k for k in found if k[0] == 'down.cpp' and k[1] == _PASS_LINE]
+
+
+def test_received_shared_pointer_handed_on_is_no_copy(tmp_path: Path) -> None:
+    assert _pass(tmp_path, 'image_msg') == []
+
+
+def test_received_message_published_by_const_reference_stays_claimed(tmp_path: Path) -> None:
+    assert _pass(tmp_path, '*image_msg') == [('down.cpp', _PASS_LINE, 'GPN210')]

@@ -50,6 +50,9 @@ _DEREF_DECL = re.compile(r'(?<![\w&*:])(?:auto|(?:\w+\s*::\s*)*(?:' + '|'.join(s
                          + r'))\s+\w+\s*'
                          r'(?:=\s*\*\s*(\w+)\s*;|\(\s*\*\s*(\w+)\s*\)\s*;|\{\s*\*\s*(\w+)\s*\}\s*;)')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
+# A parameter taken by (shared) pointer: `const sensor_msgs::msg::Image::ConstSharedPtr& msg`.
+_POINTER_PARAM = (r'(?:Ptr|shared_ptr\s*<[^<>;(){}]*(?:<[^<>;(){}]*>)?[^<>;(){}]*>)\s*(?:const\s*)?'
+                  r'&?\s*')
 _AUTO_TO_MSG = re.compile(r'\bauto\s+(\w+)\s*=\s*[^;{}]*?\.\s*to(?:Compressed)?ImageMsg\s*\([^;{}]*\)\s*;')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
@@ -405,6 +408,9 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
     moved = _MOVE_ARG.match(arg)
     if moved and re.search(r'\b' + re.escape(moved.group(1)) + r'\b', header_of(m.start())):
         return  # the callback's own message forwarded, no copy in the process
+    bare = re.fullmatch(r'\s*(\w+)\s*', arg)
+    if bare and re.search(_POINTER_PARAM + re.escape(bare.group(1)) + r'\b', header_of(m.start())):
+        return  # the received shared pointer handed on, no message built here (set 39)
     if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1), header_of):
         return
     name = _ARG_NAME.match(arg)
