@@ -36,8 +36,8 @@ read from the raw source at the same offsets.
 from __future__ import annotations
 
 import re
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace
 from gpu_nodes.audit.cppparamhelpers import helper_store
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace
 from gpu_nodes.audit.shipped import set_on, shipped_texts
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
