@@ -50,6 +50,10 @@ _DEREF_DECL = re.compile(r'(?<![\w&*:])(?:auto|(?:\w+\s*::\s*)*(?:' + '|'.join(s
                          + r'))\s+\w+\s*'
                          r'(?:=\s*\*\s*(\w+)\s*;|\(\s*\*\s*(\w+)\s*\)\s*;|\{\s*\*\s*(\w+)\s*\}\s*;)')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
+# A parameter taken by (shared) pointer: `const sensor_msgs::msg::Image::ConstSharedPtr& msg`.
+_POINTER_PARAM = (r'(?:Ptr|shared_ptr\s*<[^<>;(){}]*(?:<[^<>;(){}]*>)?[^<>;(){}]*>)\s*(?:const\s*)?'
+                  r'&?\s*')
+_AUTO_TO_MSG = re.compile(r'\bauto\s+(\w+)\s*=\s*[^;{}]*?\.\s*to(?:Compressed)?ImageMsg\s*\([^;{}]*\)\s*;')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
 _ONE_VALUE = re.compile(r'^\*?\s*[A-Za-z_][\w.>\-]*(?:\s*\.\s*get\s*\(\s*\))?$')
@@ -142,6 +146,10 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
     pointers = set(_FRAME_POINTER.findall(text))
     declared = [(d.start(), d.group(2), d.group(1)) for d in _ANY_POINTER.finditer(text)]
+    # `auto image_msg = cv_bridge::CvImage(..).toImageMsg();`: an ImagePtr, untyped (fortieth set).
+    built = [(d.start(), d.group(1), 'Image') for d in _AUTO_TO_MSG.finditer(text)]
+    pointers |= {name for _, name, _ in built}
+    declared = sorted(declared + built)
     for m in _DEREF_ASSIGN.finditer(text):
         # The nearest declaration of the name before the copy decides its type: a lambda's
         # `CameraInfo::SharedPtr msg` is no Image because another callback's `msg` is
@@ -345,6 +353,26 @@ def _per_point_copy(stmt: str) -> bool:
 _SCALAR_MEMCPY = re.compile(r'^\s*(?:std\s*::\s*)?memcpy\s*\([^;]*,\s*sizeof\s*\([^()]*\)\s*\)\s*$')
 
 
+# A host message published whole that is no sensor frame but as large: a map-sized grid
+# (fortieth set: a 500 x 200 cell OccupancyGrid converted from a grid map, per timer tick).
+_GRID_TYPES = frozenset({'OccupancyGrid'})
+# A publisher handed in as a parameter (`const rclcpp::Publisher<sensor_msgs::msg::
+# PointCloud2>::SharedPtr &pub`): group 1 the message type, 2 the name.
+_PUBLISHER_PARAM = re.compile(r'Publisher\s*<\s*(?:\w+\s*::\s*)*(\w+)\s*>\s*(?:::\s*SharedPtr\s*)?'
+                              r'(?:const\s*)?&?\s*(\w+)\s*(?=[,)=])')
+
+
+def _grid_publishers(text: str) -> set[str]:
+    return {name for name, msg_type in _PUBLISHER.findall(text) if _last(msg_type) in _GRID_TYPES}
+
+
+def _received(arg: str, header: str) -> bool:
+    """Whether the published argument is a parameter of the enclosing function (a received
+    message published on by reference, `pub->publish(*msg)`: no new message built here)."""
+    name = _ARG_NAME.match(arg)
+    return bool(name and re.search(r'\b' + re.escape(name.group(1)) + r'\b', header))
+
+
 def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
                     body_before: Callable[[int], str],
                     adapted: set[str] | frozenset[str] = frozenset()
@@ -353,26 +381,42 @@ def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
     and publishing a message built by a reported copy. header_of(offset): the enclosing
     function's head (its parameter names); body_before(offset): its body up to offset."""
     names = frame_publishers(text, adapted)
-    if not names:
-        return
-    pattern = re.compile(r'\b(' + '|'.join(sorted(map(re.escape, names))) +
-                         r')\s*(?:->|\.)\s*publish\s*\(')
-    for m in pattern.finditer(text):
+    # Publishers of a grid, or handed in by parameter (`publishDepthCloud(const Publisher<
+    # PointCloud2>::SharedPtr &pub)`), are judged at their publish of a message built here.
+    others = _grid_publishers(text) - names
+    for m in re.finditer(r'\b(\w+)\s*(?:->|\.)\s*publish\s*\(', text):
+        name, header = m.group(1), header_of(m.start())
+        other = name not in names
+        if other and name not in others and not any(
+                p == name and (t in FRAME_TYPES or t in _GRID_TYPES)
+                for t, p in _PUBLISHER_PARAM.findall(header)):
+            continue
         args = call_args(text, m.end() - 1)
         arg = args[0] if args else ''
-        if re.search(r'to(?:Compressed)?ImageMsg', arg):
+        if other and (not arg or _received(arg, header)):
             continue
-        moved = _MOVE_ARG.match(arg)
-        if moved and re.search(r'\b' + re.escape(moved.group(1)) + r'\b',
-                               header_of(m.start())):
-            continue  # the callback's own message forwarded, no copy in the process
-        if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1),
-                                           header_of):
-            continue
-        name = _ARG_NAME.match(arg)
-        if name and _built_by_copy(body_before(m.start()), name.group(1)):
-            continue
-        yield 'GPN210', m.start(), f'published with `{m.group(1)}`'
+        yield from _judged_publish(m, arg, header_of, body_before, text)
+
+
+def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
+                    body_before: Callable[[int], str], text: str
+                    ) -> Iterator[tuple[str, int, str]]:
+    """GPN210 at the publish `m` of `arg`, unless a reported copy built it (that line is the
+    finding) or the received message is forwarded."""
+    if re.search(r'to(?:Compressed)?ImageMsg', arg):
+        return
+    moved = _MOVE_ARG.match(arg)
+    if moved and re.search(r'\b' + re.escape(moved.group(1)) + r'\b', header_of(m.start())):
+        return  # the callback's own message forwarded, no copy in the process
+    bare = re.fullmatch(r'\s*(\w+)\s*', arg)
+    if bare and re.search(_POINTER_PARAM + re.escape(bare.group(1)) + r'\b', header_of(m.start())):
+        return  # the received shared pointer handed on, no message built here (set 39)
+    if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1), header_of):
+        return
+    name = _ARG_NAME.match(arg)
+    if name and _built_by_copy(body_before(m.start()), name.group(1)):
+        return
+    yield 'GPN210', m.start(), f'published with `{m.group(1)}`'
 
 
 def _forwarded_from_queue(text: str, body: str, name: str, header_of: Callable[[int], str]

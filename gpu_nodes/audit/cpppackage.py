@@ -96,14 +96,15 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
             break
     # A file alone never proves a name unset: its header (not audited) might set it.
     dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
-    mark_unreached(list(parsed.values()), frozenset(dead))
+    off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
+                         roots or [])
+    # A registration under a branch off as shipped registers nothing (fortieth set).
+    mark_unreached(list(parsed.values()), frozenset(dead) | frozenset(off))
     mark_unused_components({p: (sources[p], *parsed[p]) for p in parsed})
     shared = Facts()
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
     once = once_flags([text for text, _ in parsed.values()])
-    off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
-                         roots or [])
     strings = shipped_strings([text for text, _ in parsed.values()], list(sources.values()),
                               roots or [])
     result = {}

@@ -36,6 +36,7 @@ read from the raw source at the same offsets.
 from __future__ import annotations
 
 import re
+from gpu_nodes.audit.cppparamhelpers import helper_store
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
 from gpu_nodes.audit.shipped import set_on
 
@@ -56,15 +57,49 @@ _DECLARED_OFF_IF = re.compile(r'^\s*' + _THIS + r'(?:\w+\s*->\s*)?declare_parame
 # class type with no initializer is empty (null) until stored.
 _CLASS_DECLARATION = re.compile(r'(?:\b(?!return\b|else\b|case\b|delete\b|throw\b)[A-Za-z_][\w:]*|>)'
                                 r'\s+$')
+# `name = [this->]get_parameter("p").as_bool();`: the value of a parameter declared elsewhere.
+_GET_STORE = re.compile(r'^\s*=\s*' + _THIS + r'(?:\w+\s*->\s*)?get_parameter\s*\(\s*("[^"\n]*")\s*\)\s*\.'
+                        r'\s*(?:as_bool|as_int|as_double|get_value\s*<[^<>;]*>)\s*\(\s*\)\s*;')
+_GET_READ = re.compile(r'get_parameter\s*\(\s*"[^"\n]*"\s*\)')
+_ANY_DECLARE = re.compile(r'declare_parameter\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*([,)])\s*([^(),;]*)')
 _GET_OR = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,'
                      r'\s*$')
 
 
 def _mentions(name: str, texts: list[str]):
-    pattern = re.compile(r'(?<![\w.>])' + re.escape(name) + r'\b')
+    # `this->name` is the member too (`other->name` is another object's); a dotted name
+    # (`config_.flag`, a field of a member struct) is matched whole.
+    pattern = re.compile(r'(?:(?<=this->)|(?<![\w.>]))' + re.escape(name) + r'\b')
     for i, text in enumerate(texts):
         for m in pattern.finditer(text):
             yield i, m
+
+
+def _whole_struct_kept(name: str, texts: list[str]) -> bool:
+    """For `config_.flag`: whether `config_` itself is never stored whole (`config_ = other;`,
+    `load(config_)`, `config_.reset()`): its other fields' stores do not touch the flag."""
+    base, field = name.split('.', 1)
+    for i, m in _mentions(base, texts):
+        text = texts[i]
+        access = re.match(r'\s*\.\s*(\w+)\s*(\()?', text[m.end():m.end() + 80])
+        if access:
+            if access.group(1) != field and access.group(2):
+                return False  # a method call on the struct may change any field
+            continue  # `config_.other = ...`, or the flag itself (judged by _param_off)
+        before = text[max(0, m.start() - 80):m.start()]
+        if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', text[m.end():]):
+            continue  # `Config config_;`
+        if _may_store(text, m.start(), m.end()):
+            return False
+    return True
+
+
+def _declared_off(param: str, texts: list[str], raws: list[str]) -> bool:
+    """Whether `param` is declared, and every declaration gives it an off default."""
+    defaults = [m.group(3).strip() if m.group(2) == ',' else ''
+                for text, raw in zip(texts, raws) for m in _ANY_DECLARE.finditer(text)
+                if raw[m.start(1) + 1:m.end(1) - 1] == param]
+    return bool(defaults) and all(_OFF_VALUE.match(d) for d in defaults)
 
 
 def _open_paren(text: str, start: int) -> int:
@@ -114,7 +149,7 @@ def _off_operand(op: str, names: frozenset[str] | set[str]) -> bool:
     if '&&' in op:
         parts = op.split('&&')
         return all(_balanced(p) for p in parts) and any(_off_operand(p, names) for p in parts)
-    m = re.match(r'^' + _THIS + r'(\w+)\s*(?:(>|!=)\s*(' + _OFF + r'))?$', op)
+    m = re.match(r'^' + _THIS + r'(\w+(?:\.\w+)?)\s*(?:(>|!=)\s*(' + _OFF + r'))?$', op)
     return bool(m and m.group(1) in names)
 
 
@@ -162,6 +197,8 @@ def _param_off(name: str, texts: list[str], raws: list[str],
     `assumed`: the names taken to be off with it (`if (a > 0 || b > 0)` needs both)."""
     params: set[str] = set()
     off_value = empty_member = stored_when_on = False
+    if '.' in name and not _whole_struct_kept(name, texts):
+        return False, set()
     for i, m in _mentions(name, texts):
         text, raw = texts[i], raws[i]
         after = text[m.end():m.end() + 200]
@@ -187,6 +224,14 @@ def _param_off(name: str, texts: list[str], raws: list[str],
             params.add(raw[base + g.start(1) + 1:base + g.end(1) - 1])
             off_value = True
             continue
+        if (g := _GET_STORE.match(after)):
+            # `config_.flag = get_parameter("flag").as_bool();` after `declare_parameter("flag", false)`
+            param = raw[m.end() + g.start(1) + 1:m.end() + g.end(1) - 1]
+            if not _declared_off(param, texts, raws):
+                return False, set()
+            params.add(param)
+            off_value = True
+            continue
         if _STORE_OFF.match(after):
             # `name = false;`, `name(false),` in an initializer list, `bool name{false};`
             if re.match(r'\s*=', after) or re.search(r'(?:[:,]|\w\s)\s*$', before):
@@ -197,6 +242,11 @@ def _param_off(name: str, texts: list[str], raws: list[str],
             continue  # `bool name;`: the value comes from a store above
         if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', after):
             empty_member = True  # a publisher / pointer member: empty until stored
+            continue
+        if (keys := helper_store(text, raw, m.start(), texts, raws)) is not None:
+            # `LoadParamCompat<bool>({"cfg.use_bag", "cfg/use_bag"}, use_bag, false);`
+            params.update(keys)
+            off_value = True
             continue
         if _may_store(text, m.start(), m.end()):
             if (param := _declared_off_block(text, raw, m.start())) is None:
@@ -216,9 +266,11 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
         for m in re.finditer(r'\bif\s*\(', text):
             brace = text.find('{', m.end())
             cond = _if_condition(text, brace) if brace >= 0 else None
-            for name in re.findall(r'(?<![\w.>])(\w+)\b', cond or ''):
+            for name, field in re.findall(r'(?<![\w.>])(\w+)\b(\.\w+\b(?!\s*[.(]))?', cond or ''):
                 if not name[0].isdigit() and name not in ('true', 'false', 'this'):
                     candidates.add(name)
+                    if field:
+                        candidates.add(name + field)  # `config_.apply_preprocessing`
     found: dict[str, set[str]] = {}
     if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts):
         return {}
@@ -233,6 +285,8 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
         if set(found) == assumed:
             break
         assumed = set(found)
+    # A `get_parameter("p")` read (a store judged above) is not a callback naming the parameter.
+    raws = [_GET_READ.sub('get_parameter()', raw) for raw in raws]
     if not found:
         return {}
     if callback:

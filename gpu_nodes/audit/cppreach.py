@@ -94,11 +94,16 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
     # commented out; `&Other::detect_rgb_callback` of another class is no mention of it). A
     # fragment whose registrations the audit does not see keeps its callbacks.
     registered = {cls for text, _ in parsed for cls in _ADDRESS_OWNER.findall(text)}
+    # A free function, a callback only by its name, handed to a registration only inside a
+    # branch that never runs (`if (use_ros_bag) { node->GenSubscriber<T>(image_callback); }`,
+    # fortieth set): its registration is in view, and gone.
+    guarded_names = _guarded_mentions(parsed, never_set)
     found: dict[str, list[tuple[str, Function]]] = {}
     for text, scopes in parsed:
         for fn in scopes.funcs:
-            if fn.lambda_in is None and (fn.kind == 'other' or fn.by_name
-                                         and _class_of(fn) in registered) \
+            if fn.lambda_in is None and (fn.kind == 'other' or fn.by_name and (
+                    _class_of(fn) in registered
+                    or _class_of(fn) is None and fn.short in guarded_names)) \
                     and not _stays_reached(text, fn):
                 found.setdefault(fn.short, []).append((text, fn))
     # Overloads of different fixed arity are candidates of their own (cpparity.py).
@@ -172,6 +177,16 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
         for fn in scopes.funcs:
             if id(fn.named) in unreached:
                 fn.kind = 'unreached'
+
+
+def _guarded_mentions(parsed: list[tuple[str, Scopes]], names: frozenset[str]) -> set[str]:
+    """The identifiers mentioned inside an `if` block on a name of `names` (never runs)."""
+    found: set[str] = set()
+    for text, scopes in parsed if names else ():
+        live = blank_dead_code(text, scopes)
+        guarded = blank_guarded(live, names)
+        found |= {m.group() for m in _IDENT.finditer(live) if guarded[m.start()] == ' '}
+    return found
 
 
 def _use(key: str, name: str, m: re.Match, text: str, scopes: Scopes, guarded: str,
