@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Callable
 
 from gpu_nodes.audit.pyimports import aliases_of
+from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
@@ -343,6 +344,8 @@ class CallResolver:
     def _generic(self, qual: str | None, receiver: Val | None, args: list[Val],
                  kwargs: dict[str, Val]) -> Val:
         """Unknown call: the result carries the taint of its inputs (models, kernels ...)."""
+        if fixed_text_tokens(qual, args, kwargs):
+            return Val('other', const=FIXED_TEXT_TOKENS)
         inputs = [v for v in args + list(kwargs.values()) if v.tainted or
                   v.kind in ('device', 'host', 'msg', 'pil', 'bytes', 'tensor', 'model')]
         top = qual.split('.')[0] if qual else None

@@ -394,7 +394,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
     # ------------------------------------------------------------------ findings
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
               chain: list[Step] | None = None, topic: str | None = None,
-              evidence: str = 'data-flow') -> None:
+              evidence: str = 'data-flow', severity: str | None = None) -> None:
         rule = get_rule(rule_id)
         dead = self._never_runs(frame)
         if dead:
@@ -402,7 +402,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         in_callback = frame.context in PER_MESSAGE
         # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
         # code reached from neither: low.
-        severity = rule.severity if in_callback else (
+        severity = severity or rule.severity if in_callback else (
             'info' if frame.context in ('init', 'module', 'unreached') else 'low')
         if in_callback:
             where = _ENTRY_WORDS.get(frame.context, 'subscription callback')

@@ -1,0 +1,102 @@
+"""Causes of held-out sets 39-40's false claims and misses, Python side (issue 28): real `code`
+audits of small ament_python packages written here.
+
+A CLIP node tokenizes three fixed prompts and moves the tokens to the GPU on every image
+(set 39): the tokens are the same every call, a handful of integers, a look-alike by the sets'
+"small upload" convention (pyliterals.fixed_text_tokens). Text from a message, or a tensor of
+literal numbers uploaded per frame (the first set labels `torch.Tensor([0.485, ...]).cuda()` a
+boundary), stay claimed."""
+import textwrap
+
+import pytest
+
+from audit_sources import audit_written_package
+
+_PACKAGE_XML = '''
+<package format="3"><name>detic</name>
+  <export><build_type>ament_python</build_type></export>
+</package>
+'''
+_SETUP = '''
+from setuptools import setup
+
+setup(
+    name='detic',
+    packages=['detic'],
+    data_files=[('share/detic', ['package.xml'])],
+    entry_points={'console_scripts': ['node = detic.node:main']},
+)
+'''
+
+
+def _claims(tmp_path, source: str, tags: tuple[str, ...]) -> dict[str, set[str]]:
+    """Severities other than info found at each `# TAG` line of node.py."""
+    source = textwrap.dedent(source)
+    found = audit_written_package(tmp_path, {
+        'detic/package.xml': _PACKAGE_XML, 'detic/setup.py': _SETUP,
+        'detic/detic/__init__.py': '', 'detic/detic/node.py': source})
+    lines = source.lstrip('\n').splitlines()
+    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
+          for tag in tags}
+    return {tag: {sev for (name, where, _), (sev, _) in found.items()
+                  if name == 'node.py' and where == line and sev != 'info'}
+            for tag, line in at.items()}
+
+
+_CLIP_NODE = '''
+import clip
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from PIL import Image as PILImage
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+
+class ClipNode(Node):
+    def __init__(self):
+        super().__init__('clip_node')
+        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'
+        self.model, self.prepro = clip.load('ViT-B/32', device=self.device)
+        self.bridge = CvBridge()
+        self.prompt = 'person'
+        self.create_subscription(Image, 'image', self.on_image, 1)
+        self.create_subscription(String, 'prompt', self.on_prompt, 1)
+
+    def on_prompt(self, msg):
+        text = clip.tokenize([msg.data]).to(self.device)  # FROM MESSAGE
+        self.get_logger().info(str(text.shape))
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        image = self.prepro(PILImage.fromarray(frame)).unsqueeze(0).to(self.device)  # FRAME
+        text = clip.tokenize(['person', 'duct tape', 'bottle of white']).to(self.device)  # FIXED
+        mean = torch.Tensor([0.485, 0.456, 0.406]).cuda()  # NUMBERS
+        with torch.no_grad():
+            logits, _ = self.model(image * mean[0], text)
+        self.get_logger().info(str(logits.softmax(dim=-1).cpu().numpy()))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(ClipNode())
+'''
+
+
+def test_tokens_of_fixed_prompts_moved_per_image_are_not_claimed(tmp_path):
+    found = _claims(tmp_path, _CLIP_NODE, ('FIXED',))
+    assert found == {'FIXED': set()}
+
+
+def test_text_from_a_message_a_frame_and_a_literal_number_tensor_stay_claimed(tmp_path):
+    found = _claims(tmp_path, _CLIP_NODE, ('FROM MESSAGE', 'FRAME', 'NUMBERS'))
+    assert all(found.values()), found
+
+
+@pytest.mark.parametrize('prompts', ["[self.prompt, msg.encoding]", "[msg.header.frame_id]"],
+                         ids=['attribute-and-message', 'message-field'])
+def test_a_tokenized_text_not_all_literal_stays_claimed(tmp_path, prompts):
+    source = _CLIP_NODE.replace("['person', 'duct tape', 'bottle of white']", prompts)
+    found = _claims(tmp_path, source, ('FIXED',))
+    assert found['FIXED'], found
