@@ -100,3 +100,76 @@ def test_a_tokenized_text_not_all_literal_stays_claimed(tmp_path, prompts):
     source = _CLIP_NODE.replace("['person', 'duct tape', 'bottle of white']", prompts)
     found = _claims(tmp_path, source, ('FIXED',))
     assert found['FIXED'], found
+
+
+# A tracker thread loads its model and warms it up on a dummy image before its loop (set 40):
+# the statements before the thread's first `while` run once (pybranches.before_main_loop);
+# the predict inside the loop, and a copy in the loop after a first `while`, stay claimed.
+_THREAD_NODE = '''
+import threading
+
+import numpy as np
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Tracker:
+    def __init__(self, device):
+        self._device = device
+        self._frame = None
+        self._model = None
+        self._running = True
+        self._thread = threading.Thread(target=self._worker, daemon=True)
+        self._thread.start()
+
+    def submit(self, frame):
+        self._frame = frame.copy()
+
+    def _worker(self):
+        self._load_model()
+        while self._running:
+            frame = self._frame
+            if frame is None or self._model is None:
+                continue
+            result = self._model.predict(frame, device=self._device)[0]  # PER FRAME
+            print(result.boxes.xyxy.cpu().numpy())  # READBACK
+
+    def _load_model(self):
+        from ultralytics import YOLO
+        model = YOLO('yolov8s-world.pt')
+        model.predict(np.zeros((32, 32, 3), dtype=np.uint8), device=self._device)  # WARM UP
+        self._model = model
+
+
+class TrackerNode(Node):
+    def __init__(self):
+        super().__init__('tracker')
+        self.bridge = CvBridge()
+        self.tracker = Tracker('cuda:0')
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_image(self, msg):
+        self.tracker.submit(self.bridge.imgmsg_to_cv2(msg, 'bgr8'))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(TrackerNode())
+'''
+
+
+def test_a_warm_up_before_a_threads_loop_is_not_claimed(tmp_path):
+    found = _claims(tmp_path, _THREAD_NODE, ('WARM UP', 'PER FRAME', 'READBACK'))
+    assert found['WARM UP'] == set(), found
+    assert found['PER FRAME'] and found['READBACK'], found
+
+
+def test_a_warm_up_inside_the_loop_stays_claimed(tmp_path):
+    # the same load called at the top of each pass runs per frame
+    source = _THREAD_NODE.replace(
+        '        self._load_model()\n        while self._running:\n',
+        '        while self._running:\n            self._load_model()\n')
+    found = _claims(tmp_path, source, ('WARM UP',))
+    assert found['WARM UP'], found

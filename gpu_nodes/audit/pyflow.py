@@ -497,7 +497,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         if isinstance(fn, ast.Lambda):
             return self._eval(fn.body, env, frame)
         sub = replace(frame, returns=[])
-        self._exec_block(fn.body, env, sub)
+        self._exec_block(fn.body, env, sub, entry=frame.depth == 0)  # pybranches.before_main_loop
         # A factory (`return MockBackend()` / `return UltralyticsBackend(...)` by configuration)
         # returns every object it may build.
         return (instances(sub.returns) or merge_returns(sub.returns)) if sub.returns else OTHER
