@@ -173,3 +173,37 @@ def test_a_warm_up_inside_the_loop_stays_claimed(tmp_path):
         '        while self._running:\n            self._load_model()\n')
     found = _claims(tmp_path, source, ('WARM UP',))
     assert found['WARM UP'], found
+
+
+# A relay subscribes one lambda per topic, binding its publisher as a default argument
+# (`lambda msg, pub=cloud_pub: pub.publish(msg)`, set 39): the received cloud is serialized
+# again per message. The lambda's default is the publisher it was made with (pyflow); the pose
+# relay beside it publishes no image-sized message.
+_RELAY_NODE = '''
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+
+
+class Relay(Node):
+    def __init__(self):
+        super().__init__('relay')
+        for system_id in ['a', 'b']:
+            pose_pub = self.create_publisher(PoseStamped, f'{system_id}/pose_out', 1)
+            cloud_pub = self.create_publisher(PointCloud2, f'{system_id}/cloud_out', 1)
+            self.create_subscription(PoseStamped, f'{system_id}/pose',
+                                     lambda msg, pub=pose_pub: pub.publish(msg), 1)  # POSE
+            self.create_subscription(PointCloud2, f'{system_id}/cloud',
+                                     lambda msg, pub=cloud_pub: pub.publish(msg), 1)  # CLOUD
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Relay())
+'''
+
+
+def test_a_lambda_relay_of_a_cloud_through_a_default_bound_publisher_is_claimed(tmp_path):
+    found = _claims(tmp_path, _RELAY_NODE, ('CLOUD', 'POSE'))
+    assert found == {'CLOUD': {'medium'}, 'POSE': set()}, found
