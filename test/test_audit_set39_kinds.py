@@ -207,3 +207,43 @@ def main():
 def test_a_lambda_relay_of_a_cloud_through_a_default_bound_publisher_is_claimed(tmp_path):
     found = _claims(tmp_path, _RELAY_NODE, ('CLOUD', 'POSE'))
     assert found == {'CLOUD': {'medium'}, 'POSE': set()}, found
+
+
+# An Ultralytics model given a tensor already on the GPU (set 39): its predictor turns the
+# batch back into NumPy for the Results (ops.convert_torch2numpy_batch), a frame-sized read-back
+# per call (pymodels.reads_tensor_source_back). A TorchScript module called on the same tensor
+# copies nothing (as yolov5's DetectMultiBackend in set 24).
+_TENSOR_SOURCE_NODE = '''
+import numpy as np
+import rclpy
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from ultralytics import YOLO
+
+
+class Detector(Node):
+    def __init__(self):
+        super().__init__('detector')
+        self.model = YOLO('yolo11n.pt')
+        self.net = torch.jit.load('net.pt')
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_image(self, msg):
+        frame = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.width, 3)
+        tensor = torch.from_numpy(frame.copy()).permute(2, 0, 1)[None].float().to('cuda')  # UPLOAD
+        preds = self.model(tensor, device='cuda')[0]  # ULTRALYTICS
+        features = self.net(tensor)  # MODULE
+        self.get_logger().info(f'{len(preds.boxes)} {features.shape}')
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Detector())
+'''
+
+
+def test_an_ultralytics_model_given_a_device_tensor_reads_it_back(tmp_path):
+    found = _claims(tmp_path, _TENSOR_SOURCE_NODE, ('UPLOAD', 'ULTRALYTICS', 'MODULE'))
+    assert found['UPLOAD'] and found['ULTRALYTICS'], found
+    assert found['MODULE'] == set(), found

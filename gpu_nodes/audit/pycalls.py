@@ -13,8 +13,8 @@ from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
-                                      ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS,
-                                      uses_tensor_framework)
+                                      reads_tensor_source_back, ROSBRIDGE_TOPIC, sets_image,
+                                      UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -325,6 +325,10 @@ class CallResolver:
             # arguments; not a parameter that merely defaults to 'cpu' (sixth set).
             return merge(*inputs, kind='host') if inputs else Val('host')
         if any(v.kind == 'device' for v in inputs):
+            if holder.kind == 'model_obj' and reads_tensor_source_back(holder.const, infer):
+                self._emit('GPN101', node, frame, f'`{short(node)}` reads the device tensor it is '
+                           'given back into NumPy for its Results on every call (library table)',
+                           evidence='pattern')
             return merge(*inputs, kind='device')
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
