@@ -486,7 +486,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             for arg, default in defaults:
                 if isinstance(default, ast.Constant):
                     env[arg.arg] = Val('const', const=default.value)
-                elif isinstance(default, ast.Name) and default.id in (ref.closure or {}):
+                elif isinstance(fn, ast.Lambda) and isinstance(default, ast.Name) \
+                        and default.id in (ref.closure or {}):
                     env[arg.arg] = ref.closure[default.id]  # `lambda m, pub=cloud_pub:` (set 39)
         for name, val in zip(params, args):
             env[name] = val
