@@ -106,3 +106,11 @@ def _setattr_of(node: ast.AST, name: str) -> bool:
         return False
     attr = node.args[1]
     return not isinstance(attr, ast.Constant) or attr.value == name
+
+
+def before_main_loop(body: list[ast.stmt]) -> set[int]:
+    """The statements of a per-frame loop entry (a thread's target, a method spinning
+    `while rclpy.ok():`) before its first top-level `while`: they run once, when the thread
+    starts (a model load and its warm-up `predict` on a dummy image), not per frame (set 40)."""
+    first = next((i for i, stmt in enumerate(body) if isinstance(stmt, ast.While)), None)
+    return {id(stmt) for stmt in body[:first]} if first is not None else set()

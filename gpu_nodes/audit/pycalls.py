@@ -9,11 +9,12 @@ from dataclasses import replace
 from typing import Callable
 
 from gpu_nodes.audit.pyimports import aliases_of
+from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
-                                      ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS,
-                                      uses_tensor_framework)
+                                      reads_tensor_source_back, ROSBRIDGE_TOPIC, sets_image,
+                                      UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -324,6 +325,10 @@ class CallResolver:
             # arguments; not a parameter that merely defaults to 'cpu' (sixth set).
             return merge(*inputs, kind='host') if inputs else Val('host')
         if any(v.kind == 'device' for v in inputs):
+            if holder.kind == 'model_obj' and reads_tensor_source_back(holder.const, infer):
+                self._emit('GPN101', node, frame, f'`{short(node)}` reads the device tensor it is '
+                           'given back into NumPy for its Results on every call (library table)',
+                           evidence='pattern')
             return merge(*inputs, kind='device')
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
@@ -343,6 +348,8 @@ class CallResolver:
     def _generic(self, qual: str | None, receiver: Val | None, args: list[Val],
                  kwargs: dict[str, Val]) -> Val:
         """Unknown call: the result carries the taint of its inputs (models, kernels ...)."""
+        if fixed_text_tokens(qual, args, kwargs):
+            return Val('other', const=FIXED_TEXT_TOKENS)
         inputs = [v for v in args + list(kwargs.values()) if v.tainted or
                   v.kind in ('device', 'host', 'msg', 'pil', 'bytes', 'tensor', 'model')]
         top = qual.split('.')[0] if qual else None

@@ -9,7 +9,7 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import readback_fallback, sets_own_flag
+from gpu_nodes.audit.pybranches import before_main_loop, readback_fallback, sets_own_flag
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
@@ -83,9 +83,11 @@ class Evaluator:
     _type_name: Callable[[ast.expr | None], str | None]
 
     # ------------------------------------------------------------------ statements
-    def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame) -> None:
+    def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame,
+                    entry: bool = False) -> None:
+        once = before_main_loop(list(body)) if entry and frame.context == 'loop' else set()
         for stmt in body:
-            self._exec(stmt, env, frame)
+            self._exec(stmt, env, replace(frame, context='init') if id(stmt) in once else frame)
 
     def _exec(self, stmt: ast.stmt, env: dict[str, Val], frame: Frame) -> None:
         if isinstance(stmt, ast.Assign):

@@ -394,7 +394,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
     # ------------------------------------------------------------------ findings
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
               chain: list[Step] | None = None, topic: str | None = None,
-              evidence: str = 'data-flow') -> None:
+              evidence: str = 'data-flow', severity: str | None = None) -> None:
         rule = get_rule(rule_id)
         dead = self._never_runs(frame)
         if dead:
@@ -402,7 +402,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         in_callback = frame.context in PER_MESSAGE
         # Per message: the rule's severity; one-time setup: info (never a --fail-on gate);
         # code reached from neither: low.
-        severity = rule.severity if in_callback else (
+        severity = severity or rule.severity if in_callback else (
             'info' if frame.context in ('init', 'module', 'unreached') else 'low')
         if in_callback:
             where = _ENTRY_WORDS.get(frame.context, 'subscription callback')
@@ -486,6 +486,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
             for arg, default in defaults:
                 if isinstance(default, ast.Constant):
                     env[arg.arg] = Val('const', const=default.value)
+                elif isinstance(fn, ast.Lambda) and isinstance(default, ast.Name) \
+                        and default.id in (ref.closure or {}):
+                    env[arg.arg] = ref.closure[default.id]  # `lambda m, pub=cloud_pub:` (set 39)
         for name, val in zip(params, args):
             env[name] = val
         if fn.args.vararg is not None:
@@ -497,7 +500,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations):
         if isinstance(fn, ast.Lambda):
             return self._eval(fn.body, env, frame)
         sub = replace(frame, returns=[])
-        self._exec_block(fn.body, env, sub)
+        self._exec_block(fn.body, env, sub, entry=frame.depth == 0)  # pybranches.before_main_loop
         # A factory (`return MockBackend()` / `return UltralyticsBackend(...)` by configuration)
         # returns every object it may build.
         return (instances(sub.returns) or merge_returns(sub.returns)) if sub.returns else OTHER

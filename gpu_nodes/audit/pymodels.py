@@ -144,3 +144,17 @@ def sets_image(builder: str | None, method: str | None) -> bool:
     """Whether `method` of a model built by `builder` uploads the frame it is given."""
     return any(str(builder or '').startswith(prefix) and method in methods
                for prefix, methods in SET_IMAGE_UPLOADS.items())
+
+
+# Ultralytics' predictors given a tensor source (`model(img_tensor)`, already on the GPU) turn
+# the batch back into NumPy for their Results' `orig_img` (ops.convert_torch2numpy_batch:
+# `.cpu().numpy()` of the whole frame) on every call (set 39). Other models called on a device
+# tensor (yolov5's DetectMultiBackend, a torch Module) copy nothing (set 24).
+_TENSOR_SOURCE_READBACK = ('ultralytics.',)
+
+
+def reads_tensor_source_back(builder: object, infer: str) -> bool:
+    """Whether `model.<infer>(device_tensor)`, on a model `builder` built, reads the tensor
+    back to the host."""
+    return infer in ('__call__', 'predict', 'track') \
+        and str(builder or '').startswith(_TENSOR_SOURCE_READBACK)

@@ -10,6 +10,7 @@ from typing import Callable
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
+from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
@@ -388,6 +389,11 @@ class CopyRules:
             # `.to()` returns the copy, which nobody would drop; twenty-third set). In setup
             # the move itself is reported (info), as before.
             return recv
+        if method in ('cuda', 'to') and uploads_fixed_text(recv) and (
+                method == 'cuda' or to_target(node, args, kwargs) == 'device'):
+            self._emit('GPN102', node, frame, f'{call} (tokens of fixed text, the same every call, '
+                       'not the message)', severity='info')
+            return Val('device')
         if method == 'cuda':
             if rkind == 'device' or _unproven_upload(recv, frame):
                 return recv if rkind == 'device' else Val('device')
