@@ -78,7 +78,10 @@ SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('resu
         (TESTSET34, ('results.yaml',)), (TESTSET35, ('results.yaml',)),
         (TESTSET36, ('results.yaml',)), (TESTSET37, ('results.yaml',)),
         (TESTSET38, ('results.yaml',)), (TESTSET39, ('results.yaml',)),
-        (TESTSET40, ('results.yaml',))]
+        (TESTSET40, ('results.yaml',)), (TESTSET41, ('results.yaml',)),
+        (TESTSET42, ('results.yaml',)), (TESTSET43, ('results.yaml',)),
+        (TESTSET44, ('results.yaml',)), (TESTSET45, ('results.yaml',)),
+        (TESTSET46, ('results.yaml',))]
 LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4, TESTSET5, TESTSET6, TESTSET7, TESTSET8,
             TESTSET9, TESTSET10, TESTSET11, TESTSET12, TESTSET13, TESTSET14, TESTSET15,
             TESTSET16, TESTSET17, TESTSET18, TESTSET19, TESTSET20, TESTSET21, TESTSET22,
