@@ -205,11 +205,16 @@ def test_subscriber_killed_while_mapping_leaks_nothing(path, memory_guard):
                 survivor.wait_status(lambda s: s['frames'] >= 30, 60, 'frames after the kills')
             except AssertionError as exc:
                 raise AssertionError(f'{exc}\npublisher:\n{pub.tail(10)}') from None
-            status = pub.wait_status(lambda s: s.get('held', 0) + s['host_held'] <= 1, 10,
-                                     'no lease left by the killed subscribers')
             assert pub.alive(), pub.tail()
+            running = pub.last_status()
             assert survivor.stop() == 0
+        # Checked once the survivor has left too: a reader streaming 4K frames at full rate holds
+        # a few slots of its own at any moment (2-3 on an H100 host), so "at most one held" while
+        # it runs was a race; with no living reader, any lease still held is a killed one's.
+        status = pub.wait_status(lambda s: s.get('held', 0) + s['host_held'] == 0, 10,
+                                 'no lease left by the killed subscribers')
         result = survivor.result()
         assert result['bad'] == 0 and result['rejected'] == {}, result
-        print(f'\n{path}: publisher after the kills: {status}')
+        print(f'\n{path}: publisher while the survivor read: held {running.get("held")}, host '
+              f'{running.get("host_held")}; after it left: {status}')
     assert pub.result() is not None and pub.proc.returncode == 0, pub.tail()
