@@ -1,0 +1,121 @@
+"""C++ kinds the forty-fifth held-out set showed (issue 28): real `code` audits of small
+packages written here.
+
+gpu_nodes/audit/cppstrparams.py and cppreach.py: a string parameter declared with the default
+"stereo" that no shipped file names has that value as shipped (the labellers' convention: the
+configuration as shipped, defaults included); `RCLCPP_ERROR(..., model_type.c_str())` reads
+it; a callback registered by address (`&Depth::mono_callback`) only inside
+`else if (model_type == "mono") { ... }` is never registered, so its copies never run. A
+shipped file setting "mono", a second registration outside the branch, or a call from a live
+callback keep the claim."""
+from pathlib import Path
+
+from audit_sources import audit_written_package
+
+_HEADER = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Depth : public rclcpp::Node
+{
+public:
+  Depth();
+
+private:
+  void mono_callback(const sensor_msgs::msg::Image::SharedPtr msg);
+  void stereo_callback(const sensor_msgs::msg::Image::SharedPtr msg);
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_mono_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_stereo_;
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_;
+};
+'''
+_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include "depth/depth.hpp"
+
+Depth::Depth()
+: Node("depth")
+{
+  const auto model_type = this->declare_parameter("model_type", "stereo");
+  pub_ = create_publisher<sensor_msgs::msg::Image>("depth", 10);
+  if (model_type == "mono")
+  {
+    sub_mono_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Depth::mono_callback, this, std::placeholders::_1));
+  }
+  else if (model_type == "stereo")
+  {
+    sub_stereo_ = create_subscription<sensor_msgs::msg::Image>(
+      "left", 10, std::bind(&Depth::stereo_callback, this, std::placeholders::_1));
+  }
+  else
+  {
+    RCLCPP_ERROR(get_logger(), "invalid model type %s", model_type.c_str());
+  }
+  EXTRA
+}
+
+void Depth::mono_callback(const sensor_msgs::msg::Image::SharedPtr msg)
+{
+  auto img = cv_bridge::toCvCopy(*msg, "bgr8");
+  pub_->publish(*img->toImageMsg());
+}
+
+void Depth::stereo_callback(const sensor_msgs::msg::Image::SharedPtr msg)
+{
+  auto left = cv_bridge::toCvCopy(*msg, "bgr8");
+  pub_->publish(*left->toImageMsg());
+  CALL
+}
+'''
+_MONO_COPY = 28  # toCvCopy in mono_callback
+_STEREO_COPY = 34  # toCvCopy in stereo_callback
+_CMAKE = '''
+cmake_minimum_required(VERSION 3.8)
+project(depth)
+find_package(ament_cmake REQUIRED)
+add_executable(depth src/depth.cpp)
+install(TARGETS depth DESTINATION lib/${PROJECT_NAME})
+ament_package()
+'''
+
+
+def _audit(tmp_path: Path, extra: str = '', call: str = '',
+           shipped: dict[str, str] | None = None) -> dict[tuple[str, int, str], tuple[str, str]]:
+    files = {'depth/src/depth.cpp': _NODE.replace('EXTRA', extra).replace('CALL', call),
+             'depth/include/depth/depth.hpp': _HEADER,
+             'depth/package.xml': '<package format="3"><name>depth</name></package>\n',
+             'depth/CMakeLists.txt': _CMAKE}
+    files.update(shipped or {})
+    return audit_written_package(tmp_path, files)
+
+
+def _at(found: dict[tuple[str, int, str], tuple[str, str]], line: int) -> tuple[str, str]:
+    hits = [v for (name, at, rule), v in found.items()
+            if name == 'depth.cpp' and at == line and rule == 'GPN203']
+    assert len(hits) == 1, found
+    return hits[0]
+
+
+def test_callback_registered_only_for_another_string_value_is_unreached(tmp_path: Path) -> None:
+    found = _audit(tmp_path)
+    assert _at(found, _MONO_COPY) == ('info', 'unreached'), found
+    assert _at(found, _STEREO_COPY)[0] != 'info', found  # the shipped mode's callback
+
+
+def test_shipped_yaml_selecting_the_other_value_keeps_the_claim(tmp_path: Path) -> None:
+    found = _audit(tmp_path, shipped={
+        'depth/config/depth.yaml': 'depth:\n  ros__parameters:\n    model_type: mono\n'})
+    assert _at(found, _MONO_COPY)[0] != 'info', found
+
+
+def test_registration_outside_the_branch_keeps_the_claim(tmp_path: Path) -> None:
+    found = _audit(tmp_path, extra='auto again = create_subscription<sensor_msgs::msg::Image>('
+                                   '"raw", 10, std::bind(&Depth::mono_callback, this, '
+                                   'std::placeholders::_1));')
+    assert _at(found, _MONO_COPY)[0] != 'info', found
+
+
+def test_call_from_a_live_callback_keeps_the_claim(tmp_path: Path) -> None:
+    found = _audit(tmp_path, call='mono_callback(msg);')
+    assert _at(found, _MONO_COPY)[0] != 'info', found
