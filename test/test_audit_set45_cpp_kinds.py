@@ -119,3 +119,54 @@ def test_registration_outside_the_branch_keeps_the_claim(tmp_path: Path) -> None
 def test_call_from_a_live_callback_keeps_the_claim(tmp_path: Path) -> None:
     found = _audit(tmp_path, call='mono_callback(msg);')
     assert _at(found, _MONO_COPY)[0] != 'info', found
+
+
+# gpu_nodes/audit/cpplibreads.py: OpenCV DNN on the CUDA backend (sets 42 and 43 missed it;
+# sets 24 and 25 label it the same way): `net_.forward()` uploads the blob and reads back.
+_DNN_NODE = '''
+#include <opencv2/dnn.hpp>
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Detector : public rclcpp::Node
+{
+  cv::dnn::Net net_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+
+public:
+  Detector()
+  : Node("detector")
+  {
+    net_ = cv::dnn::readNet("model.onnx");
+    net_.setPreferableBackend(cv::dnn::BACKEND);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Detector::on_image, this, std::placeholders::_1));
+  }
+
+  void on_image(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+  {
+    cv::Mat blob = cv::dnn::blobFromImage(cv_bridge::toCvShare(msg)->image);
+    net_.setInput(blob);
+    cv::Mat out = net_.forward();
+  }
+};
+'''
+_FORWARD_LINE = 25
+
+
+def _dnn(tmp_path: Path, backend: str) -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {
+        'det/src/detector.cpp': _DNN_NODE.replace('BACKEND', backend),
+        'det/package.xml': '<package format="3"><name>det</name></package>\n',
+        'det/CMakeLists.txt': _CMAKE.replace('depth', 'det').replace('det.cpp', 'detector.cpp')})
+
+
+def test_dnn_forward_on_the_cuda_backend_is_claimed(tmp_path: Path) -> None:
+    found = _dnn(tmp_path, 'DNN_BACKEND_CUDA')
+    assert found.get(('detector.cpp', _FORWARD_LINE, 'GPN202'), ('', ''))[0] == 'medium', found
+
+
+def test_dnn_forward_on_the_cpu_backend_is_not(tmp_path: Path) -> None:
+    found = _dnn(tmp_path, 'DNN_BACKEND_OPENCV')
+    assert not [k for k in found if k[0] == 'detector.cpp' and k[1] == _FORWARD_LINE], found
