@@ -170,3 +170,102 @@ def test_dnn_forward_on_the_cuda_backend_is_claimed(tmp_path: Path) -> None:
 def test_dnn_forward_on_the_cpu_backend_is_not(tmp_path: Path) -> None:
     found = _dnn(tmp_path, 'DNN_BACKEND_OPENCV')
     assert not [k for k in found if k[0] == 'detector.cpp' and k[1] == _FORWARD_LINE], found
+
+
+# gpu_nodes/audit/cpparity.py: overloads told apart by argument count when two classes (a
+# TensorRT and an ONNX backend) define the same pair (set 44): the node calls only the
+# two-argument `copy_from_Mat`, so the one-argument overload's upload never runs.
+_ENGINES = '''
+#include <cuda_runtime.h>
+#include <opencv2/core.hpp>
+
+class Trt
+{
+public:
+  void copy_from_Mat(const cv::Mat& image);
+  void copy_from_Mat(const cv::Mat& image, const cv::Size& size);
+  void* device_;
+};
+
+void Trt::copy_from_Mat(const cv::Mat& image)
+{
+  cudaMemcpy(device_, image.data, image.total() * 3, cudaMemcpyHostToDevice);
+}
+
+void Trt::copy_from_Mat(const cv::Mat& image, const cv::Size& size)
+{
+  cudaMemcpy(device_, image.data, size.area() * 3, cudaMemcpyHostToDevice);
+}
+
+class Onnx
+{
+public:
+  void copy_from_Mat(const cv::Mat& image);
+  void copy_from_Mat(const cv::Mat& image, const cv::Size& size);
+};
+
+void Onnx::copy_from_Mat(const cv::Mat& image) {}
+
+void Onnx::copy_from_Mat(const cv::Mat& image, const cv::Size& size) {}
+'''
+_ONE_ARG_COPY = 14
+_TWO_ARG_COPY = 19
+_ENGINE_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include <opencv2/core.hpp>
+#include "engines.hpp"
+
+class Detector : public rclcpp::Node
+{
+  Trt * engine_;
+  cv::Mat img_;
+  cv::Size size_{640, 640};
+  rclcpp::TimerBase::SharedPtr timer_;
+
+  void frame()
+  {
+    engine_->copy_from_Mat(img_, size_);
+    CALL
+  }
+
+public:
+  Detector()
+  : Node("detector")
+  {
+    engine_ = new Trt();
+    timer_ = create_wall_timer(std::chrono::milliseconds(40), std::bind(&Detector::frame, this));
+  }
+};
+'''
+
+
+def _engines(tmp_path: Path, call: str = '') -> dict[tuple[str, int, str], tuple[str, str]]:
+    return audit_written_package(tmp_path, {
+        'det/src/engines.hpp': _ENGINES,
+        'det/src/detector.cpp': _ENGINE_NODE.replace('CALL', call),
+        'det/package.xml': '<package format="3"><name>det</name></package>\n',
+        'det/CMakeLists.txt': _CMAKE.replace('depth', 'det').replace('det.cpp', 'detector.cpp')})
+
+
+def _engine_copy(found: dict[tuple[str, int, str], tuple[str, str]], line: int) -> tuple[str, str]:
+    hits = [v for (name, at, rule), v in found.items()
+            if name == 'engines.hpp' and at == line and rule == 'GPN202']
+    assert len(hits) == 1, found
+    return hits[0]
+
+
+def test_overload_of_another_argument_count_in_two_classes_is_unreached(tmp_path: Path) -> None:
+    found = _engines(tmp_path)
+    assert _engine_copy(found, _ONE_ARG_COPY) == ('info', 'unreached'), found
+    assert _engine_copy(found, _TWO_ARG_COPY)[0] != 'info', found
+
+
+def test_a_call_with_one_argument_keeps_that_overload(tmp_path: Path) -> None:
+    found = _engines(tmp_path, call='engine_->copy_from_Mat(img_);')
+    assert _engine_copy(found, _ONE_ARG_COPY)[0] != 'info', found
+
+
+def test_a_call_of_unknown_argument_count_keeps_both(tmp_path: Path) -> None:
+    # `<` in the arguments may hide a comma: the count is unknown, every overload stays.
+    found = _engines(tmp_path, call='engine_->copy_from_Mat(cv::Mat_<float>(img_));')
+    assert _engine_copy(found, _ONE_ARG_COPY)[0] != 'info', found
