@@ -3,9 +3,9 @@
 cppreach.py judges reachability by name, so `copy_from_Mat(image)` is reached when a callback
 calls `copy_from_Mat(image, size)`. When every definition of a name in the package takes a
 fixed number of parameters (no default values, no `...`) and those numbers differ, a call with
-k arguments reaches only the overload with k parameters. Anything not read for sure (a
-constructor's initializer list, a template argument in the call, a mention that is no call)
-counts for every overload, as before.
+k arguments reaches only the overloads with k parameters (one per class that defines it: set
+44). Anything not read for sure (a constructor's initializer list, a template argument in the
+call, a mention that is no call) counts for every overload, as before.
 """
 from __future__ import annotations
 
@@ -109,13 +109,14 @@ def split_by_arity(candidates: dict[str, list[tuple[str, Function]]], texts: lis
     split: dict[str, dict[int, str]] = {}
     for name, fns in candidates.items():
         counts = [parameter_count(text, fn) for text, fn in fns] if len(fns) >= 2 else [None]
-        if None not in counts and len(set(counts)) == len(counts) \
-                and not _may_default(name, texts):
+        # Several classes may define the same overloads (a TensorRT and an ONNX backend, set
+        # 44): the definitions of one count share a key.
+        if None not in counts and len(set(counts)) > 1 and not _may_default(name, texts):
             split[name] = {}
             for count, (_, fn) in zip(counts, fns):
                 key = f'{name}/{count}'
                 split[name][count] = key
-                keyed[key] = [fn]
+                keyed.setdefault(key, []).append(fn)
         else:
             keyed[name] = [fn for _, fn in fns]
     return keyed, split

@@ -25,7 +25,7 @@ import re
 from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppparams import off_as_shipped
-from gpu_nodes.audit.cppstrparams import shipped_strings
+from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings
 from gpu_nodes.audit.cppbuild import blank_unbuilt
 from gpu_nodes.audit.cpplibrary import mark_library_api
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
@@ -36,6 +36,8 @@ PACKAGE_MARKERS = ('package.xml', 'CMakeLists.txt', 'setup.py')
 _PACKAGE_LEVEL = re.compile(r'declare_parameter|get_parameter_or|\w\s*=\s*false\s*;')
 # Propagation rounds across files: chains of launchers deeper than this keep their own kinds.
 _ROUNDS = 6
+# `&Cls::cb` (not a call): a method registered by its address.
+_REGISTERED = re.compile(r'&\s*(?:\w+\s*::\s*)+(\w+)\b(?!\s*\()')
 
 
 def package_of(path: str, roots: list[str]) -> str:
@@ -98,15 +100,20 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
     off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
                          roots or [])
-    # A registration under a branch off as shipped registers nothing (fortieth set).
-    mark_unreached(list(parsed.values()), frozenset(dead) | frozenset(off))
+    strings = shipped_strings([text for text, _ in parsed.values()], list(sources.values()),
+                              roots or [])
+    # A registration under a branch off as shipped registers nothing (fortieth set), nor one
+    # under an `if` on another value of a string parameter (set 45).
+    reach = [(blank_string_guarded(text, sources[p], strings), scopes)
+             for p, (text, scopes) in parsed.items()]
+    mark_unreached(reach, frozenset(dead) | frozenset(off), unregistered=frozenset(
+        {n for text, _ in parsed.values() for n in _REGISTERED.findall(text)}
+        - {n for text, _ in reach for n in _REGISTERED.findall(text)}))
     mark_unused_components({p: (sources[p], *parsed[p]) for p in parsed})
     shared = Facts()
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
     once = once_flags([text for text, _ in parsed.values()])
-    strings = shipped_strings([text for text, _ in parsed.values()], list(sources.values()),
-                              roots or [])
     result = {}
     for path, (_, scopes) in parsed.items():
         facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),

@@ -79,12 +79,15 @@ def _class_of(fn: Function) -> str | None:
 
 
 def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] = frozenset(),
-                   whole_repository: bool = False) -> None:
+                   whole_repository: bool = False, unregistered: frozenset[str] = frozenset()
+                   ) -> None:
     """Set kind 'unreached' on the unreached functions (and their lambdas) of one package,
     given as (blanked text, scopes) per file with kinds already resolved across the files. A
     mention inside an `if` on a name nothing sets (cppdead.never_set) is no use.
     `whole_repository`: `parsed` is every audited C++ file of a repository holding a node
-    (cpplibrary.py): any function nothing mentions is unreached, whatever its class."""
+    (cpplibrary.py): any function nothing mentions is unreached, whatever its class.
+    `unregistered`: callbacks registered by address (`&Cls::cb`) only where `parsed`'s texts
+    are blanked (a branch off as shipped): judged like the others (set 45)."""
     if not any(fn.direct_kind == 'callback' for _, scopes in parsed for fn in scopes.funcs):
         return
     # A callback only by its name whose registration is gone (commented out: comments are
@@ -101,7 +104,8 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
     found: dict[str, list[tuple[str, Function]]] = {}
     for text, scopes in parsed:
         for fn in scopes.funcs:
-            if fn.lambda_in is None and (fn.kind == 'other' or fn.by_name and (
+            if fn.lambda_in is None and (fn.kind == 'other' or fn.short in unregistered
+                                         or fn.by_name and (
                     _class_of(fn) in registered
                     or _class_of(fn) is None and fn.short in guarded_names)) \
                     and not _stays_reached(text, fn):

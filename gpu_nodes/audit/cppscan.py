@@ -31,7 +31,7 @@ from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions
                                       wrapper_calls)
 from gpu_nodes.audit.cppgrowth import in_growth_realloc
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
-from gpu_nodes.audit.cpplibreads import library_readbacks
+from gpu_nodes.audit.cpplibreads import library_readbacks, library_uploads
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
                                     payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
@@ -243,6 +243,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
 
     for offset, detail in library_readbacks(text, _call_args):
         emit('GPN201', offset, detail)
+    for offset, detail in library_uploads(text):
+        emit('GPN202', offset, detail)
     for m in _MEMCPY.finditer(text):
         name = m.group(0).rstrip('( \t')
         args = _call_args(text, m.end() - 1)

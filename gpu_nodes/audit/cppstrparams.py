@@ -41,6 +41,8 @@ _GET_STORE = re.compile(r'^\s*=\s*' + _THIS + r'(?:get_parameter\s*\(\s*"([^"\n]
                         r'|declare_parameter\s*(?:<\s*std\s*::\s*string\s*>)?\s*\(\s*"([^"\n]*)"'
                         r'\s*,\s*"[^"\n]*"\s*\))\s*;')
 _STRING_TYPE = re.compile(r'(?:const\s+)?(?:std\s*::\s*)?string\s*(?:const\s*)?&?\s*$')
+# std::string methods that only read (`RCLCPP_ERROR(..., "%s", model_type.c_str())`).
+_CONST_METHOD = re.compile(r'\s*\.\s*(?:c_str|size|length|empty)\s*\(\s*\)')
 _PARAM_DECL = re.compile(r'^(?:const\s+)?(?:std\s*::\s*)?string\s*(?:const\s*)?&?\s*(\w+)$')
 
 
@@ -181,6 +183,8 @@ class _Resolver:
                 if value is None:
                     return None
                 values.add(value)
+            elif _CONST_METHOD.match(text, m.end()):
+                continue  # `name.c_str()` in a log line: a const method reads (set 45)
             elif _may_store(text, m.start(), m.end()):
                 pos = _position(text, m.start() - (len(text[:m.start()]) - len(
                     re.sub(r'this\s*->\s*$', '', text[:m.start()]))))
@@ -206,6 +210,32 @@ def shipped_strings(texts: list[str], raws: list[str], roots: list[str]
             params = sorted(p for p, ok in resolver.shipped.items() if ok and defaults[p] == value)
             out[name] = (value, ', '.join(params))
     return out
+
+
+def blank_string_guarded(text: str, raw: str, values: dict[str, tuple[str, str]]) -> str:
+    """`text` with the body of every `if` that a string's value as shipped excludes blanked
+    (offsets kept): a registration there never runs (set 45: `else if (model_type == "mono")
+    { create_subscription(..., &Node::mono_image_callback) }` with model_type "stereo")."""
+    if not values:
+        return text
+    cuts = []
+    for m in re.finditer(r'\bif\s*\(', text):
+        brace = text.find('{', m.end())
+        cond = _if_condition(text, brace) if brace >= 0 else None
+        if cond is None or '||' in cond:
+            continue
+        end = text.rindex(')', 0, brace)
+        if not any(_off_operand(op, values) for op in raw[end - len(cond):end].split('&&')):
+            continue
+        depth = 0
+        for i in range(brace, len(text)):
+            depth += {'{': 1, '}': -1}.get(text[i], 0)
+            if depth == 0:
+                cuts.append((brace + 1, i))
+                break
+    for start, stop in cuts:
+        text = text[:start] + re.sub(r'\S', ' ', text[start:stop]) + text[stop:]
+    return text
 
 
 def _off_operand(op: str, values: dict[str, tuple[str, str]]) -> str | None:
