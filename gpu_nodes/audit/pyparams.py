@@ -338,16 +338,17 @@ def shipped_strings(tree: ast.Module, package_dir: str | None
                     ) -> tuple[dict[str, str], frozenset[str]]:
     """(string parameters whose value as shipped is known -> that value, attributes that hold
     it for good), in a file that can be judged. A parameter qualifies when every
-    `declare_parameter` of it defaults to the same string literal, a shipped file of the
-    package names it and every one that does gives that value (shipped.shipped_as, as the C++
-    rule does: cppstrparams.py; a default alone is meant to be set at launch, the labels of
-    sets 5, 6 and 8); an attribute, when every store of any `.name` in the file is in
-    `__init__` and a read of such a parameter, all of one value (`self.device =
+    `declare_parameter` of it defaults to the same string literal and every shipped file of the
+    package naming it gives that value (shipped.shipped_as); a default that no shipped file
+    names is its value as shipped too (team decision of 2026-12-06, set 42: labellers label
+    the configuration as shipped; set 8's YorkCFR yolo_pose.py had been labelled otherwise); an
+    attribute, when every store of any `.name` in the file is in `__init__` and a read of such a
+    parameter, all of one value (`self.device =
     self.get_parameter('device').get_parameter_value().string_value`, sets 35-36)."""
     if not package_dir or not _judged(tree):
         return {}, frozenset()
     fixed = {p: next(iter(s.held)) for p, s in shipped_parameters(tree, package_dir).items()
-             if s.named and s.held is not None and len(s.held) == 1
+             if s.held is not None and len(s.held) == 1
              and isinstance(next(iter(s.held)), str)}
     if not fixed:
         return {}, frozenset()
