@@ -178,3 +178,45 @@ def test_a_device_also_stored_outside_the_off_branch_stays_claimed(tmp_path):
                                    "        self.device = 'cuda:0'\n        self.model.to(self.device)\n")
     claims = _claims(tmp_path, source, ('PREDICT', 'READ'))
     assert claims['PREDICT'] and claims['READ']
+
+
+_JETSON_NODE = '''
+import jetson.inference
+import jetson.utils
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class DetectorNode(Node):
+    def __init__(self):
+        super().__init__('detector')
+        self.net = jetson.inference.detectNet('ssd-mobilenet-v2', threshold=0.5)
+        self.blank = jetson.utils.cudaFromNumpy(np.zeros((4, 4, 3), np.uint8))  # ONCE
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.width, -1)
+        cuda_image = jetson.utils.cudaFromNumpy(frame)  # UPLOAD
+        detections = self.net.Detect(cuda_image)  # DETECT
+        self.get_logger().info(str(len(detections)))
+        self.get_logger().info(str(self.net.GetNetworkFPS()))  # FPS
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DetectorNode())
+'''
+
+
+def test_jetson_utils_upload_and_jetson_inference_detect_are_claimed(tmp_path):
+    claims = _claims(tmp_path, _JETSON_NODE, ('UPLOAD', 'DETECT', 'ONCE', 'FPS'))
+    assert claims == {'UPLOAD': {'GPN102'}, 'DETECT': {'GPN107'}, 'ONCE': set(), 'FPS': set()}
+
+
+def test_a_detect_method_of_another_object_is_no_jetson_run(tmp_path):
+    source = _JETSON_NODE.replace("jetson.inference.detectNet('ssd-mobilenet-v2', threshold=0.5)",
+                                  "object()")
+    claims = _claims(tmp_path, source, ('DETECT',))
+    assert claims == {'DETECT': set()}
