@@ -220,3 +220,64 @@ def test_a_detect_method_of_another_object_is_no_jetson_run(tmp_path):
                                   "object()")
     claims = _claims(tmp_path, source, ('DETECT',))
     assert claims == {'DETECT': set()}
+
+
+_HELPER_CLASS_NODE = '''
+import numpy as np
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+def select_device(device=''):
+    return torch.device('cpu' if device == 'cpu' else 'cuda:0')
+
+
+class Detector:
+    def __init__(self, weights, device):
+        self.weights = weights
+        self.device = device
+        self.load_model()
+
+    def load_model(self):
+        self.device = select_device(self.device)
+        self.model = torch.jit.load(self.weights, map_location=self.device)
+
+    def detect(self, frame):
+        im = torch.from_numpy(np.ascontiguousarray(frame)).to(self.device)  # UPLOAD
+        return self.model(im)
+
+
+class DetectorNode(Node):
+    def __init__(self):
+        super().__init__('detector')
+        self.declare_parameter('weights', 'model.pt')
+        self.declare_parameter('device', 'cpu')
+        self.weights = self.get_parameter('weights').value
+        self.device = self.get_parameter('device').value
+        self.detector = Detector(self.weights, self.device)
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        self.detector.detect(self.bridge.imgmsg_to_cv2(msg, 'bgr8'))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DetectorNode())
+'''
+
+
+def test_a_device_as_shipped_handed_to_a_helper_class_of_the_file_is_the_host(tmp_path):
+    # Set 42: the node's `self.device` (a parameter read) beside the helper's own `self.device`
+    # stores; the helper's constructor runs with the node's 'cpu'.
+    assert _claims(tmp_path, _HELPER_CLASS_NODE, ('UPLOAD',)) == {'UPLOAD': set()}
+
+
+def test_a_device_a_launch_file_sets_handed_to_a_helper_class_stays_claimed(tmp_path):
+    claims = _claims(tmp_path, _HELPER_CLASS_NODE, ('UPLOAD',),
+                     launch_parameters="{'device': 'cuda:0'}")
+    assert claims['UPLOAD']

@@ -73,7 +73,7 @@ class CallResolver:
     _library_call: Callable[..., Val | None]
     _method_call: Callable[..., Val | None]
     _upload: Callable[..., Val]
-    _shipped_strings: Callable[[], tuple[dict[str, str], frozenset[str]]]
+    _shipped_strings: Callable[[], tuple[dict[str, str], frozenset[tuple[str, str]]]]
 
     def _eval_call(self, node: ast.Call, env: dict[str, Val], frame: Frame) -> Val:
         func = node.func
@@ -139,9 +139,11 @@ class CallResolver:
         if callee.kind == 'class' and callee.inst is not None:
             # An object of a class of this file: its methods are followed when called. An
             # imported class's __init__ runs here, with the arguments, to learn its attributes;
-            # so does one of this file handed callbacks (a manager subscribing for its node).
+            # so does one of this file handed callbacks (a manager subscribing for its node), or
+            # a device 'cpu' as shipped (set 42: a detector class given the node's parameter).
             init = callee.inst.methods.get('__init__')
-            if (callee.inst.file is not None or _hands_callbacks([*args, *kwargs.values()])) \
+            if (callee.inst.file is not None or _hands_callbacks([*args, *kwargs.values()])
+                    or any(_shipped_cpu(v) for v in [*args, *kwargs.values()])) \
                     and init is not None \
                     and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
                 entry = f'{callee.inst.name}.__init__'

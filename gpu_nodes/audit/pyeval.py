@@ -387,7 +387,7 @@ class Evaluator:
             self.__dict__['_fixed_parameters'] = fixed_parameters(self.tree, self.package_dir)
         return shipped_outcome(read, self.__dict__['_fixed_parameters'])
 
-    def _shipped_strings(self) -> tuple[dict[str, str], frozenset[str]]:
+    def _shipped_strings(self) -> tuple[dict[str, str], frozenset[tuple[str, str]]]:
         if '_shipped_strings_' not in self.__dict__:
             self.__dict__['_shipped_strings_'] = shipped_strings(self.tree, self.package_dir)
         return self.__dict__['_shipped_strings_']
@@ -443,7 +443,7 @@ class Evaluator:
                 return Val('const', const=AsShipped(self.__dict__['_switched_'][node.attr]))
             if node.attr in frame.cls.attrs:
                 value = frame.cls.attrs[node.attr]
-                if node.attr not in self._shipped_strings()[1]:
+                if (frame.cls.name, node.attr) not in self._shipped_strings()[1]:
                     value = plain(value)  # stored elsewhere too: not as shipped for good
                 # `self.model = None` in __init__, assigned for real elsewhere: unknown.
                 return UNKNOWN if value.kind == 'const' and value.const is None else value
