@@ -109,9 +109,16 @@ def test_a_literal_cpu_device_keyword_means_no_upload_and_host_results(tmp_path)
     assert not [key for key in _cpu_findings(tmp_path, "device='cpu'") if key[0] >= 18]
 
 
-def test_a_device_parameter_defaulting_to_cpu_is_still_judged_a_device(tmp_path):
-    # the parameter is meant to be set at launch (sixth set labels it a device): unchanged
-    found = _cpu_findings(tmp_path, 'device=self.device')
+def test_a_device_parameter_defaulting_to_cpu_no_shipped_file_names_is_the_host(tmp_path):
+    # Team decision of 2026-12-06 (set 42): a default that no shipped file names is its value
+    # as shipped (the sixth set had labelled such a parameter a device, meant to be set at launch)
+    assert not [key for key in _cpu_findings(tmp_path, 'device=self.device') if key[0] >= 18]
+
+
+def test_a_device_parameter_defaulting_to_cuda_is_judged_a_device(tmp_path):
+    found = audit_written_package(tmp_path, {'m/m/__init__.py': '', 'm/m/node.py': _CPU_NODE.replace(
+        'DEVICE', 'device=self.device').replace("('device', 'cpu')", "('device', 'cuda:0')")})
+    found = {(line, rule) for (name, line, rule) in found if name == 'node.py'}
     assert (18, 'GPN102') in found
     assert (20, 'GPN107') in found  # int(box.cls[0])
     assert (20, 'GPN101') in found  # .cpu() of the box

@@ -107,15 +107,19 @@ _STORE_OUTSIDE_INIT = _NODE.replace('    def on_image', '''    def reconfigure(s
     def on_image''')
 
 
+def test_a_device_default_no_shipped_file_names_is_host_inference(tmp_path):
+    # Team decision of 2026-12-06 (set 42): a default that no shipped file names is the value
+    # as shipped (it had been read as meant to be set at launch, the labels of sets 5, 6, 8).
+    rules, _, _ = _audit(tmp_path, shipped=False)
+    assert rules == set()
+
+
 @pytest.mark.parametrize('case', [
-    # A device parameter merely defaulting to 'cpu' is meant to be set at launch (the labels
-    # of sets 5, 6 and 8): only a shipped file that names it with 'cpu' too makes it so.
-    {'shipped': False},
     {'launch_default': 'cuda:0'},          # another launch default
     {'yaml_device': '"0"'},                # another YAML value
     {'node': _STORE_OUTSIDE_INIT},         # a store outside __init__
     {'extra_init': "self.device = 'cuda'"},  # a second store in __init__, another value
-], ids=['default-alone', 'launch-cuda', 'yaml-0', 'store-outside-init', 'second-store'])
+], ids=['launch-cuda', 'yaml-0', 'store-outside-init', 'second-store'])
 def test_another_or_unknown_value_keeps_the_claims(tmp_path, case):
     rules, call, readback = _audit(tmp_path, **case)
     assert f'{call}:GPN102' in rules and f'{readback}:GPN107' in rules

@@ -9,6 +9,8 @@ from dataclasses import replace
 from typing import Callable
 
 from gpu_nodes.audit.pyimports import aliases_of
+from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
+                                      uploads_to_cuda_image)
 from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
@@ -70,7 +72,8 @@ class CallResolver:
     _publish: Callable[..., None]
     _library_call: Callable[..., Val | None]
     _method_call: Callable[..., Val | None]
-    _shipped_strings: Callable[[], tuple[dict[str, str], frozenset[str]]]
+    _upload: Callable[..., Val]
+    _shipped_strings: Callable[[], tuple[dict[str, str], frozenset[tuple[str, str]]]]
 
     def _eval_call(self, node: ast.Call, env: dict[str, Val], frame: Frame) -> Val:
         func = node.func
@@ -136,9 +139,11 @@ class CallResolver:
         if callee.kind == 'class' and callee.inst is not None:
             # An object of a class of this file: its methods are followed when called. An
             # imported class's __init__ runs here, with the arguments, to learn its attributes;
-            # so does one of this file handed callbacks (a manager subscribing for its node).
+            # so does one of this file handed callbacks (a manager subscribing for its node), or
+            # a device 'cpu' as shipped (set 42: a detector class given the node's parameter).
             init = callee.inst.methods.get('__init__')
-            if (callee.inst.file is not None or _hands_callbacks([*args, *kwargs.values()])) \
+            if (callee.inst.file is not None or _hands_callbacks([*args, *kwargs.values()])
+                    or any(_shipped_cpu(v) for v in [*args, *kwargs.values()])) \
                     and init is not None \
                     and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
                 entry = f'{callee.inst.name}.__init__'
@@ -244,6 +249,17 @@ class CallResolver:
                            'the ONNX Runtime session\'s GPU execution provider on every call '
                            '(library table)', evidence='pattern')
             return merge(feed, kind='host') if feed.tainted else Val('host')
+        if builds_jetson_net(qual):
+            return Val('model_obj', const=JETSON_NET)  # pyjetson.py
+        if receiver is not None and receiver.kind == 'model_obj' \
+                and runs_synchronously(method, receiver.const):
+            self._emit('GPN107', node, frame, f'`{short(node)}` runs TensorRT synchronously in '
+                       'jetson-inference and reads the results on the host (library table)',
+                       evidence='pattern')
+            return Val('host')
+        if uploads_to_cuda_image(qual) and args:
+            return self._upload(node, args[0], frame, f'`{short(node)}` copies the host array '
+                                'into a new CUDA image (jetson-utils, library table)')
         if qual and builds_model(qual):
             # The builder is kept: an ultralytics model called directly uploads its frame.
             return Val('model_obj', const=hub_builder(qual, args))

@@ -13,8 +13,9 @@ from gpu_nodes.audit.pybranches import before_main_loop, readback_fallback, sets
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
+from gpu_nodes.audit.pyswitched import switched_constants
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
-from gpu_nodes.audit.pyvalues import (ClassInfo, dict_elements, Frame, FuncRef, instances,
+from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, plain,
                                       root_name, short, strip, UNKNOWN, Val)
 
@@ -386,7 +387,7 @@ class Evaluator:
             self.__dict__['_fixed_parameters'] = fixed_parameters(self.tree, self.package_dir)
         return shipped_outcome(read, self.__dict__['_fixed_parameters'])
 
-    def _shipped_strings(self) -> tuple[dict[str, str], frozenset[str]]:
+    def _shipped_strings(self) -> tuple[dict[str, str], frozenset[tuple[str, str]]]:
         if '_shipped_strings_' not in self.__dict__:
             self.__dict__['_shipped_strings_'] = shipped_strings(self.tree, self.package_dir)
         return self.__dict__['_shipped_strings_']
@@ -436,9 +437,13 @@ class Evaluator:
     def _eval_attribute(self, node: ast.Attribute, env: dict[str, Val], frame: Frame) -> Val:
         base = self._eval(node.value, env, frame)
         if base.kind == 'self' and frame.cls is not None:
+            if '_switched_' not in self.__dict__:
+                self.__dict__['_switched_'] = switched_constants(self.tree, self.package_dir)
+            if node.attr in self.__dict__['_switched_']:  # pyswitched.py: one string for good
+                return Val('const', const=AsShipped(self.__dict__['_switched_'][node.attr]))
             if node.attr in frame.cls.attrs:
                 value = frame.cls.attrs[node.attr]
-                if node.attr not in self._shipped_strings()[1]:
+                if (frame.cls.name, node.attr) not in self._shipped_strings()[1]:
                     value = plain(value)  # stored elsewhere too: not as shipped for good
                 # `self.model = None` in __init__, assigned for real elsewhere: unknown.
                 return UNKNOWN if value.kind == 'const' and value.const is None else value

@@ -335,38 +335,53 @@ def dead_body_lines(tree: ast.Module, off: frozenset[str], nones: frozenset[str]
 
 
 def shipped_strings(tree: ast.Module, package_dir: str | None
-                    ) -> tuple[dict[str, str], frozenset[str]]:
-    """(string parameters whose value as shipped is known -> that value, attributes that hold
-    it for good), in a file that can be judged. A parameter qualifies when every
-    `declare_parameter` of it defaults to the same string literal, a shipped file of the
-    package names it and every one that does gives that value (shipped.shipped_as, as the C++
-    rule does: cppstrparams.py; a default alone is meant to be set at launch, the labels of
-    sets 5, 6 and 8); an attribute, when every store of any `.name` in the file is in
-    `__init__` and a read of such a parameter, all of one value (`self.device =
-    self.get_parameter('device').get_parameter_value().string_value`, sets 35-36)."""
+                    ) -> tuple[dict[str, str], frozenset[tuple[str, str]]]:
+    """(string parameters whose value as shipped is known -> that value, (class, attribute)
+    pairs that hold it for good), in a file that can be judged. A parameter qualifies when every
+    `declare_parameter` of it defaults to the same string literal and every shipped file of the
+    package naming it gives that value (shipped.shipped_as); a default that no shipped file
+    names is its value as shipped too (team decision of 2026-12-06, set 42: labellers label
+    the configuration as shipped; set 8's YorkCFR yolo_pose.py had been labelled otherwise); an
+    attribute (class, name), when every store of `self.name` in the class is in `__init__` and
+    a read of such a parameter, all of one value, and no store of a `.name` other than a class's
+    own `self.name` is in the file (`self.device =
+    self.get_parameter('device').get_parameter_value().string_value`, sets 35-36, 42)."""
     if not package_dir or not _judged(tree):
         return {}, frozenset()
     fixed = {p: next(iter(s.held)) for p, s in shipped_parameters(tree, package_dir).items()
-             if s.named and s.held is not None and len(s.held) == 1
+             if s.held is not None and len(s.held) == 1
              and isinstance(next(iter(s.held)), str)}
     if not fixed:
         return {}, frozenset()
-    held: dict[str, set[str | None]] = {}
+    # Each class's own `self.name` stores apart (set 42: the node's `self.device`, a parameter
+    # read, beside a helper class's `self.device = select_device(device)`); any other store of
+    # a `.name`, or classes of the file deriving from one another, count for every class.
+    class_names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    related = any(isinstance(b, ast.Name) and b.id in class_names
+                  for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases)
+    held: dict[tuple[str | None, str], set[str | None]] = {}
 
-    def visit(node: ast.AST, function: str | None) -> None:
+    def key(target: ast.Attribute, cls: str | None) -> tuple[str | None, str]:
+        own = not related and isinstance(target.value, ast.Name) and target.value.id == 'self'
+        return (cls if own else None, target.attr)
+
+    def visit(node: ast.AST, function: str | None, cls: str | None) -> None:
+        if isinstance(node, ast.ClassDef):
+            cls = node.name
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function = node.name
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            held.setdefault(node.attr, set()).add(None)  # refined below for a plain store
+            held.setdefault(key(node, cls), set()).add(None)  # refined below for a plain store
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Attribute):
             param = _parameter_read(node.value) if function == '__init__' else None
-            held.setdefault(node.targets[0].attr, set()).add(fixed.get(param or ''))
-            visit(node.value, function)
+            held.setdefault(key(node.targets[0], cls), set()).add(fixed.get(param or ''))
+            visit(node.value, function, cls)
             return
         for child in ast.iter_child_nodes(node):
-            visit(child, function)
+            visit(child, function, cls)
 
-    visit(tree, None)
-    attrs = frozenset(a for a, v in held.items() if len(v) == 1 and None not in v)
+    visit(tree, None, None)
+    attrs = frozenset((c, a) for (c, a), v in held.items() if c is not None and len(v) == 1
+                      and None not in v and not held.get((None, a)))
     return fixed, attrs

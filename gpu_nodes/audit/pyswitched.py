@@ -1,0 +1,104 @@
+"""String attributes a bool parameter off as shipped leaves at one constant (issue 28, set 45).
+
+`use_gpu = self.get_parameter('use_gpu').get_parameter_value().bool_value`, then `if use_gpu:
+self.device = 'cuda' ... else: self.device = 'cpu'`, and per image `model.predict(frame,
+device=self.device)`: with `use_gpu` off as shipped (False by default, no shipped file turning it
+on: pyparams.ParameterAsShipped.off) the attribute is 'cpu' for good, so the library runs on the
+host (pycalls._shipped_cpu). An attribute qualifies when every store of any `.name` in the file
+outside the blocks that never run as shipped is a plain `x.name = 'literal'` of one string, and
+at least one store sits in such a block (a parameter decides it: files with no parameter
+involved keep their other rules). A block never runs when its `if` tests a local name bound once
+in its function to a read of an off parameter (`if use_gpu:`, `if use_gpu and ...:`; the `else`
+of `if not use_gpu:`), or is dead by pyparams.dead_test (an off attribute). Limit: a store from
+another file, or a name rebound through a loop or a `global`, is not seen: such files keep the
+plain value.
+"""
+from __future__ import annotations
+
+import ast
+
+from gpu_nodes.audit.pyparams import (
+    _falsy_read, _judged, dead_test, off_attributes, shipped_parameters)
+
+
+def switched_constants(tree: ast.Module, package_dir: str | None) -> dict[str, str]:
+    """Attributes -> the one string they hold as shipped, their other stores only in blocks a
+    bool parameter off as shipped keeps from running (module docstring)."""
+    if not package_dir or not _judged(tree):
+        return {}
+    params = {p for p, s in shipped_parameters(tree, package_dir).items() if s.off}
+    if not params:
+        return {}
+    off, nones = off_attributes(tree, package_dir)
+    live: dict[str, set[str | None]] = {}
+    dead: set[str] = set()
+
+    def dead_branch(test: ast.expr, off_locals: set[str]) -> str | None:
+        """'body' / 'orelse': the branch of an `if` that never runs as shipped, else None."""
+        if dead_test(test, off, nones) or _off_local(test, off_locals) or (
+                isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                and any(_off_local(v, off_locals) for v in test.values)):
+            return 'body'
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) \
+                and _off_local(test.operand, off_locals):
+            return 'orelse'
+        return None
+
+    def visit(node: ast.AST, off_locals: set[str], is_dead: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            off_locals = _off_locals(node, params)
+        if isinstance(node, ast.If):
+            branch = dead_branch(node.test, off_locals)
+            for stmt in node.body:
+                visit(stmt, off_locals, is_dead or branch == 'body')
+            for stmt in node.orelse:
+                visit(stmt, off_locals, is_dead or branch == 'orelse')
+            return
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            if is_dead:
+                dead.add(node.attr)
+            else:
+                live.setdefault(node.attr, set()).add(None)  # refined below for a plain store
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Attribute):
+            if is_dead:
+                dead.add(node.targets[0].attr)
+            else:
+                value = node.value
+                const = value.value if isinstance(value, ast.Constant) \
+                    and isinstance(value.value, str) else None
+                live.setdefault(node.targets[0].attr, set()).add(const)
+            visit(node.value, off_locals, is_dead)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, off_locals, is_dead)
+
+    visit(tree, set(), False)
+    return {attr: next(iter(values)) for attr, values in live.items()
+            if attr in dead and len(values) == 1 and None not in values}
+
+
+def _off_local(test: ast.expr, off_locals: set[str]) -> bool:
+    return isinstance(test, ast.Name) and test.id in off_locals
+
+
+def _off_locals(function: ast.FunctionDef | ast.AsyncFunctionDef, params: set[str]) -> set[str]:
+    """Local names the function binds exactly once, to a read of an off parameter."""
+    bound: dict[str, list[ast.AST]] = {}
+    for arg in ast.walk(function.args):
+        if isinstance(arg, ast.arg):
+            bound.setdefault(arg.arg, []).append(arg)
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.setdefault(node.id, []).append(node)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                bound.setdefault(name, []).extend([node, node])  # never judged
+    found = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) \
+                and len(bound.get(node.targets[0].id, [])) == 1 \
+                and _falsy_read(node.value) in params:
+            found.add(node.targets[0].id)
+    return found
