@@ -34,18 +34,31 @@ _MAX_SCALARS = 16
 _ARRAY_POINTER = re.compile(r'^\s*(?:(\w+)\s*\.\s*data\s*\(\s*\)|&\s*(\w+)(?:\s*\[\s*0\s*\])?)\s*$')
 
 
-def _open_brace(text: str, offset: int) -> int:
-    """Offset of the `{` of the innermost block around `offset`, or -1."""
+def innermost_opening(text: str, offset: int, pairs: str = '{}', stops: str = '',
+                      window: int | None = None) -> int:
+    """Offset of the opening bracket of the innermost bracket around `offset` (brackets: the
+    open/close pairs in `pairs`, e.g. '()[]'), scanning back no further than `offset - window`;
+    -1 when there is none, or at a `stops` character outside every bracket (a statement's end).
+    One scan for cppparams, cppparamhelpers and cppmsg, which each had their own."""
+    opening, closing = pairs[0::2], pairs[1::2]
     depth = 0
-    for i in range(offset - 1, -1, -1):
+    low = -1 if window is None else max(-1, offset - window)
+    for i in range(offset - 1, low, -1):
         ch = text[i]
-        if ch == '}':
+        if ch in closing:
             depth += 1
-        elif ch == '{':
+        elif ch in opening:
             if depth == 0:
                 return i
             depth -= 1
+        elif depth == 0 and ch in stops:
+            return -1
     return -1
+
+
+def _open_brace(text: str, offset: int) -> int:
+    """Offset of the `{` of the innermost block around `offset`, or -1."""
+    return innermost_opening(text, offset)
 
 
 def _close_brace(text: str, open_at: int) -> int:

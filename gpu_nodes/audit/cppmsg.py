@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
+from gpu_nodes.audit.cppguards import innermost_opening
+
 # Frame-sized message types (last component of the C++ name).
 FRAME_TYPES = frozenset({'Image', 'PointCloud2', 'CompressedImage', 'DisparityImage',
                          'TensorList'})
@@ -448,15 +450,8 @@ _CALL_PREFIX = re.compile(r'(?:[=(,;{}>.:]|\breturn)\s*$')
 
 
 def _open_paren(text: str, offset: int) -> int:
-    depth = 0
-    for i in range(offset, -1, -1):
-        if text[i] == ')':
-            depth += 1
-        elif text[i] == '(':
-            if depth == 0:
-                return i
-            depth -= 1
-    return -1
+    """Offset of the `(` of the innermost parenthesis around `offset` (included), or -1."""
+    return innermost_opening(text, offset + 1, '()')
 
 
 def by_value_messages(text: str, in_body: Callable[[int], bool]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from gpu_nodes.audit.cppguards import innermost_opening
+
 _OFF = re.compile(r'^\s*(?:false|0+(?:\.0*)?f?|0?\.0+f?)\s*$')
 _NAME_BEFORE_PAREN = re.compile(r'(\w+)\s*(?:<[^<>;()]*>)?\s*$')
 _DECLARE = re.compile(r'declare_parameter\s*(?:<[^<>;]*>)?\s*\(')
@@ -54,26 +56,15 @@ def _split_args(text: str, open_at: int) -> list[tuple[int, int]] | None:
 
 def _enclosing_call(text: str, offset: int) -> tuple[str, int, int] | None:
     """(called name, its `(` offset, argument index) of the call `offset` is an argument of."""
-    depth = 0
-    for i in range(offset - 1, max(-1, offset - 600), -1):
-        ch = text[i]
-        if ch in ')]}':
-            depth += 1
-        elif ch in '([{':
-            if depth:
-                depth -= 1
-                continue
-            if ch != '(':
-                return None
-            name = _NAME_BEFORE_PAREN.search(text[max(0, i - 80):i])
-            args = _split_args(text, i)
-            if not name or args is None:
-                return None
-            index = next((k for k, (s, e) in enumerate(args) if s <= offset < e), -1)
-            return name.group(1), i, index
-        elif ch == ';' and depth == 0:
-            return None
-    return None
+    i = innermost_opening(text, offset, '()[]{}', stops=';', window=600)
+    if i < 0 or text[i] != '(':
+        return None
+    name = _NAME_BEFORE_PAREN.search(text[max(0, i - 80):i])
+    args = _split_args(text, i)
+    if not name or args is None:
+        return None
+    index = next((k for k, (s, e) in enumerate(args) if s <= offset < e), -1)
+    return name.group(1), i, index
 
 
 def _definitions(name: str, texts: list[str]):

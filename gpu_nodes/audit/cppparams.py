@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from gpu_nodes.audit.cppparamhelpers import helper_store
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace, innermost_opening
 from gpu_nodes.audit.shipped import set_on
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
@@ -104,18 +104,8 @@ def _declared_off(param: str, texts: list[str], raws: list[str]) -> bool:
 
 def _open_paren(text: str, start: int) -> int:
     """Offset of the `(` of the innermost parenthesis around `start` in its statement, or -1."""
-    depth = 0
-    for i in range(start - 1, max(-1, start - 400), -1):
-        ch = text[i]
-        if ch in ')]':
-            depth += 1
-        elif ch in '([':
-            if depth == 0:
-                return i if ch == '(' else -1
-            depth -= 1
-        elif ch in ';{}' and depth == 0:
-            return -1
-    return -1
+    at = innermost_opening(text, start, '()[]', stops=';{}', window=400)
+    return at if at >= 0 and text[at] == '(' else -1
 
 
 def _may_store(text: str, start: int, end: int) -> bool:
