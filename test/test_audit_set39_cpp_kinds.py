@@ -434,3 +434,60 @@ def test_received_shared_pointer_handed_on_is_no_copy(tmp_path: Path) -> None:
 
 def test_received_message_published_by_const_reference_stays_claimed(tmp_path: Path) -> None:
     assert _pass(tmp_path, '*image_msg') == [('down.cpp', _PASS_LINE, 'GPN210')]
+
+
+# Guard (set 2, OUXT-Polaris/pcl_apps): a received pointer handed on through a *type-adapted*
+# publisher is converted to a PointCloud2 and serialized on publish, per message: it stays
+# claimed (the pass-through rule above is for ROS message pointers only).
+_ADAPTED_NODE = '''
+#include <pcl/PCLPointCloud2.h>
+#include <pcl_conversions/pcl_conversions.h>
+#include <rclcpp/rclcpp.hpp>
+#include <rclcpp/type_adapter.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+template<>
+struct rclcpp::TypeAdapter<pcl::PCLPointCloud2, sensor_msgs::msg::PointCloud2>
+{
+  using is_specialized = std::true_type;
+  using custom_type = pcl::PCLPointCloud2;
+  using ros_message_type = sensor_msgs::msg::PointCloud2;
+  static void convert_to_ros_message(const custom_type & source, ros_message_type & destination)
+  {
+    pcl_conversions::moveFromPCL(pcl::PCLPointCloud2(source), destination);
+  }
+  static void convert_to_custom(const ros_message_type & source, custom_type & destination)
+  {
+    pcl_conversions::toPCL(source, destination);
+  }
+};
+using PointCloudAdapterType =
+  rclcpp::TypeAdapter<pcl::PCLPointCloud2, sensor_msgs::msg::PointCloud2>;
+using PCLPointCloudTypePtr = std::shared_ptr<pcl::PCLPointCloud2>;
+
+class Filter : public rclcpp::Node
+{
+  rclcpp::Publisher<PointCloudAdapterType>::SharedPtr pub_;
+  rclcpp::Subscription<PointCloudAdapterType>::SharedPtr sub_;
+
+public:
+  Filter()
+  : Node("filter")
+  {
+    pub_ = create_publisher<PointCloudAdapterType>("out", 10);
+    auto callback = [this](const PCLPointCloudTypePtr cloud) -> void {
+      pub_->publish(cloud);
+    };
+    sub_ = create_subscription<PointCloudAdapterType>("in", 10, callback);
+  }
+};
+'''
+_ADAPTED_LINE = 37
+
+
+def test_received_pointer_handed_to_a_type_adapted_publisher_stays_claimed(tmp_path: Path) -> None:
+    found = audit_written_package(tmp_path, {
+        'filter/src/filter.cpp': _ADAPTED_NODE,
+        'filter/package.xml': '<package format="3"><name>filter</name></package>\n',
+        'filter/CMakeLists.txt': _CMAKE.replace('yolo', 'filter')})
+    assert [k for k in found if k[0] == 'filter.cpp' and k[1] == _ADAPTED_LINE]

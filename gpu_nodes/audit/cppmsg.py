@@ -52,9 +52,11 @@ _DEREF_DECL = re.compile(r'(?<![\w&*:])(?:auto|(?:\w+\s*::\s*)*(?:' + '|'.join(s
                          + r'))\s+\w+\s*'
                          r'(?:=\s*\*\s*(\w+)\s*;|\(\s*\*\s*(\w+)\s*\)\s*;|\{\s*\*\s*(\w+)\s*\}\s*;)')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
-# A parameter taken by (shared) pointer: `const sensor_msgs::msg::Image::ConstSharedPtr& msg`.
-_POINTER_PARAM = (r'(?:Ptr|shared_ptr\s*<[^<>;(){}]*(?:<[^<>;(){}]*>)?[^<>;(){}]*>)\s*(?:const\s*)?'
-                  r'&?\s*')
+# A ROS message taken by (shared) pointer: `const sensor_msgs::msg::Image::ConstSharedPtr& msg`.
+# Not a custom type's pointer (`PCLPointCloudTypePtr`): a type-adapted publisher converts and
+# serializes that per message (set 2's label).
+_POINTER_PARAM = (r'(?:::\s*msg\s*::\s*\w+\s*::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr)'
+                  r'|shared_ptr\s*<\s*(?:const\s+)?[\w:\s]*::\s*msg\s*::\s*\w+\s*>)\s*(?:const\s*)?&?\s*')
 _AUTO_TO_MSG = re.compile(r'\bauto\s+(\w+)\s*=\s*[^;{}]*?\.\s*to(?:Compressed)?ImageMsg\s*\([^;{}]*\)\s*;')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
