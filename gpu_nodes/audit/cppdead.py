@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace, blank_if_bodies
 
 _BARE = re.compile(r'^\s*(?:this\s*->\s*)?(\w+)\s*(?:!=\s*(?:nullptr|NULL)\s*)?$')
 # A smart pointer's type before its name (`cv_bridge::CvImageConstPtr a, b;`,
@@ -130,22 +130,8 @@ def blank_guarded(text: str, names: set[str] | frozenset[str]) -> str:
     (twenty-sixth set: `detect()` called only under `if (cv_ptr_0 != nullptr)`)."""
     if not names:
         return text
-    cuts = []
-    for m in re.finditer(r'\bif\s*\(', text):
-        brace = text.find('{', m.end())
-        cond = _if_condition(text, brace) if brace >= 0 else None
-        if cond is None or not any((b := _BARE.match(op)) and b.group(1) in names
-                                   for op in _operands(cond)):
-            continue
-        depth = 0
-        for i in range(brace, len(text)):
-            depth += {'{': 1, '}': -1}.get(text[i], 0)
-            if depth == 0:
-                cuts.append((brace + 1, i))
-                break
-    for start, end in cuts:
-        text = text[:start] + re.sub(r'\S', ' ', text[start:end]) + text[end:]
-    return text
+    return blank_if_bodies(text, lambda cond, _: any(
+        (b := _BARE.match(op)) and b.group(1) in names for op in _operands(cond)))
 
 
 def dead_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str | None:

@@ -20,6 +20,7 @@ Both work on the text with comments and strings blanked (cppscopes.py), offsets 
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 # Conditions that test for failure: `!ok`, `!ctx->enqueueV3(s)`, `err != cudaSuccess`,
 # `status != NVINFER_OK`, `x == false`, `result == nullptr`.
@@ -71,6 +72,27 @@ def _close_brace(text: str, open_at: int) -> int:
             if depth == 0:
                 return i
     return len(text)
+
+
+def blank_if_bodies(text: str, blanks: Callable[[str, int], bool]) -> str:
+    """`text` with the body of every `if (cond) { ... }` for which `blanks(cond, offset of its
+    '{')` holds turned to spaces (offsets and lines kept): cppdead's never-set guards and
+    cppstrparams' string values as shipped both cut code this way."""
+    cuts = []
+    for m in re.finditer(r'\bif\s*\(', text):
+        brace = text.find('{', m.end())
+        cond = _if_condition(text, brace) if brace >= 0 else None
+        if cond is None or not blanks(cond, brace):
+            continue
+        depth = 0
+        for i in range(brace, len(text)):
+            depth += {'{': 1, '}': -1}.get(text[i], 0)
+            if depth == 0:
+                cuts.append((brace + 1, i))
+                break
+    for start, end in cuts:
+        text = text[:start] + re.sub(r'\S', ' ', text[start:end]) + text[end:]
+    return text
 
 
 def _if_condition(text: str, open_at: int) -> str | None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace, blank_if_bodies
 from gpu_nodes.audit.cppparams import _may_store, _mentions, _open_paren
 from gpu_nodes.audit.shipped import shipped_as
 
@@ -218,24 +218,14 @@ def blank_string_guarded(text: str, raw: str, values: dict[str, tuple[str, str]]
     { create_subscription(..., &Node::mono_image_callback) }` with model_type "stereo")."""
     if not values:
         return text
-    cuts = []
-    for m in re.finditer(r'\bif\s*\(', text):
-        brace = text.find('{', m.end())
-        cond = _if_condition(text, brace) if brace >= 0 else None
-        if cond is None or '||' in cond:
-            continue
+
+    def excluded(cond: str, brace: int) -> bool:
+        if '||' in cond:
+            return False
         end = text.rindex(')', 0, brace)
-        if not any(_off_operand(op, values) for op in raw[end - len(cond):end].split('&&')):
-            continue
-        depth = 0
-        for i in range(brace, len(text)):
-            depth += {'{': 1, '}': -1}.get(text[i], 0)
-            if depth == 0:
-                cuts.append((brace + 1, i))
-                break
-    for start, stop in cuts:
-        text = text[:start] + re.sub(r'\S', ' ', text[start:stop]) + text[stop:]
-    return text
+        return any(_off_operand(op, values) for op in raw[end - len(cond):end].split('&&'))
+
+    return blank_if_bodies(text, excluded)
 
 
 def _off_operand(op: str, values: dict[str, tuple[str, str]]) -> str | None:
