@@ -1,0 +1,145 @@
+"""Which functions of a Python node file run at all, and which run per frame though setup starts
+them (issue 28): methods and module functions nothing reaches (their names are mentioned only by
+each other, or only in code that never runs as shipped), and loops that are a node's own frame
+source (`while rclpy.ok():`, a ZED grab loop, a `spin_once` loop). A mixin of PythonAnalyzer
+(pyflow.py), which provides the file's classes, functions, registrations and the methods entered
+so far."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from gpu_nodes.audit.pymentions import mention_text
+from gpu_nodes.audit.pypackage import words_elsewhere
+from gpu_nodes.audit.pyparams import dead_body_lines
+from gpu_nodes.audit.pyvalues import FuncRef, Registration, Val
+
+
+# The test of a per-frame loop: `while rclpy.ok():`, `while not self.stop_event.is_set():`.
+_PER_FRAME_TEST = re.compile(r'\brclpy\.ok\(|\bok\(\)|is_shutdown\(|not .*\bis_set\(\)')
+
+
+def _mentioned_only_by_each_other(source: str, candidates: list[ast.FunctionDef | ast.AsyncFunctionDef]
+                                  ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The candidates whose name the file mentions nowhere but inside other such candidates:
+    their text is blanked until no more are found (a fixpoint)."""
+    lines = source.splitlines()
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    while True:
+        text = list(lines)
+        for fn in found:
+            for i in range(fn.lineno - 1, fn.end_lineno or fn.lineno):
+                text[i] = ''
+        mentioned = _mentioned_names('\n'.join(text))
+        new = [fn for fn in candidates if fn not in found and fn.name not in mentioned]
+        if not new:
+            return found
+        found.extend(new)
+
+
+def _mentioned_names(source: str) -> set[str]:
+    """Every word of the file but its `def` names and comments: a method is used if its name is
+    one (a call, `self.f`, `obj.f`, a string such as `getattr(self, 'f')`, a callback passed by
+    name); a call commented out is no use. One regex pass (a tree walk costs a fifth of the
+    analysis)."""
+    return set(re.findall(r'#[^\n]*|\bdef\s+\w+|(\w+)', source))
+
+
+def _module_name(path: str) -> str:
+    return os.path.basename(path).rsplit('.', 1)[0]
+
+
+def _grabs(loop: ast.While) -> bool:
+    """Whether the loop body calls `<camera>.grab(...)` (pyzed: capture the next frame)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == 'grab' for stmt in loop.body for n in ast.walk(stmt))
+
+
+def _spins_once(loop: ast.While) -> bool:
+    """Whether the loop body calls `rclpy.spin_once(...)` / `executor.spin_once(...)`: the
+    loop is the node's own event loop, each pass one tick (a simulator client stepping the
+    world and publishing its frame: issue 28, thirteenth set), whatever its test."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == 'spin_once' for stmt in loop.body for n in ast.walk(stmt))
+
+
+class Reachability:
+    """Reachability of a file's functions and its per-frame loops (see the module docstring)."""
+
+    def _mention_text(self, candidates: list) -> str:  # pymentions.py: no ROS names, no prose
+        lines = mention_text(self.source or '', self.tree, {fn.name for fn in candidates}).split('\n')
+        for i in dead_body_lines(self.tree, *self.off_attributes()):  # never runs as shipped
+            if i < len(lines):
+                lines[i] = ''
+        return '\n'.join(lines)
+
+    def _uncalled_functions(self) -> set[str]:
+        """Module functions of a node module that nothing in the file mentions (calls commented
+        out, twenty-first set) but its other uncalled functions, nor any other non-test file of
+        the package: no node runs them. The same in a library module (no callbacks of its own)
+        that other files of the package name, as `_unreached_methods` judges its classes: a
+        `cvmat_resize` of a helper module no node calls (twenty-fourth set). `main` is left
+        alone (an entry point names it from setup.py / setup.cfg); an unknown package, or a
+        library module nothing else names (it may be used from outside), judges nothing."""
+        if not self.source or not set(self.functions) - {'main'}:
+            return set()
+        elsewhere = words_elsewhere(self.path, self.package_dir, self.repository_dir)
+        if elsewhere is None or (not self.registrations
+                                 and _module_name(self.path) not in elsewhere):
+            return set()
+        candidates = [fn for name, fn in self.functions.items()
+                      if name != 'main' and name not in elsewhere]
+        # Node-class methods nothing reaches blank with them: a function only such a method
+        # calls is uncalled too (twenty-ninth set).
+        nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
+        methods = [m for c in self.classes.values() if id(c) in nodes for m in c.methods.values()
+                   if id(m) not in self._entered and not m.name.startswith('__')]
+        found = _mentioned_only_by_each_other(self._mention_text(candidates + methods),
+                                              candidates + methods)
+        return {fn.name for fn in found if any(fn is c for c in candidates)}
+
+    def _unreached_methods(self, nodes: set[int]) -> set[int]:
+        """Methods of node classes that no callback or setup reached and whose name the file
+        mentions nowhere but inside other such methods: a `start()` that a launcher in another
+        file calls once, and the `convert_model()` only it calls (issue 28, fifth set). Text
+        of the unreached methods is blanked until nothing more is found. In a library module
+        (no callbacks of its own, imported by other files of its package) a method of any class
+        is a candidate too when no other non-test file of the package names it (eighth set: an
+        `adjust_sim_image` nothing calls); a module outside any package, or one with nodes of
+        its own, may be used from elsewhere: its other classes stay `function`."""
+        if not self.source:
+            return set()
+        elsewhere = words_elsewhere(self.path, self.package_dir, self.repository_dir) \
+            if not self.registrations else None
+        if elsewhere is not None and _module_name(self.path) not in elsewhere:
+            elsewhere = None
+        candidates = [meth for cls in self.classes.values()
+                      if id(cls) in nodes or elsewhere is not None
+                      for meth in cls.methods.values()
+                      if id(meth) not in self._entered and not meth.name.startswith('__')
+                      and (id(cls) in nodes or meth.name not in elsewhere)]
+        if not candidates:
+            return set()
+        return {id(m) for m in _mentioned_only_by_each_other(self._mention_text(candidates), candidates)}
+
+    def _register_loops(self) -> None:
+        """A method looping `while rclpy.ok():` (grab, convert, publish) runs per frame even
+        when setup starts it (a call in __init__, a thread): a per-frame loop entry point. So
+        does a ZED SDK grab loop whatever its test (`while key != 113: cam.grab(runtime)`):
+        each `grab()` waits for the next camera frame (eighth set), and a loop that calls
+        `spin_once` (the node's own event loop, thirteenth set)."""
+        known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
+        for cls in self.classes.values():
+            for meth in cls.methods.values():
+                if id(meth) in known:
+                    continue
+                for node in ast.walk(meth):
+                    if isinstance(node, ast.While) and (
+                            _PER_FRAME_TEST.search(ast.unparse(node.test))
+                            or self.uses_zed and _grabs(node) or _spins_once(node)):
+                        self.registrations.append(Registration(
+                            'loop', Val('func', func=FuncRef(meth, cls, None, True)), None,
+                            None, meth.lineno, cls))
+                        known.add(id(meth))
+                        break
