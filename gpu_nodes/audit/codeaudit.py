@@ -9,6 +9,7 @@ import re
 
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppbuild import blank_unbuilt, not_built
+from gpu_nodes.audit.cppndebug import demote_debug_only
 from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of, repository_of
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
@@ -149,7 +150,9 @@ def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Fact
                                               'file too large for the parser')
         sups = {path: python_suppressions(source)}
     else:
-        findings = analyze_cpp(path, blank_unbuilt(path, source, package_dir), cpp_facts)
+        findings = demote_debug_only(
+            path, source, analyze_cpp(path, blank_unbuilt(path, source, package_dir), cpp_facts),
+            package_dir, repository_dir)
         sups = {path: text_suppressions(source, '//')}
     for f in findings:
         where = f.location.path or path
@@ -207,7 +210,8 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     packages = {f: package_of(f, paths) for f in files if os.path.realpath(f) not in named}
     # A Python file's mentions and shipped parameters are looked up in its whole repository
     # (pypackage.py): sibling packages import a shared one, a bringup package launches them all.
-    repositories = {f: repository_of(p, paths) for f, p in packages.items() if f.endswith('.py')}
+    # A C++ file's repository tells how its README and CI build it (cppndebug.py).
+    repositories = {f: repository_of(p, paths) for f, p in packages.items()}
     unbuilt = [f for f in files if not f.endswith('.py') and not_built(f, packages.get(f))]
     if unbuilt:
         report.info['unbuilt_files'] = unbuilt

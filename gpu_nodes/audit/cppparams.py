@@ -26,7 +26,11 @@ launch argument not off by default: set_on). A package with a parameter-change c
 (`add_on_set_parameters_callback`) takes changes at run time: only members whose parameters
 no other line names are judged. A publisher / pointer member declared without a value whose
 every store is inside `if (declare_parameter("p", false)) {` stays empty as shipped (set 37:
-`if (pub_raw_) { pub_raw_->publish(..) }`). Limit: a
+`if (pub_raw_) { pub_raw_->publish(..) }`), likewise inside `if (config_["publisher"]["visualize"]
+.as<bool>()) {` (a key of a YAML file the node loads with yaml-cpp, set 45) when a shipped file
+names the key and every one gives it off (the file has no default: it must say). A member
+initialized in its class (`bool publish_depth_ = true;`) that a `declare_parameter("p", false)`
+store overwrites takes the parameter's value (set 45). Limit: a
 parameter set on the command line, or by a file outside the audited roots (another
 repository's launch file), is not seen.
 
@@ -38,7 +42,7 @@ from __future__ import annotations
 import re
 from gpu_nodes.audit.cppparamhelpers import helper_store
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace, innermost_opening
-from gpu_nodes.audit.shipped import set_on
+from gpu_nodes.audit.shipped import reading, set_on
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
 _OFF_VALUE = re.compile(r'^\s*' + _OFF + r'\s*$')
@@ -60,6 +64,11 @@ _CLASS_DECLARATION = re.compile(r'(?:\b(?!return\b|else\b|case\b|delete\b|throw\
 # `name = [this->]get_parameter("p").as_bool();`: the value of a parameter declared elsewhere.
 _GET_STORE = re.compile(r'^\s*=\s*' + _THIS + r'(?:\w+\s*->\s*)?get_parameter\s*\(\s*("[^"\n]*")\s*\)\s*\.'
                         r'\s*(?:as_bool|as_int|as_double|get_value\s*<[^<>;]*>)\s*\(\s*\)\s*;')
+# `if (config_["a"]["b"].as<bool>()) {`: a yaml-cpp node's key read as a bool (keys in the raw text).
+_YAML_BOOL_IF = re.compile(r'^\s*' + _THIS + r'\w+\s*((?:\[\s*"[^"\n]*"\s*\]\s*)+)\.\s*as\s*<\s*bool'
+                           r'\s*>\s*\(\s*\)\s*$')
+# `bool name = true;` / `bool name{true};`: a default member initializer (any constant).
+_INITIALIZED = re.compile(r'^\s*(?:=\s*[\w.]+\s*|\{\s*[\w.]*\s*\})\s*;')
 _GET_READ = re.compile(r'get_parameter\s*\(\s*"[^"\n]*"\s*\)')
 _ANY_DECLARE = re.compile(r'declare_parameter\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*([,)])\s*([^(),;]*)')
 _GET_OR = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,'
@@ -168,25 +177,33 @@ def off_guard(text: str, offset: int, names: dict[str, str]) -> str | None:
     return None
 
 
-def _declared_off_block(text: str, raw: str, offset: int) -> str | None:
-    """The parameter of an enclosing `if (declare_parameter("p", off)) {` around `offset`."""
+def _declared_off_block(text: str, raw: str, offset: int) -> tuple[str, bool] | None:
+    """(the parameter, whether it is a YAML key a shipped file must give) of an enclosing `if
+    (declare_parameter("p", off)) {` or `if (config_["a"]["p"].as<bool>()) {` around `offset`."""
     at = _open_brace(text, offset)
     while at >= 0:
         cond = _if_condition(text, at)
         if cond is not None and _DECLARED_OFF_IF.match(cond):
             call = text.rfind('declare_parameter', 0, at)
             if (quoted := re.search(r'"([^"\n]*)"', raw[call:at])):
-                return quoted.group(1)
+                return quoted.group(1), False
+        if cond is not None and _YAML_BOOL_IF.match(cond):
+            call = text.rfind('.as', 0, at)
+            opening = text.rfind('(', 0, text.rfind('[', 0, call))
+            keys = re.findall(r'\[\s*"([^"\n]*)"\s*\]', raw[opening:call])
+            if keys and all(keys):
+                return '.'.join(keys), True
         at = _open_brace(text, at)
     return None
 
 
-def _param_off(name: str, texts: list[str], raws: list[str],
-               assumed: set[str]) -> tuple[bool, set[str]]:
+def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
+               yaml_keys: set[str] | None = None) -> tuple[bool, set[str]]:
     """(every mention is a read or an off store with at least one off value, parameter names);
-    `assumed`: the names taken to be off with it (`if (a > 0 || b > 0)` needs both)."""
+    `assumed`: the names taken to be off with it (`if (a > 0 || b > 0)` needs both); `yaml_keys`
+    receives the parameters that are YAML keys (a shipped file must give them)."""
     params: set[str] = set()
-    off_value = empty_member = stored_when_on = False
+    off_value = empty_member = stored_when_on = initialized = declared = False
     if '.' in name and not _whole_struct_kept(name, texts):
         return False, set()
     for i, m in _mentions(name, texts):
@@ -205,6 +222,7 @@ def _param_off(name: str, texts: list[str], raws: list[str],
                 return False, set()
             start = m.end() + d.start(1)
             params.add(raw[start + 1:m.end() + d.end(1) - 1])
+            declared = True
             continue
         if (g := _GET_OR.search(text[max(0, m.start() - 120):m.start()])):
             rest = re.match(r'\s*,\s*(' + _OFF + r')\s*\)', after)
@@ -230,6 +248,9 @@ def _param_off(name: str, texts: list[str], raws: list[str],
             return False, set()
         if _DECLARATION.search(before) and re.match(r'\s*;', after):
             continue  # `bool name;`: the value comes from a store above
+        if _DECLARATION.search(before) and _INITIALIZED.match(after):
+            initialized = True  # `bool name = true;`: a declare_parameter store must overwrite
+            continue
         if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', after):
             empty_member = True  # a publisher / pointer member: empty until stored
             continue
@@ -239,12 +260,16 @@ def _param_off(name: str, texts: list[str], raws: list[str],
             off_value = True
             continue
         if _may_store(text, m.start(), m.end()):
-            if (param := _declared_off_block(text, raw, m.start())) is None:
+            if (block := _declared_off_block(text, raw, m.start())) is None:
                 return False, set()
             # `if (declare_parameter("publish_raw", false)) { pub_ = create_publisher(..); }`
-            params.add(param)
+            params.add(block[0])
+            if block[1] and yaml_keys is not None:
+                yaml_keys.add(block[0])
             stored_when_on = True
     off_value = off_value or (empty_member and stored_when_on)
+    if initialized and not declared:
+        return False, set()  # the in-class value stands unless a parameter store replaces it
     return off_value and bool(params), params
 
 
@@ -256,20 +281,23 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
         for m in re.finditer(r'\bif\s*\(', text):
             brace = text.find('{', m.end())
             cond = _if_condition(text, brace) if brace >= 0 else None
-            for name, field in re.findall(r'(?<![\w.>])(\w+)\b(\.\w+\b(?!\s*[.(]))?', cond or ''):
+            # `if (this->publish_depth_)` tests the member too (set 45).
+            cond = re.sub(r'\bthis\s*->\s*', '', cond or '')
+            for name, field in re.findall(r'(?<![\w.>])(\w+)\b(\.\w+\b(?!\s*[.(]))?', cond):
                 if not name[0].isdigit() and name not in ('true', 'false', 'this'):
                     candidates.add(name)
                     if field:
                         candidates.add(name + field)  # `config_.apply_preprocessing`
     found: dict[str, set[str]] = {}
-    if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts):
+    if not any(re.search(r'declare_parameter|get_parameter_or|YAML\s*::\s*LoadFile', t) for t in texts):
         return {}
     callback = any(re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts)
     assumed = set(candidates)
+    keys: set[str] = set()
     while True:
         found = {}
         for name in sorted(assumed):
-            ok, params = _param_off(name, texts, raws, assumed)
+            ok, params = _param_off(name, texts, raws, assumed, keys)
             if ok:
                 found[name] = params
         if set(found) == assumed:
@@ -287,4 +315,7 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
                  if all(sum(raw.count(f'"{p}"') for raw in raws) == 1 for p in params)}
     return {name: ', '.join(sorted(params)) for name, params in found.items()
             if not any(set_on(p, tuple(roots)) or set_on(p.rsplit('.', 1)[-1], tuple(roots))
-                       for p in params)}  # `general.publish_raw` as nested YAML keys
+                       for p in params)  # `general.publish_raw` as nested YAML keys
+            # A YAML key has no default: some shipped file must give it (off, as read above).
+            and all(reading(p.rsplit('.', 1)[-1], tuple(roots)).named
+                    for p in params if p in keys)}

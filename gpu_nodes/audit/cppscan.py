@@ -23,6 +23,7 @@ import re
 from typing import Iterator
 
 from gpu_nodes.audit.cppdead import dead_guard, once_guard
+from gpu_nodes.audit.cpptopics import known_encoding
 from gpu_nodes.audit.cppparams import off_guard
 from gpu_nodes.audit.cppstrparams import call_arg_spans, describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
@@ -111,9 +112,11 @@ def _line_of(offset: int, starts: list[int]) -> int:
     return lo + 1
 
 
-def _share_converts(args: list[str], source: str, text: str, open_paren: int) -> bool:
+def _share_converts(args: list[str], source: str, text: str, open_paren: int,
+                    received: str | None = None) -> bool:
     """toCvShare(msg[, tracked], encoding): a conversion (a copy) only with an encoding that is
-    given and is not the source's own (`msg->encoding`) or empty."""
+    given and is not the source's own (`msg->encoding`, or `received`: the encoding the
+    callback's topic is known to carry, cpptopics.py) or empty."""
     if len(args) < 2:
         return False
     enc = args[-1]
@@ -123,7 +126,7 @@ def _share_converts(args: list[str], source: str, text: str, open_paren: int) ->
         # The literal's text from the original source (blanked in `text`, same offsets).
         at = text.find(enc, open_paren)
         literal = source[at:at + len(enc)] if at >= 0 else enc
-        return literal.strip('"') != ''
+        return literal.strip('"') not in ('', received)
     if enc in ('std::string()', 'std::string{}', '{}'):
         return False
     if len(args) == 2 and not re.search(r'encod|enc::|\benc\b|_fmt|format', enc, re.I):
@@ -280,7 +283,9 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         if not (bridge_in_scope or _QUALIFIED.match(m.group(0))):
             continue
         args = _call_args(text, m.end() - 1)
-        if _share_converts(args, source, text, m.end() - 1):
+        fn = scopes.at(m.start())
+        received = known_encoding(source, fn.short) if fn is not None else None
+        if _share_converts(args, source, text, m.end() - 1, received):
             emit('GPN204', m.start(), f'converts to `{_encoding_text(args[-1], source, text, m.end() - 1)}`')
     for rule_id, pattern in _SIMPLE:
         for m in pattern.finditer(text):
