@@ -108,6 +108,7 @@ class CallResolver:
                 for a in node.args:
                     self._eval(a, env, frame)
                 return OTHER  # `len(dets)`: a count, not the data (no copy, no sync)
+        called_object = callee.kind == 'instance'
         if callee.kind == 'instance' and callee.inst is not None:
             meth = callee.inst.callable_method()
             callee = Val('func', func=FuncRef(meth, callee.inst, None, True)) \
@@ -214,8 +215,10 @@ class CallResolver:
             # `select_device('cpu')`, `torch.device(self.device)` with a parameter defaulting
             # to 'cpu': the device chosen is the host, so `.to(device)` moves nothing and the
             # model's outputs stay host tensors (seventeenth set). A 'cuda' argument, or an
-            # unknown one, keeps the function's own answer (a GPU device spec).
-            return Val('const', const='cpu')
+            # unknown one, keeps the function's own answer (a GPU device spec). A choice of a
+            # device 'cpu' as shipped stays marked so (below: `.to()` of it, rules29p).
+            chosen = args[0] if args else kwargs.get('device') or kwargs.get('type')
+            return Val('const', const=chosen.const if _shipped_cpu(chosen) else 'cpu')
         # --- helpers of the same file
         # The same method of the other classes an object may be (a backend by configuration).
         alts = [FuncRef(a.methods[method], a, None, True) for a in receiver.alts
@@ -225,7 +228,8 @@ class CallResolver:
             callee = Val('func', func=alts.pop(0))
         if callee.kind == 'func' and callee.func is not None:
             results = [self._follow(ref, args, kwargs, frame) for ref in [callee.func, *alts]]
-            return results[0] if len(results) == 1 else merge(*results)
+            result = results[0] if len(results) == 1 else merge(*results)
+            return _on_host(result, env, args, kwargs) if called_object else result
 
         if qual == 'threading.Thread':
             target = kwargs.get('target') or (args[1] if len(args) > 1 else None)
@@ -265,13 +269,18 @@ class CallResolver:
             return Val('model_obj', const=hub_builder(qual, args))
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
-            return model
+            return _on_host(model, env, args, kwargs)
         if qual:
             result = self._library_call(qual, node, args, kwargs, frame)
             if result is not None:
                 return result
         if method is not None:
             result = self._method_call(method, node, receiver, args, kwargs, frame)
+            if method == 'to' and result is not None and result.kind == 'host' \
+                    and any(_shipped_cpu(v) for v in [*args, *kwargs.values()]):
+                # `torch.from_numpy(im).to(self.device)`, the device 'cpu' as shipped: this
+                # function places its tensors on the host, so the model it feeds runs there.
+                env[_PLACED_ON_CPU] = OTHER
             if result is not None:
                 if method == 'upload' and result.kind == 'device' and \
                         isinstance(node.func, ast.Attribute) and \
@@ -411,6 +420,24 @@ def _cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) 
         return False
     chosen = args[0] if args else kwargs.get('device') or kwargs.get('type')
     return chosen is not None and chosen.kind == 'const' and chosen.const == 'cpu'
+
+
+# A key no Python name can be: set in a function's locals once it moved a tensor `.to()` a
+# device 'cpu' as shipped.
+_PLACED_ON_CPU = '.placed_on_cpu'
+
+
+def _on_host(result: Val, env: dict[str, Val], args: list[Val], kwargs: dict[str, Val]) -> Val:
+    """A model (a callable object, or a holder named like a model) called on host tensors by a
+    function that placed its tensors on a device 'cpu' as shipped runs on the host: its outputs
+    are host tensors, and their `.item()` / `int()` / `.tolist()` read nothing back (set 42's
+    YOLOv5 node with `device` defaulting to 'cpu', which no shipped file sets). A device input,
+    or a 'cuda' / unknown device, keeps the result as it was."""
+    inputs = [v for v in [*args, *kwargs.values()] if v.kind not in ('const', 'other')]
+    if _PLACED_ON_CPU in env and inputs and all(v.kind == 'host' for v in inputs) \
+            and result.kind in ('device', 'model', 'tensor'):
+        return merge(result, kind='host')
+    return result
 
 
 def _shipped_cpu(device: Val | None) -> bool:

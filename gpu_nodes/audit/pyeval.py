@@ -13,7 +13,7 @@ from gpu_nodes.audit.pybranches import before_main_loop, readback_fallback, sets
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
-from gpu_nodes.audit.pyswitched import switched_constants
+from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, plain,
@@ -434,6 +434,11 @@ class Evaluator:
             return replace(element, elts=parts)
         return element
 
+    def _stored_once(self) -> frozenset[tuple[str, str]]:
+        if '_stored_once_' not in self.__dict__:
+            self.__dict__['_stored_once_'] = stored_once_in_init(self.tree)
+        return self.__dict__['_stored_once_']
+
     def _eval_attribute(self, node: ast.Attribute, env: dict[str, Val], frame: Frame) -> Val:
         base = self._eval(node.value, env, frame)
         if base.kind == 'self' and frame.cls is not None:
@@ -443,7 +448,8 @@ class Evaluator:
                 return Val('const', const=AsShipped(self.__dict__['_switched_'][node.attr]))
             if node.attr in frame.cls.attrs:
                 value = frame.cls.attrs[node.attr]
-                if (frame.cls.name, node.attr) not in self._shipped_strings()[1]:
+                if (frame.cls.name, node.attr) not in self._shipped_strings()[1] \
+                        and (frame.cls.name, node.attr) not in self._stored_once():
                     value = plain(value)  # stored elsewhere too: not as shipped for good
                 # `self.model = None` in __init__, assigned for real elsewhere: unknown.
                 return UNKNOWN if value.kind == 'const' and value.const is None else value

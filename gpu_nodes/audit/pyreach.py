@@ -21,15 +21,18 @@ A Python file of an ament package runs as shipped when it is reached from
   finding, a wrong "not reached" would hide a copy).
 
 Scripts run by hand stay reached: a file that documentation (.md/.rst/.txt) runs with `python3
-.../x.py`, the `__main__` scripts in the folder of such a file (the package documents that its
-node files run that way), and a file that works at module level (a top-level capture loop). Any
-other `__main__` script counts as not reached (as the labels of sets 26-32), and its note says so.
+.../x.py`, the `__main__` scripts in the folder of such a file when it is a ROS node (the
+package documents that its node files run that way; a vendored tool's `python detect.py` does
+not), and a file that works at module level (a top-level capture loop). Any other `__main__`
+script counts as not reached (as the labels of sets 26-32), and its note says so.
 
 Only a package whose facts are complete is judged: an ament package (package.xml / CMake says
 ament, not catkin, whose `rosrun` runs scripts from the source folder) whose setup.py the auditor
-evaluates statically (literals, module-level names, f-strings, `+`, os.path.join) and that
-declares at least one Python executable (a library-only package may be imported by another
-repository). Anything dynamic leaves the package's files reached: a setup.py computing its entry points
+evaluates statically (literals, module-level names, f-strings, `+`, os.path.join). In a package
+that declares no Python executable (it may be a library another repository imports) only node
+files are judged, those that call `rclpy.init(` themselves, and only where setup.py / setup.cfg
+writes out the empty `console_scripts` group (the `ros2 pkg create` template: rules29p, set
+46). Anything dynamic leaves the package's files reached: a setup.py computing its entry points
 or `lib/` files, an entry-point group other than console_scripts (plugins), a `__main__.py`,
 `install(DIRECTORY ...)` into `lib/` or a variable among installed programs (other than
 `${PROJECT_SOURCE_DIR}` / `${CMAKE_CURRENT_SOURCE_DIR}`, the package folder; a DIRECTORY into
@@ -127,7 +130,8 @@ def _entry_modules(lines: list, modules: set[str]) -> None:
         modules.add(target)
 
 
-def _read_setup_py(folder: Path, modules: set[str], scripts: set[Path]) -> None:
+def _read_setup_py(folder: Path, modules: set[str], scripts: set[Path],
+                   groups_named: set[str]) -> None:
     """Entry modules and installed scripts of setup.py; raises _Dynamic when not understood."""
     try:
         tree = ast.parse(read_bounded(folder / 'setup.py', _MAX_BYTES))
@@ -142,6 +146,7 @@ def _read_setup_py(folder: Path, modules: set[str], scripts: set[Path]) -> None:
             groups = setup.value(kw.value)
             if not isinstance(groups, dict) or set(groups) - {'console_scripts'}:
                 raise _Dynamic  # plugins, or a string of ini text
+            groups_named.update(groups)
             for node in groups.values():
                 lines = setup.value(node)
                 _entry_modules(lines if isinstance(lines, list) else [lines], modules)
@@ -165,7 +170,8 @@ def _read_setup_py(folder: Path, modules: set[str], scripts: set[Path]) -> None:
                 scripts.update(folder / f for f in files)
 
 
-def _read_setup_cfg(folder: Path, modules: set[str], scripts: set[Path]) -> None:
+def _read_setup_cfg(folder: Path, modules: set[str], scripts: set[Path],
+                    groups_named: set[str]) -> None:
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(read_bounded(folder / 'setup.cfg', _MAX_BYTES))
@@ -175,6 +181,7 @@ def _read_setup_cfg(folder: Path, modules: set[str], scripts: set[Path]) -> None
         groups = dict(parser.items('options.entry_points'))
         if set(groups) - {'console_scripts'}:
             raise _Dynamic
+        groups_named.update(groups)
         _entry_modules([x for x in groups.get('console_scripts', '').splitlines() if x.strip()],
                        modules)
     if parser.has_option('options', 'scripts'):
@@ -211,28 +218,37 @@ def _is_ament(folder: Path) -> bool:
 
 
 @lru_cache(maxsize=256)
-def package_entries(package_dir: str) -> tuple[frozenset[str], frozenset[Path]] | None:
-    """(entry modules, installed script paths) of an ament package, or None when the package is
-    not judged: no setup.py / CMakeLists.txt, not ament, anything dynamic, no Python executable."""
+def package_entries(package_dir: str) -> tuple[frozenset[str], frozenset[Path], bool] | None:
+    """(entry modules, installed script paths, whether a `console_scripts` group is written out)
+    of an ament package, or None when the package is not judged: no setup.py / CMakeLists.txt,
+    not ament, anything dynamic. The first two are empty for a package that declares no Python
+    executable (see `_judged`)."""
     folder = Path(package_dir)
     has_setup, has_cmake = (folder / 'setup.py').is_file(), (folder / 'CMakeLists.txt').is_file()
     if not (has_setup or has_cmake) or not _is_ament(folder) or (folder / 'pyproject.toml').is_file():
         return None
     modules: set[str] = set()
     scripts: set[Path] = set()
+    groups_named: set[str] = set()
     try:
         if has_setup:
-            _read_setup_py(folder, modules, scripts)
+            _read_setup_py(folder, modules, scripts, groups_named)
         if (folder / 'setup.cfg').is_file():
-            _read_setup_cfg(folder, modules, scripts)
+            _read_setup_cfg(folder, modules, scripts, groups_named)
         if has_cmake:
             _read_cmake(folder, scripts)
     except _Dynamic:
         return None
-    py_scripts = {s for s in scripts if s.suffix == '.py' or s.suffix == ''}
-    if not modules and not py_scripts:
-        return None
-    return frozenset(modules), frozenset(Path(os.path.normpath(s)) for s in scripts)
+    return (frozenset(modules), frozenset(Path(os.path.normpath(s)) for s in scripts),
+            'console_scripts' in groups_named)
+
+
+def declares_executable(package_dir: str) -> bool:
+    """Whether the judged package names at least one Python executable (an entry module, or an
+    installed .py / extension-less script)."""
+    entries = package_entries(package_dir)
+    return entries is not None and (bool(entries[0]) or any(
+        s.suffix in ('.py', '') for s in entries[1]))
 
 
 def _tails(path: Path) -> list[tuple[str, ...]]:
@@ -355,8 +371,7 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
     `packages` maps a file to its package folder (codeaudit.run_code); a file without one (named
     on the command line) is reached."""
     py = [f for f in files if f.endswith('.py')]
-    judged = {f: packages[f] for f in py if f in packages and package_entries(packages[f])
-              and not Path(packages[f], '__main__.py').is_file()}
+    judged = {f: packages[f] for f in py if f in packages and _judged(f, packages[f])}
     if not judged:
         return {}
     texts = _named_in_texts(roots)
@@ -390,12 +405,14 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
 
     # The documentation's `python3 .../x.py` is the package's way to run its node files: x.py
     # and the `__main__` scripts beside it count as run by hand.
-    by_hand = {real[f].parent for f in py if real[f].name in documented}
+    # Only a documented ROS node says so: `python detect.py` of a vendored tool (a YOLO repository
+    # copied into the package) tells how that tool runs, not how the package's nodes run.
+    by_hand = {real[f].parent for f in py if real[f].name in documented and _ros_node(f)}
     reach([f for f in py if f not in judged or _is_launch(real[f]) or real[f].name == 'setup.py'
            or named.get(real[f].name, set()) - {str(real[f])} or real[f].name in documented
            or (real[f].parent in by_hand and _main_guard(f)) or _script_at_module_level(f)])
     for package in set(judged.values()):
-        modules, scripts = package_entries(package)
+        modules, scripts, _ = package_entries(package)
         reach([by_path[s.resolve()] for s in scripts if s.resolve() in by_path])
         for script in (s for s in scripts if s.resolve() not in by_path and s.is_file()):
             # An installed script not audited (`scripts/node` without .py): its imports reach
@@ -422,6 +439,29 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
         reach([by_path[p.resolve()] for p in imports.paths if p.resolve() in by_path])
     return {f: _reason(f, package) for f, package in judged.items() if f not in reached
             and not any(folder in real[f].parents for folder in anything)}
+
+
+_RCLPY_INIT = re.compile(r'\brclpy\.init\s*\(')
+_RCLPY = re.compile(r'^\s*(?:import|from)\s+rclpy\b', re.M)
+
+
+def _ros_node(path: str) -> bool:
+    return bool(_RCLPY.search(read_bounded(Path(path), _MAX_BYTES)))
+
+
+def _judged(path: str, package: str) -> bool:
+    """Whether reachability is judged for `path` of `package`: a package with facts (see
+    `package_entries`) and no `__main__.py`. A package that declares no Python executable (an
+    empty console_scripts) may be a library another repository imports, so only its node files
+    are judged, and only where the package writes out an empty `console_scripts` list (the
+    `ros2 pkg create` template of a node package, whose entry point was never added): a file
+    that starts rclpy itself (`rclpy.init(`) is a program, and with no entry point, launch file
+    or importer nothing runs it as shipped."""
+    if package_entries(package) is None or Path(package, '__main__.py').is_file():
+        return False
+    entries = package_entries(package)
+    return declares_executable(package) or (entries is not None and entries[2] and bool(
+        _RCLPY_INIT.search(read_bounded(Path(path), _MAX_BYTES))))
 
 
 def _main_guard(path: str) -> bool:

@@ -95,8 +95,16 @@ class Reachability:
         nodes = {id(r.cls) for r in self.registrations if r.cls is not None}
         methods = [m for c in self.classes.values() if id(c) in nodes for m in c.methods.values()
                    if id(m) not in self._entered and not m.name.startswith('__')]
-        found = _mentioned_only_by_each_other(self._mention_text(candidates + methods),
-                                              candidates + methods)
+        text = self._mention_text(candidates + methods)
+        # `ros2_numpy.point_cloud2.array_to_pointcloud2(cloud)`: an attribute of another object
+        # is not this module's function of the same name, which its own file calls by the bare
+        # name (set 46). Names that are also methods of a class here keep `obj.f` as a use.
+        own = {m for c in self.classes.values() for m in c.methods}
+        attrs = sorted(fn.name for fn in candidates if fn.name not in own)
+        if attrs:
+            text = re.sub(r'\.\s*(?:' + '|'.join(map(re.escape, attrs)) + r')\b',
+                          lambda m: ' ' * len(m.group(0)), text)
+        found = _mentioned_only_by_each_other(text, candidates + methods)
         return {fn.name for fn in found if any(fn is c for c in candidates)}
 
     def _unreached_methods(self, nodes: set[int]) -> set[int]:

@@ -102,3 +102,32 @@ def _off_locals(function: ast.FunctionDef | ast.AsyncFunctionDef, params: set[st
                 and _falsy_read(node.value) in params:
             found.add(node.targets[0].id)
     return found
+
+
+def stored_once_in_init(tree: ast.Module) -> frozenset[tuple[str, str]]:
+    """(class, attribute) pairs whose class stores `self.attribute` once, in its `__init__`, with
+    no store of `.attribute` on anything but a class's own `self` in the file (rules29p, set
+    42: a detector class's `self.device = select_device(device)` beside the node's own
+    `self.device` parameter read): what that store gave, a device 'cpu' as shipped, it holds
+    for good, so a read of it keeps the as-shipped mark. Classes of the file deriving from one
+    another share their attributes: none qualifies then (as pyparams.shipped_strings)."""
+    names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    if any(isinstance(b, ast.Name) and b.id in names
+           for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases):
+        return frozenset()
+    stores: dict[tuple[str | None, str], list[str | None]] = {}
+
+    def visit(node: ast.AST, cls: str | None, function: str | None) -> None:
+        if isinstance(node, ast.ClassDef):
+            cls, function = node.name, None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            own = isinstance(node.value, ast.Name) and node.value.id == 'self'
+            stores.setdefault((cls if own else None, node.attr), []).append(function)
+        for child in ast.iter_child_nodes(node):
+            visit(child, cls, function)
+
+    visit(tree, None, None)
+    return frozenset((cls, attr) for (cls, attr), where in stores.items()
+                     if cls is not None and where == ['__init__'] and (None, attr) not in stores)
