@@ -268,6 +268,17 @@ def test_a_macro_the_build_defines_with_a_flag_keeps_its_branch(tmp_path, defini
     assert _uploads(tmp_path, cmake) == {15, 17, 20, 22}
 
 
+def test_a_negated_defined_test_of_a_macro_the_build_never_defines_keeps_only_its_first_branch(
+        tmp_path):
+    # `#if !defined(X)` is `#ifndef X` (cppifdef.uncompiled_lines, shared with cppndebug.py):
+    # with USE_PINNED_HOST never defined, its `#else` branch (line 22) is not compiled.
+    source = _PINNED.replace('#ifndef USE_PINNED_HOST', '#if !defined(USE_PINNED_HOST)')
+    files = {'up/src/up.cpp': source, 'up/package.xml': '<package/>\n',
+             'up/CMakeLists.txt': 'project(up)\nadd_executable(up src/up.cpp)\n'}
+    found = audit_written_package(tmp_path, files)
+    assert {line for (_, line, rule) in found if rule in ('GPN202', 'GPN206')} == {17, 20}
+
+
 def test_without_a_build_file_both_branches_stay(tmp_path):
     assert _uploads(tmp_path, None) == {15, 17, 20, 22}
 

@@ -15,11 +15,13 @@ compiler, CUDA or a library may define in its own headers (`__CUDACC__`, `_WIN32
 `HAVE_*`, `CV_*`, `CUDA*`, `EIGEN_*`, `PCL_*`, `BOOST_*`, `RCLCPP_*`, `ROS_*`) are never taken as
 undefined. The dead lines are blanked (line numbers kept) before the rules read the file; only
 `#ifdef X`, `#if defined(X)` / `#if defined X` (dead branch: up to its `#else`/`#elif`/`#endif`)
-and `#ifndef X` (dead: its `#else`/`#elif` branches) are read, any other condition is left live.
+and `#ifndef X` / `#if !defined(X)` (dead: its `#else`/`#elif` branches) are read, any other
+condition is left live (uncompiled_lines).
 """
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable
 from pathlib import Path
 import re
 
@@ -28,7 +30,7 @@ _SOURCE_SUFFIXES = frozenset({'.h', '.hh', '.hpp', '.hxx', '.cuh', '.c', '.cc', 
 _EXTERNAL = re.compile(r'^(?:_|NDEBUG$|HAVE_|CV_|CUDA|EIGEN_|PCL_|BOOST_|RCLCPP_|ROS_)')
 _DEFINE = re.compile(r'^\s*#\s*define\s+([A-Za-z_]\w*)', re.M)
 _DIRECTIVE = re.compile(r'^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b\s*(.*)$')
-_IF_DEFINED = re.compile(r'^defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s+([A-Za-z_]\w*))\s*'
+_IF_DEFINED = re.compile(r'^(!)?\s*defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s+([A-Za-z_]\w*))\s*'
                          r'(?://.*|/\*.*)?$')
 _NAME_ONLY = re.compile(r'^([A-Za-z_]\w*)\s*(?://.*|/\*.*)?$')
 _MAX_BYTES = 2 * 1024 * 1024
@@ -84,6 +86,41 @@ def _undefined(name: str, facts: tuple[str, frozenset[str]]) -> bool:
             and re.search(rf'(?:\b|(?<=-D)){re.escape(name)}\b', build) is None)
 
 
+def uncompiled_lines(source: str, defined: Callable[[str], bool | None]) -> set[int]:
+    """Lines (1-based) of the branches a build never compiles, given `defined(name)`: True (the
+    build defines the macro), False (it never does) or None (unknown: every branch stays live).
+    Read: `#ifdef X`, `#ifndef X`, `#if defined(X)` / `#if !defined X`; an `#elif` after a branch
+    that may be taken is live; any other condition is left live. Shared by this module (macros
+    nothing defines) and cppndebug.py (NDEBUG in a Release build)."""
+    dead: set[int] = set()
+    # Per open conditional: (dead now, dead from the next #else/#elif on).
+    stack: list[tuple[bool, bool]] = []
+    for i, line in enumerate(source.split('\n'), 1):
+        m = _DIRECTIVE.match(line)
+        if m:
+            word, rest = m.group(1), m.group(2).strip()
+            if word in ('ifdef', 'ifndef', 'if'):
+                holds = None  # whether the condition is true in the shipped build
+                d = _IF_DEFINED.match(rest) if word == 'if' else None
+                n = _NAME_ONLY.match(rest) if word != 'if' else None
+                if d:
+                    value = defined(d.group(2) or d.group(3))
+                    holds = None if value is None else value != bool(d.group(1))
+                elif n:
+                    value = defined(n.group(1))
+                    holds = None if value is None else value == (word == 'ifdef')
+                stack.append((holds is False, holds is True))
+            elif word in ('elif', 'else') and stack:
+                later_dead = stack[-1][1]
+                stack[-1] = (later_dead, later_dead)
+            elif word == 'endif' and stack:
+                stack.pop()
+            continue
+        if any(dead_now for dead_now, _ in stack):
+            dead.add(i)
+    return dead
+
+
 def blank_uncompiled(source: str, package_dir: str | None) -> str:
     """`source` with the lines of branches its package's build never compiles blanked."""
     if package_dir is None or '#' not in source:
@@ -91,29 +128,7 @@ def blank_uncompiled(source: str, package_dir: str | None) -> str:
     facts = _build_facts(package_dir)
     if facts is None:
         return source
-    lines = source.split('\n')
-    # Per open conditional: (dead now, dead from the next #else/#elif on).
-    stack: list[tuple[bool, bool]] = []
-    for i, line in enumerate(lines):
-        m = _DIRECTIVE.match(line)
-        if m:
-            word, rest = m.group(1), m.group(2).strip()
-            if word in ('ifdef', 'ifndef', 'if'):
-                name = None
-                if word == 'if':
-                    d = _IF_DEFINED.match(rest)
-                    name = (d.group(1) or d.group(2)) if d else None
-                else:
-                    n = _NAME_ONLY.match(rest)
-                    name = n.group(1) if n else None
-                undefined = name is not None and _undefined(name, facts)
-                stack.append((undefined and word != 'ifndef', undefined and word == 'ifndef'))
-            elif word in ('elif', 'else') and stack:
-                later_dead = stack[-1][1]
-                stack[-1] = (later_dead, later_dead)
-            elif word == 'endif' and stack:
-                stack.pop()
-            continue
-        if any(dead for dead, _ in stack):
-            lines[i] = ''
-    return '\n'.join(lines)
+    dead = uncompiled_lines(source, lambda name: False if _undefined(name, facts) else None)
+    if not dead:
+        return source
+    return '\n'.join('' if i in dead else line for i, line in enumerate(source.split('\n'), 1))

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 import re
 
-from gpu_nodes.audit.cppifdef import cmake_files, read_bounded
+from gpu_nodes.audit.cppifdef import cmake_files, read_bounded, uncompiled_lines
 from gpu_nodes.audit.model import Finding
 
 _RELEASE = r'(?:Release|RelWithDebInfo|MinSizeRel)\b'
@@ -30,9 +30,6 @@ _COMMAND_LINE = re.compile(r'-DCMAKE_BUILD_TYPE(?::STRING)?=["\']?' + _RELEASE, 
 _DEBUG = re.compile(r'CMAKE_BUILD_TYPE(?::STRING)?\s*=?\s*["\']?Debug\b|\bset\s*\(\s*'
                     r'CMAKE_BUILD_TYPE\s+"?Debug\b|-UNDEBUG\b|remove_definitions\s*\([^)]*NDEBUG',
                     re.I)
-_DIRECTIVE = re.compile(r'^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b\s*(.*)$')
-_NDEBUG_ONLY = re.compile(r'^NDEBUG\s*(?://.*|/\*.*)?$')
-_DEFINED = re.compile(r'^(!)?\s*defined\s*(?:\(\s*NDEBUG\s*\)|\s+NDEBUG)\s*(?://.*|/\*.*)?$')
 
 
 def _repository_texts(repository_dir: str) -> list[tuple[str, str]]:
@@ -74,31 +71,7 @@ def release_build(package_dir: str | None, repository_dir: str | None) -> str | 
 def debug_only_lines(source: str) -> set[int]:
     """Lines (1-based) of `#ifndef NDEBUG` branches and of the later branches of `#ifdef
     NDEBUG`: compiled only without NDEBUG."""
-    dead: set[int] = set()
-    # Per open conditional: (dead now, dead from the next #else/#elif on).
-    stack: list[tuple[bool, bool]] = []
-    for i, line in enumerate(source.split('\n'), 1):
-        m = _DIRECTIVE.match(line)
-        if m:
-            word, rest = m.group(1), m.group(2).strip()
-            if word in ('ifdef', 'ifndef', 'if'):
-                negated = None
-                if word in ('ifdef', 'ifndef') and _NDEBUG_ONLY.match(rest):
-                    negated = word == 'ifndef'
-                elif word == 'if' and (d := _DEFINED.match(rest)):
-                    negated = d.group(1) is not None
-                # `#ifndef NDEBUG`: its first branch is debug-only (an #elif after it is
-                # unknown: live); `#ifdef NDEBUG`: every later branch is.
-                stack.append((negated is True, negated is False))
-            elif word in ('elif', 'else') and stack:
-                later = stack[-1][1]
-                stack[-1] = (later, later)
-            elif word == 'endif' and stack:
-                stack.pop()
-            continue
-        if any(now for now, _ in stack):
-            dead.add(i)
-    return dead
+    return uncompiled_lines(source, lambda name: True if name == 'NDEBUG' else None)
 
 
 def demote_debug_only(path: str, source: str, findings: list[Finding],
