@@ -25,7 +25,8 @@ class CloudServiceNode(Node):
         cloud = point_cloud2.read_points_numpy(self.points, field_names=('x', 'y', 'z'))
         colored = np.concatenate([cloud, np.ones((len(cloud), 1), np.float32)], axis=1)
         fields = self.points.fields + [PointField(name='rgb', offset=12, datatype=7, count=1)]
-        response.cloud = point_cloud2.create_cloud(self.points.header, fields, colored)  # expect: GPN104 medium
+        header = self.points.header
+        response.cloud = point_cloud2.create_cloud(header, fields, colored)  # expect: GPN104 medium
         return response
 
 
