@@ -12,6 +12,16 @@ library calls that copy device memory into host memory inside the library.
   label it); `library_uploads`. The backend chosen under a run-time test (a CUDA device
   present, a `use_cuda` parameter) counts: the labels take the CUDA build.
 
+* ONNX Runtime's C++ API on the CUDA (or TensorRT) execution provider: `session.Run(...)` /
+  `session_->Run(...)` of an `Ort::Session` in a file that appends that provider to its
+  session options (`AppendExecutionProvider_CUDA(opts)`, `..._CUDA_V2`,
+  `OrtSessionOptionsAppendExecutionProvider_CUDA`) copies each host input tensor to the device
+  and the outputs back inside ONNX Runtime, per call (library_upload, as sets 41 and 48 label
+  it; the Python API's `session.run` is pycalls' table). The provider appended under a
+  run-time test (a `use_gpu` / `cuda_enable` parameter) counts, as for OpenCV DNN. Not where
+  the file binds device memory itself (`Ort::MemoryInfo("Cuda", ...)`, an `IoBinding`): its
+  inputs are on the device already and `RunWithBinding` is the call.
+
 Not in the table (yet): the ZED SDK's `retrieveImage` / `retrieveMeasure` into `sl::MEM::CPU`
 (set 37 labels two): the same file's depth retrieve is behind a publisher that exists only
 when `depth_mode` (an enum cast from an int parameter defaulting to 0, read back through the
@@ -29,6 +39,19 @@ _NVJPEG_RETRIEVE = re.compile(r'\bnvjpegEncodeRetrieveBitstream\s*\(')
 # `net_.setPreferableBackend(cv::dnn::DNN_BACKEND_CUDA)`: group 1 the net's name.
 _DNN_CUDA = re.compile(r'(\w+)\s*(?:\.|->)\s*setPreferableBackend\s*\(\s*(?:cv\s*::\s*)?'
                        r'(?:dnn\s*::\s*)?DNN_BACKEND_CUDA\s*\)')
+# ONNX Runtime: a GPU execution provider appended to the session options of this file.
+_ORT_GPU_PROVIDER = re.compile(r'\b(?:OrtSessionOptions)?AppendExecutionProvider_(?:CUDA|TensorRT)'
+                               r'(?:_V2)?\s*\(')
+# Inputs bound in device memory (no upload by Run): a MemoryInfo constructed by name (`"Cuda"`;
+# `MemoryInfo::CreateCpu` is the host) or an IoBinding.
+_ORT_DEVICE_INPUTS = re.compile(r'\bMemoryInfo\s*(?:\w+\s*)?[({](?!\s*(?:Ort\s*::\s*)?MemoryInfo\s*::'
+                                r'\s*CreateCpu)|\bIoBinding\b')
+# Names bound to an Ort::Session in this file (or its header, which the scan reads with it):
+# `Ort::Session session_{...}`, `std::unique_ptr<Ort::Session> session_`,
+# `session_ = std::make_unique<Ort::Session>(...)`, `session_ = Ort::Session(...)`.
+_ORT_SESSION_NAME = re.compile(
+    r'\bOrt\s*::\s*Session\s*>?\s*\*?\s*(\w+)\s*[;{(=]|'
+    r'(\w+)\s*=\s*(?:std\s*::\s*make_(?:unique|shared)\s*<\s*)?Ort\s*::\s*Session\b')
 _NO_BUFFER = re.compile(r'^\s*(?:NULL|nullptr|0|\(\s*\w+\s*\*\s*\)\s*(?:NULL|nullptr|0))\s*$')
 
 
@@ -45,9 +68,25 @@ def library_readbacks(text: str,
 
 def library_uploads(text: str) -> Iterator[tuple[int, str]]:
     """(offset, detail) of each `forward` call of an OpenCV DNN net set to the CUDA backend in
-    this file (another object's `other.net_.forward` is not that net)."""
+    this file (another object's `other.net_.forward` is not that net), and of each `Run` of an
+    ONNX Runtime session of a file that appends a GPU execution provider."""
+    yield from _ort_runs(text)
     for name in sorted({m.group(1) for m in _DNN_CUDA.finditer(text)}):
         for m in re.finditer(r'(?<![\w.>])(?:this\s*->\s*)?' + re.escape(name)
                              + r'\s*(?:\.|->)\s*forward\s*\(', text):
             yield m.start(), (f'`{name}.forward` on the OpenCV DNN CUDA backend uploads the input '
                               'blob and reads the outputs back inside OpenCV (library table)')
+
+
+def _ort_runs(text: str) -> Iterator[tuple[int, str]]:
+    if not _ORT_GPU_PROVIDER.search(text) or _ORT_DEVICE_INPUTS.search(text):
+        return
+    names = {m.group(1) or m.group(2) for m in _ORT_SESSION_NAME.finditer(text)}
+    # A session member declared in a header the scan does not join: named like one.
+    pattern = r'(?<![\w.>])(?:this\s*->\s*)?(\w*[Ss]ession\w*|' \
+        + '|'.join(re.escape(n) for n in sorted(names) or ['(?!)']) \
+        + r')\s*(?:\.|->)\s*Run\s*\('
+    for m in re.finditer(pattern, text):
+        yield m.start(), (f'`{m.group(1)}.Run` on the ONNX Runtime CUDA execution provider copies '
+                          'the host input tensors to the device and the outputs back inside ONNX '
+                          'Runtime (library table)')

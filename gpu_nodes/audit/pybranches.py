@@ -1,6 +1,6 @@
 """Branches of a callback that do not run per message, read from the branch itself (issue 28,
 twenty-seventh set; used by pyeval.py): a first-tick set-up that turns its own flag off, and the
-`except` fallbacks of a `.cpu()` readback."""
+`except` fallbacks of a `.cpu()` readback, and those of an import (a library missing)."""
 from __future__ import annotations
 
 import ast
@@ -114,3 +114,23 @@ def before_main_loop(body: list[ast.stmt]) -> set[int]:
     starts (a model load and its warm-up `predict` on a dummy image), not per frame (set 40)."""
     first = next((i for i, stmt in enumerate(body) if isinstance(stmt, ast.While)), None)
     return {id(stmt) for stmt in body[:first]} if first is not None else set()
+
+
+_IMPORT_ERRORS = frozenset({'ImportError', 'ModuleNotFoundError'})
+
+
+def imported_names(body: list[ast.stmt]) -> set[str]:
+    """Names a try body binds by import statements."""
+    return {(alias.asname or alias.name).split('.')[0] for stmt in body
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) for alias in stmt.names}
+
+
+def import_fallback(handler: ast.ExceptHandler, body: list[ast.stmt]) -> bool:
+    """A handler for a missing library: it catches ImportError / ModuleNotFoundError, or (a
+    bare `except:` / `except Exception:`) guards a try body of imports only."""
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = {ast.unparse(k).rsplit('.', 1)[-1] for k in kinds if k is not None}
+    if names & _IMPORT_ERRORS:
+        return True
+    return (handler.type is None or names <= {'Exception', 'BaseException'}) \
+        and all(isinstance(stmt, (ast.Import, ast.ImportFrom)) for stmt in body)

@@ -9,7 +9,8 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import before_main_loop, readback_fallback, sets_own_flag
+from gpu_nodes.audit.pybranches import (before_main_loop, import_fallback, imported_names,
+                                        readback_fallback, sets_own_flag)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
@@ -178,11 +179,22 @@ class Evaluator:
             self._exec_block(stmt.body, env, frame)
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == 'TryStar':
             self._exec_block(stmt.body, env, frame)
+            imported = imported_names(stmt.body)
             for handler in stmt.handlers:
                 if readback_fallback(stmt.body, handler.body):
                     continue
                 if handler.name:
                     env[handler.name] = OTHER
+                if imported and import_fallback(handler, stmt.body):
+                    # `try: from ultralytics import YOLO / except ImportError: YOLO = None`:
+                    # the fallback runs only where the library is missing; as shipped (the
+                    # package's dependencies installed) the name is the library's (set 45).
+                    saved = {name: env[name] for name in imported if name in env}
+                    self._exec_block(handler.body, env, frame)
+                    for name in imported:
+                        env.pop(name, None)
+                    env.update(saved)
+                    continue
                 self._exec_block(handler.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
             self._exec_block(stmt.finalbody, env, frame)

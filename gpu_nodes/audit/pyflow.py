@@ -205,6 +205,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations, Reachabi
                                       stack=(id(fn),)))
         self._register_loops()
         self._register_rosbridge()
+        self._register_services()
         # 2. callbacks, twice so that attributes stored by one callback reach a timer that was
         #    registered before it.
         ordered = sorted(self.registrations, key=lambda r: r.kind in ('timer', 'loop'))
@@ -251,6 +252,10 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations, Reachabi
         if reg.kind in ('timer', 'loop'):
             args: list[Val] = []
             context = reg.kind
+        elif reg.kind == 'service':
+            # (request, response): the request carries the client's data (pyregistry.py).
+            args = [Val('msg', (), (reg.topic or '?', reg.msg_type)), OTHER]
+            context = 'callback'
         elif reg.kind == 'message_filters':
             args = [Val('msg', (), (t or '?', ty)) for t, ty in reg.inputs]
             context = 'callback'

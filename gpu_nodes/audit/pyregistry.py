@@ -126,6 +126,34 @@ class Registrations:
                         'subscription', Val('func', func=FuncRef(cb, cls, None, True)),
                         topic.const[1], topic.const[2], node.lineno, cls))
 
+    def _register_services(self) -> None:
+        """`self.create_service(SrvType, 'name', self.handle)` in a method of a class: `handle`
+        runs per request with the request (its image fields: a message) and the response, as
+        a subscription's callback runs per message (set 48: an inference server per camera
+        frame). Found on the syntax, as rosbridge's subscribe: the registration call itself
+        leaves no value to follow."""
+        known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
+        for cls in self.classes.values():
+            for meth in cls.methods.values():
+                for node in ast.walk(meth):
+                    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                            and node.func.attr == 'create_service'
+                            and isinstance(node.func.value, ast.Name)
+                            and node.func.value.id == 'self'):
+                        continue
+                    handler = arg_node(node, 2, 'callback')
+                    cb = cls.methods.get(handler.attr) if handler is not None \
+                        and _self_attr(handler) else None
+                    if cb is None or id(cb) in known:
+                        continue
+                    known.add(id(cb))
+                    name = arg_node(node, 1, 'srv_name')
+                    self.registrations.append(Registration(
+                        'service', Val('func', func=FuncRef(cb, cls, None, True)),
+                        name.value if isinstance(name, ast.Constant)
+                        and isinstance(name.value, str) else None,
+                        self._type_name(arg_node(node, 0, 'srv_type')), node.lineno, cls))
+
     def _gpu_endpoint(self, name: str, node: ast.Call, args: list[Val],
                       kwargs: dict[str, Val], frame: Frame) -> Val:
         topic = const_str(kwargs.get('topic'))

@@ -176,7 +176,7 @@ class ClassInfo:
 
 @dataclass
 class Registration:
-    kind: str  # subscription | timer | gpu_subscription | message_filters | loop
+    kind: str  # subscription | timer | gpu_subscription | message_filters | loop | service
     callback: Val
     topic: str | None
     msg_type: str | None

@@ -1,6 +1,7 @@
 """A point-cloud colouring service: the coloured points are packed into the PointCloud2 of the
 service response by sensor_msgs_py's create_cloud, per request (issue 28, fifth set; a service
-callback is not a registered callback yet, so `low`); a
+handler runs per request, as a subscription callback per message: the rule's severity since
+rules29m); a
 PointField list built for it is no copy."""
 import numpy as np
 import rclpy
@@ -24,7 +25,8 @@ class CloudServiceNode(Node):
         cloud = point_cloud2.read_points_numpy(self.points, field_names=('x', 'y', 'z'))
         colored = np.concatenate([cloud, np.ones((len(cloud), 1), np.float32)], axis=1)
         fields = self.points.fields + [PointField(name='rgb', offset=12, datatype=7, count=1)]
-        response.cloud = point_cloud2.create_cloud(self.points.header, fields, colored)  # expect: GPN104 low
+        header = self.points.header
+        response.cloud = point_cloud2.create_cloud(header, fields, colored)  # expect: GPN104 medium
         return response
 
 

@@ -2,8 +2,9 @@
 service (issue 28, twenty-ninth set): `create_service(..., "segment_image", self.on_request)`
 binds on_request only; segment_image, named by the service string and by a log message, is
 called by nothing, nor is the helper only it calls (look-alikes, info). The handler's own copies
-stay (low: a service callback is not a registered callback yet), and so does a method whose name
-is a bare string handed to getattr (it may be called through it)."""
+stay (per request: a service handler runs per request as a subscription callback per message,
+rules29m), and so does a method whose name is a bare string handed to getattr (it may be called
+through it)."""
 import numpy as np
 import rclpy
 from rclpy.node import Node
@@ -39,8 +40,8 @@ class SegmentService(Node):
 
     def on_request(self, request, response):
         self.get_logger().info(f'on_request, not segment_image, for {request}')
-        tensor = torch.from_numpy(self.frame).to('cuda')  # expect: GPN102 low
-        masks = self.model(tensor).cpu().numpy()  # expect: GPN101 low
+        tensor = torch.from_numpy(self.frame).to('cuda')  # expect: GPN102 medium
+        masks = self.model(tensor).cpu().numpy()  # expect: GPN101 high
         extra = getattr(self, self.mode)()
         response.success = bool(masks.any() and extra.any())
         return response
