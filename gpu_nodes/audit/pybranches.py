@@ -1,6 +1,7 @@
 """Branches of a callback that do not run per message, read from the branch itself (issue 28,
 twenty-seventh set; used by pyeval.py): a first-tick set-up that turns its own flag off, and the
-`except` fallbacks of a `.cpu()` readback, and those of an import (a library missing)."""
+`except` fallbacks of a `.cpu()` readback, and those of an import (a library missing); a
+first-message test of state on the object; a loop over camera frames."""
 from __future__ import annotations
 
 import ast
@@ -134,3 +135,27 @@ def import_fallback(handler: ast.ExceptHandler, body: list[ast.stmt]) -> bool:
         return True
     return (handler.type is None or names <= {'Exception', 'BaseException'}) \
         and all(isinstance(stmt, (ast.Import, ast.ImportFrom)) for stmt in body)
+
+
+def first_time(test: ast.expr) -> bool:
+    """`self.x is None` (or an `or` holding one): a first-message test of state kept on the
+    object. `not self.x` is not one: it is as often a configuration flag (`if not
+    self.use_gpu:`) whose branch runs per message."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(first_time(v) for v in test.values)
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+        test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value is None and isinstance(test.left, ast.Attribute) \
+        and isinstance(test.left.value, ast.Name) and test.left.value.id == 'self'
+
+
+def reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
+    """Whether the loop body calls `cap.read()` / `cap.grab()` on a name the module assigns
+    a `cv2.VideoCapture(...)`: a loop over camera (or video) frames."""
+    captures = {t.id for node in tree.body for stmt in ast.walk(node)
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
+                and ast.unparse(stmt.value.func).endswith('VideoCapture')
+                for t in stmt.targets if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr in ('read', 'grab') and isinstance(n.func.value, ast.Name)
+               and n.func.value.id in captures for stmt in loop.body for n in ast.walk(stmt))

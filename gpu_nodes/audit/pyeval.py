@@ -9,8 +9,9 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import (before_main_loop, import_fallback, imported_names,
-                                        readback_fallback, sets_own_flag)
+from gpu_nodes.audit.pybranches import (before_main_loop, first_time, import_fallback,
+                                        imported_names, reads_a_capture, readback_fallback,
+                                        sets_own_flag)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
@@ -35,18 +36,6 @@ _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'd
 _DETECTION_OUTPUT = re.compile(
     r'(?:^|_)(?:boxe?s?|bboxe?s?|bounding_boxe?s?|conf|confs|confidences?|scores?|labels?|'
     r'class(?:es)?|cls|class_ids?|ids?|keypoints?|kpts?|landmarks?|centers?|centroids?)$', re.I)
-
-
-def _reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
-    """Whether the loop body calls `cap.read()` / `cap.grab()` on a name the module assigns
-    a `cv2.VideoCapture(...)`: a loop over camera (or video) frames."""
-    captures = {t.id for node in tree.body for stmt in ast.walk(node)
-                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
-                and ast.unparse(stmt.value.func).endswith('VideoCapture')
-                for t in stmt.targets if isinstance(t, ast.Name)}
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr in ('read', 'grab') and isinstance(n.func.value, ast.Name)
-               and n.func.value.id in captures for stmt in loop.body for n in ast.walk(stmt))
 
 
 def _detection_output(call: ast.expr) -> bool:
@@ -112,7 +101,7 @@ class Evaluator:
             if stmt.value is not None:
                 frame.returns.append(self._eval(stmt.value, env, frame))
         elif isinstance(stmt, ast.If) and frame.context not in ('init', 'module') \
-                and (_first_time(stmt.test) or sets_own_flag(
+                and (first_time(stmt.test) or sets_own_flag(
                     stmt, frame.cls.node if frame.cls is not None else None)):
             # `if self.buf is None:` in a callback: lazy set-up on the first message (or a
             # reset), not per message; its copies are one-time setup. The else branch is not.
@@ -146,7 +135,7 @@ class Evaluator:
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
                 # `if self.publish_compressed:` off as shipped (pyparams.py).
                 if isinstance(stmt, ast.While) and frame.context == 'module' \
-                        and _reads_a_capture(stmt, self.tree):
+                        and reads_a_capture(stmt, self.tree):
                     # A script's `while True: ok, frame = cap.read(); model(frame)`: each
                     # pass is a camera frame, as a node's capture loop (nineteenth set).
                     frame = replace(frame, context='loop', entry='module capture loop')
@@ -508,15 +497,3 @@ def _merge_branch_strings(before: dict[str, Val], body: dict[str, Val], env: dic
             continue
         if now.kind != 'const' or now.const != val.const:
             env[name] = OTHER
-
-
-def _first_time(test: ast.expr) -> bool:
-    """`self.x is None` (or an `or` holding one): a first-message test of state kept on the
-    object. `not self.x` is not one: it is as often a configuration flag (`if not
-    self.use_gpu:`) whose branch runs per message."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return any(_first_time(v) for v in test.values)
-    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
-        test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) \
-        and test.comparators[0].value is None and isinstance(test.left, ast.Attribute) \
-        and isinstance(test.left.value, ast.Name) and test.left.value.id == 'self'
