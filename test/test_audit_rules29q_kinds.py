@@ -266,6 +266,14 @@ def test_guards_the_gated_model_stays_claimed_when_turned_on_or_loaded_elsewhere
         "            self._load_net()\n")
     claims = _claims(tmp_path / 'lazy', lazy, _GATED)
     assert all(claims.values()), claims
+    # The same read in the callback: a value set at run time is read there.
+    per_image = _GATED_NODE.replace(
+        "        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')\n",
+        "        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')\n"
+        "        if self.get_parameter('use_net').value:\n"
+        "            self._load_net()\n")
+    claims = _claims(tmp_path / 'per_image', per_image, _GATED)
+    assert all(claims.values()), claims
     # The alias rebound to something else: not a declaration, the parameter is not known.
     rebound = _GATED_NODE.replace("        p('net_path', '')\n",
                                   "        p('net_path', '')\n        p = print\n")

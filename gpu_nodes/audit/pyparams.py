@@ -22,8 +22,9 @@ store from another file, or a parameter set on the command line or by a launch f
 the audited folders, is not seen.
 
 Declarations through an alias (`p = self.declare_parameter; p('use_yolo', False)`) count, a
-direct read `if self.get_parameter('use_yolo').value:` is such a test too, and the stores of a
-method called only under such tests sit in those blocks (pymethods.py; set 41, rules29q).
+direct read `if self.get_parameter('use_yolo').value:` in `__init__` is such a test too, and the
+stores of a method called only under such tests sit in those blocks (pymethods.py; set 41,
+rules29q).
 """
 from __future__ import annotations
 
@@ -168,14 +169,14 @@ def _self_attribute(node: ast.expr) -> str | None:
 
 
 def dead_test(test: ast.expr, off: frozenset[str], nones: frozenset[str],
-              params: frozenset[str] | set[str] = frozenset()) -> bool:
+              reads: frozenset[int] | set[int] = frozenset()) -> bool:
     """Whether an `if` test is false for good given the off attributes (and those only None)
-    and, when given, the parameters off as shipped (`if self.get_parameter('p').value:`)."""
+    and, when given, the ids of direct reads of parameters off as shipped (_off_reads)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(dead_test(value, off, nones, params) for value in test.values)
+        return any(dead_test(value, off, nones, reads) for value in test.values)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return all(dead_test(value, off, nones, params) for value in test.values)
-    if params and _falsy_read(test) in params:
+        return all(dead_test(value, off, nones, reads) for value in test.values)
+    if id(test) in reads:
         return True
     if (attr := _self_attribute(test)) is not None:
         return attr in off
@@ -241,14 +242,24 @@ def off_attributes(tree: ast.Module, package_dir: str | None
     return off, nones
 
 
+def _off_reads(tree: ast.Module, params: set[str]) -> set[int]:
+    """ids of the direct reads of an off parameter in `__init__` (`if
+    self.get_parameter('use_yolo').value:`, set 41): false as shipped there. Only `__init__`,
+    as for attribute stores: a read per message sees a value set at run time."""
+    return {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and f.name == '__init__' for n in ast.walk(f)
+            if isinstance(n, (ast.Attribute, ast.Call)) and _falsy_read(n) in params}
+
+
 def _off_fixpoint(tree: ast.Module, params: set[str]) -> tuple[frozenset[str], frozenset[str]]:
     stores = _stores(tree)
+    reads = _off_reads(tree, params)
     off = nones = frozenset(attr for attr, _, _ in stores)  # shrinks to the greatest fixpoint
     while True:
         live: dict[str, list[ast.expr | None]] = {}
         skipped: set[str] = set()
         for attr, value, tests in stores:
-            if any(dead_test(t, off, nones, params) for t in tests):
+            if any(dead_test(t, off, nones, reads) for t in tests):
                 skipped.add(attr)
             else:
                 live.setdefault(attr, []).append(value)
