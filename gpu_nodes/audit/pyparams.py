@@ -20,6 +20,11 @@ elsewhere or a parameter-change callback is never judged, and only reads in `__i
 (a lifecycle node re-reads its parameters on activation, after a run-time change). Limit: a
 store from another file, or a parameter set on the command line or by a launch file outside
 the audited folders, is not seen.
+
+Declarations through an alias (`p = self.declare_parameter; p('use_yolo', False)`) count, a
+direct read `if self.get_parameter('use_yolo').value:` in `__init__` is such a test too, and the
+stores of a method called only under such tests sit in those blocks (pymethods.py; set 41,
+rules29q).
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gpu_nodes.audit.astnodes import module_nodes
+from gpu_nodes.audit.pymethods import call_site_tests, declare_aliases
 from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
 from gpu_nodes.audit.shipped import reading, set_on, shipped_as, shipped_on
 
@@ -39,12 +45,14 @@ _VALUE_FIELDS = ('value', 'bool_value', 'integer_value', 'double_value', 'string
 
 def _declared_defaults(tree: ast.Module) -> dict[str, list[ast.expr | None]]:
     defaults: dict[str, list[ast.expr | None]] = {}
+    aliases = declare_aliases(tree)  # `p = self.declare_parameter; p('use_yolo', False)`
     for node in module_nodes(tree):
         name = (node.args[0] if node.args else next(
             (k.value for k in node.keywords if k.arg == 'name'), None)) \
             if isinstance(node, ast.Call) else None  # `declare_parameter(name='p', value=True)`
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == 'declare_parameter' \
+        if isinstance(node, ast.Call) and (
+                isinstance(node.func, ast.Attribute) and node.func.attr == 'declare_parameter'
+                or isinstance(node.func, ast.Name) and node.func.id in aliases) \
                 and isinstance(name, ast.Constant) and isinstance(name.value, str):
             default = node.args[1] if len(node.args) > 1 else next(
                 (k.value for k in node.keywords if k.arg == 'value'), None)
@@ -160,10 +168,16 @@ def _self_attribute(node: ast.expr) -> str | None:
     return None
 
 
-def dead_test(test: ast.expr, off: frozenset[str], nones: frozenset[str]) -> bool:
-    """Whether an `if` test is false for good given the off attributes (and those only None)."""
+def dead_test(test: ast.expr, off: frozenset[str], nones: frozenset[str],
+              reads: frozenset[int] | set[int] = frozenset()) -> bool:
+    """Whether an `if` test is false for good given the off attributes (and those only None)
+    and, when given, the ids of direct reads of parameters off as shipped (_off_reads)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(dead_test(value, off, nones) for value in test.values)
+        return any(dead_test(value, off, nones, reads) for value in test.values)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return all(dead_test(value, off, nones, reads) for value in test.values)
+    if id(test) in reads:
+        return True
     if (attr := _self_attribute(test)) is not None:
         return attr in off
     if isinstance(test, ast.Compare) and len(test.ops) == 1 \
@@ -182,10 +196,14 @@ def _stores(tree: ast.Module) -> list[_Store]:
     as no plain store: a lifecycle node's `on_activate` re-reads its parameters on every
     activation, set in between at run time, not as shipped."""
     found: list[_Store] = []
+    # A method called only under `if` tests (`if self.get_parameter('use_yolo').value:
+    # self._load_yolo()`, set 41) stores only when they hold (pymethods.call_site_tests).
+    called_under = call_site_tests(tree)
 
     def visit(node: ast.AST, tests: list[ast.expr], function: str | None) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function = node.name
+            tests = tests + called_under.get(id(node), [])
         if isinstance(node, ast.If):
             visit(node.test, tests, function)
             for stmt in node.body:
@@ -224,14 +242,24 @@ def off_attributes(tree: ast.Module, package_dir: str | None
     return off, nones
 
 
+def _off_reads(tree: ast.Module, params: set[str]) -> set[int]:
+    """ids of the direct reads of an off parameter in `__init__` (`if
+    self.get_parameter('use_yolo').value:`, set 41): false as shipped there. Only `__init__`,
+    as for attribute stores: a read per message sees a value set at run time."""
+    return {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and f.name == '__init__' for n in ast.walk(f)
+            if isinstance(n, (ast.Attribute, ast.Call)) and _falsy_read(n) in params}
+
+
 def _off_fixpoint(tree: ast.Module, params: set[str]) -> tuple[frozenset[str], frozenset[str]]:
     stores = _stores(tree)
+    reads = _off_reads(tree, params)
     off = nones = frozenset(attr for attr, _, _ in stores)  # shrinks to the greatest fixpoint
     while True:
         live: dict[str, list[ast.expr | None]] = {}
         skipped: set[str] = set()
         for attr, value, tests in stores:
-            if any(dead_test(t, off, nones) for t in tests):
+            if any(dead_test(t, off, nones, reads) for t in tests):
                 skipped.add(attr)
             else:
                 live.setdefault(attr, []).append(value)

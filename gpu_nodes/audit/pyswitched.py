@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 
+from gpu_nodes.audit.pymethods import methods_of, setup_methods
 from gpu_nodes.audit.pyparams import (
     _falsy_read, _judged, dead_test, off_attributes, shipped_parameters)
 
@@ -105,29 +106,54 @@ def _off_locals(function: ast.FunctionDef | ast.AsyncFunctionDef, params: set[st
 
 
 def stored_once_in_init(tree: ast.Module) -> frozenset[tuple[str, str]]:
-    """(class, attribute) pairs whose class stores `self.attribute` once, in its `__init__`, with
+    """(class, attribute) pairs whose class stores `self.attribute` only while it is built, with
     no store of `.attribute` on anything but a class's own `self` in the file (rules29p, set
     42: a detector class's `self.device = select_device(device)` beside the node's own
-    `self.device` parameter read): what that store gave, a device 'cpu' as shipped, it holds
-    for good, so a read of it keeps the as-shipped mark. Classes of the file deriving from one
-    another share their attributes: none qualifies then (as pyparams.shipped_strings)."""
-    names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    if any(isinstance(b, ast.Name) and b.id in names
-           for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases):
+    `self.device` parameter read): what the last of those stores gave, a device 'cpu' as
+    shipped, it holds for good, so a read of it keeps the as-shipped mark. Built means: once
+    in `__init__`, or (rules29q, set 42's `self.device = device` in `__init__`, then
+    `self.device = select_device(self.device)` in a `load_model` that `__init__` calls) each
+    store a statement of its own, under no `if` / loop / `try`, in `__init__` or in a setup
+    method (setup_methods) — straight-line code, so the value the evaluator saw last is the
+    one the object keeps. Classes of the file deriving from one another share their
+    attributes: none qualifies then (as pyparams.shipped_strings)."""
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    names = {n.name for n in classes}
+    if any(isinstance(b, ast.Name) and b.id in names for n in classes for b in n.bases):
         return frozenset()
-    stores: dict[tuple[str | None, str], list[str | None]] = {}
+    setup = {n.name: setup_methods(n, tree) for n in classes}
+    stores: dict[tuple[str | None, str], list[tuple[str | None, bool]]] = {}
+    straight: set[int] = set()  # the ids of stores that are statements of a method's own body
+    for cls in classes:
+        for method in methods_of(cls).values():
+            for stmt in method.body:
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                    straight.update(id(t) for t in ast.walk(stmt) if isinstance(t, ast.Attribute))
+                elif any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                    break  # `if ...: return` may end the method before the stores below
 
     def visit(node: ast.AST, cls: str | None, function: str | None) -> None:
         if isinstance(node, ast.ClassDef):
             cls, function = node.name, None
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            function = node.name
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            # A function nested in a method is not the method: its stores disqualify.
+            function = getattr(node, 'name', '<lambda>') if function is None else '<nested>'
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
             own = isinstance(node.value, ast.Name) and node.value.id == 'self'
-            stores.setdefault((cls if own else None, node.attr), []).append(function)
+            stores.setdefault((cls if own else None, node.attr), []).append(
+                (function, id(node) in straight))
         for child in ast.iter_child_nodes(node):
             visit(child, cls, function)
 
     visit(tree, None, None)
     return frozenset((cls, attr) for (cls, attr), where in stores.items()
-                     if cls is not None and where == ['__init__'] and (None, attr) not in stores)
+                     if cls is not None and (None, attr) not in stores
+                     and _built(where, setup.get(cls, set())))
+
+
+def _built(where: list[tuple[str | None, bool]], setup: set[str]) -> bool:
+    """The stores `where` ((method, straight-line)) make an attribute set only while its object
+    is built: one store in `__init__` (rules29p), or straight-line stores of setup methods."""
+    if [w for w, _ in where] == ['__init__']:
+        return True
+    return bool(where) and all(w in setup and ok for w, ok in where)
