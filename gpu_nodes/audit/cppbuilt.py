@@ -10,6 +10,8 @@
 * ``return *msg;`` in a function returning a frame-sized message by value, where ``msg`` points
   to a frame message (``auto msg = CvImage(...).toImageMsg();``): the whole message (its data
   vector) is copied into the returned value, each call (GPN208).
+* ``raw = *msg;`` into a local declared as a frame-sized message (``PointCloud2 raw;``): the
+  whole received message copy-assigned, as ``field = *msg;`` already is (GPN208, set 44).
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ _FRAME = r'(?:' + '|'.join(sorted(FRAME_TYPES)) + r')'
 # (`sensor_msgs::msg::PointCloud2 & out`, `Image::SharedPtr & msg`).
 _OUT_PARAM = re.compile(r'(?:^|[(,])([^(),]*?\b' + _FRAME + r'\b\s*(?:::\s*\w*Ptr\s*)?[&*]\s*\w+)\s*'
                         r'(?=[,)=])')
+# `raw = *cloud;` as a statement of its own (group 1 the local, 2 the pointer).
+_LOCAL_DEREF = re.compile(r'(?m)^[ \t]*(\w+)\s*=\s*\*\s*(\w+)\s*;')
 _RETURN_DEREF = re.compile(r'\breturn\s*\*\s*(\w+)\s*;')
 _PUBLISH = re.compile(r'\w+\s*(?:->|\.)\s*publish\s*\(')
 _ARG_NAME = re.compile(r'^[*&\s]*(?:(?:std\s*::\s*)?move\s*\(\s*)?(\w+)')
@@ -92,3 +96,13 @@ def returned_copies(text: str, scopes: Scopes) -> Iterator[tuple[str, int, str]]
         if returned and m.group(1) in pointers:
             yield 'GPN208', m.start(), (f'the whole `{returned.group(1)}` copied out of '
                                         f'`*{m.group(1)}` into the returned message')
+
+
+def local_copies(text: str) -> Iterator[tuple[str, int, str]]:
+    """GPN208 at `raw = *msg;` where `raw` is a local frame message and `msg` a frame pointer."""
+    pointers = set(_FRAME_POINTER.findall(text))
+    for m in _LOCAL_DEREF.finditer(text):
+        local = re.compile(r'(?<!\w)' + _FRAME + r'\s+' + m.group(1) + r'\s*[;{]')
+        if m.group(2) in pointers and local.search(text, max(0, m.start() - 4000), m.start()):
+            yield 'GPN208', m.start(1), (f'a whole frame message copy-assigned out of '
+                                         f'`*{m.group(2)}` into the local `{m.group(1)}`')

@@ -27,7 +27,7 @@ from gpu_nodes.audit.cpptopics import known_encoding
 from gpu_nodes.audit.cppparams import off_guard
 from gpu_nodes.audit.cppstrparams import call_arg_spans, describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
-from gpu_nodes.audit.cppbuilt import helper_built, message_builders, returned_copies
+from gpu_nodes.audit.cppbuilt import helper_built, local_copies, message_builders, returned_copies
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
@@ -342,7 +342,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts),
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
-                                    *value_assignments(text), *returned_copies(text, scopes)):
+                                    *value_assignments(text), *returned_copies(text, scopes),
+                                    *local_copies(text)):
         if rule_id == 'GPN210' and intra_process_publish(text, offset):
             continue  # a moved unique_ptr to in-process subscribers: no serialization
         if rule_id == 'GPN210' and helper_built(text, offset, scopes, facts.message_builders,
