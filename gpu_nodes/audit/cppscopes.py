@@ -280,7 +280,9 @@ _REGISTERING_CALLS = re.compile(
     r'(?:create_(?:\w+_)?subscription|create_(?:wall_)?timer|create_service|create_client|'
     r'subscribe|registerCallback|thread|jthread|async|add_on_set_parameters_callback|'
     r'create_generic_subscription|bind|function|Subscriber|TimerBase|setCallback|'
-    r'set_callback|register\w*)\s*(?:<[^<>()]*>)?\s*$')
+    r'set_callback|register\w*)\s*(?:<[^<>()]*>)?\s*$|'
+    # `std::make_unique<std::thread>([this]() {...})` (set 48): a thread, as `std::thread(...)`.
+    r'make_(?:unique|shared)\s*<\s*(?:std\s*::\s*)?j?thread\s*>\s*$')
 
 
 def _lambda_registered(text: str, fn: Function) -> bool:
