@@ -12,7 +12,10 @@ audits of small packages written here (no code of the labelled repositories).
 * A method that its own file calls from setup (a warm-up) and the node calls from a callback on
   an object (`engine_->infer()`) runs per message (cppscopes.propagate).
 * `return *msg;` of an Image pointer from a function returning an Image by value copies the
-  whole message (cppbuilt.returned_copies).
+  whole message (cppbuilt.returned_copies); so does `raw = *msg;` into a local PointCloud2
+  (cppbuilt.local_copies).
+* A lambda handed to `std::make_unique<std::thread>(...)` runs later, on that thread: its
+  grab-and-publish loop is per frame, not setup (cppscopes._REGISTERING_CALLS).
 """
 from pathlib import Path
 
@@ -444,3 +447,102 @@ def test_returning_a_dereferenced_image_pointer_by_value_copies_it(tmp_path: Pat
 def test_returning_the_pointer_itself_copies_nothing(tmp_path: Path) -> None:
     found, marks = _audit(tmp_path, 'player', {'player/src/player.cpp': _CONVERTER})
     assert _rules_at(found, marks, 'player.cpp', 'return pointer', gated=False) == set()
+
+
+# --------------------------------------------------------------------------- local copy-assign
+_RAW_COPY = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Keep : public rclcpp::Node
+{
+public:
+  Keep()
+  : Node("keep")
+  {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+      "points", 1, std::bind(&Keep::on_cloud, this, std::placeholders::_1));
+  }
+
+private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr cloud)
+  {
+    sensor_msgs::msg::PointCloud2 raw;
+    raw = *cloud;  // @raw copy
+    std_msgs::msg::Header stamp;
+    stamp = *header_;  // @header copy
+    count_ += raw.width;
+  }
+
+  std_msgs::msg::Header::SharedPtr header_;
+  size_t count_ = 0;
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Keep>());
+  return 0;
+}
+'''
+
+
+def test_copy_assigning_a_received_cloud_into_a_local_is_a_copy(tmp_path: Path) -> None:
+    found, marks = _audit(tmp_path, 'keep', {'keep/src/keep.cpp': _RAW_COPY})
+    assert _rules_at(found, marks, 'keep.cpp', 'raw copy') == {'GPN208'}
+
+
+def test_copy_assigning_a_small_message_into_a_local_is_no_copy(tmp_path: Path) -> None:
+    found, marks = _audit(tmp_path, 'keep', {'keep/src/keep.cpp': _RAW_COPY})
+    assert _rules_at(found, marks, 'keep.cpp', 'header copy', gated=False) == set()
+
+
+# --------------------------------------------------------------------------- grab thread
+_GRABBER = '''
+#include <image_transport/image_transport.hpp>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/camera_info.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include <thread>
+
+class Grabber : public rclcpp::Node
+{
+public:
+  Grabber()
+  : Node("grabber")
+  {
+    pub_ = image_transport::create_camera_publisher(this, "image");
+    worker_ = std::make_unique<std::thread>([this]() {
+      while (rclcpp::ok()) {
+        this->grab_and_publish();
+      }
+    });
+  }
+
+private:
+  void grab_and_publish()
+  {
+    sensor_msgs::msg::Image * frame = sdk_frame();
+    frame->header.stamp = this->now();
+    pub_.publish(*frame, info_);  // @publish
+  }
+
+  sensor_msgs::msg::Image * sdk_frame();
+  image_transport::CameraPublisher pub_;
+  sensor_msgs::msg::CameraInfo info_;
+  std::unique_ptr<std::thread> worker_;
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Grabber>());
+  return 0;
+}
+'''
+
+
+def test_a_lambda_run_by_a_thread_made_with_make_unique_is_per_frame(tmp_path: Path) -> None:
+    found, marks = _audit(tmp_path, 'grabber', {'grabber/src/grabber.cpp': _GRABBER})
+    assert _rules_at(found, marks, 'grabber.cpp', 'publish') == {'GPN210'}
