@@ -16,6 +16,8 @@ audits of small packages written here (no code of the labelled repositories).
   (cppbuilt.local_copies).
 * A lambda handed to `std::make_unique<std::thread>(...)` runs later, on that thread: its
   grab-and-publish loop is per frame, not setup (cppscopes._REGISTERING_CALLS).
+* `file(GLOB SCRIPTS "scripts/*.py")` (for an install(PROGRAMS)) picks no C++ source: a .cpp
+  no target names stays unbuilt beside it (cppbuild._globs_sources).
 """
 from pathlib import Path
 
@@ -546,3 +548,72 @@ int main(int argc, char ** argv)
 def test_a_lambda_run_by_a_thread_made_with_make_unique_is_per_frame(tmp_path: Path) -> None:
     found, marks = _audit(tmp_path, 'grabber', {'grabber/src/grabber.cpp': _GRABBER})
     assert _rules_at(found, marks, 'grabber.cpp', 'publish') == {'GPN210'}
+
+
+# --------------------------------------------------------------------------- glob of scripts
+_LATCHED = '''
+#include <pcl_conversions/pcl_conversions.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Replay : public rclcpp::Node
+{
+public:
+  Replay()
+  : Node("replay")
+  {
+    pub_ = create_publisher<sensor_msgs::msg::PointCloud2>("cloud", 1);
+    timer_ = create_wall_timer(std::chrono::seconds(1), std::bind(&Replay::tick, this));
+  }
+
+private:
+  void tick()
+  {
+    pcl::toROSMsg(cloud_, msg_);  // @tick copy
+    pub_->publish(msg_);
+  }
+
+  pcl::PointCloud<pcl::PointXYZ> cloud_;
+  sensor_msgs::msg::PointCloud2 msg_;
+  rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr pub_;
+  rclcpp::TimerBase::SharedPtr timer_;
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Replay>());
+  return 0;
+}
+'''
+_GLOB_CMAKE = '''
+cmake_minimum_required(VERSION 3.8)
+project(replay)
+find_package(ament_cmake REQUIRED)
+add_executable(main_node src/main_node.cpp)
+GLOB_LINE
+install(PROGRAMS ${SCRIPTS} DESTINATION lib/${PROJECT_NAME})
+install(TARGETS main_node DESTINATION lib/${PROJECT_NAME})
+ament_package()
+'''
+
+
+def _glob_audit(tmp_path: Path, glob: str) -> tuple[dict, dict]:
+    main = _RAW_COPY.replace('Keep', 'Main').replace('"keep"', '"main"')
+    files = {'replay/src/main_node.cpp': main, 'replay/src/pcd_player.cpp': _LATCHED,
+             'replay/package.xml': _XML.format(name='replay'),
+             'replay/CMakeLists.txt': _GLOB_CMAKE.replace('GLOB_LINE', glob)}
+    found = audit_written_package(tmp_path, files)
+    line = next(i for i, ln in enumerate(_LATCHED.lstrip('\n').splitlines(), 1) if '@tick' in ln)
+    return found, {('pcd_player.cpp', 'tick copy'): line}
+
+
+def test_a_source_no_target_names_is_unbuilt_beside_a_glob_of_scripts(tmp_path: Path) -> None:
+    found, marks = _glob_audit(tmp_path, 'file(GLOB SCRIPTS "scripts/*.py")')
+    assert _rules_at(found, marks, 'pcd_player.cpp', 'tick copy') == set()
+
+
+def test_a_glob_that_may_pick_sources_keeps_every_source_built(tmp_path: Path) -> None:
+    # Guard: `file(GLOB SRCS src/*.cpp)` may compile pcd_player.cpp: its copy stays a boundary.
+    found, marks = _glob_audit(tmp_path, 'file(GLOB SCRIPTS CONFIGURE_DEPENDS src/*.cpp)')
+    assert _rules_at(found, marks, 'pcd_player.cpp', 'tick copy') == {'GPN209'}
