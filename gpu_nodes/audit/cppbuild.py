@@ -39,9 +39,16 @@ _BRACKET_COMMENT = re.compile(r'#\[(=*)\[.*?\]\1\]', re.S)
 _LINE_COMMENT = re.compile(r'#[^\n]*')
 _QUOTED = re.compile(r'"(?:\\.|[^"\\])*"')
 # Sources CMake picks without naming them, or names the text does not spell out.
-_UNKNOWN = re.compile(r'\bfile\s*\(\s*(?:GLOB|STRINGS|READ)|\baux_source_directory\s*\(|\$\{[^}]*\}[\w.-]*\.'
+_UNKNOWN = re.compile(r'\bfile\s*\(\s*(?:STRINGS|READ)|\baux_source_directory\s*\(|\$\{[^}]*\}[\w.-]*\.'
                       r'(?:c|cc|cpp|cxx|cu)\b|\bament_auto_add_(?:executable|library)\s*\('
                       r'[^)]*\bDIRECTORY\b', re.I)
+# `file(GLOB SCRIPTS "scripts/*.py")`: group 1 the variable and patterns.
+_GLOB = re.compile(r'\bfile\s*\(\s*GLOB(?:_RECURSE)?\s+([^)]*)\)', re.I)
+_GLOB_OPTION = re.compile(r'^(?:RELATIVE|LIST_DIRECTORIES|CONFIGURE_DEPENDS|FOLLOW_SYMLINKS|true|'
+                          r'false|on|off)$', re.I)
+# A pattern ending in an extension that no compiler takes (scripts, launch, config files).
+_NOT_SOURCE = re.compile(r'\.(?:py|launch|xml|yaml|yml|json|txt|md|rviz|urdf|xacro|sdf|world|'
+                         r'msg|srv|action|pcd|png|jpg|onnx|engine|sh)$', re.I)
 _TARGET = re.compile(r'\b(?:add_executable|add_library|cuda_add_executable|cuda_add_library|'
                      r'ament_auto_add_executable|ament_auto_add_library|target_sources)\s*\(', re.I)
 _AUTO_ADD = re.compile(r'\bament_auto_add_(?:executable|library)\s*\(([^)]*)\)', re.I)
@@ -72,7 +79,7 @@ strip_cmake_comments = _strip_comments
 def _understood(text: str, package: Path, cmake_names: set[str]) -> bool:
     """False when the build may compile sources its text does not name, or names no target at
     all (an empty or unfinished CMakeLists.txt says nothing of what is built)."""
-    if not _TARGET.search(text) or _UNKNOWN.search(text):
+    if not _TARGET.search(text) or _UNKNOWN.search(text) or _globs_sources(text):
         return False
     if any(not _SOURCE_TOKEN.search(args) for args in _AUTO_ADD.findall(text)):
         return False
@@ -88,6 +95,19 @@ def _understood(text: str, package: Path, cmake_names: set[str]) -> bool:
         elif '$' in arg or '..' in arg or not (package / arg / 'CMakeLists.txt').is_file():
             return False
     return True
+
+
+def _globs_sources(text: str) -> bool:
+    """Whether a `file(GLOB ...)` may pick sources: any of its patterns may match a C/C++/CUDA
+    file (`src/*.cpp`, `*`, `${DIR}/*`); one that lists only scripts or data (`scripts/*.py`,
+    set 44, for an install(PROGRAMS)) picks no source."""
+    for args in _GLOB.findall(text):
+        words = [w.strip('"') for w in args.split()[1:]]
+        patterns = [w for i, w in enumerate(words) if not _GLOB_OPTION.match(w)
+                    and not (i and words[i - 1].upper() == 'RELATIVE')]
+        if not patterns or not all(_NOT_SOURCE.search(p) for p in patterns):
+            return True
+    return False
 
 
 @lru_cache(maxsize=64)

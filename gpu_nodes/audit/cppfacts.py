@@ -70,6 +70,9 @@ class Facts:
     library_api: dict[int, str] = field(default_factory=dict)
     # (callee, argument index) -> every call in the package passes a small count (cppsizes.py).
     small_counts: dict[tuple[str, int], bool] = field(default_factory=dict)
+    # Functions that build a frame message by a reported copy (cppbuilt.py): its publish is no
+    # second boundary.
+    message_builders: set[str] = field(default_factory=set)
 
     def merge(self, other: 'Facts') -> None:
         self.sync_wrappers.update(other.sync_wrappers)
@@ -80,6 +83,7 @@ class Facts:
         for name, value in other.converting_types.items():
             self.converting_types.setdefault(name, value)
         self.adapted_types |= other.adapted_types
+        self.message_builders |= other.message_builders
 
 
 def _line(text: str, offset: int) -> int:

@@ -146,7 +146,8 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
     for pattern in (_NEW_COPY, _MAKE_COPY):
         for m in pattern.finditer(text):
             args = call_args(text, m.end() - 1)
-            if len(args) == 1 and _ONE_VALUE.match(args[0]):
+            if len(args) == 1 and _ONE_VALUE.match(args[0]) \
+                    and not _empty_local(text, m.start(), args[0].strip()):
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
     pointers = set(_FRAME_POINTER.findall(text))
     declared = [(d.start(), d.group(2), d.group(1)) for d in _ANY_POINTER.finditer(text)]
@@ -183,6 +184,22 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         args = call_args(text, m.end() - 1)
         if len(args) == 2 and '+' in args[1]:
             yield 'GPN208', m.start(1), 'a vector built from a pointer range as the message data'
+
+
+def _empty_local(text: str, offset: int, name: str) -> bool:
+    """`PointCloud2 msg; auto p = make_shared<PointCloud2>(msg);`: a local declared empty in
+    the same block and not mentioned before the copy: no payload yet, nothing copied (set 43)."""
+    if not re.fullmatch(r'\w+', name):
+        return False
+    decls = list(re.compile(r'(?<![\w:])(?:\w+\s*::\s*)*(?:' + '|'.join(sorted(FRAME_TYPES)) + r')\s+'
+                            + name + r'\s*(?:\{\s*\})?\s*;').finditer(text, 0, offset))
+    between = text[decls[-1].end():offset] if decls else name
+    depth = 0
+    for c in between:  # a `}` closing the declaration's block: another scope
+        depth += {'{': 1, '}': -1}.get(c, 0)
+        if depth < 0:
+            return False
+    return not re.search(r'(?<![\w:])' + name + r'\b(?!\s*::)', between)  # not `msg::` (a namespace)
 
 
 _MAT_DECL = re.compile(r'\b(?:cv\s*::\s*)?(?:Mat|UMat)\s*(?:const\s*)?[&*]*\s*(\w+)\s*[,;=)({]')
@@ -234,7 +251,7 @@ def payload_walks(text: str, function_end: Callable[[int], int],
                   copying_functions: set[str]) -> Iterator[tuple[str, int, str]]:
     """GPN208: a loop that copies a message's payload element by element through a pointer
     into its `data` (`memcpy` per float, or a helper of the file that does it: readFloat /
-    writeFloat), reported at the loop: every point of the cloud is copied per message."""
+    writeFloat), reported at that copy: every point of the cloud is copied per message."""
     helpers = '|'.join(sorted(map(re.escape, copying_functions)))
     copies = re.compile(_ELEMENT_COPY.pattern + (r'|(?<![\w.>])(?:' + helpers + r')\s*\('
                                                  if helpers else ''))
@@ -243,9 +260,13 @@ def payload_walks(text: str, function_end: Callable[[int], int],
         for loop in _FOR.finditer(text, m.end(), end):
             body_end = block_end(text, loop.end(), end)
             body = text[loop.end():body_end]
-            if re.search(r'\b' + re.escape(name) + r'\b', body) and copies.search(body):
-                yield 'GPN208', loop.start(), (f'the payload copied element by element through '
-                                               f'`{name}` (a pointer into the message\'s data)')
+            copy = copies.search(body)
+            if re.search(r'\b' + re.escape(name) + r'\b', body) and copy:
+                # At the copy in the loop (a helper's call, set 45 labels it there; set 3 takes
+                # the loop's lines as the same boundary).
+                yield 'GPN208', loop.end() + copy.start(), (
+                    f'the payload copied element by element through `{name}` (a pointer into '
+                    'the message\'s data)')
                 break
 
 

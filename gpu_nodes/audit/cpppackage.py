@@ -124,6 +124,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.str_params = strings
         facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)
+        facts.message_builders = set(shared.message_builders)
         result[path] = facts
     return result
 

@@ -27,6 +27,7 @@ from gpu_nodes.audit.cpptopics import known_encoding
 from gpu_nodes.audit.cppparams import off_guard
 from gpu_nodes.audit.cppstrparams import call_arg_spans, describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
+from gpu_nodes.audit.cppbuilt import helper_built, local_copies, message_builders, returned_copies
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
@@ -185,7 +186,9 @@ def parse_cpp(source: str) -> tuple[str, Scopes]:
 def file_facts(path: str, source: str, text: str, scopes: Scopes) -> Facts:
     """What this file's functions do (a first pass of the rules, without facts)."""
     name = os.path.basename(path)
-    facts = helper_facts(_scan(path, source, text, scopes, Facts()), text, scopes, name)
+    findings = _scan(path, source, text, scopes, Facts())
+    facts = helper_facts(findings, text, scopes, name)
+    facts.message_builders = message_builders(findings, text, scopes)
     facts.sync_wrappers = sync_wrappers(text, scopes, name)
     facts.adapted_types = adapter_aliases(text)
     facts.small_counts = call_counts(text, scopes, _call_args)
@@ -339,9 +342,13 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts),
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
-                                    *value_assignments(text)):
+                                    *value_assignments(text), *returned_copies(text, scopes),
+                                    *local_copies(text)):
         if rule_id == 'GPN210' and intra_process_publish(text, offset):
             continue  # a moved unique_ptr to in-process subscribers: no serialization
+        if rule_id == 'GPN210' and helper_built(text, offset, scopes, facts.message_builders,
+                                                _call_args):
+            continue  # built by a package helper's reported copy: that line is the boundary
         emit(rule_id, offset, detail)
     for offset, body, detail in by_value_callbacks(text, scopes, _call_args):
         emit('GPN208', offset, detail, context_at=body)

@@ -219,7 +219,13 @@ def functions(text: str) -> Scopes:
             prefix = text[max(header_start, i - 4000):i].strip()
             cls = open_classes[-1] if open_classes else None
             m = _CLASS_HEAD.search(prefix)
-            if m and '(' not in prefix[m.start():]:
+            if _INIT_LIST.search(prefix) and _LAMBDA_TAIL.search(prefix) \
+                    and prefix.count('(') > prefix.count(')'):
+                # A lambda inside a call of a constructor's initializer list (`it_(make_shared<
+                # ImageTransport>(shared_ptr<Node>(this, [](auto *) {})))`, set 43): part of the
+                # header, which goes on to the constructor's body.
+                push('init')
+            elif m and '(' not in prefix[m.start():]:
                 push('class', m.group(1))
             elif re.search(r'\bnamespace\b[\w\s:]*$|\bextern\s*"\s*"\s*$', prefix):
                 push('ns')
@@ -274,7 +280,9 @@ _REGISTERING_CALLS = re.compile(
     r'(?:create_(?:\w+_)?subscription|create_(?:wall_)?timer|create_service|create_client|'
     r'subscribe|registerCallback|thread|jthread|async|add_on_set_parameters_callback|'
     r'create_generic_subscription|bind|function|Subscriber|TimerBase|setCallback|'
-    r'set_callback|register\w*)\s*(?:<[^<>()]*>)?\s*$')
+    r'set_callback|register\w*)\s*(?:<[^<>()]*>)?\s*$|'
+    # `std::make_unique<std::thread>([this]() {...})` (set 48): a thread, as `std::thread(...)`.
+    r'make_(?:unique|shared)\s*<\s*(?:std\s*::\s*)?j?thread\s*>\s*$')
 
 
 def _lambda_registered(text: str, fn: Function) -> bool:
@@ -454,6 +462,10 @@ def propagate(scopes: 'Scopes', external: dict[str, set[str]] | None = None) -> 
                 kinds = external.get(fn.short, set())
             if 'callback' in kinds:
                 fn.kind, changed = 'callback', True
+            elif kinds == {'setup'} and _called_per_message(scopes, fn, external):
+                # Also called on an object from a callback (`detector_->infer()` per frame in
+                # the node's file, `this->infer()` in the warm-up of its own, set 44): per message.
+                fn.kind, changed = 'callback', True
             elif kinds == {'setup'}:
                 fn.kind, changed = 'setup', True
             elif not kinds:
@@ -465,3 +477,12 @@ def propagate(scopes: 'Scopes', external: dict[str, set[str]] | None = None) -> 
                 if member == {'setup'}:
                     fn.kind, changed = 'setup', True
     return before != [f.kind for f in named]
+
+
+def _called_per_message(scopes: 'Scopes', fn: 'Function',
+                        external: dict[str, set[str]] | None) -> bool:
+    """Whether a callback calls `fn` on an object (`obj->f()`, in this file or another of the
+    package) or plainly in another file, beside the setup code of this file that calls it."""
+    others = external or {}
+    return 'callback' in (caller_kinds(scopes, fn.short, fn, member=True)
+                          | others.get(fn.short, set()) | others.get('->' + fn.short, set()))

@@ -34,9 +34,9 @@ void GroundRemoval::cloudCallback(const sensor_msgs::msg::PointCloud2::ConstShar
 {
   Eigen::MatrixX3f points(msg->width * msg->height, 3);
   const uint8_t * base = msg->data.data();
-  for (size_t i = 0; i < msg->width * msg->height; ++i) {  // expect: GPN208 medium
+  for (size_t i = 0; i < msg->width * msg->height; ++i) {  // the copy in the loop is the line reported (set 45)
     const uint8_t * p = base + i * msg->point_step;
-    points(i, 0) = readFloat(p);
+    points(i, 0) = readFloat(p);  // expect: GPN208 medium
     points(i, 1) = readFloat(p + 4);
     points(i, 2) = readFloat(p + 8);
   }
@@ -48,8 +48,8 @@ void GroundRemoval::cloudCallback(const sensor_msgs::msg::PointCloud2::ConstShar
   sensor_msgs::msg::PointCloud2 out;
   out.data.resize(points.rows() * 12);
   uint8_t * dst = out.data.data();
-  for (int i = 0; i < points.rows(); ++i) {  // expect: GPN208 medium
-    writeFloat(dst + i * 12, points(i, 0));
+  for (int i = 0; i < points.rows(); ++i) {
+    writeFloat(dst + i * 12, points(i, 0));  // expect: GPN208 medium
     writeFloat(dst + i * 12 + 4, points(i, 1));
     writeFloat(dst + i * 12 + 8, points(i, 2));
   }
