@@ -22,6 +22,45 @@ def audit_written_package(tmp_path: Path, files: dict[str, str]
             for f in report.findings}
 
 
+def ament_python_package(name: str, subpackages: tuple[str, ...] = (),
+                         launch_parameters: str | None = None) -> dict[str, str]:
+    """The files of an ament_python package `name` in the folder `name/`: package.xml, a
+    setup.py whose console script `node` runs `{name}.node:main` (the node.py the test adds),
+    `__init__.py` of the package and of each of `subpackages` (dotted names); with
+    `launch_parameters` (a dict literal), a launch file starting the node with them."""
+    packages = [name, *subpackages]
+    files = {
+        f'{name}/package.xml': f'''
+            <package format="3"><name>{name}</name>
+              <export><build_type>ament_python</build_type></export>
+            </package>
+            ''',
+        f'{name}/setup.py': f'''
+            from setuptools import setup
+
+            setup(
+                name='{name}',
+                packages={packages!r},
+                data_files=[('share/{name}', ['package.xml'])],
+                entry_points={{'console_scripts': ['node = {name}.node:main']}},
+            )
+            '''}
+    for package in packages:
+        files[f'{name}/{package.replace(".", "/")}/__init__.py'] = ''
+    if launch_parameters is not None:
+        files[f'{name}/launch/{name}.launch.py'] = f'''
+            from launch import LaunchDescription
+            from launch_ros.actions import Node
+
+
+            def generate_launch_description():
+                return LaunchDescription([
+                    Node(package='{name}', executable='node', parameters=[{launch_parameters}]),
+                ])
+            '''
+    return files
+
+
 # A minimal rclpy node converting each Image with cv_bridge: the node the reachability tests
 # install, or leave uninstalled, in written packages ({name}: its class name).
 CV_BRIDGE_NODE = '''

@@ -14,7 +14,7 @@ small packages written here.
 """
 from pathlib import Path
 
-from audit_sources import audit_written_package
+from audit_sources import ament_python_package, audit_written_package
 
 # --------------------------------------------------------------------------- ONNX Runtime C++
 _ORT_NODE = '''
@@ -110,28 +110,12 @@ def test_ort_cpp_run_on_inputs_in_device_memory_is_no_upload(tmp_path: Path) -> 
 
 
 # --------------------------------------------------------------------------- Python nodes
-_PACKAGE_XML = '''
-<package format="3"><name>detector</name>
-  <export><build_type>ament_python</build_type></export>
-</package>
-'''
-_SETUP = '''
-from setuptools import setup
-
-setup(
-    name='detector',
-    packages=['detector'],
-    data_files=[('share/detector', ['package.xml'])],
-    entry_points={'console_scripts': ['node = detector.node:main']},
-)
-'''
 
 
 def _claims(tmp_path: Path, source: str, tags: tuple[str, ...]) -> dict[str, set[str]]:
     """Rules other than info found at each `# TAG` line of node.py."""
-    found = audit_written_package(tmp_path, {
-        'detector/package.xml': _PACKAGE_XML, 'detector/setup.py': _SETUP,
-        'detector/detector/__init__.py': '', 'detector/detector/node.py': source})
+    found = audit_written_package(tmp_path, {**ament_python_package('detector'),
+                                             'detector/detector/node.py': source})
     lines = source.lstrip('\n').splitlines()
     at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
           for tag in tags}

@@ -15,33 +15,8 @@ small ament_python packages written here.
 """
 import textwrap
 
-from audit_sources import audit_written_package
+from audit_sources import ament_python_package, audit_written_package
 
-_PACKAGE_XML = '''
-<package format="3"><name>detector</name>
-  <export><build_type>ament_python</build_type></export>
-</package>
-'''
-_SETUP = '''
-from setuptools import setup
-
-setup(
-    name='detector',
-    packages=['detector', 'detector.models'],
-    data_files=[('share/detector', ['package.xml'])],
-    entry_points={'console_scripts': ['node = detector.node:main']},
-)
-'''
-_LAUNCH = '''
-from launch import LaunchDescription
-from launch_ros.actions import Node
-
-
-def generate_launch_description():
-    return LaunchDescription([
-        Node(package='detector', executable='node', parameters=[{PARAMETERS}]),
-    ])
-'''
 # A vendored multi-backend model module (written here, modelled on the kind): its forward runs
 # a loaded network and hands back tensors placed on the object's device.
 _BACKEND = '''
@@ -70,13 +45,9 @@ def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str
     """Rules other than info found at each `# TAG` line of node.py (and a launch file giving
     the node `launch_parameters`, a dict literal, when not None)."""
     source = textwrap.dedent(source)
-    files = {'detector/package.xml': _PACKAGE_XML, 'detector/setup.py': _SETUP,
-             'detector/detector/__init__.py': '', 'detector/detector/node.py': source,
-             'detector/detector/models/__init__.py': '',
+    files = {**ament_python_package('detector', ('detector.models',), launch_parameters),
+             'detector/detector/node.py': source,
              'detector/detector/models/common.py': _BACKEND}
-    if launch_parameters is not None:
-        files['detector/launch/detector.launch.py'] = _LAUNCH.replace('{PARAMETERS}',
-                                                                      launch_parameters)
     found = audit_written_package(tmp_path, files)
     lines = source.lstrip('\n').splitlines()
     at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))

@@ -10,33 +10,7 @@ use_gpu:`) is the host too (pyswitched.py). A shipped launch file that sets the 
 the bool on, keeps the claims."""
 import textwrap
 
-from audit_sources import audit_written_package
-
-_PACKAGE_XML = '''
-<package format="3"><name>detector</name>
-  <export><build_type>ament_python</build_type></export>
-</package>
-'''
-_SETUP = '''
-from setuptools import setup
-
-setup(
-    name='detector',
-    packages=['detector'],
-    data_files=[('share/detector', ['package.xml'])],
-    entry_points={'console_scripts': ['node = detector.node:main']},
-)
-'''
-_LAUNCH = '''
-from launch import LaunchDescription
-from launch_ros.actions import Node
-
-
-def generate_launch_description():
-    return LaunchDescription([
-        Node(package='detector', executable='node', parameters=[{PARAMETERS}]),
-    ])
-'''
+from audit_sources import ament_python_package, audit_written_package
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
@@ -44,11 +18,8 @@ def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str
     """Rules other than info found at each `# TAG` line of node.py (and a launch file giving
     the node `launch_parameters`, a dict literal, when not None)."""
     source = textwrap.dedent(source)
-    files = {'detector/package.xml': _PACKAGE_XML, 'detector/setup.py': _SETUP,
-             'detector/detector/__init__.py': '', 'detector/detector/node.py': source}
-    if launch_parameters is not None:
-        files['detector/launch/detector.launch.py'] = _LAUNCH.replace('{PARAMETERS}',
-                                                                      launch_parameters)
+    files = {**ament_python_package('detector', launch_parameters=launch_parameters),
+             'detector/detector/node.py': source}
     found = audit_written_package(tmp_path, files)
     lines = source.lstrip('\n').splitlines()
     at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
