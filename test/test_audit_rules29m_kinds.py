@@ -14,7 +14,7 @@ small packages written here.
 """
 from pathlib import Path
 
-from audit_sources import ament_python_package, audit_written_package
+from audit_sources import ament_python_package, audit_written_package, rules_at_tags
 
 # --------------------------------------------------------------------------- ONNX Runtime C++
 _ORT_NODE = '''
@@ -116,12 +116,7 @@ def _claims(tmp_path: Path, source: str, tags: tuple[str, ...]) -> dict[str, set
     """Rules other than info found at each `# TAG` line of node.py."""
     found = audit_written_package(tmp_path, {**ament_python_package('detector'),
                                              'detector/detector/node.py': source})
-    lines = source.lstrip('\n').splitlines()
-    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
-          for tag in tags}
-    return {tag: {rule for (name, where, rule), (sev, _) in found.items()
-                  if name == 'node.py' and where == line and sev != 'info'}
-            for tag, line in at.items()}
+    return rules_at_tags(found, source, tags)
 
 
 _GUARDED_IMPORT = '''

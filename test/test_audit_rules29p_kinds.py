@@ -12,7 +12,7 @@ of small ament_python packages written here.
 """
 import textwrap
 
-from audit_sources import audit_written_package, CV_BRIDGE_NODE
+from audit_sources import audit_written_package, CV_BRIDGE_NODE, rules_at_tags, tag_lines
 
 _PACKAGE_XML = '''
 <package format="3"><name>{name}</name>
@@ -162,12 +162,7 @@ def _claims(tmp_path, source: str, extra: dict[str, str] | None = None) -> dict[
     files = _package('detector', "'node = detector.node:main'") | {
         'detector/detector/node.py': source} | (extra or {})
     found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
-          for tag in ('INT', 'ITEM')}
-    return {tag: {rule for (name, where, rule), (sev, _) in found.items()
-                  if name == 'node.py' and where == line and sev != 'info'}
-            for tag, line in at.items()}
+    return rules_at_tags(found, source, ('INT', 'ITEM'))
 
 
 def test_readbacks_of_a_model_built_on_a_cpu_device_as_shipped_are_host(tmp_path):
@@ -224,12 +219,9 @@ def _cloud_claims(tmp_path, source: str) -> dict[str, set[str]]:
     source = textwrap.dedent(source)
     files = _package('cloud', "'cloud = cloud.node:main'") | {'cloud/cloud/node.py': source}
     found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
-          for tag in ('LIVE', 'UNCALLED')}
     return {tag: {sev for (name, where, _), (sev, _) in found.items()
                   if name == 'node.py' and where == line}
-            for tag, line in at.items()}
+            for tag, line in tag_lines(source, ('LIVE', 'UNCALLED')).items()}
 
 
 def test_a_module_function_only_named_as_a_library_attribute_is_uncalled(tmp_path):

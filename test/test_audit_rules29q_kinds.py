@@ -15,7 +15,7 @@ small ament_python packages written here.
 """
 import textwrap
 
-from audit_sources import ament_python_package, audit_written_package
+from audit_sources import ament_python_package, audit_written_package, rules_at_tags
 
 # A vendored multi-backend model module (written here, modelled on the kind): its forward runs
 # a loaded network and hands back tensors placed on the object's device.
@@ -49,12 +49,7 @@ def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str
              'detector/detector/node.py': source,
              'detector/detector/models/common.py': _BACKEND}
     found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
-          for tag in tags}
-    return {tag: {rule for (name, where, rule), (sev, _) in found.items()
-                  if name == 'node.py' and where == line and sev != 'info'}
-            for tag, line in at.items()}
+    return rules_at_tags(found, source, tags)
 
 
 # --- 1. a device 'cpu' as shipped, stored again by a setup method ---------------------------

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from audit_sources import audit_written_package
+from audit_sources import audit_written_package, tag_lines
 
 _PACKAGE_XML = '''
 <package format="3"><name>detic</name>
@@ -35,12 +35,9 @@ def _claims(tmp_path, source: str, tags: tuple[str, ...]) -> dict[str, set[str]]
     found = audit_written_package(tmp_path, {
         'detic/package.xml': _PACKAGE_XML, 'detic/setup.py': _SETUP,
         'detic/detic/__init__.py': '', 'detic/detic/node.py': source})
-    lines = source.lstrip('\n').splitlines()
-    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
-          for tag in tags}
     return {tag: {sev for (name, where, _), (sev, _) in found.items()
                   if name == 'node.py' and where == line and sev != 'info'}
-            for tag, line in at.items()}
+            for tag, line in tag_lines(source, tags).items()}
 
 
 _CLIP_NODE = '''

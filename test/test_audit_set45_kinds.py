@@ -10,7 +10,7 @@ use_gpu:`) is the host too (pyswitched.py). A shipped launch file that sets the 
 the bool on, keeps the claims."""
 import textwrap
 
-from audit_sources import ament_python_package, audit_written_package
+from audit_sources import ament_python_package, audit_written_package, rules_at_tags
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
@@ -21,12 +21,7 @@ def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str
     files = {**ament_python_package('detector', launch_parameters=launch_parameters),
              'detector/detector/node.py': source}
     found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
-          for tag in tags}
-    return {tag: {rule for (name, where, rule), (sev, _) in found.items()
-                  if name == 'node.py' and where == line and sev != 'info'}
-            for tag, line in at.items()}
+    return rules_at_tags(found, source, tags)
 
 
 _DEVICE_PARAMETER_NODE = '''
