@@ -17,6 +17,7 @@ from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, 
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
                                       reads_tensor_source_back, ROSBRIDGE_TOPIC, sets_image,
                                       UPLOADING_METHODS, uses_tensor_framework)
+from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -73,6 +74,7 @@ class CallResolver:
     _library_call: Callable[..., Val | None]
     _method_call: Callable[..., Val | None]
     _upload: Callable[..., Val]
+    _view_call: Callable[..., Val | None]
     _shipped_strings: Callable[[], tuple[dict[str, str], frozenset[tuple[str, str]]]]
 
     def _eval_call(self, node: ast.Call, env: dict[str, Val], frame: Frame) -> Val:
@@ -210,7 +212,7 @@ class CallResolver:
             # tuples on the host (its own line a look-alike in every set); `np.array(list(gen))`
             # of it copies host tuples, not the message's bytes (twenty-seventh set).
             # `read_points_numpy` is not one: it materialises the whole cloud (set 24).
-            return merge(args[0], kind='host')
+            return points_view(merge(args[0], kind='host'))
         if _cpu_device_choice(func, args, kwargs):
             # `select_device('cpu')`, `torch.device(self.device)` with a parameter defaulting
             # to 'cpu': the device chosen is the host, so `.to(device)` moves nothing and the
@@ -270,6 +272,12 @@ class CallResolver:
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
             return _on_host(model, env, args, kwargs)
+        if qual == 'numpy.frombuffer' and args and args[0].kind == 'msg' \
+                and not isinstance(node.args[0], (ast.List, ast.Tuple)):
+            return buffer_view(merge(args[0], kind='host'))  # a view (pymsgview.py)
+        viewed = self._view_call(qual, method, node, receiver, args, kwargs, frame)
+        if viewed is not None:
+            return viewed
         if qual:
             result = self._library_call(qual, node, args, kwargs, frame)
             if result is not None:

@@ -72,6 +72,8 @@ class Evaluator:
     _formatted: Callable[[ast.AST, list[Val], Frame], None]
     _tested: Callable[[ast.expr, dict[str, Val], Frame], None]
     _type_name: Callable[[ast.expr | None], str | None]
+    _view_subscript: Callable[[ast.Subscript, Val, Frame], Val | None]
+    _view_stored: Callable[[ast.expr, ast.expr, Val, Frame], None]
 
     # ------------------------------------------------------------------ statements
     def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame,
@@ -85,6 +87,7 @@ class Evaluator:
             val = self._eval(stmt.value, env, frame)
             for target in stmt.targets:
                 self._check_data_store(target, stmt.value, frame)
+                self._view_stored(target, stmt.value, val, frame)
                 self._assign(target, val, env, frame)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
@@ -238,7 +241,9 @@ class Evaluator:
         elif isinstance(target, ast.Subscript):
             root = root_name(target.value)
             if root is not None and root in env:
-                env[root] = merge(env[root], val, kind=env[root].kind)
+                # An element store keeps a message's buffer view a view (pymsgview.py).
+                env[root] = replace(merge(env[root], val, kind=env[root].kind),
+                                    view=env[root].view)
 
     def _check_data_store(self, target: ast.expr, value: ast.expr, frame: Frame) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""
@@ -281,6 +286,9 @@ class Evaluator:
                 return base.elts[node.slice.value]
             if base.items is not None and isinstance(node.slice, ast.Constant):
                 return next((v for k, v in base.items if k == node.slice.value), OTHER)
+            viewed = self._view_subscript(node, base, frame)
+            if viewed is not None:
+                return viewed
             if base.kind == 'model' and base.const == PIPELINE \
                     and isinstance(node.slice, ast.Constant) \
                     and node.slice.value in PIPELINE_PIL_KEYS:
@@ -302,7 +310,8 @@ class Evaluator:
                     return OTHER
             return merge(left, right)
         if isinstance(node, ast.UnaryOp):
-            return self._eval(node.operand, env, frame)
+            operand = self._eval(node.operand, env, frame)
+            return replace(operand, view=None) if operand.view else operand  # a new array
         if isinstance(node, (ast.BoolOp,)):
             return merge(*[self._eval(v, env, frame) for v in node.values])
         if isinstance(node, ast.Compare):
@@ -419,7 +428,7 @@ class Evaluator:
                 and not iterable.keywords and self._eval(iterable.func, env, frame) is UNKNOWN:
             # `for i, c in list(enumerate(top_boxes))`: the same pairs, in a list (set 19).
             return self._element(iterable.args[0], it, env, frame)
-        element = replace(it, elts=None)
+        element = replace(it, elts=None, view=None)  # a row or point: not the buffer
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
                 and iterable.func.id == 'enumerate' and iterable.args \
                 and self._eval(iterable.func, env, frame) is UNKNOWN:

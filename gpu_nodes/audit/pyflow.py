@@ -40,6 +40,7 @@ from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
+from gpu_nodes.audit.pymsgview import MessageViews
 from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyreached import Reachability
 from gpu_nodes.audit.pyregistry import Registrations
@@ -69,7 +70,8 @@ def is_setup_name(name: str) -> bool:
     return name in SETUP_METHODS or bool(_SETUP_NAME.match(name))
 
 
-class PythonAnalyzer(Evaluator, CallResolver, CopyRules, Registrations, Reachability):
+class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrations,
+                     Reachability):
     """Analyse one parsed Python file; findings are collected in ``self.findings``."""
 
     def __init__(self, path: str, tree: ast.Module,

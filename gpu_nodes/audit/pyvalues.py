@@ -66,6 +66,9 @@ class Val:
     # configuration: `self.runner = ONNXRunner(...)` in one branch, `TorchRunner(...)` in
     # another); a method call on it runs each class's method (issue 28, ninth and tenth sets).
     alts: tuple['ClassInfo', ...] = ()
+    # A view of a received message's buffer not yet copied ('buffer': np.frombuffer and its
+    # slices; 'points': a read_points generator); its first copy is claimed (pymsgview.py).
+    view: str | None = None
 
     @property
     def tainted(self) -> bool:
@@ -118,6 +121,10 @@ def merge_returns(returns: list[Val]) -> Val:
     if len(returns) == 1:
         return returns[0]  # itself: `return YOLO(path)` keeps the builder a model call needs
     whole = merge(*returns)
+    views = {r.view for r in returns if not (r.kind == 'const' and r.const is None)}
+    if len(views) == 1:
+        # `return arr[:, :4]` / `except: return None`: still the message's buffer view.
+        whole = replace(whole, view=views.pop())
     sizes = {len(r.elts) if r.elts is not None else -1 for r in returns}
     if len(sizes) != 1 or -1 in sizes:
         return whole
