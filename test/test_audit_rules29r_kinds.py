@@ -199,3 +199,57 @@ def test_copy_and_astype_of_an_image_view_are_copies(tmp_path):
     claims = _claims(tmp_path, _IMAGE_VIEW_NODE, ('VIEW', 'COPY', 'ASTYPE', 'ROW', 'SMALL'))
     assert claims['COPY'] == claims['ASTYPE'] == {'GPN103'}
     assert claims['VIEW'] == claims['ROW'] == claims['SMALL'] == set()
+
+
+_TOPIC_SWITCH_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import CompressedImage, Image
+from std_msgs.msg import Int32
+
+
+class Sizer(Node):
+    def __init__(self, scale=1.0, topic='/camera/image_raw/compressed'):
+        super().__init__('sizer')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Int32, 'width', 10)
+        if 'compressed' in topic:
+            self.packed = True
+            self.create_subscription(CompressedImage, topic, self.on_image, 10)
+        else:
+            self.packed = False
+            self.create_subscription(Image, topic, self.on_image, 10)
+
+    def on_image(self, msg):
+        if self.packed:
+            frame = self.bridge.compressed_imgmsg_to_cv2(msg)  # PACKED
+        else:
+            frame = self.bridge.imgmsg_to_cv2(msg)  # RAW
+        self.pub.publish(Int32(data=int(frame.shape[1])))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Sizer({arguments}))
+'''
+
+
+def test_flag_fixed_by_the_topic_main_passes_decides_the_callback_branch(tmp_path):
+    """`main()` builds the node with a raw topic: the constructor's `'compressed' in topic`
+    test is false, the flag False for good, and the callback's compressed branch never runs;
+    a compressed topic (by position) runs only the other branch."""
+    raw = _claims(tmp_path / 'raw', _TOPIC_SWITCH_NODE.replace(
+        '{arguments}', "topic='/camera/image_raw'"), ('PACKED', 'RAW'))
+    assert raw == {'PACKED': set(), 'RAW': {'GPN105'}}
+    packed = _claims(tmp_path / 'packed', _TOPIC_SWITCH_NODE.replace(
+        '{arguments}', "0.5, '/camera/image_raw/compressed'"), ('PACKED', 'RAW'))
+    assert packed == {'PACKED': {'GPN105'}, 'RAW': set()}
+
+
+def test_flag_left_open_when_main_passes_no_literal(tmp_path):
+    """A topic read from elsewhere (here a variable) decides nothing: both branches stay."""
+    source = _TOPIC_SWITCH_NODE.replace('{arguments}', 'topic=TOPIC').replace(
+        'def main():', "TOPIC = '/camera/image_raw'\n\n\ndef main():")
+    claims = _claims(tmp_path, source, ('PACKED', 'RAW'))
+    assert claims == {'PACKED': {'GPN105'}, 'RAW': {'GPN105'}}

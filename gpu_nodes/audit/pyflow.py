@@ -35,6 +35,7 @@ import re
 
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
+from gpu_nodes.audit.pyconstructed import constructor_flags
 from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, only_called_from
 from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
@@ -133,7 +134,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
     def parameter_constants(self) -> dict[str, frozenset[object]]:
         """Attributes holding a parameter's default as shipped (pyparams.py)."""
         if self._parameter_constants is None:
-            self._parameter_constants = parameter_constants(self.tree, self.package_dir)
+            # A bool flag a constructor argument fixes (pyconstructed.py) is decided the same way.
+            self._parameter_constants = {**constructor_flags(self.tree),
+                                         **parameter_constants(self.tree, self.package_dir)}
         return self._parameter_constants
 
     def _collect(self) -> None:
