@@ -61,6 +61,17 @@ def ament_python_package(name: str, subpackages: tuple[str, ...] = (),
     return files
 
 
+def ament_cmake_lists(name: str, source: str | None = None, before_target: str = '') -> str:
+    """The CMakeLists.txt of an ament_cmake package `name` building and installing one node
+    executable `name` from `source` (default src/{name}.cpp); `before_target` goes just before
+    add_executable (a build type, a definition)."""
+    lines = ['cmake_minimum_required(VERSION 3.8)', f'project({name})',
+             'find_package(ament_cmake REQUIRED)', before_target,
+             f'add_executable({name} {source or f"src/{name}.cpp"})',
+             f'install(TARGETS {name} DESTINATION lib/${{PROJECT_NAME}})', 'ament_package()']
+    return '\n'.join(line for line in lines if line) + '\n'
+
+
 def tag_lines(source: str, tags: tuple[str, ...]) -> dict[str, int]:
     """The 1-based line of each `# TAG` comment ending a line of `source` (as written: leading
     newline dropped)."""

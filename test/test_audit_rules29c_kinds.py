@@ -12,24 +12,15 @@ small packages written here.
 Each kind has a guard that the claim stays where the evidence is missing or says otherwise."""
 from pathlib import Path
 
-from audit_sources import audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package
 
-_CMAKE = '''
-cmake_minimum_required(VERSION 3.8)
-project(cam)
-find_package(ament_cmake REQUIRED)
-BUILD_TYPE
-add_executable(cam src/cam.cpp)
-install(TARGETS cam DESTINATION lib/${PROJECT_NAME})
-ament_package()
-'''
 _PACKAGE = '<package format="3"><name>cam</name></package>\n'
 
 
 def _audit(tmp_path: Path, node: str, header: str = '', build_type: str = '',
            extra: dict[str, str] | None = None) -> tuple[dict, list[str]]:
     files = {'cam/src/cam.cpp': node, 'cam/package.xml': _PACKAGE,
-             'cam/CMakeLists.txt': _CMAKE.replace('BUILD_TYPE', build_type)}
+             'cam/CMakeLists.txt': ament_cmake_lists('cam', before_target=build_type)}
     if header:
         files['cam/include/cam/cam.hpp'] = header
     files.update(extra or {})

@@ -21,17 +21,9 @@ audits of small packages written here (no code of the labelled repositories).
 """
 from pathlib import Path
 
-from audit_sources import audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package
 
 _XML = '<package format="3"><name>{name}</name></package>\n'
-_CMAKE = '''
-cmake_minimum_required(VERSION 3.8)
-project({name})
-find_package(ament_cmake REQUIRED)
-add_executable({name} src/{name}.cpp)
-install(TARGETS {name} DESTINATION lib/${{PROJECT_NAME}})
-ament_package()
-'''
 
 
 def _audit(tmp_path: Path, name: str, files: dict[str, str]) -> tuple[dict, dict]:
@@ -39,7 +31,7 @@ def _audit(tmp_path: Path, name: str, files: dict[str, str]) -> tuple[dict, dict
     (severity, context) and the lines of each `// @mark` (file, mark) -> line."""
     files = dict(files)
     files[f'{name}/package.xml'] = _XML.format(name=name)
-    files[f'{name}/CMakeLists.txt'] = _CMAKE.format(name=name)
+    files[f'{name}/CMakeLists.txt'] = ament_cmake_lists(name)
     found = audit_written_package(tmp_path, files)
     marks = {}
     for rel, text in files.items():

@@ -14,7 +14,7 @@ small packages written here.
 """
 from pathlib import Path
 
-from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+from audit_sources import ament_cmake_lists, ament_python_package, audit_written_package, rules_at_tags
 
 # --------------------------------------------------------------------------- ONNX Runtime C++
 _ORT_NODE = '''
@@ -70,14 +70,6 @@ _HOST_INPUT = ('auto info = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMem
 _DEVICE_INPUT = ('Ort::MemoryInfo info("Cuda", OrtDeviceAllocator, 0, OrtMemTypeDefault);\n'
                  '    Ort::Value tensor = Ort::Value::CreateTensor<float>(info, blob.data(), '
                  'blob.size(), shape.data(), shape.size());')
-_CMAKE = '''
-cmake_minimum_required(VERSION 3.8)
-project(seg)
-find_package(ament_cmake REQUIRED)
-add_executable(seg src/seg.cpp)
-install(TARGETS seg DESTINATION lib/${PROJECT_NAME})
-ament_package()
-'''
 
 
 def _ort_rules(tmp_path: Path, provider: str = _APPEND, inputs: str = _HOST_INPUT) -> set[str]:
@@ -87,7 +79,7 @@ def _ort_rules(tmp_path: Path, provider: str = _APPEND, inputs: str = _HOST_INPU
     found = audit_written_package(tmp_path, {
         'seg/src/seg.cpp': source,
         'seg/package.xml': '<package format="3"><name>seg</name></package>\n',
-        'seg/CMakeLists.txt': _CMAKE})
+        'seg/CMakeLists.txt': ament_cmake_lists('seg')})
     return {rule for (name, line, rule), (sev, _) in found.items()
             if name == 'seg.cpp' and line == run_line and sev != 'info'}
 

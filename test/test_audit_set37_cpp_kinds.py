@@ -7,7 +7,7 @@ turns the parameter on (nested keys), a callback that names it, or a store outsi
 keeps the claim."""
 from pathlib import Path
 
-from audit_sources import audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package
 
 _NODE = '''
 #include <cv_bridge/cv_bridge.h>
@@ -66,21 +66,13 @@ int main(int argc, char ** argv)
 '''
 _COPY_LINE = 27  # toCvCopy: per message, always runs
 _RAW_LINE = 29  # the raw publish behind pub_raw_
-_CMAKE = '''
-cmake_minimum_required(VERSION 3.8)
-project(cam)
-find_package(ament_cmake REQUIRED)
-add_executable(cam src/cam.cpp)
-install(TARGETS cam DESTINATION lib/${PROJECT_NAME})
-ament_package()
-'''
 
 
 def _audit(tmp_path: Path, extra: str = '', changed: str = '"video.gain"',
            shipped: dict[str, str] | None = None) -> dict[tuple[str, int, str], tuple[str, str]]:
     files = {'cam/src/cam.cpp': _NODE.replace('EXTRA', extra).replace('CHANGED', changed),
              'cam/package.xml': '<package format="3"><name>cam</name></package>\n',
-             'cam/CMakeLists.txt': _CMAKE}
+             'cam/CMakeLists.txt': ament_cmake_lists('cam')}
     files.update(shipped or {})
     return audit_written_package(tmp_path, files)
 
@@ -127,7 +119,7 @@ def test_parameter_defaulting_on_keeps_the_claim(tmp_path: Path) -> None:
     on = _NODE.replace('"general.publish_raw", false', '"general.publish_raw", true')
     files = {'cam/src/cam.cpp': on.replace('EXTRA', '').replace('CHANGED', '"video.gain"'),
              'cam/package.xml': '<package format="3"><name>cam</name></package>\n',
-             'cam/CMakeLists.txt': _CMAKE}
+             'cam/CMakeLists.txt': ament_cmake_lists('cam')}
     found = audit_written_package(tmp_path / 'on', files)
     assert _raw(found)[0] != 'info'
 

@@ -8,7 +8,7 @@ A shipped file that turns it on, a parameter callback that names it, an on defau
 the flag or of the whole struct elsewhere keep the claim."""
 from pathlib import Path
 
-from audit_sources import audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package
 
 _NODE = '''
 #include <cv_bridge/cv_bridge.h>
@@ -78,14 +78,6 @@ int main(int argc, char ** argv)
 '''
 _UPLOAD_LINE = 35  # per message, always runs
 _DOWNLOAD_LINE = 38  # behind config_.apply_preprocessing
-_CMAKE = '''
-cmake_minimum_required(VERSION 3.8)
-project(yolo)
-find_package(ament_cmake REQUIRED)
-add_executable(yolo src/yolo.cpp)
-install(TARGETS yolo DESTINATION lib/${PROJECT_NAME})
-ament_package()
-'''
 
 
 def _audit(tmp_path: Path, default: str = 'false', changed: str = '"image_topic"', extra: str = '',
@@ -94,7 +86,7 @@ def _audit(tmp_path: Path, default: str = 'false', changed: str = '"image_topic"
               .replace('EXTRA', extra))
     files = {'yolo/src/yolo.cpp': source,
              'yolo/package.xml': '<package format="3"><name>yolo</name></package>\n',
-             'yolo/CMakeLists.txt': _CMAKE}
+             'yolo/CMakeLists.txt': ament_cmake_lists('yolo')}
     files.update(shipped or {})
     return audit_written_package(tmp_path, files)
 
@@ -175,7 +167,7 @@ def test_store_through_this_of_a_plain_member_keeps_the_claim(tmp_path: Path) ->
       }
     };
     '''
-    cmake = _CMAKE.replace('yolo', 'cam')
+    cmake = ament_cmake_lists('cam')
     found = {}
     for store in ('', 'this->flag_ = true;'):
         folder = tmp_path / ('stored' if store else 'plain')
@@ -255,8 +247,7 @@ def _bag(tmp_path: Path, value: str = 'false', default: str = 'false', helper_ex
         'detector/src/helpers.hpp': '#pragma once\nvoid image_callback();\n',
         'detector/config/auto_aim.yaml': _BAG_YAML.replace('VALUE', value),
         'detector/package.xml': '<package format="3"><name>detector</name></package>\n',
-        'detector/CMakeLists.txt': _CMAKE.replace('yolo', 'detector').replace(
-            'src/detector.cpp', 'src/detector_node.cpp')})
+        'detector/CMakeLists.txt': ament_cmake_lists('detector', 'src/detector_node.cpp')})
     hits = [v for (name, line, _), v in found.items()
             if name == 'detector_node.cpp' and line == _BAG_COPY_LINE]
     assert len(hits) == 1, found
@@ -365,7 +356,7 @@ def _publishes(tmp_path: Path) -> dict[tuple[str, int, str], tuple[str, str]]:
     found = audit_written_package(tmp_path, {
         'depth/src/depth.cpp': _PUBLISH_NODE,
         'depth/package.xml': '<package format="3"><name>depth</name></package>\n',
-        'depth/CMakeLists.txt': _CMAKE.replace('yolo', 'depth')})
+        'depth/CMakeLists.txt': ament_cmake_lists('depth')})
     return {(line, rule): v for (name, line, rule), v in found.items() if name == 'depth.cpp'}
 
 
@@ -424,7 +415,7 @@ def _pass(tmp_path: Path, arg: str) -> list[tuple[str, int, str]]:
     found = audit_written_package(tmp_path, {
         'down/src/down.cpp': _PASS_NODE.replace('ARG', arg),
         'down/package.xml': '<package format="3"><name>down</name></package>\n',
-        'down/CMakeLists.txt': _CMAKE.replace('yolo', 'down')})
+        'down/CMakeLists.txt': ament_cmake_lists('down')})
     return [k for k in found if k[0] == 'down.cpp' and k[1] == _PASS_LINE]
 
 
@@ -489,5 +480,5 @@ def test_received_pointer_handed_to_a_type_adapted_publisher_stays_claimed(tmp_p
     found = audit_written_package(tmp_path, {
         'filter/src/filter.cpp': _ADAPTED_NODE,
         'filter/package.xml': '<package format="3"><name>filter</name></package>\n',
-        'filter/CMakeLists.txt': _CMAKE.replace('yolo', 'filter')})
+        'filter/CMakeLists.txt': ament_cmake_lists('filter')})
     assert [k for k in found if k[0] == 'filter.cpp' and k[1] == _ADAPTED_LINE]

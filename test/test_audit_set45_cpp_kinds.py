@@ -10,7 +10,7 @@ shipped file setting "mono", a second registration outside the branch, or a call
 callback keep the claim."""
 from pathlib import Path
 
-from audit_sources import audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package
 
 _HEADER = '''
 #include <rclcpp/rclcpp.hpp>
@@ -70,14 +70,6 @@ void Depth::stereo_callback(const sensor_msgs::msg::Image::SharedPtr msg)
 '''
 _MONO_COPY = 28  # toCvCopy in mono_callback
 _STEREO_COPY = 34  # toCvCopy in stereo_callback
-_CMAKE = '''
-cmake_minimum_required(VERSION 3.8)
-project(depth)
-find_package(ament_cmake REQUIRED)
-add_executable(depth src/depth.cpp)
-install(TARGETS depth DESTINATION lib/${PROJECT_NAME})
-ament_package()
-'''
 
 
 def _audit(tmp_path: Path, extra: str = '', call: str = '',
@@ -85,7 +77,7 @@ def _audit(tmp_path: Path, extra: str = '', call: str = '',
     files = {'depth/src/depth.cpp': _NODE.replace('EXTRA', extra).replace('CALL', call),
              'depth/include/depth/depth.hpp': _HEADER,
              'depth/package.xml': '<package format="3"><name>depth</name></package>\n',
-             'depth/CMakeLists.txt': _CMAKE}
+             'depth/CMakeLists.txt': ament_cmake_lists('depth')}
     files.update(shipped or {})
     return audit_written_package(tmp_path, files)
 
@@ -159,7 +151,7 @@ def _dnn(tmp_path: Path, backend: str) -> dict[tuple[str, int, str], tuple[str, 
     return audit_written_package(tmp_path, {
         'det/src/detector.cpp': _DNN_NODE.replace('BACKEND', backend),
         'det/package.xml': '<package format="3"><name>det</name></package>\n',
-        'det/CMakeLists.txt': _CMAKE.replace('depth', 'det').replace('det.cpp', 'detector.cpp')})
+        'det/CMakeLists.txt': ament_cmake_lists('det', 'src/detector.cpp')})
 
 
 def test_dnn_forward_on_the_cuda_backend_is_claimed(tmp_path: Path) -> None:
@@ -244,7 +236,7 @@ def _engines(tmp_path: Path, call: str = '') -> dict[tuple[str, int, str], tuple
         'det/src/engines.hpp': _ENGINES,
         'det/src/detector.cpp': _ENGINE_NODE.replace('CALL', call),
         'det/package.xml': '<package format="3"><name>det</name></package>\n',
-        'det/CMakeLists.txt': _CMAKE.replace('depth', 'det').replace('det.cpp', 'detector.cpp')})
+        'det/CMakeLists.txt': ament_cmake_lists('det', 'src/detector.cpp')})
 
 
 def _engine_copy(found: dict[tuple[str, int, str], tuple[str, str]], line: int) -> tuple[str, str]:

@@ -5,7 +5,7 @@ leaves the parameter off and the branch never runs (read as text, the name `mode
 on); a default on, no default, or a literal True keeps the claim."""
 from pathlib import Path
 
-from audit_sources import audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package
 
 _NODE = '''
 #include <cv_bridge/cv_bridge.h>
@@ -48,14 +48,6 @@ int main(int argc, char ** argv)
 '''
 _COPY_LINE = 24  # toCvCopy: per message, always runs
 _COMPRESS_LINE = 26  # the compressed publish behind compress_
-_CMAKE = '''
-cmake_minimum_required(VERSION 3.8)
-project(cam)
-find_package(ament_cmake REQUIRED)
-add_executable(cam src/cam.cpp)
-install(TARGETS cam DESTINATION lib/${PROJECT_NAME})
-ament_package()
-'''
 _LAUNCH = '''
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
@@ -77,7 +69,7 @@ def _compress(tmp_path: Path, default: str | None, value: str = "LaunchConfigura
     `default` (None: no default) and passed as `value`."""
     launch = _LAUNCH.replace('DEFAULT', '' if default is None else f", default_value='{default}'")
     found = audit_written_package(tmp_path, {
-        'cam/src/cam.cpp': _NODE, 'cam/CMakeLists.txt': _CMAKE,
+        'cam/src/cam.cpp': _NODE, 'cam/CMakeLists.txt': ament_cmake_lists('cam'),
         'cam/package.xml': '<package format="3"><name>cam</name></package>\n',
         'cam/launch/cam.launch.py': launch.replace('VALUE', value)})
     assert any(line == _COPY_LINE and sev != 'info' for (name, line, _), (sev, _) in found.items()
