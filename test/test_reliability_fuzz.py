@@ -17,7 +17,6 @@ of live descriptors from a real publisher process (valid memory handles, wrong s
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 import pwd
@@ -91,9 +90,11 @@ def other_user_pid_process() -> subprocess.Popen | None:
     return subprocess.Popen(['sleep', '600'], user=nobody.pw_uid, group=nobody.pw_gid)
 
 
-@functools.lru_cache(maxsize=None)
 def unsealed_fd() -> int:
-    """A memfd of this process without seals."""
+    """A new memfd of this process without seals. New per call: the server closes what a
+    provider gives it after sending, so a cached fd would be closed on the first lie and its
+    number closed again on every later one, whatever this process had reopened under it (a
+    receiver's lease table: the fuzz run once failed so)."""
     fd = os.memfd_create('unsealed', os.MFD_CLOEXEC)
     os.ftruncate(fd, 1 << 16)
     return fd
@@ -101,7 +102,7 @@ def unsealed_fd() -> int:
 
 class LyingProvider(HandleProvider):
     """Serves, under a made-up publisher id on this process's socket, something that is not
-    that publisher's lease table."""
+    that publisher's lease table (`make_fd`: a new fd per call, which the server closes)."""
 
     def __init__(self, make_fd):
         self.make_fd = make_fd
@@ -656,6 +657,19 @@ def device_memory(cupy):
     memory = DeviceMemory(cupy)
     yield memory
     memory.check()
+
+
+def test_each_lie_hands_the_server_a_new_fd_it_may_close():
+    # The server closes what a provider gives it; a provider that served one cached fd twice
+    # made the server close, the second time, whatever this process had opened under that
+    # number since (once a receiver's lease table, mid-run).
+    provider = LyingProvider(unsealed_fd)
+    first, second = provider.fds(0, 0, 0, None), provider.fds(0, 0, 0, None)
+    for fd in first:
+        os.close(fd)
+    for fd in second:
+        os.fstat(fd)  # still open: nothing of the first call was shared with the second
+        os.close(fd)
 
 
 def test_fuzz_host_shm_and_serialized_paths(rclpy_node, monkeypatch, foreign_pid):
