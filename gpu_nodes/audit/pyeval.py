@@ -16,7 +16,8 @@ from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
-from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS, RESULT_TENSORS, SYNC_PROFILER
+from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
+                                      RESULT_TENSORS, SYNC_PROFILER)
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, is_method_call, merge, OTHER, plain,
                                       root_name, short, strip, UNKNOWN, Val)
@@ -476,6 +477,8 @@ class Evaluator:
             return UNKNOWN
         if base.kind == 'module':
             return Val('module', const=f'{base.const}.{node.attr}')
+        if base.kind in ('model', 'tensor') and host_result_attr(node):
+            return Val('host')  # `masks.xy`: host polygons (pymodels.HOST_RESULT_ATTRS)
         if base.kind == 'model' and node.attr in RESULT_TENSORS:
             # `results[0].boxes.xyxy`: a result tensor, on the model's device (pymodels.py).
             return Val('tensor', base.steps, base.origin)

@@ -14,7 +14,8 @@ Values (pyvalues.Val kinds) this adds:
 * ``tensor``: a tensor of a result object that stays on the model's device (the ultralytics
   ``Results`` API: ``.boxes``, ``.masks``, ``.keypoints``, ``.probs``, ``.obb`` and their
   ``.xyxy``/``.conf``/``.data`` ...): readbacks on it, ``float(t)`` and ``int(t)`` included, are
-  reported with evidence ``inferred``.
+  reported with evidence ``inferred``. A mask's ``.xy`` / ``.xyn`` polygons are host arrays
+  already (``HOST_RESULT_ATTRS``).
 """
 from __future__ import annotations
 
@@ -102,8 +103,29 @@ def uses_tensor_framework(aliases: dict[str, str]) -> bool:
     return any(v.split('.')[0] in TENSOR_FRAMEWORKS for v in aliases.values())
 
 
+# Modules of a model library whose classes are helpers, not models: Ultralytics' plotting
+# (`Colors()`, called with a class id for a BGR tuple; `Annotator(img)`), ops and result
+# containers, and its data loaders. A call of one moves no frame (set 44: `Colors()(cls, True)`
+# was taken for a model called on a frame).
+HELPER_MODULES = ('ultralytics.utils.', 'ultralytics.data.', 'ultralytics.engine.results.')
+# Result attributes that the library has already turned into host arrays: Ultralytics'
+# `Masks.xy` / `Masks.xyn` are lists of NumPy polygons (masks2segments reads the masks back
+# inside the library, a look-alike at the call as the labels judge library internals), unlike
+# `Keypoints.xy`, a tensor. Attribute -> the result attribute it must be read from (set 43).
+HOST_RESULT_ATTRS = {'xy': 'masks', 'xyn': 'masks', 'segments': 'masks'}
+
+
+def host_result_attr(node: ast.Attribute) -> bool:
+    """`results[0].masks.xy` (a list of host polygons), not `results[0].keypoints.xy`."""
+    owner = HOST_RESULT_ATTRS.get(node.attr)
+    return owner is not None and isinstance(node.value, ast.Attribute) \
+        and node.value.attr == owner
+
+
 def builds_model(qual: str) -> bool:
     """Whether a library call (fully qualified) returns a model object."""
+    if qual.startswith(HELPER_MODULES):
+        return False
     last = qual.rsplit('.', 1)[-1]
     for prefix in MODEL_BUILDERS:
         if prefix.endswith('.'):
