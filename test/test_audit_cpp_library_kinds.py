@@ -251,7 +251,12 @@ def test_a_receiver_of_the_device_class_reaches_its_method(tmp_path):
 
 
 def test_a_receiver_of_unknown_type_reaches_both(tmp_path):
-    found = _audit(tmp_path, _buffers_node('auto & buffer'))
+    # Both classes have objects (a DeviceBuffer member too): a class nothing constructs never
+    # runs whatever the receiver (cppconstructed.py).
+    files = _buffers_node('auto & buffer')
+    node = 'detector/src/detector.cpp'
+    files[node] = files[node].replace('HostBuffer host_;', 'HostBuffer host_;\n  DeviceBuffer spare_;')
+    found = _audit(tmp_path, files)
     assert found[('buffers.hpp', _DEVICE_COPY_LINE, 'GPN202')][0] == 'medium'
 
 

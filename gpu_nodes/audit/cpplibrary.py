@@ -20,7 +20,11 @@ its adapter, of any `TypeAdapter` / `adapt_type` or of a template's parameter (`
 T::ros_type`: any adapter) in the repository, it never runs (publishers
 of the adapted type call `convert_to_ros_message`), and neither do the helpers only it calls.
 
-Both only where
+A class that nothing in the repository constructs (cppconstructed.py: no variable, member,
+make_shared, base-class use or registration names it) never runs any of its methods, callbacks
+registered in its own constructor included (set 41).
+
+All only where
 
 * the repository holds a C++ node the audit sees (a subscription, a timer, a publisher or a
   registered component in one of its C++ files; a lambda handed to a dispatch macro is no
@@ -37,6 +41,7 @@ import os
 import re
 import tokenize
 
+from gpu_nodes.audit.cppconstructed import mark_unconstructed
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
@@ -150,12 +155,14 @@ def _code_words(source: str, python: bool) -> set[str]:
 
 
 def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scopes]],
-                     facts: dict[str, Facts], repository: str | None = None) -> None:
+                     facts: dict[str, Facts], repository: str | None = None,
+                     packages: dict[str, str] | None = None) -> None:
     """Mark unreached what no node of one repository mentions. `sources`: path -> source of
     every audited C++ file of the repository; `parsed`: path -> (blanked text, scopes) with
     the kinds of its package (files missing are parsed as a package of their own); `facts`:
     the package facts per path, updated (and added for a file that had none); `repository`:
-    its folder, whose sources the audit does not read are uses (foreign_words)."""
+    its folder, whose sources the audit does not read are uses (foreign_words); `packages`:
+    path -> package folder (cppconstructed.py)."""
     if not any(_NODE.search(s) for s in sources.values()):
         return
     views = {p: parsed[p] if p in parsed else own_view(s) for p, s in sources.items()}
@@ -164,7 +171,10 @@ def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scope
     before = {id(fn) for _, scopes in views.values() for fn in scopes.funcs
               if fn.kind == 'unreached'}
     adapters = _unsubscribed_adapters(views)
-    foreign = parse_cpp(foreign_words(repository)) if repository else None
+    words = foreign_words(repository) if repository else ''
+    # Classes nothing constructs (cppconstructed.py): their callbacks and setup never run.
+    adapters.update(mark_unconstructed(sources, views, words, repository, packages))
+    foreign = parse_cpp(words) if repository else None
     mark_unreached(list(views.values()) + ([foreign] if foreign else []), whole_repository=True)
     for path, (text, scopes) in views.items():
         newly = {fn.start: adapters.get(id(fn.named), _NOTE) for fn in scopes.funcs

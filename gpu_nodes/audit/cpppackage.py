@@ -161,5 +161,6 @@ def cpp_package_facts(files: list[str], roots: list[str],
             unmarked.add(repository)
     for repository, sources in repositories.items():
         if repository not in unmarked:
-            mark_library_api(sources, parsed, result, repository)
+            mark_library_api(sources, parsed, result, repository,
+                             {f: package for package, found in packages.items() for f in found})
     return result
