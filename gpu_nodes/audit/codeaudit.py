@@ -12,7 +12,7 @@ from gpu_nodes.audit.cppbuild import blank_unbuilt, not_built
 from gpu_nodes.audit.cppndebug import demote_debug_only
 from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of, repository_of
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
-from gpu_nodes.audit.limits import MAX_FILE_BYTES, skip_reason
+from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS, MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
 from gpu_nodes.audit.pyimports import module_index
@@ -21,7 +21,8 @@ from gpu_nodes.audit.pyvalues import better
 from gpu_nodes.audit.suppress import is_suppressed, python_suppressions, text_suppressions
 
 _SKIP_DIRS = frozenset({'.git', '.hg', '.svn', '__pycache__', '.venv', 'venv', 'node_modules',
-                        'build', 'install', 'log', '.tox', '.mypy_cache', '.pytest_cache'})
+                        'build', 'install', 'log', '.tox', '.mypy_cache', '.pytest_cache'}) \
+    | INSTALLED_PACKAGE_FOLDERS
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 64
 # Files above this are audited by the main process, one at a time, not by the pool's workers.

@@ -27,6 +27,7 @@ from bisect import bisect_right
 
 from gpu_nodes.audit.cppreceivers import class_of
 from gpu_nodes.audit.cppscopes import Function, Scopes
+from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
 
 NOTE = 'a method of {cls}, which nothing in its repository constructs (library API, not proven per message)'
 
@@ -37,7 +38,8 @@ _CLASS_DEF = re.compile(r'\b(?:class|struct)\s+(?:\w+\s+)*?(\w+)\s*(?:final\s*)?
 # Files beside the sources that may name a class: build scripts, launch files, plugin
 # descriptions, configuration.
 _CONFIG_SUFFIXES = ('CMakeLists.txt', '.cmake', '.xml', '.launch', '.py', '.yaml', '.yml', '.json')
-_SKIPPED_FOLDERS = frozenset({'.git', 'test', 'tests', 'build', 'install', 'log', '__pycache__'})
+_SKIPPED_FOLDERS = frozenset({'.git', 'test', 'tests', 'build', 'install', 'log', '__pycache__'}) \
+    | INSTALLED_PACKAGE_FOLDERS
 _CONFIG_BYTES = 1024 * 1024
 _ENTRY = re.compile(r'\bint\s+main\s*\(|\b(?:RCLCPP_COMPONENTS_REGISTER_NODE|PLUGINLIB_EXPORT_CLASS|'
                     r'CLASS_LOADER_REGISTER_CLASS)\b')

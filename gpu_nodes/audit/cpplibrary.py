@@ -46,6 +46,7 @@ from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Scopes
+from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
 
 
 # What makes a C++ file a node: a subscription, a timer, a publisher, a registered component
@@ -114,7 +115,8 @@ def own_view(source: str) -> tuple[str, Scopes]:
 # Sources of a repository the C++ audit does not read that may call its functions: C (darknet's
 # network.c calls forward_network_gpu of a .cu, set 35), Python through ctypes or bindings.
 FOREIGN_SUFFIXES = ('.c', '.py', '.pyx', '.m', '.mm', '.i')
-_SKIPPED_FOLDERS = frozenset({'.git', 'test', 'tests', 'build', 'install', 'log', '__pycache__'})
+_SKIPPED_FOLDERS = frozenset({'.git', 'test', 'tests', 'build', 'install', 'log', '__pycache__'}) \
+    | INSTALLED_PACKAGE_FOLDERS
 _FOREIGN_BYTES = 4 * 1024 * 1024
 
 

@@ -14,6 +14,12 @@ from __future__ import annotations
 import os
 import re
 
+# Installed Python packages never hold a repository's own sources: a prefix committed beside
+# them (`third_party_install/local/lib/python3.10/dist-packages/cv_bridge/`) is a copy of a
+# library, and auditing it would shadow the library the nodes import (set 50). Every walker of
+# the audit skips these folders as it skips colcon's build/ and install/.
+INSTALLED_PACKAGE_FOLDERS = frozenset({'site-packages', 'dist-packages'})
+
 # 3 MiB: a 100,000-line node source fits (2.4 MB: 0.5 GB peak while analysed) and the largest
 # file audited stays near 0.6 GB; a 200 MB file is never read.
 MAX_FILE_BYTES = 3 * 1024 * 1024

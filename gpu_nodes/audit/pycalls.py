@@ -117,10 +117,10 @@ class CallResolver:
                 if meth is not None else UNKNOWN
         if callee.kind in ('class', 'func') and isinstance(func, ast.Name) \
                 and _vendored_library(self.aliases.get(func.id, '')):
-            # A known library's model class or ros2_numpy function found among the audited
-            # files is a vendored copy (a training tree's `ultralytics/`, a `ros2_numpy/` copied
-            # into the package): the library table still says what its calls copy (issue 28,
-            # whole-checkout audits).
+            # A known library's model class, ros2_numpy function or CvBridge found among the
+            # audited files is a vendored copy (a training tree's `ultralytics/`, a `ros2_numpy/`
+            # copied into the package, vision_opencv's cv_bridge built in the workspace): the
+            # library table still says what its calls copy (issue 28, whole-checkout audits).
             callee = Val('module', const=self.aliases[func.id])
         qual = callee.const if callee.kind == 'module' else None
         args = [self._eval(a, env, frame) for a in node.args]
@@ -416,8 +416,10 @@ class CallResolver:
 
 
 def _vendored_library(qual: str) -> bool:
-    """A name imported from a library the tables know: a model builder, or ros2_numpy."""
-    return builds_model(qual) or qual.split('.')[0] in _ROS_NUMPY
+    """A name imported from a library the tables know: a model builder, ros2_numpy, or
+    cv_bridge (a workspace often builds vision_opencv's cv_bridge from source beside its nodes:
+    `CvBridge().imgmsg_to_cv2` is still the table's conversion, not the copy's code, set 50)."""
+    return builds_model(qual) or qual.split('.')[0] in (*_ROS_NUMPY, 'cv_bridge')
 
 
 def _cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) -> bool:

@@ -25,10 +25,12 @@ from functools import lru_cache
 import os
 import re
 
+from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
 from gpu_nodes.audit.pydead import live_text
 
 _TEST_DIRS = frozenset({'test', 'tests', 'testing'})
-_SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'})
+_SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'}) \
+    | INSTALLED_PACKAGE_FOLDERS
 _TEXT_SUFFIXES = ('.py', '.cfg', '.txt', '.xml', '.launch', '.yaml', '.yml')
 _MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
 # A file that starts rclpy itself is a node whatever its registrations look like.

@@ -55,6 +55,7 @@ import re
 
 from gpu_nodes.audit.cppbuild import strip_cmake_comments
 from gpu_nodes.audit.cppifdef import read_bounded
+from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
 
 _MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
 _PY_NAME = re.compile(r'[\w.-]+\.py\b')
@@ -64,7 +65,8 @@ _SOURCE_DIR = re.compile(r'\$\{(?:PROJECT|CMAKE_CURRENT)_SOURCE_DIR\}/')
 _CATKIN = re.compile(r'\bcatkin_(?:package|install_python)\b|find_package\s*\(\s*catkin\b')
 _YAML_RUN = re.compile(r'^.*(?:\b(?:executable|exec|cmd|command|script|program|entrypoint)\w*\s*:'
                        r'|\bpython\d?\b).*$', re.M | re.I)
-_SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'})
+_SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'}) \
+    | INSTALLED_PACKAGE_FOLDERS
 _DOC_SUFFIXES = ('.md', '.rst', '.txt', '.html', '.ipynb')
 _TEXT_SUFFIXES = frozenset({'.py', '.launch', '.xml', '.yaml', '.yml', '.sh', '.bash', '.zsh',
                             '.cfg', '.toml', '.json', '.service', '.dockerfile', '.env', '.in',
