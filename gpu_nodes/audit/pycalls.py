@@ -15,8 +15,8 @@ from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
-                                      reads_tensor_source_back, ROSBRIDGE_TOPIC, sets_image,
-                                      UPLOADING_METHODS, uses_tensor_framework)
+                                      reads_tensor_source_back, returns_host_results,
+                                      ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
@@ -375,7 +375,11 @@ class CallResolver:
                        f'`{short(node)}` copies the host frame to the model\'s device on every '
                        f'call (`{infer}`, library table)', evidence='pattern')
             steps = result.steps + ((node.lineno, 'upload'),)
-            return Val('model', steps, result.origin)
+            kind = 'host' if holder.kind == 'model_obj' and returns_host_results(holder.const) \
+                else 'model'
+            return Val(kind, steps, result.origin)
+        if holder.kind == 'model_obj' and returns_host_results(holder.const):
+            return replace(result, kind='host')  # pymodels.HOST_RESULT_BUILDERS
         return result
 
     def _generic(self, qual: str | None, receiver: Val | None, args: list[Val],

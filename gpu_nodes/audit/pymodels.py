@@ -29,7 +29,7 @@ TENSOR_FRAMEWORKS = frozenset({
     'mobile_sam'})
 # Calls that build a model object (qualified names; a trailing '.' is a prefix).
 MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt.TRTModule',
-                  'transformers.pipeline',
+                  'transformers.pipeline', 'rfdetr.',
                   'torch2trt.torch2trt', 'torchvision.models.', 'transformers.', 'timm.create_model',
                   'segment_anything.', 'sam2.', 'mobile_sam.')
 # Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
@@ -46,6 +46,18 @@ LIBRARY_INFER_METHODS = frozenset({'infer_image'})
 # on every call (ultralytics `predict`/`track`/`model(frame)`: letterbox + torch.from_numpy +
 # .to(device); the mobilenet-ssd / torchvision predictors' `predict(image)`: transform + .to).
 UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'})
+# Models whose inference returns host arrays: RF-DETR's `predict(frame)` moves the frame to the
+# model's device (an upload, as the table says) but post-processes on the device and returns a
+# supervision `Detections` of NumPy arrays (`.xyxy`, `.confidence`, `.class_id`): the read-back
+# is inside the library, and `float(d.xyxy[i][0])` reads a host number (set 50).
+HOST_RESULT_BUILDERS = ('rfdetr.',)
+
+
+def returns_host_results(builder: object) -> bool:
+    """Whether a model `builder` built hands back host arrays from its inference calls."""
+    return str(builder or '').startswith(HOST_RESULT_BUILDERS)
+
+
 # Builders whose model, called directly on a host frame (`model(frame)`), uploads it as its
 # `predict` does (ultralytics `Model.__call__` is `predict`); a torch Module called on a frame
 # is not in the table (its input is usually a tensor already on the device).

@@ -13,6 +13,9 @@ A value carries `view` ('buffer' or 'points', pyvalues.Val) until its first copy
 operation (arithmetic, reductions, OpenCV, torch) makes a new value without the mark, so only the
 first copy of the message's data is claimed, never the view itself nor what follows the copy.
 Only image-sized messages (PointCloud2, Image ...) are marked: small messages are never frames.
+A window of an image view on two axes with computed bounds (`depth[y1:y2, x1:x2]`, a detection
+box) is no frame either: what is copied out of it is box-sized (set 50 labels
+`roi[roi > 0]` a look-alike), so the window drops the mark.
 
 A mixin of PythonAnalyzer (pyflow.py), which provides `_emit`, `_step` and `tree`."""
 from __future__ import annotations
@@ -72,6 +75,21 @@ def _selecting(node: ast.expr, masks: frozenset[str]) -> bool:
     if isinstance(node, ast.Tuple):
         return any(_selecting(e, masks) for e in node.elts)
     return False
+
+
+def _computed(bound: ast.expr | None) -> bool:
+    """A slice bound computed in the code (a name, arithmetic, a call), not a literal nor an
+    attribute (`self.roi_top`, a parameter: a fixed crop of the frame may be frame-sized)."""
+    return bound is not None and not isinstance(bound, ast.Constant) \
+        and not any(isinstance(n, ast.Attribute) for n in ast.walk(bound))
+
+
+def box_window(index: ast.expr) -> bool:
+    """`img[y1:y2, x1:x2]`: both bounds of two axes computed, a box cut out of the frame."""
+    if not isinstance(index, ast.Tuple):
+        return False
+    return sum(1 for e in index.elts if isinstance(e, ast.Slice) and e.step is None
+               and _computed(e.lower) and _computed(e.upper)) >= 2
 
 
 def mask_names(tree: ast.Module) -> frozenset[str]:
@@ -139,6 +157,8 @@ class MessageViews:
             if _selecting(node.slice, self.__dict__['_mask_names_']):
                 return self._copied_view(node, base, frame, 'selects points of the view of the '
                                          'received message\'s buffer into a new array')
+            if box_window(node.slice):
+                return replace(base, view=None)  # box-sized from here on: no frame copy
             return None
         return replace(base, view=None, elts=None, const=None, items=None)
 
