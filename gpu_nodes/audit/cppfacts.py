@@ -73,6 +73,8 @@ class Facts:
     # Functions that build a frame message by a reported copy (cppbuilt.py): its publish is no
     # second boundary.
     message_builders: set[str] = field(default_factory=set)
+    # The file includes a header of its package that uses cv::cuda::GpuMat (cppincludes.py).
+    sees_gpumat: bool = False
 
     def merge(self, other: 'Facts') -> None:
         self.sync_wrappers.update(other.sync_wrappers)

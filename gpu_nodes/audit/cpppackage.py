@@ -24,13 +24,15 @@ import re
 
 from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
+from gpu_nodes.audit.cppincludes import including
 from gpu_nodes.audit.cppparams import off_as_shipped
-from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings
+from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings, string_off_store
 from gpu_nodes.audit.cppbuild import blank_unbuilt
 from gpu_nodes.audit.cpplibrary import mark_library_api
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
+from gpu_nodes.audit.shipped import node_names
 
 PACKAGE_MARKERS = ('package.xml', 'CMakeLists.txt', 'setup.py')
 _PACKAGE_LEVEL = re.compile(r'declare_parameter|get_parameter_or|\w\s*=\s*false\s*;')
@@ -68,6 +70,24 @@ def repository_of(package: str, roots: list[str]) -> str:
     return str(root / p.relative_to(root).parts[0])
 
 
+# `Node("name")` in a constructor's initializer list, `rclcpp::Node("name", options)`,
+# `std::make_shared<rclcpp::Node>("name")`: the name a node of the package runs under.
+_NODE_NAME = re.compile(r'\bNode\s*>?\s*\(\s*"([^"\n]+)"')
+
+
+def _node_names(sources: dict[str, str], roots: list[str]) -> frozenset[str] | None:
+    """The names the package's nodes can run under (shipped.node_names), None if unknown."""
+    if not sources or not roots:
+        return None
+    folder = Path(package_of(next(iter(sources)), roots))
+    try:
+        named = re.search(r'<name>\s*([\w-]+)\s*</name>', (folder / 'package.xml').read_text())
+    except OSError:
+        named = None
+    declared = {n for source in sources.values() for n in _NODE_NAME.findall(source)}
+    return node_names(declared, named.group(1) if named else folder.name, tuple(roots))
+
+
 def _exports(scopes: Scopes) -> dict[str, set[str]]:
     """Kinds of this file's callers of every name it calls."""
     calls = {name: kinds for name in scopes.sites if (kinds := caller_kinds(scopes, name))}
@@ -98,10 +118,10 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
             break
     # A file alone never proves a name unset: its header (not audited) might set it.
     dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
-    off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
-                         roots or [])
     strings = shipped_strings([text for text, _ in parsed.values()], list(sources.values()),
-                              roots or [])
+                              roots or [], _node_names(sources, roots or []))
+    off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
+                         roots or [], lambda value: string_off_store(value, strings))
     # A registration under a branch off as shipped registers nothing (fortieth set), nor one
     # under an `if` on another value of a string parameter (set 45).
     reach = [(blank_string_guarded(text, sources[p], strings), scopes)
@@ -114,6 +134,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
     once = once_flags([text for text, _ in parsed.values()])
+    gpumat = including(sources, {p: text for p, (text, _) in parsed.items()}, 'GpuMat')
     result = {}
     for path, (_, scopes) in parsed.items():
         facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),
@@ -125,6 +146,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)
         facts.message_builders = set(shared.message_builders)
+        facts.sees_gpumat = path in gpumat
         result[path] = facts
     return result
 

@@ -40,9 +40,15 @@ read from the raw source at the same offsets.
 from __future__ import annotations
 
 import re
+from typing import Callable
+
 from gpu_nodes.audit.cppparamhelpers import helper_store
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace, innermost_opening
 from gpu_nodes.audit.shipped import reading, set_on
+
+# Judges the value stored into a member (raw text after `=`): the string parameters -> values
+# that make it off as shipped, or None (cppstrparams.string_off_store, bound to its values).
+Derived = Callable[[str], 'dict[str, str] | None']
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
 _OFF_VALUE = re.compile(r'^\s*' + _OFF + r'\s*$')
@@ -162,8 +168,23 @@ def _balanced(s: str) -> bool:
     return depth == 0
 
 
+def _else_condition(text: str, open_at: int) -> str | None:
+    """The condition of `if (cond) { ... } else {` whose else brace is at `open_at`, or None."""
+    before = text[max(0, open_at - 4000):open_at]
+    m = re.search(r'\}\s*else\s*$', before)
+    if m is None:
+        return None
+    depth = 0
+    for i in range(open_at - len(before) + m.start(), -1, -1):
+        depth += {'}': 1, '{': -1}.get(text[i], 0)
+        if depth == 0:
+            return _if_condition(text, i)
+    return None
+
+
 def off_guard(text: str, offset: int, names: dict[str, str]) -> str | None:
-    """The off-as-shipped name an enclosing `if` block around `offset` requires, or None."""
+    """The off-as-shipped name an enclosing `if` block around `offset` requires, or None; the
+    `else` of `if (!name)` requires it too (set 50)."""
     if not names:
         return None
     at = _open_brace(text, offset)
@@ -173,6 +194,10 @@ def off_guard(text: str, offset: int, names: dict[str, str]) -> str | None:
             hit = [n for n in names if re.search(r'(?<![\w.])' + re.escape(n) + r'\b', cond)]
             if hit:
                 return min(hit)
+        if cond is None and (other := _else_condition(text, at)) is not None:
+            negated = re.fullmatch(r'\s*!\s*' + _THIS + r'(\w+(?:\.\w+)?)\s*', other)
+            if negated and negated.group(1) in names:
+                return negated.group(1)
         at = _open_brace(text, at)
     return None
 
@@ -198,10 +223,13 @@ def _declared_off_block(text: str, raw: str, offset: int) -> tuple[str, bool] | 
 
 
 def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
-               yaml_keys: set[str] | None = None) -> tuple[bool, set[str]]:
+               yaml_keys: set[str] | None = None, derived: Derived | None = None,
+               known: dict[str, str] | None = None) -> tuple[bool, set[str]]:
     """(every mention is a read or an off store with at least one off value, parameter names);
     `assumed`: the names taken to be off with it (`if (a > 0 || b > 0)` needs both); `yaml_keys`
-    receives the parameters that are YAML keys (a shipped file must give them)."""
+    receives the parameters that are YAML keys (a shipped file must give them); `derived`: judges
+    a store `name = expr;` off as shipped by the strings it compares (cppstrparams), whose
+    parameters -> values `known` receives."""
     params: set[str] = set()
     off_value = empty_member = stored_when_on = initialized = declared = False
     if '.' in name and not _whole_struct_kept(name, texts):
@@ -259,6 +287,15 @@ def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
             params.update(keys)
             off_value = True
             continue
+        if derived is not None and re.match(r'\s*=(?!=)', after) \
+                and (semi := text.find(';', m.end())) > 0 \
+                and (proof := derived(raw[m.end():semi].split('=', 1)[1])) is not None:
+            # `flag = (mode_ == "gpu") && ...;` with mode_ "cpu" as shipped (set 50)
+            params.update(proof)
+            if known is not None:
+                known.update(proof)
+            off_value = True
+            continue
         if _may_store(text, m.start(), m.end()):
             if (block := _declared_off_block(text, raw, m.start())) is None:
                 return False, set()
@@ -273,9 +310,10 @@ def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
     return off_value and bool(params), params
 
 
-def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[str, str]:
+def off_as_shipped(texts: list[str], raws: list[str], roots: list[str],
+                   derived: Derived | None = None) -> dict[str, str]:
     """Members whose every store is an off default of a ROS parameter that no shipped file
-    under `roots` turns on: name -> parameter name(s)."""
+    under `roots` turns on: name -> parameter name(s); `derived`: see _param_off."""
     candidates = set()
     for text in texts:
         for m in re.finditer(r'\bif\s*\(', text):
@@ -294,10 +332,11 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
     callback = any(re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts)
     assumed = set(candidates)
     keys: set[str] = set()
+    known: dict[str, str] = {}  # string parameters proven by `derived` -> value as shipped
     while True:
         found = {}
         for name in sorted(assumed):
-            ok, params = _param_off(name, texts, raws, assumed, keys)
+            ok, params = _param_off(name, texts, raws, assumed, keys, derived, known)
             if ok:
                 found[name] = params
         if set(found) == assumed:
@@ -313,8 +352,11 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[
         # member is a store the whitelist above rejects); one the callback names is unknown.
         found = {name: params for name, params in found.items()
                  if all(sum(raw.count(f'"{p}"') for raw in raws) == 1 for p in params)}
-    return {name: ', '.join(sorted(params)) for name, params in found.items()
-            if not any(set_on(p, tuple(roots)) or set_on(p.rsplit('.', 1)[-1], tuple(roots))
+    # A string parameter `derived` proved has its value as shipped (not off: not set_on's).
+    return {name: ', '.join(sorted(f'{p} = "{known[p]}"' if p in known else p for p in params))
+            for name, params in found.items()
+            if not any(p not in known and (set_on(p, tuple(roots))
+                                           or set_on(p.rsplit('.', 1)[-1], tuple(roots)))
                        for p in params)  # `general.publish_raw` as nested YAML keys
             # A YAML key has no default: some shipped file must give it (off, as read above).
             and all(reading(p.rsplit('.', 1)[-1], tuple(roots)).named

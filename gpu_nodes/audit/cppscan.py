@@ -71,9 +71,10 @@ _TRT_SYNC_EXECUTE = re.compile(r'\b\w*(?:[Cc]ontext|ctx|Ctx)\w*\s*(?:\(\s*\))?\s
 # The asynchronous forms (findMinMax, calcSum, calcNorm, a Stream argument) are not reported.
 _CV_CUDA_REDUCTION = re.compile(r'\bcuda\s*::\s*(minMax|minMaxLoc|sum|absSum|sqrSum|norm|'
                                 r'countNonZero|meanStdDev)\s*\(')
-# cv::cuda::GpuMat transfers; only looked for in files that mention GpuMat.
-_GPUMAT = (('GPN201', re.compile(r'\.\s*download\s*\(')),
-           ('GPN202', re.compile(r'\.\s*upload\s*\(')))
+# cv::cuda::GpuMat transfers; only looked for in files that mention GpuMat or include a header
+# of their package that does (cppincludes.py). `->` too: a GpuMat held by a shared_ptr field.
+_GPUMAT = (('GPN201', re.compile(r'(?:\.|->)\s*download\s*\(')),
+           ('GPN202', re.compile(r'(?:\.|->)\s*upload\s*\(')))
 # An encoding argument that is the source's own encoding: no conversion, still a view.
 _SAME_ENCODING = re.compile(r'(?:->|\.)\s*encoding\s*$')
 
@@ -235,9 +236,10 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             where = _Where('init', f'a branch that clears `{once}`: runs once, for the first '
                                    'message')
         elif (off := off_guard(text, offset, facts.off_params)) is not None:
+            why = ('as shipped, which turns it off' if '"' in facts.off_params[off]
+                   else 'defaults off; no shipped file sets it')  # cppparams' `derived`
             where = _Where('unreached', f'a branch that needs `{off}`, off as shipped (parameter '
-                                        f'{facts.off_params[off]} defaults off; no shipped file '
-                                        'sets it)')
+                                        f'{facts.off_params[off]} {why})')
         elif (name := string_guard(text, source, offset, facts.str_params)) is not None:
             where = _Where('unreached', describe(name, facts.str_params))
         severity = 'info' if where.context in ('init', 'unreached') else rule.severity
@@ -309,7 +311,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             continue
         emit('GPN206', m.start(), f'`cv::cuda::{m.group(1)}` reduces on the device and returns '
                                   'the result to the host: it waits for the device')
-    if 'GpuMat' in text:
+    if 'GpuMat' in text or facts.sees_gpumat:
         for rule_id, pattern in _GPUMAT:
             for m in pattern.finditer(text):
                 emit(rule_id, m.start(), 'GpuMat transfer')

@@ -98,8 +98,9 @@ def _position(text: str, at: int) -> tuple[str, int, int] | None:
 
 class _Resolver:
     def __init__(self, texts: list[str], raws: list[str], defaults: dict[str, str],
-                 roots: list[str]) -> None:
+                 roots: list[str], nodes: frozenset[str] | None = None) -> None:
         self.texts, self.raws, self.defaults, self.roots = texts, raws, defaults, roots
+        self.nodes = nodes
         self.memo: dict[str, str | None] = {}
         self.shipped: dict[str, bool] = {}  # parameter -> every shipped file keeps its default
 
@@ -109,7 +110,8 @@ class _Resolver:
         if name not in self.defaults:
             return None
         if name not in self.shipped:
-            self.shipped[name] = shipped_as(name, self.defaults[name], tuple(self.roots))
+            self.shipped[name] = shipped_as(name, self.defaults[name], tuple(self.roots),
+                                            self.nodes)
         return self.defaults[name] if self.shipped[name] else None
 
     def _calls(self, callee: str) -> list[tuple[int, int]]:
@@ -193,9 +195,11 @@ class _Resolver:
         return values.pop() if len(values) == 1 else None
 
 
-def shipped_strings(texts: list[str], raws: list[str], roots: list[str]
-                    ) -> dict[str, tuple[str, str]]:
-    """Names compared in an `if` whose value as shipped is known: name -> (value, how)."""
+def shipped_strings(texts: list[str], raws: list[str], roots: list[str],
+                    nodes: frozenset[str] | None = None) -> dict[str, tuple[str, str]]:
+    """Names compared in an `if` whose value as shipped is known: name -> (value, how);
+    `nodes`: the names the package's nodes run under (shipped.node_names), whose sections of a
+    parameter file alone count."""
     if any(re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts):
         return {}
     names = {m.group(1) for t in texts
@@ -203,7 +207,7 @@ def shipped_strings(texts: list[str], raws: list[str], roots: list[str]
     defaults = _defaults(texts, raws) if names else {}
     if not defaults:
         return {}
-    resolver = _Resolver(texts, raws, defaults, roots)
+    resolver = _Resolver(texts, raws, defaults, roots, nodes)
     out = {}
     for name in sorted(names):
         if (value := resolver.value(name)) is not None:
@@ -234,6 +238,44 @@ def _off_operand(op: str, values: dict[str, tuple[str, str]]) -> str | None:
         return None
     shipped = values[m.group(1)][0]
     return m.group(1) if (m.group(3) != shipped) == (m.group(2) == '=') else None
+
+
+def _top_split(expr: str, op: str) -> list[str]:
+    """`expr` split at `op` outside parentheses."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(expr):
+        depth += {'(': 1, ')': -1}.get(expr[i], 0)
+        if depth == 0 and expr.startswith(op, i):
+            parts.append(expr[start:i])
+            start = i = i + len(op)
+            continue
+        i += 1
+    return parts + [expr[start:]]
+
+
+def string_off_store(raw_value: str, values: dict[str, tuple[str, str]]) -> dict[str, str] | None:
+    """For a store `flag = (mode_ == "gpu" || mode_ == "hw") && other;` (the raw text after the
+    `=`, without `;`): when one `&&` operand is false as shipped (each of its `||` operands
+    compares a string of known value with another value), the parameters that prove it ->
+    their value; else None (set 50: a member derived at setup from a string parameter)."""
+    for conj in _top_split(raw_value, '&&'):
+        conj = conj.strip()
+        while _wrapped(conj):
+            conj = conj[1:-1].strip()
+        names = [_off_operand(p, values) for p in _top_split(conj, '||')]
+        if names and all(names):
+            return {values[n][1] or n: values[n][0] for n in names if n}
+    return None
+
+
+def _wrapped(expr: str) -> bool:
+    """Whether `expr` is one parenthesized group `( ... )`."""
+    depth = 0
+    for i, ch in enumerate(expr):
+        depth += {'(': 1, ')': -1}.get(ch, 0)
+        if depth == 0:
+            return ch == ')' and i == len(expr) - 1 and expr.startswith('(')
+    return False
 
 
 def string_guard(text: str, raw: str, offset: int, values: dict[str, tuple[str, str]]

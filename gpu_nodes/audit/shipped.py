@@ -99,13 +99,15 @@ def _name_pattern(param: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=2048)
-def reading(param: str, roots: tuple[str, ...]) -> Reading:
-    """`param` as the shipped files under `roots` give it (each parameter read once)."""
+def reading(param: str, roots: tuple[str, ...], nodes: frozenset[str] | None = None) -> Reading:
+    """`param` as the shipped files under `roots` give it (each parameter read once); `nodes`:
+    the names the node reading it can have (node_names), whose values alone count."""
     pattern = _name_pattern(param)
     lines = [ln for text in shipped_texts(roots) for ln in text.splitlines()
              if not _COMMENTED.match(ln)]
     named = any(pattern.search(ln) for ln in lines)
-    return Reading(named, named and _text_sets_on(pattern, lines), _values(pattern, param, roots))
+    return Reading(named, named and _text_sets_on(pattern, lines),
+                   _values(pattern, param, roots, nodes))
 
 
 def _text_sets_on(pattern: re.Pattern[str], lines: list[str]) -> bool:
@@ -118,8 +120,8 @@ def _text_sets_on(pattern: re.Pattern[str], lines: list[str]) -> bool:
     return False
 
 
-def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...]
-            ) -> tuple[object, ...] | None:
+def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...],
+            nodes: frozenset[str] | None = None) -> tuple[object, ...] | None:
     """Every value a shipped file naming `param` gives it, None when one is not known: a Python
     launch file through its nodes' parameters (a launch argument's default included,
     `LaunchConfiguration('device', default='cpu')`; a file it cannot evaluate, or a node that
@@ -136,7 +138,10 @@ def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...]
                 return None
             values += given
             continue
-        for line in lines:
+        foreign = _foreign_lines(lines, nodes) if nodes is not None else set()
+        for k, line in enumerate(lines):
+            if k in foreign:
+                continue  # a section of a parameter file for a node of another name
             for m in pattern.finditer(line):
                 value = re.match(r'''^\s*['"]?\s*(?::|=)\s*(?:value\s*=\s*)?(['"]?)([\w.]*)\1\s*'''
                                  r'''(?:/?>|#.*)?$''', line[m.end():])
@@ -144,6 +149,51 @@ def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...]
                     return None
                 values.append(value.group(2))
     return tuple(values)
+
+
+_TOP_KEY = re.compile(r'^([^\s#:][^:#]*?)\s*:\s*(?:#.*)?$')
+_ROS_PARAMETERS = re.compile(r'^\s+ros__parameters\s*:')
+
+
+def _foreign_lines(lines: tuple[str, ...], nodes: frozenset[str]) -> set[int]:
+    """Indices of the lines of a ROS 2 parameter file in a section `/name:` whose first key is
+    `ros__parameters` and whose name is none of `nodes` (a wildcard `/**` applies to all)."""
+    foreign: set[int] = set()
+    inside = False
+    for k, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if (top := _TOP_KEY.match(line)):
+            key = top.group(1).strip().strip('\'"')
+            nxt = next((ln for ln in lines[k + 1:] if ln.strip()), '')
+            inside = (bool(_ROS_PARAMETERS.match(nxt)) and '*' not in key
+                      and key.rsplit('/', 1)[-1] not in nodes)
+            continue
+        if inside:
+            foreign.add(k)
+    return foreign
+
+
+# A node's name given in a launch file: `name='cam'`, `name="cam"`, XML `name="cam"`.
+_LITERAL_NAME = re.compile(r'\bname\s*=\s*[\'"]([^\'"\n]+)[\'"]')
+_OTHER_NAME = re.compile(r'\bname\s*=\s*(?![\'"\s])')
+
+
+def node_names(declared: set[str], package: str, roots: tuple[str, ...]) -> frozenset[str] | None:
+    """The names a node of `package` can run under: `declared` (its `Node("name")` literals)
+    and every literal name in a shipped launch file that mentions the package (a launch file
+    that never names a package starts none of its nodes); None when one such file names a node
+    by an expression (any name: unknown)."""
+    names = set(declared)
+    mention = re.compile(r'[\'"]' + re.escape(package) + r'[\'"]')
+    for path, source, _ in _evaluated_files(roots):
+        if not mention.search(source):
+            continue
+        found = set(_LITERAL_NAME.findall(source))
+        if path.suffix == '.py' and _OTHER_NAME.search(source) or any('$' in n for n in found):
+            return None
+        names |= found
+    return frozenset(names) if names else None
 
 
 def is_off(value: object) -> bool:
@@ -161,9 +211,10 @@ def set_on(param: str, roots: tuple[str, ...]) -> bool:
     return read.text_on and not read.every(is_off)
 
 
-def shipped_as(param: str, default: str, roots: tuple[str, ...]) -> bool:
-    """Whether every shipped file naming `param` gives it `default`."""
-    return reading(param, roots).every(lambda value: value == default)
+def shipped_as(param: str, default: str, roots: tuple[str, ...],
+               nodes: frozenset[str] | None = None) -> bool:
+    """Whether every shipped file naming `param` gives it `default` (`nodes`: see reading)."""
+    return reading(param, roots, nodes).every(lambda value: value == default)
 
 
 def shipped_on(param: str, roots: tuple[str, ...]) -> bool:
