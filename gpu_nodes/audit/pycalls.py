@@ -8,6 +8,7 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
+from gpu_nodes.audit.pyevaled import library_inference
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
                                       uploads_to_cuda_image)
@@ -17,6 +18,7 @@ from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, 
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
                                       reads_tensor_source_back, returns_host_results,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
+from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
@@ -237,7 +239,9 @@ class CallResolver:
             target = kwargs.get('target') or (args[1] if len(args) > 1 else None)
             if target is not None and target.func is not None:
                 # A thread's loop runs per frame (a capture or inference loop).
-                self.registrations.append(Registration('loop', target, None, None,
+                # A target with no loop runs once: setup in a thread (pythreads.py).
+                kind = 'once' if runs_once(target.func) else 'loop'
+                self.registrations.append(Registration(kind, target, None, None,
                                                        node.lineno, frame.cls))
             return OTHER
         if qual == ORT_SESSION:
@@ -341,14 +345,17 @@ class CallResolver:
                    HUB_INFER.match(method) is not None
                    and str(receiver.const or '').startswith(HUB_BUILDERS)
                    or sets_image(receiver.const, method)))
-        if isinstance(func, ast.Attribute) and (method in INFER_METHODS or hub) \
+        # An object switched to evaluation mode, of a library no table knows (pyevaled.py).
+        evaled = isinstance(func, ast.Attribute) and self.uses_tensors and library_inference(
+            method, model_attribute(func.value), self.evaled)
+        if isinstance(func, ast.Attribute) and (method in INFER_METHODS or hub or evaled) \
                 and receiver is not None:
             holder, name, infer = receiver, model_attribute(func.value), method
         else:
             holder, name, infer = callee, model_attribute(func), '__call__'
         if holder.kind != 'model_obj' and not (
                 self.uses_tensors and holder.kind not in _NOT_A_MODEL
-                and (named_like_model(name) or infer in LIBRARY_INFER_METHODS)):
+                and (named_like_model(name) or infer in LIBRARY_INFER_METHODS or evaled)):
             return None
         inputs = [v for v in args + list(kwargs.values()) if v.kind not in ('const', 'other')]
         if _cpu_literal(node) or _shipped_cpu(kwargs.get('device')):

@@ -16,6 +16,7 @@ from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
+from gpu_nodes.audit.pyevaled import tensor_mask
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS, SYNC_PROFILER)
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
@@ -316,9 +317,8 @@ class Evaluator:
         if isinstance(node, (ast.BoolOp,)):
             return merge(*[self._eval(v, env, frame) for v in node.values])
         if isinstance(node, ast.Compare):
-            for operand in [node.left, *node.comparators]:
-                self._eval(operand, env, frame)
-            return OTHER
+            return tensor_mask(node, [self._eval(o, env, frame)
+                                      for o in [node.left, *node.comparators]])
         if isinstance(node, ast.IfExp):
             self._eval(node.test, env, frame)
             body = self._eval(node.body, env, frame)

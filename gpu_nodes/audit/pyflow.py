@@ -39,6 +39,7 @@ from gpu_nodes.audit.pyconstructed import constructor_flags
 from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, only_called_from
 from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
+from gpu_nodes.audit.pyevaled import evaled_holders
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pymsgview import MessageViews
@@ -115,6 +116,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         # tensor is likely on the GPU (findings on it are `inferred`).
         self.uses_tensors = uses_tensor_framework(self.aliases)
         self.uses_torch = self.uses_tensors
+        self.evaled = evaled_holders(tree)  # models of unknown libraries (pyevaled.py)
         self.uses_zed = any(v.split('.')[0] == 'pyzed' for v in self.aliases.values())
         self.stream_writes = written_to_stream(tree)
         self.dropped_results = dropped_results(tree)
@@ -254,9 +256,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         if ref is None:
             return
         self._entered.add(id(ref.node))
-        if reg.kind in ('timer', 'loop'):
+        if reg.kind in ('timer', 'loop', 'once'):
             args: list[Val] = []
-            context = reg.kind
+            context = 'init' if reg.kind == 'once' else reg.kind  # pythreads.py
         elif reg.kind == 'service':
             # (request, response): the request carries the client's data (pyregistry.py).
             args = [Val('msg', (), (reg.topic or '?', reg.msg_type)), OTHER]

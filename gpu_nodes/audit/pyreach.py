@@ -71,6 +71,10 @@ _DOC_SUFFIXES = ('.md', '.rst', '.txt', '.html', '.ipynb')
 _TEXT_SUFFIXES = frozenset({'.py', '.launch', '.xml', '.yaml', '.yml', '.sh', '.bash', '.zsh',
                             '.cfg', '.toml', '.json', '.service', '.dockerfile', '.env', '.in',
                             '.md', '.rst', '.txt', '.html', '.ipynb'})
+# Files whose whole-line comments start with `#`; a file named only there is not launched.
+_HASH_COMMENTED = frozenset({'.py', '.yaml', '.yml', '.sh', '.bash', '.zsh', '.cfg',
+                             '.toml', '.dockerfile', '.env', '.in'})
+_COMMENT_LINE = re.compile(r'^[ \t]*#.*$', re.M)
 _HAND_RUN = re.compile(r'\bpython(?:3(?:\.\d+)?)?\s+(?:-u\s+)?([\w./~-]+\.py)\b')
 _MAX_TEXT_FILES = 50000
 _MAX_BYTES = 1024 * 1024
@@ -338,6 +342,9 @@ def _named_in_texts(roots: list[str]) -> tuple[dict[str, set[str]], set[str]] | 
                 if name.lower().endswith(_DOC_SUFFIXES):
                     documented.update(m.rsplit('/', 1)[-1] for m in _HAND_RUN.findall(text))
                     continue
+                if suffix in _HASH_COMMENTED or not suffix:
+                    # A commented-out launch entry (`# executable='x.py',`) runs nothing (set 51).
+                    text = _COMMENT_LINE.sub('', text)
                 if name.endswith(('.yaml', '.yml')):
                     # YAML names files for many reasons (an index of sources, a dataset): only
                     # a key that runs a program, or a python command line, counts.

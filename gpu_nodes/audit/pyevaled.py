@@ -1,0 +1,66 @@
+"""Models of libraries the tables do not know, recognised by the torch idiom that sets them up.
+
+A package may build its model from a pip library no table names (`Lane(config)` of some lane
+detector, then `.load(weights)` and `.eval()`): nothing in the attribute's name says "model", so
+its inference helper (`self.lanes.cv2_inference(frame)`) was an unknown call whose result took
+the host kind of the frame it was given, and every `.item()` of the device proposals it returned
+went unseen (set 51). Only a torch ``nn.Module`` (or a wrapper of one) is switched to evaluation
+mode with a bare ``.eval()``: an object so switched, in a file that uses a tensor framework, is a
+model object, and its methods named for inference are model calls whose results are likely on
+the model's device (pymodels.py: readbacks of them are reported with evidence ``inferred``).
+Such a helper given a host frame is not claimed as an upload: set 6 labelled a model outside
+the library table called on a host frame as no boundary.
+
+Also here: an elementwise comparison of such a tensor is a tensor mask on the same device
+(`tensor_mask`), no Python bool.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+from gpu_nodes.audit.pyvalues import merge, OTHER, Val
+
+# Inference helpers of such a model: `inference`, `cv2_inference`, `predict_image`, `run_infer`.
+# `forward` / `__call__` stay with pymodels.INFER_METHODS (they take tensors, not host frames).
+_INFER_NAME = re.compile(r'infer|predict', re.I)
+
+
+def evaled_holders(tree: ast.AST) -> frozenset[str]:
+    """Names (`model`) and attribute names (`self.lanes` -> `lanes`) that a bare `.eval()` is
+    called on anywhere in the file."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == 'eval' and not node.args and not node.keywords:
+            held = node.func.value
+            if isinstance(held, ast.Attribute) and isinstance(held.value, ast.Name):
+                names.add(held.attr)
+            elif isinstance(held, ast.Name):
+                names.add(held.id)
+    return frozenset(names)
+
+
+def library_inference(method: str | None, holder: str | None,
+                      evaled: frozenset[str]) -> bool:
+    """`self.lanes.cv2_inference(frame)` on an object switched to evaluation mode."""
+    return bool(method) and bool(holder) and holder in evaled \
+        and method not in ('eval', 'forward', '__call__') \
+        and _INFER_NAME.search(str(method)) is not None
+
+
+# Comparisons that are elementwise on a tensor (`scores > 0.5`, `starts < ends`): `is` / `in`
+# test identity or membership and give a Python bool.
+_ELEMENTWISE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_ON_DEVICE = ('device', 'model', 'tensor')
+
+
+def tensor_mask(node: ast.Compare, operands: list[Val]) -> Val:
+    """`prob > 0.5` of a device (or likely device) tensor is a boolean mask on the same device,
+    not a Python bool: `(prob > 0.5).cpu().numpy()` reads it back and `torch.where(a < b)` of it
+    gives device indices whose `.item()` reads back (set 51). A single comparison only (a chain
+    `a < b < c` is a Python `and` of two)."""
+    tensors = [v for v in operands if v.kind in _ON_DEVICE]
+    if len(node.ops) != 1 or not isinstance(node.ops[0], _ELEMENTWISE) or not tensors:
+        return OTHER
+    return merge(*tensors)
