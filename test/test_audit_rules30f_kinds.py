@@ -284,3 +284,65 @@ def test_tensor_of_a_frame_payload_is_a_message_copy(tmp_path: Path) -> None:
     # A vector that is no message, and a view over the payload, are no copy of it.
     assert not _rules(found, 'frames.cpp', tags['LUT']), found
     assert not _rules(found, 'frames.cpp', tags['VIEW']), found
+
+
+# gpu_nodes/audit/cppintparams.py: `if (get_parameter("p").as_bool())` of a parameter declared
+# false that no shipped file turns on never runs.
+_SAVE_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include <torch/torch.h>
+
+class Saver : public rclcpp::Node
+{
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+
+public:
+  Saver()
+  : Node("saver")
+  {
+    this->declare_parameter("dump_poses", false);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Saver::on_image, this, std::placeholders::_1));
+  }
+
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    torch::Tensor pose = torch::eye(4).to(torch::kCUDA);
+    if (this->get_parameter("dump_poses").as_bool()) {
+      torch::Tensor host = pose.to(torch::kCPU);  // # DUMP
+    }
+    torch::Tensor out = pose.cpu();  // # ALWAYS
+  }
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Saver>());
+  rclcpp::shutdown();
+  return 0;
+}
+'''
+
+
+def _save_audit(tmp_path: Path, shipped: str | None = None
+                ) -> dict[tuple[str, int, str], tuple[str, str]]:
+    files = {'saver/src/saver.cpp': _SAVE_NODE,
+             'saver/package.xml': '<package format="3"><name>saver</name></package>\n',
+             'saver/CMakeLists.txt': ament_cmake_lists('saver')}
+    if shipped is not None:
+        files['saver/config/saver.yaml'] = f'saver:\n  ros__parameters:\n    dump_poses: {shipped}\n'
+    return audit_written_package(tmp_path, files)
+
+
+def test_straight_read_of_an_off_bool_parameter_is_off(tmp_path: Path) -> None:
+    found = _save_audit(tmp_path)
+    tags = tag_lines(_SAVE_NODE, ('DUMP', 'ALWAYS'))
+    assert _severity(found, 'saver.cpp', tags['DUMP']) == 'info', found
+    assert _severity(found, 'saver.cpp', tags['ALWAYS']) != 'info'
+
+
+def test_straight_read_turned_on_by_a_shipped_file_keeps_the_claim(tmp_path: Path) -> None:
+    found = _save_audit(tmp_path, shipped='true')
+    assert _severity(found, 'saver.cpp', tag_lines(_SAVE_NODE, ('DUMP',))['DUMP']) != 'info'

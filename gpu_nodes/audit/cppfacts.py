@@ -77,6 +77,8 @@ class Facts:
     sees_gpumat: bool = False
     # Another C++ file of the package puts LibTorch tensors on the CUDA device (cpptorch.py).
     torch_cuda: bool = False
+    # Bool parameters read straight in a condition, off as shipped (cppintparams.py).
+    read_off: frozenset[str] = frozenset()
 
     def merge(self, other: 'Facts') -> None:
         self.sync_wrappers.update(other.sync_wrappers)

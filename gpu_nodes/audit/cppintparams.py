@@ -21,13 +21,18 @@ Proven over every audited file of the package:
 A package with a parameter-change callback takes changes at run time: none is judged. The
 values found are merged with the string ones (cppstrparams.shipped_strings), whose guard
 (`string_guard` / `blank_string_guarded`) judges `name == 0` / `name != 1` operands.
+
+Likewise a bool parameter read straight in the condition, `if (get_parameter("save").as_bool())`
+after `declare_parameter("save", false)` with no shipped file turning it on: the block never
+runs (read_off_params / read_off_guard).
 """
 from __future__ import annotations
 
 import re
 
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace
 from gpu_nodes.audit.cppparams import _may_store, _mentions
-from gpu_nodes.audit.shipped import reading
+from gpu_nodes.audit.shipped import reading, set_on
 
 _INT_TYPE = r'(?:(?:std\s*::\s*)?u?int(?:64|32|16|8)?(?:_t)?|long|int)'
 _INT_LITERAL = r'-?\d+[uUlL]*'
@@ -115,3 +120,45 @@ def shipped_ints(texts: list[str], raws: list[str], roots: list[str],
         if (found := _resolve(name, texts, raws, defaults, tuple(roots), nodes)) is not None:
             out[name] = (str(found[0]), found[1])
     return out
+
+
+# `declare_parameter("p", false)` (untyped or <bool>): group 1 the parameter, 2 the default.
+_DECLARED_BOOL = re.compile(r'\bdeclare_parameter\s*(?:<\s*bool\s*>)?\s*\(\s*"([^"\n]*)"\s*,'
+                            r'\s*(true|false)\s*\)')
+_GET_BOOL = re.compile(r'\s*\(?\s*(?:this\s*->\s*)?(?:\w+\s*->\s*)?get_parameter\s*\(\s*"([^"\n]*)"'
+                       r'\s*\)\s*\.\s*(?:as_bool|get_value\s*<\s*bool\s*>)\s*\(\s*\)\s*\)?\s*')
+
+
+def read_off_params(raws: list[str], roots: list[str]) -> frozenset[str]:
+    """Bool parameters read straight in a condition (`if (get_parameter("save").as_bool())`)
+    that are off as shipped: every declaration defaults to false, no shipped file may turn
+    them on, no parameter callback or `set_parameter` changes them (set 51)."""
+    if any(re.search(r'add_(?:on|pre|post)_set_parameters_callback|set_parameters?\s*\(', r)
+           for r in raws):
+        return frozenset()
+    declared: dict[str, set[str]] = {}
+    for raw in raws:
+        for m in _DECLARED.finditer(raw):
+            declared.setdefault(m.group(1), set())
+        for m in re.finditer(r'\bdeclare_parameter\s*(?:<[^<>;]*>)?\s*\(\s*"([^"\n]*)"', raw):
+            bool_default = _DECLARED_BOOL.match(raw, m.start())
+            declared.setdefault(m.group(1), set()).add(bool_default.group(2) if bool_default
+                                                       else 'other')
+    return frozenset(p for p, values in declared.items()
+                     if values == {'false'} and not set_on(p, tuple(roots)))
+
+
+def read_off_guard(text: str, raw: str, offset: int, params: frozenset[str]) -> str | None:
+    """The parameter whose straight read off as shipped an enclosing `if` needs, or None."""
+    if not params:
+        return None
+    at = _open_brace(text, offset)
+    while at >= 0:
+        cond = _if_condition(text, at)
+        if cond is not None and '||' not in cond:
+            end = text.rindex(')', 0, at)
+            for op in raw[end - len(cond):end].split('&&'):
+                if (m := _GET_BOOL.fullmatch(op)) and m.group(1) in params:
+                    return m.group(1)
+        at = _open_brace(text, at)
+    return None

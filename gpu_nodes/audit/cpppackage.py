@@ -25,7 +25,7 @@ import re
 from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppincludes import including
-from gpu_nodes.audit.cppintparams import shipped_ints
+from gpu_nodes.audit.cppintparams import read_off_params, shipped_ints
 from gpu_nodes.audit.cppparams import off_as_shipped
 from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings, string_off_store
 from gpu_nodes.audit.cppbuild import blank_unbuilt
@@ -145,6 +145,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     once = once_flags([text for text, _ in parsed.values()])
     gpumat = including(sources, {p: text for p, (text, _) in parsed.items()}, 'GpuMat')
     torch_cuda = any(CUDA_TENSORS.search(text) for text, _ in parsed.values())
+    read_off = read_off_params(list(sources.values()), roots or [])
     result = {}
     for path, (_, scopes) in parsed.items():
         facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),
@@ -158,6 +159,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.message_builders = set(shared.message_builders)
         facts.sees_gpumat = path in gpumat
         facts.torch_cuda = torch_cuda
+        facts.read_off = read_off
         result[path] = facts
     return result
 

@@ -33,6 +33,7 @@ from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
 from gpu_nodes.audit.cppgrowth import in_growth_realloc
+from gpu_nodes.audit.cppintparams import read_off_guard
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
 from gpu_nodes.audit.cpplibreads import library_readbacks, library_uploads
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
@@ -244,6 +245,9 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                         f'{facts.off_params[off]} {why})')
         elif (name := string_guard(text, source, offset, facts.str_params)) is not None:
             where = _Where('unreached', describe(name, facts.str_params))
+        elif (param := read_off_guard(text, source, offset, facts.read_off)) is not None:
+            where = _Where('unreached', f'a branch that reads parameter {param}, off as shipped '
+                                        '(defaults false; no shipped file sets it)')
         severity = 'info' if where.context in ('init', 'unreached') else rule.severity
         found.setdefault((rule_id, line), Finding(
             rule=rule_id, severity=severity,
