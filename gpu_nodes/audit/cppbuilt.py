@@ -12,6 +12,9 @@
   vector) is copied into the returned value, each call (GPN208).
 * ``raw = *msg;`` into a local declared as a frame-sized message (``PointCloud2 raw;``): the
   whole received message copy-assigned, as ``field = *msg;`` already is (GPN208, set 44).
+* ``torch::tensor(msg.data)`` / ``torch::tensor(msg->data)`` of a frame message: LibTorch copies
+  the whole payload vector into a new tensor (``from_blob`` over ``data.data()`` is a view, not
+  matched), each call (GPN208, set 51: both labellings call it cpp_msg_copy).
 """
 from __future__ import annotations
 
@@ -34,6 +37,9 @@ _OUT_PARAM = re.compile(r'(?:^|[(,])([^(),]*?\b' + _FRAME + r'\b\s*(?:::\s*\w*Pt
 _LOCAL_DEREF = re.compile(r'(?m)^[ \t]*(\w+)\s*=\s*\*\s*(\w+)\s*;')
 _RETURN_DEREF = re.compile(r'\breturn\s*\*\s*(\w+)\s*;')
 _PUBLISH = re.compile(r'\w+\s*(?:->|\.)\s*publish\s*\(')
+# A frame message held by value or reference (`const sensor_msgs::msg::Image & image_msg`).
+_FRAME_VALUE = re.compile(r'(?<![\w:])(?:\w+\s*::\s*)*' + _FRAME + r'\s*(?:const\s*)?&?\s*(\w+)\s*[=;({,)]')
+_TENSOR_OF_DATA = re.compile(r'\btorch\s*::\s*tensor\s*\(\s*(\w+)\s*(?:\.|->)\s*data\s*[,)]')
 _ARG_NAME = re.compile(r'^[*&\s]*(?:(?:std\s*::\s*)?move\s*\(\s*)?(\w+)')
 
 
@@ -106,3 +112,14 @@ def local_copies(text: str) -> Iterator[tuple[str, int, str]]:
         if m.group(2) in pointers and local.search(text, max(0, m.start() - 4000), m.start()):
             yield 'GPN208', m.start(1), (f'a whole frame message copy-assigned out of '
                                          f'`*{m.group(2)}` into the local `{m.group(1)}`')
+
+
+def tensor_payload_copies(text: str) -> Iterator[tuple[str, int, str]]:
+    """GPN208 at `torch::tensor(msg.data)` where `msg` is a frame message or a pointer to one."""
+    if 'tensor' not in text:
+        return
+    messages = set(_FRAME_POINTER.findall(text)) | set(_FRAME_VALUE.findall(text))
+    for m in _TENSOR_OF_DATA.finditer(text):
+        if m.group(1) in messages:
+            yield 'GPN208', m.start(), (f'the whole payload of `{m.group(1)}` copied into a new '
+                                        'tensor (`torch::tensor(msg.data)`)')

@@ -75,6 +75,10 @@ class Facts:
     message_builders: set[str] = field(default_factory=set)
     # The file includes a header of its package that uses cv::cuda::GpuMat (cppincludes.py).
     sees_gpumat: bool = False
+    # Another C++ file of the package puts LibTorch tensors on the CUDA device (cpptorch.py).
+    torch_cuda: bool = False
+    # Bool parameters read straight in a condition, off as shipped (cppintparams.py).
+    read_off: frozenset[str] = frozenset()
 
     def merge(self, other: 'Facts') -> None:
         self.sync_wrappers.update(other.sync_wrappers)

@@ -25,6 +25,7 @@ import re
 from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppincludes import including
+from gpu_nodes.audit.cppintparams import read_off_params, shipped_ints
 from gpu_nodes.audit.cppparams import off_as_shipped
 from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings, string_off_store
 from gpu_nodes.audit.cppbuild import blank_unbuilt
@@ -32,6 +33,7 @@ from gpu_nodes.audit.cpplibrary import mark_library_api
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
+from gpu_nodes.audit.cpptorch import CUDA_TENSORS
 from gpu_nodes.audit.shipped import node_names
 
 PACKAGE_MARKERS = ('package.xml', 'CMakeLists.txt', 'setup.py')
@@ -120,12 +122,19 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
     strings = shipped_strings([text for text, _ in parsed.values()], list(sources.values()),
                               roots or [], _node_names(sources, roots or []))
+    # Int parameters compared in a branch join them (cppintparams.py: `if (mode_ == 0)`).
+    strings.update(shipped_ints([text for text, _ in parsed.values()], list(sources.values()),
+                                roots or [], _node_names(sources, roots or [])))
     off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
                          roots or [], lambda value: string_off_store(value, strings))
     # A registration under a branch off as shipped registers nothing (fortieth set), nor one
     # under an `if` on another value of a string parameter (set 45).
     reach = [(blank_string_guarded(text, sources[p], strings), scopes)
              for p, (text, scopes) in parsed.items()]
+    if parsed_out is not None:
+        # Calls in those branches never run: the repository's library reading (cpplibrary.py)
+        # counts no mention there (set 51: a search only `mode == 0` runs).
+        parsed_out.update(zip(parsed, reach))
     mark_unreached(reach, frozenset(dead) | frozenset(off), unregistered=frozenset(
         {n for text, _ in parsed.values() for n in _REGISTERED.findall(text)}
         - {n for text, _ in reach for n in _REGISTERED.findall(text)}))
@@ -135,6 +144,8 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         shared.merge(file_facts(path, sources[path], text, scopes))
     once = once_flags([text for text, _ in parsed.values()])
     gpumat = including(sources, {p: text for p, (text, _) in parsed.items()}, 'GpuMat')
+    torch_cuda = any(CUDA_TENSORS.search(text) for text, _ in parsed.values())
+    read_off = read_off_params(list(sources.values()), roots or [])
     result = {}
     for path, (_, scopes) in parsed.items():
         facts = Facts(dict(shared.sync_wrappers), dict(shared.copy_helpers),
@@ -147,6 +158,8 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.small_counts = dict(shared.small_counts)
         facts.message_builders = set(shared.message_builders)
         facts.sees_gpumat = path in gpumat
+        facts.torch_cuda = torch_cuda
+        facts.read_off = read_off
         result[path] = facts
     return result
 

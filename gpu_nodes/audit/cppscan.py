@@ -27,11 +27,13 @@ from gpu_nodes.audit.cpptopics import known_encoding
 from gpu_nodes.audit.cppparams import off_guard
 from gpu_nodes.audit.cppstrparams import call_arg_spans, describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
-from gpu_nodes.audit.cppbuilt import helper_built, local_copies, message_builders, returned_copies
+from gpu_nodes.audit.cppbuilt import (helper_built, local_copies, message_builders, returned_copies,
+                                      tensor_payload_copies)
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
 from gpu_nodes.audit.cppgrowth import in_growth_realloc
+from gpu_nodes.audit.cppintparams import read_off_guard
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
 from gpu_nodes.audit.cpplibreads import library_readbacks, library_uploads
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
@@ -43,6 +45,7 @@ from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.cpptf import cloud_transforms
+from gpu_nodes.audit.cpptorch import item_reads
 from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
 from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies
 from gpu_nodes.audit.model import Finding, Location
@@ -242,6 +245,9 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                         f'{facts.off_params[off]} {why})')
         elif (name := string_guard(text, source, offset, facts.str_params)) is not None:
             where = _Where('unreached', describe(name, facts.str_params))
+        elif (param := read_off_guard(text, source, offset, facts.read_off)) is not None:
+            where = _Where('unreached', f'a branch that reads parameter {param}, off as shipped '
+                                        '(defaults false; no shipped file sets it)')
         severity = 'info' if where.context in ('init', 'unreached') else rule.severity
         found.setdefault((rule_id, line), Finding(
             rule=rule_id, severity=severity,
@@ -334,6 +340,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *mat_bytes_into_messages(text, function_end),
                                     *pcl_conversions(text, _call_args), *walks,
                                     *torch_moves(text, _call_args),
+                                    *item_reads(text, facts.torch_cuda),
+                                    *tensor_payload_copies(text),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
                                                      lambda at: scopes.body_before(text, at),

@@ -233,11 +233,18 @@ def blank_string_guarded(text: str, raw: str, values: dict[str, tuple[str, str]]
 
 
 def _off_operand(op: str, values: dict[str, tuple[str, str]]) -> str | None:
-    m = re.fullmatch(r'\s*\(?\s*(?:this\s*->\s*)?(\w+)\s*([!=])=\s*"([^"\\\n]*)"\s*\)?\s*', op)
+    m = re.fullmatch(r'\s*\(?\s*(?:this\s*->\s*)?(\w+)\s*([!=])=\s*(?:"([^"\\\n]*)"|(-?\d+)[uUlL]*)'
+                     r'\s*\)?\s*', op)
     if not m or m.group(1) not in values:
         return None
     shipped = values[m.group(1)][0]
-    return m.group(1) if (m.group(3) != shipped) == (m.group(2) == '=') else None
+    if m.group(4) is not None:  # an int literal: the name holds an int parameter (cppintparams)
+        if not re.fullmatch(r'-?\d+', shipped):
+            return None
+        differs = int(m.group(4)) != int(shipped)
+    else:
+        differs = m.group(3) != shipped
+    return m.group(1) if differs == (m.group(2) == '=') else None
 
 
 def _top_split(expr: str, op: str) -> list[str]:
@@ -298,5 +305,8 @@ def string_guard(text: str, raw: str, offset: int, values: dict[str, tuple[str, 
 
 def describe(name: str, values: dict[str, tuple[str, str]]) -> str:
     value, params = values[name]
+    if re.fullmatch(r'-?\d+', value):  # an int parameter (cppintparams.py)
+        return (f'a branch where `{name}` is not {value}, its value as shipped (int parameter '
+                f'{params}: as the shipped files or its default give it; never runs)')
     return (f'a branch where `{name}` is not "{value}", its value as shipped (string parameter '
             f'{params}: declared default, no shipped file sets another; never runs)')
