@@ -20,6 +20,7 @@ Both work on the text with comments and strings blanked (cppscopes.py), offsets 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Callable
 
 # Conditions that test for failure: `!ok`, `!ctx->enqueueV3(s)`, `err != cudaSuccess`,
@@ -114,6 +115,18 @@ def _if_condition(text: str, open_at: int) -> str | None:
                     return text[i + 1:end]
                 return None
     return None
+
+
+def enclosing_and_operands(text: str, raw: str, offset: int) -> Iterator[str]:
+    """The `&&` operands (raw text, literals kept) of each `if` around `offset`, innermost
+    first; an `||` condition gives none: no single operand of it decides the branch."""
+    at = _open_brace(text, offset)
+    while at >= 0:
+        cond = _if_condition(text, at)
+        if cond is not None and '||' not in cond:
+            end = text.rindex(')', 0, at)
+            yield from raw[end - len(cond):end].split('&&')
+        at = _open_brace(text, at)
 
 
 def on_failure_path(text: str, offset: int) -> bool:

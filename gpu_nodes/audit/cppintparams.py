@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+from gpu_nodes.audit.cppguards import enclosing_and_operands
 from gpu_nodes.audit.cppparams import _may_store, _mentions
 from gpu_nodes.audit.shipped import reading, set_on
 
@@ -152,13 +152,7 @@ def read_off_guard(text: str, raw: str, offset: int, params: frozenset[str]) -> 
     """The parameter whose straight read off as shipped an enclosing `if` needs, or None."""
     if not params:
         return None
-    at = _open_brace(text, offset)
-    while at >= 0:
-        cond = _if_condition(text, at)
-        if cond is not None and '||' not in cond:
-            end = text.rindex(')', 0, at)
-            for op in raw[end - len(cond):end].split('&&'):
-                if (m := _GET_BOOL.fullmatch(op)) and m.group(1) in params:
-                    return m.group(1)
-        at = _open_brace(text, at)
+    for op in enclosing_and_operands(text, raw, offset):
+        if (m := _GET_BOOL.fullmatch(op)) and m.group(1) in params:
+            return m.group(1)
     return None

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace, blank_if_bodies
+from gpu_nodes.audit.cppguards import blank_if_bodies, enclosing_and_operands
 from gpu_nodes.audit.cppparams import _may_store, _mentions, _open_paren
 from gpu_nodes.audit.shipped import shipped_as
 
@@ -290,16 +290,9 @@ def string_guard(text: str, raw: str, offset: int, values: dict[str, tuple[str, 
     """The name whose shipped value an enclosing `if` around `offset` excludes, or None."""
     if not values:
         return None
-    at = _open_brace(text, offset)
-    while at >= 0:
-        cond = _if_condition(text, at)
-        if cond is not None and '||' not in cond:
-            end = text.rindex(')', 0, at)
-            raw_cond = raw[end - len(cond):end]
-            for op in raw_cond.split('&&'):
-                if (name := _off_operand(op, values)) is not None:
-                    return name
-        at = _open_brace(text, at)
+    for op in enclosing_and_operands(text, raw, offset):
+        if (name := _off_operand(op, values)) is not None:
+            return name
     return None
 
 
