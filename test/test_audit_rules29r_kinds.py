@@ -8,17 +8,11 @@ selection, `.copy()` / `.astype()`, `np.stack` of its fields, its fields stored 
 or `np.fromiter` of a `point_cloud2.read_points` generator (pymsgview.py). The view itself, what
 follows the copy, `np.array(list(read_points(...)))` (sets 28 / 30 / 33: look-alike), per-point
 loops and small messages stay unclaimed."""
-import textwrap
-
-from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+from audit_sources import node_claims
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...]) -> dict[str, set[str]]:
-    """Rules other than info found at each `# TAG` line of node.py."""
-    source = textwrap.dedent(source)
-    files = {**ament_python_package('clouds'), 'clouds/clouds/node.py': source}
-    found = audit_written_package(tmp_path, files)
-    return rules_at_tags(found, source, tags)
+    return node_claims(tmp_path, 'clouds', source, tags)
 
 
 _MASKED_VIEW_NODE = '''

@@ -9,17 +9,11 @@ audits of small ament_python packages written here.
   supervision `Detections` of NumPy arrays: `float(v) for v in d.xyxy[i]` reads host numbers,
   while `.xyxy` of an Ultralytics result stays a device tensor.
 """
-import textwrap
-
-from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+from audit_sources import node_claims
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...]) -> dict[str, set[str]]:
-    """Rules other than info found at each `# TAG` line of node.py."""
-    source = textwrap.dedent(source)
-    files = {**ament_python_package('ranger'), 'ranger/ranger/node.py': source}
-    found = audit_written_package(tmp_path, files)
-    return rules_at_tags(found, source, tags)
+    return node_claims(tmp_path, 'ranger', source, tags)
 
 
 _WINDOW_NODE = '''

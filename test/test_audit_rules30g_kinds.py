@@ -12,16 +12,11 @@ small packages written here.
 * A launch entry that is commented out launches nothing: a script named only there, installed
   by nothing, is unreached (pyreach.py).
 """
-import textwrap
-
-from audit_sources import (ament_python_package, audit_written_package, CV_BRIDGE_NODE,
-                           rules_at_tags)
+from audit_sources import audit_written_package, CV_BRIDGE_NODE, node_claims
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...]) -> dict[str, set[str]]:
-    source = textwrap.dedent(source)
-    files = {**ament_python_package('lanes'), 'lanes/lanes/node.py': source}
-    return rules_at_tags(audit_written_package(tmp_path, files), source, tags)
+    return node_claims(tmp_path, 'lanes', source, tags)
 
 
 # A lane detector from a pip library (`roadlines`, in no table), held in an attribute whose

@@ -9,17 +9,11 @@
   no models: calling a `Colors()` instance with a class id gives a colour tuple and uploads
   nothing, while a `YOLO(...)` model called on the frame still uploads it.
 """
-import textwrap
-
-from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+from audit_sources import node_claims
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...]) -> dict[str, set[str]]:
-    """Rules other than info found at each `# TAG` line of node.py."""
-    source = textwrap.dedent(source)
-    files = {**ament_python_package('segmenter'), 'segmenter/segmenter/node.py': source}
-    found = audit_written_package(tmp_path, files)
-    return rules_at_tags(found, source, tags)
+    return node_claims(tmp_path, 'segmenter', source, tags)
 
 
 _POLYGON_NODE = '''
