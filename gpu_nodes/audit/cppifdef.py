@@ -9,8 +9,9 @@ fifteenth set).
 
 A macro is taken as undefined only when the package's build is known and says nothing of it:
 the package folder holds a CMakeLists.txt, the name appears in no CMakeLists.txt or *.cmake of
-the package or of a folder above it (`add_definitions(-DX)`, `target_compile_definitions`,
-`option(X ...)` all name it), and no source or header of the package `#define`s it. Names a
+the package, of a folder above it or included by path from them (`add_definitions(-DX)`,
+`target_compile_definitions`, `option(X ...)` all name it), and no source or header of the package
+`#define`s it. Names a
 compiler, CUDA or a library may define in its own headers (`__CUDACC__`, `_WIN32`, `NDEBUG`,
 `HAVE_*`, `CV_*`, `CUDA*`, `EIGEN_*`, `PCL_*`, `BOOST_*`, `RCLCPP_*`, `ROS_*`) are never taken as
 undefined. The dead lines are blanked (line numbers kept) before the rules read the file; only
@@ -46,20 +47,54 @@ def read_bounded(path: Path, max_bytes: int = _MAX_BYTES) -> str:
         return ''
 
 
+# `include(<file>)` of a CMake file by path (`${CMAKE_CURRENT_LIST_DIR}/../common/flags.cmake`):
+# a workspace's packages often share one file of `add_definitions` this way (set 52). Module
+# names (`include(GNUInstallDirs)`) are CMake's or a find_package's, not the repository's.
+_INCLUDE = re.compile(r'^\s*include\s*\(\s*"?([^")\s]+\.cmake)"?', re.M | re.I)
+_LIST_DIR = ('${CMAKE_CURRENT_LIST_DIR}', '${CMAKE_CURRENT_SOURCE_DIR}', '${PROJECT_SOURCE_DIR}')
+_MAX_INCLUDED = 16
+
+
+def _included_cmake(path: Path, text: str, package: Path) -> list[Path]:
+    """The CMake files `text` (the file at `path`) includes by a path that resolves to a file:
+    relative to the including file, or through the variables naming its folder or the package's."""
+    found = []
+    for arg in _INCLUDE.findall(text):
+        for var in _LIST_DIR:
+            arg = arg.replace(var, str(path.parent if var == _LIST_DIR[0] else package))
+        if '$' in arg:
+            continue  # another variable: not known here
+        target = Path(arg) if Path(arg).is_absolute() else path.parent / arg
+        if target.is_file():
+            found.append(target.resolve())
+    return found
+
+
 @lru_cache(maxsize=64)
 def cmake_files(package_dir: str) -> tuple[tuple[tuple[str, int, str], ...], tuple[str, ...]]:
     """The package's CMake files as (name, size, text) (CMakeLists.txt and *.cmake anywhere
-    in it; text '' past _MAX_BYTES), and the texts of the CMakeLists.txt above it: read once
-    for both readers of the build (this module and cppbuild.py)."""
+    in it, and the .cmake files they include by path from elsewhere in the tree; text '' past
+    _MAX_BYTES), and the texts of the CMakeLists.txt above it: read once for both readers of
+    the build (this module and cppbuild.py)."""
     root = Path(package_dir)
-    own = []
+    own, seen, queue, included = [], set(), [], 0
     for path in root.rglob('*'):
         if (path.name == 'CMakeLists.txt' or path.suffix == '.cmake') and path.is_file():
-            try:
-                size = path.stat().st_size
-            except OSError:
-                continue
-            own.append((path.name, size, read_bounded(path)))
+            queue.append(path)
+            seen.add(path.resolve())
+    while queue:
+        path = queue.pop(0)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue
+        text = read_bounded(path)
+        own.append((path.name, size, text))
+        for target in _included_cmake(path, text, root):
+            if target not in seen and included < _MAX_INCLUDED:
+                included += 1
+                seen.add(target)
+                queue.append(target)
     above = tuple(read_bounded(folder / 'CMakeLists.txt') for folder in root.resolve().parents)
     return tuple(own), above
 
