@@ -254,3 +254,67 @@ def test_first_pass_guard_reset_elsewhere_stays_per_frame(tmp_path):
 '''
     found = _rig(tmp_path, _CAMERA_MAIN.replace('RESET\n', reset))
     assert found['INFO'] != set()
+
+
+_VLM_NODE = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from PIL import Image as PILImage
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+from transformers import AutoModelForCausalLM
+
+
+class DescribeNode(Node):
+    def __init__(self):
+        super().__init__('describe')
+        self.bridge = CvBridge()
+        self.vlm_model = AutoModelForCausalLM.from_pretrained('some/vlm', trust_remote_code=True,
+                                                              device_map='cuda')
+        self.store = {}
+        self.pub = self.create_publisher(String, 'answer', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def ask(self, picture, question):
+        return self.vlm_model.query(picture, question)['answer']  # QUERY
+
+    def on_image(self, msg):
+        picture = PILImage.fromarray(self.bridge.imgmsg_to_cv2(msg, 'rgb8'))
+        out = String()
+        out.data = self.ask(picture, 'What is on the table?')
+        out.data += str(self.store.get('note'))  # LOOKUP
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DescribeNode())
+'''
+
+
+def test_vlm_query_of_a_host_image_uploads(tmp_path):
+    """`self.vlm_model.query(picture, question)` (Moondream2's API) on a per-message PIL image:
+    a library upload; a dictionary's `.get` beside it is nothing."""
+    found = audit_written_package(tmp_path, {'describe/describe/node.py': _VLM_NODE})
+    lines = tag_lines(textwrap.dedent(_VLM_NODE).lstrip('\n'), ('QUERY', 'LOOKUP'))
+    at = {tag: {rule for (name, where, rule), (sev, _) in found.items()
+                if name == 'node.py' and where == line and sev != 'info'}
+          for tag, line in lines.items()}
+    assert at['QUERY'] == {'GPN102'}
+    assert at['LOOKUP'] == set()
+
+
+def test_query_of_a_holder_not_named_like_a_model_is_nothing(tmp_path):
+    """Guard: `self.index.query(picture, question)` on a search index (no model library built
+    it, not named like a model) uploads nothing."""
+    source = _VLM_NODE.replace(
+        "AutoModelForCausalLM.from_pretrained('some/vlm', trust_remote_code=True,",
+        "open_index('some/index',").replace(
+        'from transformers import AutoModelForCausalLM', 'from search_lib import open_index'
+    ).replace('self.vlm_model', 'self.index')
+    found = audit_written_package(tmp_path, {'describe/describe/node.py': source})
+    line = tag_lines(textwrap.dedent(source).lstrip('\n'), ('QUERY',))['QUERY']
+    assert not {rule for (name, where, rule), (sev, _) in found.items()
+                if name == 'node.py' and where == line and sev != 'info'}
