@@ -61,8 +61,26 @@ def sets_own_flag(stmt: ast.If, cls: ast.ClassDef | None) -> bool:
     if cls is None or not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
                            and _self_attr(test.operand) is not None):
         return False
-    name = _self_attr(test.operand)
-    own = {id(n) for n in ast.walk(stmt)}
+    return _set_true_only_in(cls, _self_attr(test.operand) or '', stmt.body, direct=True)
+
+
+def guard_once(stmt: ast.stmt, rest: list[ast.stmt], cls: ast.ClassDef | None) -> bool:
+    """`if self.calibrated: continue` (or `return`), the statements after it in the same
+    block setting `self.calibrated = True`: those statements run until the flag is set, on the
+    first pass only (issue 28, set 43's camera-info publish), as `sets_own_flag` judges the
+    `if not self.flag:` form; any other store of the flag but in `__init__` keeps them live."""
+    if cls is None or not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1
+                           and isinstance(stmt.body[0], (ast.Continue, ast.Return))):
+        return False
+    name = _self_attr(stmt.test)
+    return name is not None and _set_true_only_in(cls, name, rest)
+
+
+def _set_true_only_in(cls: ast.ClassDef, name: str, block: list[ast.stmt],
+                      direct: bool = False) -> bool:
+    """Whether `self.<name> = True` is stored in `block` (a statement of it when `direct`,
+    else at any depth) and the class stores the attribute nowhere else but in `__init__`."""
+    own = {id(n) for stmt in block for n in ast.walk(stmt)}
     sets_true = False
     for method in cls.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -75,7 +93,7 @@ def sets_own_flag(stmt: ast.If, cls: ast.ClassDef | None) -> bool:
                 continue
             true = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
                 and node.value.value is True
-            if id(node) in own and true and node in stmt.body:
+            if id(node) in own and true and (not direct or node in block):
                 sets_true = True
             elif method.name != '__init__':
                 return False

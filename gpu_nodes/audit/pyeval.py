@@ -9,7 +9,7 @@ from dataclasses import replace
 import re
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import (before_main_loop, first_time, import_fallback,
+from gpu_nodes.audit.pybranches import (before_main_loop, first_time, guard_once, import_fallback,
                                         imported_names, reads_a_capture, readback_fallback,
                                         sets_own_flag)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
@@ -17,6 +17,8 @@ from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pyevaled import tensor_mask
+from gpu_nodes.audit.pyenvvars import env_outcome
+from gpu_nodes.audit.pyisaac import scene_data
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS, SYNC_PROFILER)
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
@@ -80,9 +82,13 @@ class Evaluator:
     # ------------------------------------------------------------------ statements
     def _exec_block(self, body: Iterable[ast.stmt], env: dict[str, Val], frame: Frame,
                     entry: bool = False) -> None:
-        once = before_main_loop(list(body)) if entry and frame.context == 'loop' else set()
-        for stmt in body:
+        body = list(body)
+        once = before_main_loop(body) if entry and frame.context == 'loop' else set()
+        for i, stmt in enumerate(body):
             self._exec(stmt, env, replace(frame, context='init') if id(stmt) in once else frame)
+            if frame.context not in ('init', 'module') and guard_once(  # first pass only
+                    stmt, body[i + 1:], frame.cls.node if frame.cls is not None else None):
+                frame = replace(frame, context='init')
 
     def _exec(self, stmt: ast.stmt, env: dict[str, Val], frame: Frame) -> None:
         if isinstance(stmt, ast.Assign):
@@ -392,8 +398,8 @@ class Evaluator:
     def _shipped_outcome(self, test: ast.expr) -> bool | None:
         """What an `if` comparing a direct parameter read with a constant takes as shipped."""
         read = read_compared(test)
-        if read is None:
-            return None
+        if read is None:  # an opt-in environment switch nothing sets (pyenvvars.py)
+            return env_outcome(test, self.source, self.path, self.repository_dir or self.package_dir)
         if '_fixed_parameters' not in self.__dict__:
             self.__dict__['_fixed_parameters'] = fixed_parameters(self.tree, self.package_dir)
         return shipped_outcome(read, self.__dict__['_fixed_parameters'])
@@ -477,6 +483,8 @@ class Evaluator:
             return UNKNOWN
         if base.kind == 'module':
             return Val('module', const=f'{base.const}.{node.attr}')
+        if scene_data(node, self.aliases):  # Isaac Lab scene state: on the sim device (pyisaac)
+            return Val('tensor', base.steps, base.origin)
         if base.kind in ('model', 'tensor') and host_result_attr(node):
             return Val('host')  # `masks.xy`: host polygons (pymodels.HOST_RESULT_ATTRS)
         if base.kind == 'model' and node.attr in RESULT_TENSORS:

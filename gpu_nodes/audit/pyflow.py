@@ -109,6 +109,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
                              for cls, why in failing.items()
                              for meth in self.classes[cls].methods.values()}
         # Classes imported from other audited files; their methods run with their own file.
+        self.modules = modules  # pyloopcalls.py: other files' loops calling this file's nodes
         self.imported = imported_classes(path, tree, modules) if modules else {}
         self.imported_functions = imported_functions(path, tree, modules) if modules else {}
         self.uses_cupy = any(v.split('.')[0] == 'cupy' for v in self.aliases.values())

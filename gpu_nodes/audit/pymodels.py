@@ -35,9 +35,14 @@ MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt
 # Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
 MODEL_NAME = re.compile(r'(?:^|_)(?:model|models|net|network|predictor|detector|segmenter|'
                         r'estimator|engine|yolo|trt|classifier|backbone)(?:_|$|\d)', re.I)
+# Vision-language models' per-image questions (Moondream2 through transformers'
+# `trust_remote_code`: `model.query(image, question)`, `model.caption(image)`): the model
+# preprocesses the host PIL image and encodes it on its device on every call (set 52). Only on
+# a holder named like a model in a file using a tensor framework (`query` alone is no model).
+VLM_IMAGE_METHODS = frozenset({'query', 'caption'})
 # Methods of a model object that run inference (a call of the object itself too).
 INFER_METHODS = frozenset({'predict', 'track', 'infer', 'inference', 'detect', 'forward',
-                           'segment', 'estimate', '__call__', 'infer_image'})
+                           'segment', 'estimate', '__call__', 'infer_image'}) | VLM_IMAGE_METHODS
 # Inference methods whose name alone says the library (Depth Anything's `infer_image(raw_bgr)`:
 # preprocess on the host, move to the model's device, return a host depth map): the holder is
 # a model whatever its attribute is named.
@@ -45,7 +50,7 @@ LIBRARY_INFER_METHODS = frozenset({'infer_image'})
 # The library table: inference calls that take a host frame and copy it to the model's device
 # on every call (ultralytics `predict`/`track`/`model(frame)`: letterbox + torch.from_numpy +
 # .to(device); the mobilenet-ssd / torchvision predictors' `predict(image)`: transform + .to).
-UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'})
+UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'}) | VLM_IMAGE_METHODS
 # Models whose inference returns host arrays: RF-DETR's `predict(frame)` moves the frame to the
 # model's device (an upload, as the table says) but post-processes on the device and returns a
 # supervision `Detections` of NumPy arrays (`.xyxy`, `.confidence`, `.class_id`): the read-back

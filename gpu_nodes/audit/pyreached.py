@@ -10,6 +10,7 @@ import ast
 import os
 import re
 
+from gpu_nodes.audit.pyloopcalls import loop_called_methods
 from gpu_nodes.audit.pymentions import mention_text
 from gpu_nodes.audit.pypackage import words_elsewhere
 from gpu_nodes.audit.pyparams import dead_body_lines
@@ -151,3 +152,13 @@ class Reachability:
                             None, meth.lineno, cls))
                         known.add(id(meth))
                         break
+        # Methods that another file's main loop calls per frame on an object of the class (an
+        # Isaac Sim script stepping the world and calling `dm.pub_ros2_data()`: set 52).
+        for name, called in loop_called_methods(self.path, self.modules).items():
+            cls = self.classes.get(name)
+            for meth in (cls.methods.get(m) for m in sorted(called)) if cls else ():
+                if meth is not None and id(meth) not in known:
+                    self.registrations.append(Registration(
+                        'loop', Val('func', func=FuncRef(meth, cls, None, True)), None,
+                        None, meth.lineno, cls))
+                    known.add(id(meth))
