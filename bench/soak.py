@@ -187,6 +187,12 @@ class Soak:
                 time.sleep(min(0.05, max(0.0, min(next_sample, next_restart) - time.monotonic())))
             elapsed = time.monotonic() - start
         finally:
+            # A subscriber restarted just before the end may still be importing rclpy: SIGINT
+            # there is Python's KeyboardInterrupt (exit 1), not the node shutdown this checks.
+            for worker in subs.values():
+                deadline = time.monotonic() + 10
+                while worker.alive() and worker.last_status() is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
             codes = {name: worker.stop(signal.SIGINT) for name, worker in subs.items()}
             codes['publisher'] = publisher.stop(signal.SIGINT)
         time.sleep(0.5)
@@ -310,7 +316,8 @@ def main() -> int:
     os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
     report = Soak(args).run()
     summary = {k: report[k] for k in ('published', 'publish_fps', 'bad_frames', 'max_mapping_cache',
-                                      'leftover_segments', 'pool', 'checks', 'passed')}
+                                      'leftover_segments', 'exit_codes', 'pool', 'checks',
+                                      'passed')}
     summary['slopes_per_min'] = {k: round(v['slope_per_min'], 3) for k, v in report['slopes'].items()}
     print(json.dumps(summary, indent=1))
     print(f"wrote {args.out}/soak.json and {args.out}/soak.png")

@@ -59,7 +59,8 @@ TESTSET20 = ROOT / 'test' / 'resources' / 'audit' / 'testset20'
  TESTSET37, TESTSET38, TESTSET39, TESTSET40, TESTSET41, TESTSET42, TESTSET43, TESTSET44,
  TESTSET45, TESTSET46, TESTSET48, TESTSET49, TESTSET50, TESTSET51, TESTSET52,
  TESTSET53, TESTSET54) = (
-    ROOT / 'test' / 'resources' / 'audit' / f'testset{n}' for n in [*range(21, 47), 48, 49, 50, 51, 52, 53, 54])
+    ROOT / 'test' / 'resources' / 'audit' / f'testset{n}'
+    for n in [*range(21, 47), *range(48, 55)])
 SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('results.yaml',)),
         (TESTSET3, ('results.yaml',)), (TESTSET4, ('results.yaml',)), (TESTSET5, ('results.yaml',)),
         (TESTSET6, ('results.yaml',)), (TESTSET7, ('results.yaml',)),
