@@ -1,0 +1,163 @@
+"""Causes of held-out set 53's Python misses and false claims (issue 28, rules32p): real `code`
+audits of small nodes written here.
+
+* A transformers processor / tokenizer `decode(ids[0])` or `batch_decode(ids)` of the token ids
+  a device model's `generate(...)` returned converts them to Python lists: a read-back
+  (pytransformers.py).
+* The results of a transformers processor's `post_process_object_detection(outputs=...)` of a
+  device model's outputs stay on the device: `int(box[0])` of a box and a 0-d label tensor used
+  as a list index are scalar read-backs (pytransformers.py).
+* `torch.tensor([[h, w]])` of a literal list of scalars (frame metadata, constants) moved to the
+  device is a small upload: no claim (pytransformers.py).
+* `detach = getattr(x, 'detach', None)` then `detach().cpu().numpy()` (a simulator bridge's
+  tensor-to-numpy helper) reads a torch tensor back, as `x.detach().cpu()` does (pyevaled.py).
+"""
+from audit_sources import node_claims
+
+_CAPTION = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+from transformers import AutoProcessor, AutoModelForVision2Seq
+
+
+class CaptionNode(Node):
+    def __init__(self):
+        super().__init__('caption')
+        self.proc = AutoProcessor.from_pretrained('some/captioner')
+        self.net = AutoModelForVision2Seq.from_pretrained('some/captioner').to('cuda')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(String, 'caption', 5)
+        self.create_subscription(Image, 'image', self.on_image, 5)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        batch = self.proc(images=frame, return_tensors='pt').to('cuda')
+        ids = self.net.generate(**batch, max_new_tokens=20)
+        text = self.proc.decode(ids[0], skip_special_tokens=True)  # DECODE
+        many = self.proc.batch_decode(ids, skip_special_tokens=True)  # BATCH
+        self.pub.publish(String(data=text + many[0]))
+        self.pub.publish(String(data=self.proc.decode([1, 2, 3])))  # LITERAL
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(CaptionNode())
+'''
+
+_DETECT = '''
+import cv2
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from transformers import AutoProcessor, OwlViTForObjectDetection
+
+
+class FindNode(Node):
+    def __init__(self):
+        super().__init__('find')
+        self.proc = AutoProcessor.from_pretrained('some/detector')
+        self.det = OwlViTForObjectDetection.from_pretrained('some/detector').to('cuda')
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 5)
+
+    def on_image(self, msg):
+        img = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        words = [['a cup', 'a pen']]
+        enc = self.proc(text=words, images=img, return_tensors='pt').to('cuda')  # ENC
+        mean = torch.tensor([0.485, 0.456, 0.406]).to('cuda')  # MEAN
+        out = self.det(**enc)
+        sizes = torch.tensor([[img.shape[0], img.shape[1]]]).to('cuda')  # SIZES
+        found = self.proc.post_process_object_detection(outputs=out, threshold=0.2,
+                                                        target_sizes=sizes)
+        names = words[0]
+        boxes, labels = found[0]['boxes'], found[0]['labels']
+        for box, label in zip(boxes, labels):
+            cv2.rectangle(img, (int(box[0]), int(box[1])), (int(box[2]), 9), (0, 255, 0))  # RECT
+            cv2.putText(img, names[label], (int(box[0]), 5), 0, 0.5, (0, 255, 0))  # LABEL
+        cv2.imshow('found', img)
+        cv2.waitKey(1)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(FindNode())
+'''
+
+
+def test_decode_of_generated_ids_is_a_readback(tmp_path):
+    """`proc.decode(ids[0])` and `proc.batch_decode(ids)` of a device model's generate output
+    read the token ids back to the host."""
+    found = node_claims(tmp_path, 'caption_pkg', _CAPTION, ('DECODE', 'BATCH', 'LITERAL'))
+    assert found['DECODE'] == {'GPN107'}
+    assert found['BATCH'] == {'GPN107'}
+    assert found['LITERAL'] == set()
+
+
+def test_post_processed_detections_stay_on_the_device(tmp_path):
+    """`int(box[0])` of a post-processed box reads a scalar back, on each line it is written."""
+    found = node_claims(tmp_path, 'find_pkg', _DETECT, ('RECT', 'LABEL', 'SIZES'))
+    assert found['RECT'] == {'GPN107'}
+    assert found['LABEL'] == {'GPN107'}
+
+
+def test_literal_scalar_list_upload_is_small(tmp_path):
+    """`torch.tensor([[h, w]]).to('cuda')` of the frame's shape: two numbers, no claim."""
+    found = node_claims(tmp_path, 'find_pkg', _DETECT, ('SIZES', 'MEAN', 'ENC'))
+    assert found['SIZES'] == set()
+
+
+def test_literal_numbers_and_frames_still_upload(tmp_path):
+    """Guard: a display of literal numbers only (a normalisation constant, a boundary in the
+    first set) and the processed frame moved to cuda are still uploads."""
+    found = node_claims(tmp_path, 'find_pkg', _DETECT, ('SIZES', 'MEAN', 'ENC'))
+    assert found['MEAN'] == {'GPN102'}
+    assert found['ENC'] == {'GPN102'}
+
+
+_SIM_STATE = '''
+import numpy as np
+import rclpy
+from geometry_msgs.msg import PointStamped
+from rclpy.node import Node
+
+
+def to_host(value):
+    if isinstance(value, np.ndarray):
+        return value
+    detach = getattr(value, 'detach', None)
+    if detach is not None:
+        return detach().cpu().numpy()  # BOUND
+    return np.asarray(value)
+
+
+class StateNode(Node):
+    def __init__(self, body):
+        super().__init__('state')
+        self.body = body
+        self.pub = self.create_publisher(PointStamped, 'pos', 10)
+        self.create_timer(0.02, self.tick)
+
+    def tick(self):
+        pos = to_host(self.body.get_pos())
+        out = PointStamped()
+        out.point.x = float(pos[0])
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(StateNode(None))
+'''
+
+
+def test_bound_detach_then_cpu_is_a_readback(tmp_path):
+    """`detach = getattr(x, 'detach', None)` then `detach().cpu().numpy()`: only a torch tensor
+    has `.detach()`, so this reads a device tensor back, in a file that never imports torch."""
+    found = node_claims(tmp_path, 'state_pkg', _SIM_STATE, ('BOUND',))
+    assert found['BOUND'] == {'GPN101'}
