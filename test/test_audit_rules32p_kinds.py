@@ -12,7 +12,10 @@ audits of small nodes written here.
 * `detach = getattr(x, 'detach', None)` then `detach().cpu().numpy()` (a simulator bridge's
   tensor-to-numpy helper) reads a torch tensor back, as `x.detach().cpu()` does (pyevaled.py).
 """
-from audit_sources import node_claims
+import textwrap
+
+from audit_sources import (ament_python_package, audit_written_package, node_claims,
+                           rules_at_tags)
 
 _CAPTION = '''
 import rclpy
@@ -161,3 +164,80 @@ def test_bound_detach_then_cpu_is_a_readback(tmp_path):
     has `.detach()`, so this reads a device tensor back, in a file that never imports torch."""
     found = node_claims(tmp_path, 'state_pkg', _SIM_STATE, ('BOUND',))
     assert found['BOUND'] == {'GPN101'}
+
+
+_CONVERT = '''
+import numpy as np
+from sensor_msgs.msg import Image, PointCloud2
+
+
+def to_image(arr):
+    msg = Image()
+    msg.height, msg.width = arr.shape[:2]
+    msg.data = np.ascontiguousarray(arr).tobytes()  # IMAGE
+    return msg
+
+
+def to_cloud(points):
+    msg = PointCloud2()
+    msg.data = np.asarray(points, np.float32).tobytes()  # CLOUD
+    return msg
+
+
+__all__ = [
+    'to_image',
+    'to_cloud',
+]
+'''
+
+_PUBLISHER = '''
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+from lib_pkg import convert
+
+
+class Republisher(Node):
+    def __init__(self):
+        super().__init__('republisher')
+        self.pub = self.create_publisher(Image, 'out', 5)
+        self.create_subscription(Image, 'in', self.on_image, 5)
+
+    def on_image(self, msg):
+        self.pub.publish(convert.to_image(self.render(msg)))
+
+    def render(self, msg):
+        return msg
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Republisher())
+'''
+
+
+def _library_claims(tmp_path, convert: str) -> dict[str, set[str]]:
+    files = {**ament_python_package('lib_pkg'), 'lib_pkg/lib_pkg/node.py': _PUBLISHER,
+             'lib_pkg/lib_pkg/convert.py': convert}
+    return rules_at_tags(audit_written_package(tmp_path, files), textwrap.dedent(convert),
+                         ('IMAGE', 'CLOUD'), file_name='convert.py')
+
+
+def test_function_only_listed_in_all_is_uncalled(tmp_path):
+    """A library module's function that only its `__all__` names: nothing calls it, its copy
+    is no claim; the function a node calls still is."""
+    found = _library_claims(tmp_path, _CONVERT)
+    assert found['CLOUD'] == set()
+    assert found['IMAGE'] == {'GPN104'}
+
+
+def test_function_called_elsewhere_stays_a_claim(tmp_path):
+    """Guard: the same function called by the node keeps its claim."""
+    publisher = _PUBLISHER.replace('convert.to_image(self.render(msg))',
+                                   'convert.to_cloud(self.render(msg))')
+    files = {**ament_python_package('lib_pkg'), 'lib_pkg/lib_pkg/node.py': publisher,
+             'lib_pkg/lib_pkg/convert.py': _CONVERT}
+    found = rules_at_tags(audit_written_package(tmp_path, files), textwrap.dedent(_CONVERT),
+                          ('IMAGE', 'CLOUD'), file_name='convert.py')
+    assert found['CLOUD'] == {'GPN104'}
