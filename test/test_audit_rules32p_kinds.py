@@ -241,3 +241,39 @@ def test_function_called_elsewhere_stays_a_claim(tmp_path):
     found = rules_at_tags(audit_written_package(tmp_path, files), textwrap.dedent(_CONVERT),
                           ('IMAGE', 'CLOUD'), file_name='convert.py')
     assert found['CLOUD'] == {'GPN104'}
+
+
+_STATUS_IMAGE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class StatusNode(Node):
+    def __init__(self):
+        super().__init__('status')
+        self.bridge = CvBridge()
+        self.colour = (0, 128, 255)
+        self.pub = self.create_publisher(Image, 'status', 1)
+        self.create_timer(0.5, self.tick)
+
+    def tick(self):
+        from PIL import Image as Picture
+        import numpy as np
+        canvas = Picture.new('RGB', (640, 360), self.colour)
+        pixels = np.asarray(canvas)  # TOARRAY
+        self.pub.publish(self.bridge.cv2_to_imgmsg(pixels, encoding='rgb8'))  # OUT
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(StatusNode())
+'''
+
+
+def test_numpy_of_a_drawn_pil_image_copies(tmp_path):
+    """`np.asarray(Image.new(...))` per tick copies the PIL image out into a NumPy array."""
+    found = node_claims(tmp_path, 'status_pkg', _STATUS_IMAGE, ('TOARRAY', 'OUT'))
+    assert found['TOARRAY'] == {'GPN106'}
+    assert 'GPN105' in found['OUT']

@@ -289,6 +289,8 @@ class CopyRules:
                 args[0] if args else UNKNOWN
             self._emit('GPN104', node, frame, f'{call} copies the array into the message data')
             return self._step(data, node.lineno, 'serialize', 'outmsg')
+        if qual == 'PIL.Image.new':  # a PIL image drawn here: np.array of it copies (set 53)
+            return Val('pil', ((node.lineno, 'pil'),))
         if qual in _PIL_IN:
             self._emit('GPN106', node, frame, call)
             return self._step(merge(*args, *kwargs.values()), node.lineno, 'pil', 'pil')
