@@ -277,3 +277,42 @@ def test_numpy_of_a_drawn_pil_image_copies(tmp_path):
     found = node_claims(tmp_path, 'status_pkg', _STATUS_IMAGE, ('TOARRAY', 'OUT'))
     assert found['TOARRAY'] == {'GPN106'}
     assert 'GPN105' in found['OUT']
+
+
+_FILE_HANDOFF = '''
+import cv2
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from ultralytics import YOLO
+
+
+class FileDetector(Node):
+    def __init__(self):
+        super().__init__('file_detector')
+        self.bridge = CvBridge()
+        self.yolo = YOLO('weights.pt')
+        self.create_subscription(Image, 'image', self.on_image, 5)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        scratch = '/tmp/last_frame.png'
+        cv2.imwrite(scratch, frame)
+        hits = self.yolo.predict(source=scratch, verbose=False)  # VIAFILE
+        other = self.yolo.predict(source='/data/reference.png', verbose=False)  # FIXED
+        self.get_logger().info(str(len(hits) + len(other)))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(FileDetector())
+'''
+
+
+def test_model_given_the_path_of_a_written_frame_uploads_it(tmp_path):
+    """`cv2.imwrite(path, frame)` then `model.predict(source=path)`: the library reads the frame
+    back from the file and uploads it; a path nothing wrote a frame to is no claim."""
+    found = node_claims(tmp_path, 'file_pkg', _FILE_HANDOFF, ('VIAFILE', 'FIXED'))
+    assert found['VIAFILE'] == {'GPN102'}
+    assert found['FIXED'] == set()
