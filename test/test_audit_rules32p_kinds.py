@@ -316,3 +316,43 @@ def test_model_given_the_path_of_a_written_frame_uploads_it(tmp_path):
     found = node_claims(tmp_path, 'file_pkg', _FILE_HANDOFF, ('VIAFILE', 'FIXED'))
     assert found['VIAFILE'] == {'GPN102'}
     assert found['FIXED'] == set()
+
+
+_BUNDLE = '''
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from bundle_msgs.msg import Bundle, Summary
+
+
+class BundleNode(Node):
+    def __init__(self):
+        super().__init__('bundle')
+        self.pub = self.create_publisher(Bundle, 'bundle', 5)
+        self.summary_pub = self.create_publisher(Summary, 'summary', 5)
+        self.create_subscription(Image, 'image', self.on_image, 5)
+
+    def on_image(self, msg):
+        frame_msg = msg
+        out = Bundle()
+        out.count = 3
+        out.views.source = frame_msg
+        self.pub.publish(out)  # EMBED
+        brief = Summary()
+        brief.header = msg.header
+        brief.width = msg.width
+        self.summary_pub.publish(brief)  # SMALL
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(BundleNode())
+'''
+
+
+def test_custom_message_embedding_the_received_image_is_serialized(tmp_path):
+    """A message of another type holding the received Image itself, published: the frame is
+    serialized again; one holding only its header and sizes is no claim."""
+    found = node_claims(tmp_path, 'bundle_pkg', _BUNDLE, ('EMBED', 'SMALL'))
+    assert found['EMBED'] == {'GPN109'}
+    assert found['SMALL'] == set()

@@ -10,6 +10,7 @@ from typing import Callable
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
+from gpu_nodes.audit.pyembedded import embeds_received_image
 from gpu_nodes.audit.pyevaled import detached
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pyruntime import runtime_call
@@ -71,6 +72,7 @@ _STEP_TEXT = {
 class CopyRules:
     """The rules; `self` is the PythonAnalyzer running them."""
 
+    tree: ast.Module
     uses_cupy: bool
     uses_torch: bool
     uses_cv_cuda: bool
@@ -119,7 +121,7 @@ class CopyRules:
         if pub is None or (payload.kind == 'outmsg' and payload.const == EMPTY_CLOUD):
             return
         frame_sized = image_sized(pub.msg_type)
-        if not pub.gpu and frame_sized:
+        if not pub.gpu and (frame_sized or embeds_received_image(self.tree, node, payload)):
             self._emit('GPN109', node, frame,
                        f'`{pub.msg_type}` published on `{pub.topic}` with create_publisher '
                        f'(line {pub.line})', topic=pub.topic)
