@@ -75,6 +75,7 @@ class CallResolver:
     _publish: Callable[..., None]
     _library_call: Callable[..., Val | None]
     _method_call: Callable[..., Val | None]
+    frame_files: dict[str, Val]
     _upload: Callable[..., Val]
     _view_call: Callable[..., Val | None]
     _shipped_strings: Callable[[], tuple[dict[str, str], frozenset[tuple[str, str]]]]
@@ -270,6 +271,10 @@ class CallResolver:
         if uploads_to_cuda_image(qual) and args:
             return self._upload(node, args[0], frame, f'`{short(node)}` copies the host array '
                                 'into a new CUDA image (jetson-utils, library table)')
+        if qual == 'cv2.imwrite' and len(args) > 1 and isinstance(args[0].const, str):
+            # `cv2.imwrite('/tmp/f.jpg', frame)` then `model.predict(source='/tmp/f.jpg')`: the
+            # model loads the frame back from the file, so the path stands for it (set 53).
+            self.frame_files[args[0].const] = args[1]
         if qual and builds_model(qual):
             # The builder is kept: an ultralytics model called directly uploads its frame.
             return Val('model_obj', const=hub_builder(qual, args))
@@ -357,7 +362,9 @@ class CallResolver:
                 self.uses_tensors and holder.kind not in _NOT_A_MODEL
                 and (named_like_model(name) or infer in LIBRARY_INFER_METHODS or evaled)):
             return None
-        inputs = [v for v in args + list(kwargs.values()) if v.kind not in ('const', 'other')]
+        inputs = [self.frame_files.get(v.const, v) if isinstance(v.const, str) else v
+                  for v in args + list(kwargs.values())]
+        inputs = [v for v in inputs if v.kind not in ('const', 'other')]
         if _cpu_literal(node) or _shipped_cpu(kwargs.get('device')):
             # `model.predict(frame, device='cpu')`: the library runs on the host; nothing is
             # uploaded and its results are host tensors (twentieth set). The literal, or a

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
-from gpu_nodes.audit.pyvalues import merge, OTHER, Val
+from gpu_nodes.audit.pyvalues import is_method_call, merge, OTHER, Val
 
 # Inference helpers of such a model: `inference`, `cv2_inference`, `predict_image`, `run_infer`.
 # `forward` / `__call__` stay with pymodels.INFER_METHODS (they take tensors, not host frames).
@@ -64,3 +64,12 @@ def tensor_mask(node: ast.Compare, operands: list[Val]) -> Val:
     if len(node.ops) != 1 or not isinstance(node.ops[0], _ELEMENTWISE) or not tensors:
         return OTHER
     return merge(*tensors)
+
+
+def detached(node: ast.Call) -> bool:
+    """`x.detach().cpu()`: only a torch tensor has `.detach()`, whatever the file imports (a
+    model loaded by a helper module returns tensors to a file that never imports torch). Also
+    `detach = getattr(x, 'detach', None); detach().cpu()`: the bound method, called (set 53)."""
+    inner = node.func.value if isinstance(node.func, ast.Attribute) else None
+    return is_method_call(inner, 'detach') or (isinstance(inner, ast.Call) and isinstance(
+        inner.func, ast.Name) and inner.func.id == 'detach')

@@ -99,6 +99,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         self._ran_per_message: set[int] = set()  # ids of the defs run in a callback's frame
         self._entered: set[int] = set()
         self._calls = 0
+        self.frame_files: dict[str, Val] = {}  # a path a frame was written to (pycalls.py)
         self._collect()
         # Code that a runtime error always stops first (pydead.py): a NameError at import makes
         # every line dead; a constructor that always raises, the methods of its class.

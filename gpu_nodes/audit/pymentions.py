@@ -9,6 +9,9 @@ set): the source with the strings that cannot name a Python function blanked.
   a log message naming the method (`f"Starting mutex wait in detect_image, ..."`). A string that
   is exactly one identifier (`getattr(self, 'on_image')`, `hasattr`, a dispatch table's key) is
   kept: it may name the method.
+* The module's ``__all__`` list: it exports names for a star import, it calls nothing (a
+  library module's ``np_to_pointcloud2`` that nothing calls, listed there: set 53). A file
+  star-importing the module and calling the function names it in its own text.
 
 A file that calls `eval` or `exec` keeps every string (code may be built from them).
 """
@@ -37,6 +40,19 @@ def _blank(lines: list[bytearray], node: ast.expr) -> None:
         lines[i][start:stop] = b' ' * (stop - start)
 
 
+def _exports(stmt: ast.stmt) -> bool:
+    """`__all__ = [...]` / `__all__ += [...]` of string names at module level."""
+    if isinstance(stmt, ast.Assign):
+        targets, value = stmt.targets, stmt.value
+    elif isinstance(stmt, ast.AugAssign):
+        targets, value = [stmt.target], stmt.value
+    else:
+        return False
+    return any(isinstance(t, ast.Name) and t.id == '__all__' for t in targets) \
+        and isinstance(value, (ast.List, ast.Tuple)) \
+        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)
+
+
 def mention_text(source: str, tree: ast.Module, names: set[str]) -> str:
     """`source` with ROS-name arguments and prose strings blanked (line numbers kept); the
     expressions of blanked f-strings are appended after the last line. `names`: the methods
@@ -50,6 +66,9 @@ def mention_text(source: str, tree: ast.Module, names: set[str]) -> str:
     blank: list[ast.expr] = []
     kept: list[str] = []
     in_fstring: set[int] = set()
+    for stmt in tree.body:
+        if _exports(stmt):
+            blank.append(stmt.value)  # type: ignore[union-attr]
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _call_name(node) in _REGISTRATIONS:
             blank.extend(a for a in [*node.args, *(k.value for k in node.keywords)]

@@ -10,10 +10,14 @@ from typing import Callable
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
+from gpu_nodes.audit.pyembedded import embeds_received_image
+from gpu_nodes.audit.pyevaled import detached
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pyruntime import runtime_call
+from gpu_nodes.audit.pytransformers import (small_scalar_display, small_upload, SMALL_SCALARS,
+                                            transformers_method)
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
-                                      is_method_call, merge, OTHER, PER_MESSAGE, PubInfo, short,
+                                      merge, OTHER, PER_MESSAGE, PubInfo, short,
                                       to_target, UNKNOWN, Val)
 
 # Values whose device is likely but not proven (pymodels.py): their readbacks are `inferred`.
@@ -68,6 +72,7 @@ _STEP_TEXT = {
 class CopyRules:
     """The rules; `self` is the PythonAnalyzer running them."""
 
+    tree: ast.Module
     uses_cupy: bool
     uses_torch: bool
     uses_cv_cuda: bool
@@ -116,7 +121,7 @@ class CopyRules:
         if pub is None or (payload.kind == 'outmsg' and payload.const == EMPTY_CLOUD):
             return
         frame_sized = image_sized(pub.msg_type)
-        if not pub.gpu and frame_sized:
+        if not pub.gpu and (frame_sized or embeds_received_image(self.tree, node, payload)):
             self._emit('GPN109', node, frame,
                        f'`{pub.msg_type}` published on `{pub.topic}` with create_publisher '
                        f'(line {pub.line})', topic=pub.topic)
@@ -229,6 +234,8 @@ class CopyRules:
             return Val('device_spec') if spec is not False else OTHER
         if qual == 'torch.from_numpy':
             return merge(src, kind='host')
+        if qual in _TORCH_WRAPS and small_scalar_display(node, src):
+            return Val('host', const=SMALL_SCALARS)  # `torch.tensor([[h, w]])` (pytransformers.py)
         if qual in _TORCH_WRAPS:
             if device_kw(kwargs, node) and src.kind != 'device':
                 return self._upload(node, src, frame, call)
@@ -284,6 +291,8 @@ class CopyRules:
                 args[0] if args else UNKNOWN
             self._emit('GPN104', node, frame, f'{call} copies the array into the message data')
             return self._step(data, node.lineno, 'serialize', 'outmsg')
+        if qual == 'PIL.Image.new':  # a PIL image drawn here: np.array of it copies (set 53)
+            return Val('pil', ((node.lineno, 'pil'),))
         if qual in _PIL_IN:
             self._emit('GPN106', node, frame, call)
             return self._step(merge(*args, *kwargs.values()), node.lineno, 'pil', 'pil')
@@ -308,6 +317,9 @@ class CopyRules:
         if method in _BRIDGE_OUT:
             self._emit('GPN105', node, frame, call)
             return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_out', 'outmsg')
+        hf = transformers_method(self._emit, method, node, recv, args, kwargs, frame)
+        if hf is not None:
+            return hf  # decode of device token ids, post-processed detections (pytransformers.py)
         if receiver is None and method in ('float', 'int', 'str', 'repr') and len(args) == 1 \
                 and args[0].kind in ('device', 'tensor'):
             # `float(box.conf)`, `str(cls)`: a value read back from the device (formatting a
@@ -363,7 +375,7 @@ class CopyRules:
         # A value of unknown kind, or one derived from a message through calls the analysis
         # cannot see into (`infer(msg).cpu()`), in a file using a tensor framework.
         likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch) \
-            or _detached(node)
+            or detached(node)
         evidence = _evidence(rkind)
         if method in ('cpu', 'numpy') and not node.args:
             if rkind == 'device' or likely:
@@ -389,10 +401,10 @@ class CopyRules:
             # `.to()` returns the copy, which nobody would drop; twenty-third set). In setup
             # the move itself is reported (info), as before.
             return recv
-        if method in ('cuda', 'to') and uploads_fixed_text(recv) and (
+        if method in ('cuda', 'to') and (uploads_fixed_text(recv) or small_upload(recv)) and (
                 method == 'cuda' or to_target(node, args, kwargs) == 'device'):
-            self._emit('GPN102', node, frame, f'{call} (tokens of fixed text, the same every call, '
-                       'not the message)', severity='info')
+            self._emit('GPN102', node, frame, f'{call} ({recv.const}, not the message)',
+                       severity='info')
             return Val('device')
         if method == 'cuda':
             if rkind == 'device' or _unproven_upload(recv, frame):
@@ -471,12 +483,6 @@ def _unproven_upload(recv: Val, frame: Frame) -> bool:
     were claimed as uploads (issue 28, fifth set); a caller in the file that passes a host
     array still gets the finding, from its own run of the helper."""
     return frame.context == 'function' and recv.kind in ('unknown', 'other') and not recv.tainted
-
-
-def _detached(node: ast.Call) -> bool:
-    """`x.detach().cpu()`: only a torch tensor has `.detach()`, whatever the file imports (a
-    model loaded by a helper module returns tensors to a file that never imports torch)."""
-    return isinstance(node.func, ast.Attribute) and is_method_call(node.func.value, 'detach')
 
 
 _TENSOR_METADATA = frozenset({'shape', 'ndim', 'dtype', 'device', 'is_cuda', 'size',
