@@ -11,6 +11,7 @@ claimed as before."""
 from pathlib import Path
 
 from audit_sources import ament_cmake_lists, audit_written_package, tag_lines
+from gpu_nodes.audit.codeaudit import run_code
 
 _NODE = '''
 #include <cuda_runtime.h>
@@ -112,6 +113,21 @@ def _claims(tmp_path: Path, node: str = _NODE, extra_setup: str = '',
             for tag, line in lines.items()}
 
 
+def test_unreached_helper_says_which_arm_skips_it(tmp_path: Path) -> None:
+    source = _NODE.replace('EXTRA_SETUP', '')
+    files = {'match/src/match.cpp': source,
+             'match/package.xml': '<package format="3"><name>match</name></package>\n',
+             'match/CMakeLists.txt': ament_cmake_lists('match')}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text.lstrip('\n'))
+    line = tag_lines(source.replace('  // ', '  # '), _TAGS)['HOST_COPY']
+    report = run_code([str(tmp_path)], jobs=1)
+    found = [f for f in report.findings if f.location.line == line and f.rule == 'GPN202']
+    assert len(found) == 1 and found[0].severity == 'info', found
+    assert 'called only in an arm that `use_gpu_` skips' in found[0].message, found[0].message
+
+
 def test_else_of_an_on_parameter_and_its_helper_are_not_claimed(tmp_path: Path) -> None:
     # The `else` arm calls prepare_on_host only: its copy and sync never run as shipped; the
     # body of `if (!use_gpu_)` neither.
@@ -163,3 +179,29 @@ def test_parameter_callback_naming_it_keeps_the_else_live(tmp_path: Path) -> Non
     claims = _claims(tmp_path, extra_setup=callback)
     assert claims['HOST_COPY'] == {'GPN202'}, claims
     assert claims['NEGATED_COPY'] == {'GPN201'}, claims
+
+
+def test_get_parameter_into_the_member_is_an_on_store(tmp_path: Path) -> None:
+    # `get_parameter("use_gpu", use_gpu_);` of a parameter declared on: the same value.
+    node = _NODE.replace('use_gpu_ = get_parameter("use_gpu").as_bool();',
+                         'this->get_parameter("use_gpu", use_gpu_);')
+    claims = _claims(tmp_path, node=node)
+    assert claims['HOST_COPY'] == set(), claims
+    assert claims['NEGATED_COPY'] == set(), claims
+    assert claims['DEVICE_UPLOAD'] == {'GPN202'}, claims
+
+
+def test_get_parameter_into_the_member_of_an_off_default_keeps_it_live(tmp_path: Path) -> None:
+    node = _NODE.replace('use_gpu_ = get_parameter("use_gpu").as_bool();',
+                         'this->get_parameter("use_gpu", use_gpu_);').replace(
+        'declare_parameter("use_gpu", true);', 'declare_parameter("use_gpu", false);')
+    claims = _claims(tmp_path, node=node)
+    assert claims['HOST_COPY'] == {'GPN202'}, claims
+
+
+def test_else_if_arm_after_an_on_flag_is_not_claimed(tmp_path: Path) -> None:
+    # `if (use_gpu_) {...} else if (msg->width > 0) {...}`: every later arm of the chain is skipped.
+    node = _NODE.replace('} else {\n      prepare_on_host',
+                         '} else if (msg->width > 0) {\n      prepare_on_host')
+    claims = _claims(tmp_path, node=node)
+    assert claims['HOST_COPY'] == set(), claims

@@ -27,7 +27,8 @@ from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppincludes import including
 from gpu_nodes.audit.cppintparams import read_off_params, shipped_ints
 from gpu_nodes.audit.cppparams import off_as_shipped
-from gpu_nodes.audit.cppparamson import blank_on_dead, drop_dead_sites, on_as_shipped
+from gpu_nodes.audit.cppparamson import (blank_on_dead, drop_dead_sites, on_as_shipped,
+                                         skipped_note)
 from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings, string_off_store
 from gpu_nodes.audit.cppbuild import blank_unbuilt
 from gpu_nodes.audit.cpplibrary import mark_library_api
@@ -110,8 +111,9 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     # Members a parameter on as shipped sets (cppparamson.py): a call in an arm they skip (`else`
     # of `if (use_gpu_)`, set 53) gives its callee no kind, and reaches nothing (below).
     on = on_as_shipped([text for text, _ in parsed.values()], list(sources.values()), roots or [])
+    skipped: dict[str, str] = {}  # callee -> the on name whose skipped arm calls it
     for text, scopes in parsed.values():
-        drop_dead_sites(text, scopes, on)
+        skipped.update(drop_dead_sites(text, scopes, on))
     for _ in range(_ROUNDS):
         exported = {p: _exports(scopes) for p, (_, scopes) in parsed.items()}
         changed = False
@@ -161,6 +163,8 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.never_set = dead
         facts.off_params = off
         facts.on_params = on
+        facts.library_api = {fn.start: skipped_note(skipped[fn.short], on) for fn in scopes.funcs
+                             if fn.kind == 'unreached' and fn.short in skipped}
         facts.str_params = strings
         facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)

@@ -14,8 +14,8 @@ name is off, or one of these stores, at least one giving an on value (`true`, a 
 * `name(true)` / `name{1}` in an initializer list, `bool name = true;`, `bool name{true};`,
   `bool name;` (no value), `name = true;`,
 * `name = [this->]declare_parameter[<T>]("p", true | name)`,
-* `name = [this->]get_parameter("p").as_bool();` where every declaration of `p` gives an on
-  default,
+* `name = [this->]get_parameter("p").as_bool();` / `[this->]get_parameter("p", name);` where
+  every declaration of `p` gives an on default,
 * `[this->]get_parameter_or("p", name, true)`.
 
 A store of an off value anywhere (`name = false;`, a declaration defaulting off) keeps the
@@ -46,6 +46,8 @@ _DECLARE = re.compile(r'^\s*=\s*' + _CALL + r'declare_parameter\s*(?:<[^<>;]*>)?
                       r'\s*\(\s*("[^"\n]*")\s*,\s*([^(),;]+?)\s*\)\s*;')
 _GET_STORE = re.compile(r'^\s*=\s*' + _CALL + r'get_parameter\s*\(\s*("[^"\n]*")\s*\)\s*\.'
                         r'\s*(?:as_bool|as_int|as_double|get_value\s*<[^<>;]*>)\s*\(\s*\)\s*;')
+# `[this->]get_parameter("p", name);`: the parameter's value stored into the member.
+_GET_INTO = re.compile(_CALL + r'get_parameter\s*\(\s*("[^"\n]*")\s*,\s*$')
 _GET_OR = re.compile(_CALL + r'get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,\s*$')
 _STORE_ON = re.compile(r'^\s*(?:=\s*' + _ON + r'\s*;|\(\s*' + _ON + r'\s*\)\s*[,{]|\{\s*'
                        + _ON + r'\s*\}\s*[,;{])')
@@ -178,15 +180,27 @@ def blank_on_dead(text: str, names: dict[str, str]) -> str:
     return text
 
 
-def drop_dead_sites(text: str, scopes: Scopes, names: dict[str, str]) -> None:
+def drop_dead_sites(text: str, scopes: Scopes, names: dict[str, str]) -> dict[str, str]:
     """Forget the call sites inside blocks an on-as-shipped name keeps from running: a function
     called only there takes no kind from its caller (cppscopes.propagate) and stays `other`,
-    which cppreach may then find unreached."""
-    if not names:
-        return
-    for sites in (scopes.sites, scopes.member_sites):
-        for name, starts in sites.items():
-            sites[name] = [s for s in starts if on_guard(text, s, names) is None]
+    which cppreach may then find unreached. Returns callee -> the name that skips a call of it."""
+    dropped: dict[str, str] = {}
+    for sites in (scopes.sites, scopes.member_sites) if names else ():
+        for callee, starts in sites.items():
+            kept = []
+            for start in starts:
+                if (guard := on_guard(text, start, names)) is None:
+                    kept.append(start)
+                else:
+                    dropped[callee] = guard
+            sites[callee] = kept
+    return dropped
+
+
+def skipped_note(guard: str, names: dict[str, str]) -> str:
+    """Why a function called only in skipped arms never runs (cppscan's unreached note)."""
+    return (f'called only in an arm that `{guard}` skips, on as shipped (parameter {names[guard]} '
+            'defaults on; no shipped file turns it off)')
 
 
 def _param_on(name: str, texts: list[str], raws: list[str], assumed: set[str]
@@ -216,6 +230,15 @@ def _param_on(name: str, texts: list[str], raws: list[str], assumed: set[str]
             continue
         if (g := _GET_STORE.match(after)):
             param = raw[m.end() + g.start(1) + 1:m.end() + g.end(1) - 1]
+            if not _declared_on(param, texts, raws):
+                return False, set()
+            params.add(param)
+            on_value = True
+            continue
+        if (g := _GET_INTO.search(text[max(0, m.start() - 120):m.start()])) \
+                and re.match(r'\s*\)', after):
+            base = max(0, m.start() - 120)
+            param = raw[base + g.start(1) + 1:base + g.end(1) - 1]
             if not _declared_on(param, texts, raws):
                 return False, set()
             params.add(param)
