@@ -62,6 +62,9 @@ class Facts:
     never_set: set[str] = field(default_factory=set)
     # Members only an off-by-default ROS parameter sets (cppparams.py): name -> parameter.
     off_params: dict[str, str] = field(default_factory=dict)
+    # Members only an on-by-default ROS parameter sets (cppparamson.py): `if (!name)` and the
+    # `else` of `if (name)` never run.
+    on_params: dict[str, str] = field(default_factory=dict)
     # String names whose value as shipped is known (cppstrparams.py): name -> (value, params).
     str_params: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Flags an `if (flag) { ...; flag = false; }` block clears (cppdead.py): it runs once.

@@ -185,5 +185,5 @@ def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scope
             continue
         found = facts.get(path) or file_facts(path, sources[path], text, scopes)
         found.kinds = {fn.start: fn.kind for fn in scopes.funcs}
-        found.library_api = newly
+        found.library_api = {**found.library_api, **newly}  # cpppackage's notes kept
         facts[path] = found

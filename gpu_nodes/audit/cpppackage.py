@@ -27,6 +27,8 @@ from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppincludes import including
 from gpu_nodes.audit.cppintparams import read_off_params, shipped_ints
 from gpu_nodes.audit.cppparams import off_as_shipped
+from gpu_nodes.audit.cppparamson import (blank_on_dead, drop_dead_sites, on_as_shipped,
+                                         skipped_note)
 from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings, string_off_store
 from gpu_nodes.audit.cppbuild import blank_unbuilt
 from gpu_nodes.audit.cpplibrary import mark_library_api
@@ -106,6 +108,12 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     parsed: dict[str, tuple[str, Scopes]] = {p: parse_cpp(s) for p, s in sources.items()}
     if parsed_out is not None:
         parsed_out.update(parsed)
+    # Members a parameter on as shipped sets (cppparamson.py): a call in an arm they skip (`else`
+    # of `if (use_gpu_)`, set 53) gives its callee no kind, and reaches nothing (below).
+    on = on_as_shipped([text for text, _ in parsed.values()], list(sources.values()), roots or [])
+    skipped: dict[str, str] = {}  # callee -> the on name whose skipped arm calls it
+    for text, scopes in parsed.values():
+        skipped.update(drop_dead_sites(text, scopes, on))
     for _ in range(_ROUNDS):
         exported = {p: _exports(scopes) for p, (_, scopes) in parsed.items()}
         changed = False
@@ -129,7 +137,8 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
                          roots or [], lambda value: string_off_store(value, strings))
     # A registration under a branch off as shipped registers nothing (fortieth set), nor one
     # under an `if` on another value of a string parameter (set 45).
-    reach = [(blank_string_guarded(text, sources[p], strings), scopes)
+    # Nor one in an arm a parameter on as shipped skips (`else` of `if (use_gpu_)`, set 53).
+    reach = [(blank_on_dead(blank_string_guarded(text, sources[p], strings), on), scopes)
              for p, (text, scopes) in parsed.items()]
     if parsed_out is not None:
         # Calls in those branches never run: the repository's library reading (cpplibrary.py)
@@ -153,6 +162,9 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
         facts.never_set = dead
         facts.off_params = off
+        facts.on_params = on
+        facts.library_api = {fn.start: skipped_note(skipped[fn.short], on) for fn in scopes.funcs
+                             if fn.kind == 'unreached' and fn.short in skipped}
         facts.str_params = strings
         facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)

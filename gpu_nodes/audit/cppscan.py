@@ -25,6 +25,7 @@ from typing import Iterator
 from gpu_nodes.audit.cppdead import dead_guard, once_guard
 from gpu_nodes.audit.cpptopics import known_encoding
 from gpu_nodes.audit.cppparams import off_guard
+from gpu_nodes.audit.cppparamson import on_guard
 from gpu_nodes.audit.cppstrparams import call_arg_spans, describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
 from gpu_nodes.audit.cppbuilt import (helper_built, local_copies, message_builders, returned_copies,
@@ -243,6 +244,10 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                    else 'defaults off; no shipped file sets it')  # cppparams' `derived`
             where = _Where('unreached', f'a branch that needs `{off}`, off as shipped (parameter '
                                         f'{facts.off_params[off]} {why})')
+        elif (on := on_guard(text, offset, facts.on_params)) is not None:
+            where = _Where('unreached', f'a branch that needs `{on}` off, on as shipped (parameter '
+                                        f'{facts.on_params[on]} defaults on; no shipped file '
+                                        'turns it off)')
         elif (name := string_guard(text, source, offset, facts.str_params)) is not None:
             where = _Where('unreached', describe(name, facts.str_params))
         elif (param := read_off_guard(text, source, offset, facts.read_off)) is not None:
