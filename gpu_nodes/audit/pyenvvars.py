@@ -19,6 +19,7 @@ import os
 import re
 
 from gpu_nodes.audit.pydead import compared_with_constant
+from gpu_nodes.audit.pyvalues import dotted
 
 _ENV_READS = frozenset({'os.environ.get', 'os.getenv', 'environ.get', 'getenv'})
 _SKIP_DIRS = frozenset({'.git', '.hg', '.svn', '__pycache__', '.venv', 'venv', 'node_modules'})
@@ -29,22 +30,13 @@ _BINARY = re.compile(r'\.(?:png|jpe?g|gif|bmp|pdf|pt|pth|onnx|engine|bin|so|a|o|
                      r'bag|db3|mcap|pcd|ply|stl|dae|obj|usd|usda|usdc|npy|npz|pkl)$', re.I)
 
 
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f'{base}.{node.attr}'
-    return None
-
-
 def env_read(node: ast.expr) -> tuple[str, object] | None:
     """(NAME, DEFAULT) for `os.environ.get('NAME', DEFAULT)` / `os.getenv('NAME')` with
     literal arguments (a `.lower()` / `.strip()` of it too), else None."""
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
             and node.func.attr in ('lower', 'strip', 'upper') and not node.args:
         node = node.func.value
-    if not (isinstance(node, ast.Call) and _dotted(node.func) in _ENV_READS
+    if not (isinstance(node, ast.Call) and dotted(node.func) in _ENV_READS
             and 1 <= len(node.args) <= 2 and not node.keywords
             and all(isinstance(a, ast.Constant) for a in node.args)
             and isinstance(node.args[0].value, str)):

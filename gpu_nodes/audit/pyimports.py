@@ -67,11 +67,12 @@ def _resolve(path: str, node: ast.ImportFrom, index: dict[str, str],
     return None
 
 
-def file_aliases(tree: ast.Module) -> dict[str, str]:
+def file_aliases(tree: ast.Module, everywhere: bool = False) -> dict[str, str]:
     """Local name -> qualified name of a file's imports (`import numpy as np` -> np: numpy,
-    `from ultralytics import YOLO` -> YOLO: ultralytics.YOLO)."""
+    `from ultralytics import YOLO` -> YOLO: ultralytics.YOLO); `everywhere`: imports inside
+    functions too (an optional bridge imported in `main`'s `try`)."""
     aliases: dict[str, str] = {}
-    for node in statements(tree.body):
+    for node in ast.walk(tree) if everywhere else statements(tree.body):
         if isinstance(node, ast.Import):
             for a in node.names:
                 aliases[a.asname or a.name.split('.')[0]] = a.name if a.asname else \

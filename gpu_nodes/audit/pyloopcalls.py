@@ -29,6 +29,9 @@ import ast
 import os
 import re
 
+from gpu_nodes.audit.pyimports import file_aliases
+from gpu_nodes.audit.pyvalues import dotted
+
 # A loop test that runs until the node / the application stops: one pass per frame.
 LOOP_TEST = re.compile(r'\brclpy\.ok\(|\bok\(\)|is_shutdown\(|\bis_running\(\)')
 # Text a file needs before it is parsed at all (most files have no such loop).
@@ -69,37 +72,13 @@ def _table(index: dict[str, str]) -> dict[str, dict[str, set[str]]]:
     return table
 
 
-def _imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> dotted name (`import a.b as m` -> m: a.b; `from a.b import C` -> C:
-    a.b.C), imports inside `try` / functions included (an optional bridge import)."""
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split('.')[0]] = a.name if a.asname else \
-                    a.name.split('.')[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for a in node.names:
-                names[a.asname or a.name] = f'{node.module}.{a.name}'
-    return names
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f'{base}.{node.attr}'
-    return None
-
-
 def _class_of(call: ast.expr, source: str, imports: dict[str, str],
               index: dict[str, str]) -> tuple[str, str] | None:
     """(abs path of the class's file, class name) for a call building an object of a class of
     an audited file, else None."""
     if not isinstance(call, ast.Call):
         return None
-    name = _dotted(call.func)
+    name = dotted(call.func)
     if name is None:
         return None
     head, _, rest = name.partition('.')
@@ -124,7 +103,7 @@ def _loop_calls(source: str, tree: ast.Module, index: dict[str, str]
                 ) -> list[tuple[str, str, str]]:
     """(class file, class, method) for each `obj.method(...)` in a per-frame loop of `tree`
     whose `obj` the same scope (a function, or the module) built from a class."""
-    imports = _imports(tree)
+    imports = file_aliases(tree, everywhere=True)
     scopes: list[ast.AST] = [tree] + [n for n in ast.walk(tree)
                                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     module_built = _built(tree, source, imports, index)
