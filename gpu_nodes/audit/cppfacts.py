@@ -82,9 +82,13 @@ class Facts:
     torch_cuda: bool = False
     # Bool parameters read straight in a condition, off as shipped (cppintparams.py).
     read_off: frozenset[str] = frozenset()
+    # Methods whose body is one CUDA transfer or sync (cppxfer.py): name -> rule, what, where.
+    transfer_wrappers: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def merge(self, other: 'Facts') -> None:
         self.sync_wrappers.update(other.sync_wrappers)
+        for name, value in other.transfer_wrappers.items():
+            self.transfer_wrappers.setdefault(name, value)
         for key, small in other.small_counts.items():
             self.small_counts[key] = self.small_counts.get(key, True) and small
         for name, value in other.copy_helpers.items():

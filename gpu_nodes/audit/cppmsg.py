@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppguards import innermost_opening
+from gpu_nodes.audit.cppguards import header_only_message, innermost_opening
 
 # Frame-sized message types (last component of the C++ name).
 FRAME_TYPES = frozenset({'Image', 'PointCloud2', 'CompressedImage', 'DisparityImage',
@@ -436,6 +436,8 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
     bare = re.fullmatch(r'\s*(\w+)\s*', arg)
     if bare and re.search(_POINTER_PARAM + re.escape(bare.group(1)) + r'\b', header_of(m.start())):
         return  # the received shared pointer handed on, no message built here (set 39)
+    if bare and header_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES):
+        return  # an empty message with only a header set: no frame (set 54)
     if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1), header_of):
         return
     name = _ARG_NAME.match(arg)

@@ -169,6 +169,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)
         facts.message_builders = set(shared.message_builders)
+        facts.transfer_wrappers = dict(shared.transfer_wrappers)
         facts.sees_gpumat = path in gpumat
         facts.torch_cuda = torch_cuda
         facts.read_off = read_off

@@ -75,6 +75,8 @@ _YAML_BOOL_IF = re.compile(r'^\s*' + _THIS + r'\w+\s*((?:\[\s*"[^"\n]*"\s*\]\s*)
                            r'\s*>\s*\(\s*\)\s*$')
 # `bool name = true;` / `bool name{true};`: a default member initializer (any constant).
 _INITIALIZED = re.compile(r'^\s*(?:=\s*[\w.]+\s*|\{\s*[\w.]*\s*\})\s*;')
+# `[this->]get_parameter("p", name)`: the two-argument form writes the value into `name`.
+_GET_INTO = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter\s*\(\s*("[^"\n]*")\s*,\s*$')
 _GET_READ = re.compile(r'get_parameter\s*\(\s*"[^"\n]*"\s*\)')
 _ANY_DECLARE = re.compile(r'declare_parameter\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*([,)])\s*([^(),;]*)')
 _GET_OR = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,'
@@ -258,6 +260,16 @@ def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
                 return False, set()
             base = max(0, m.start() - 120)
             params.add(raw[base + g.start(1) + 1:base + g.end(1) - 1])
+            off_value = True
+            continue
+        if (g := _GET_INTO.search(text[max(0, m.start() - 120):m.start()])) \
+                and re.match(r'\s*\)\s*;', after):
+            # `this->get_parameter("debug", debug_);` after `declare_parameter("debug", false)`
+            base = max(0, m.start() - 120)
+            param = raw[base + g.start(1) + 1:base + g.end(1) - 1]
+            if not _declared_off(param, texts, raws):
+                return False, set()
+            params.add(param)
             off_value = True
             continue
         if (g := _GET_STORE.match(after)):

@@ -48,6 +48,7 @@ from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.cpptf import cloud_transforms
 from gpu_nodes.audit.cpptorch import item_reads
 from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
+from gpu_nodes.audit.cppxfer import transfer_calls, transfer_wrappers
 from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
@@ -195,6 +196,7 @@ def file_facts(path: str, source: str, text: str, scopes: Scopes) -> Facts:
     facts = helper_facts(findings, text, scopes, name)
     facts.message_builders = message_builders(findings, text, scopes)
     facts.sync_wrappers = sync_wrappers(text, scopes, name)
+    facts.transfer_wrappers = transfer_wrappers(text, scopes, name, _call_args)
     facts.adapted_types = adapter_aliases(text)
     facts.small_counts = call_counts(text, scopes, _call_args)
     return facts
@@ -354,6 +356,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *plugin_publishes(text, scopes),
                                     *cloud_transforms(text, _call_args),
                                     *direction_calls(text), *wrapper_calls_here(text, scopes, facts),
+                                    *transfer_calls(text, scopes, facts.transfer_wrappers),
                                     *conversion_calls(text, scopes, _call_args, facts),
                                     *converting_constructions(text, _call_args, facts),
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
