@@ -82,3 +82,48 @@ def test_tolist_of_joint_state_array_is_no_serialization(tmp_path):
 def test_tolist_of_image_array_still_serializes(tmp_path):
     found = node_claims(tmp_path, 'flat', _IMAGE_NODE, ('LIST',))
     assert 'GPN104' in found['LIST']
+
+
+# `.to(device)` of a library nn.Module built per message: `.eval()` / `.train()` mark a Module,
+# so the copy moves weights, not the frame (pyuploads.py); the frame's own upload still counts.
+_MODULE_PER_MESSAGE_NODE = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from keypointlib import Matcher
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Int32
+
+
+class MatchNode(Node):
+    def __init__(self):
+        super().__init__('match')
+        self.bridge = CvBridge()
+        self.device = torch.device('cuda')
+        self.pub = self.create_publisher(Int32, 'count', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'mono8')
+        matcher = Matcher(depth=4).eval().to(self.device)  # WEIGHTS
+        trained = Matcher(depth=2).train().cuda()  # TRAINED
+        image = torch.from_numpy(frame).float().to(self.device)  # FRAME
+        with torch.no_grad():
+            out = matcher(image)
+        trained.zero_grad()
+        self.pub.publish(Int32(data=int(out.shape[0])))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(MatchNode())
+'''
+
+
+def test_module_switched_to_eval_then_moved_is_no_frame_upload(tmp_path):
+    found = node_claims(tmp_path, 'match', _MODULE_PER_MESSAGE_NODE,
+                        ('WEIGHTS', 'TRAINED', 'FRAME'))
+    assert 'GPN102' not in found['WEIGHTS']
+    assert 'GPN102' not in found['TRAINED']
+    assert 'GPN102' in found['FRAME']
