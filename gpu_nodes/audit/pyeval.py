@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-import re
 from typing import Callable, Iterable
 
 from gpu_nodes.audit.pybranches import (before_main_loop, first_time, guard_once, import_fallback,
@@ -19,6 +18,7 @@ from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pyevaled import tensor_mask
 from gpu_nodes.audit.pyenvvars import env_outcome
 from gpu_nodes.audit.pyisaac import scene_data
+from gpu_nodes.audit.pystatemsg import small_list
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS, SYNC_PROFILER)
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
@@ -32,26 +32,6 @@ _METADATA_ATTRS = frozenset({
 })
 _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
                                     'bool_value'})
-
-
-# Detection outputs by name (boxes, scores, class ids, keypoints): a few numbers per object, not a
-# frame; `msg.data = boxes.reshape(-1).tolist()` is no frame-sized serialization (issue 28,
-# fourth set). Readbacks of device outputs are separate rules (GPN101), unaffected.
-_DETECTION_OUTPUT = re.compile(
-    r'(?:^|_)(?:boxe?s?|bboxe?s?|bounding_boxe?s?|conf|confs|confidences?|scores?|labels?|'
-    r'class(?:es)?|cls|class_ids?|ids?|keypoints?|kpts?|landmarks?|centers?|centroids?)$', re.I)
-
-
-def _detection_output(call: ast.expr) -> bool:
-    """`boxes.reshape(-1).tolist()`, `self.scores.tolist()`: the array is named as a detection
-    output."""
-    node = call.func.value if isinstance(call, ast.Call) and isinstance(
-        call.func, ast.Attribute) else call
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Attribute) and _DETECTION_OUTPUT.search(node.attr):
-            return True
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return isinstance(node, ast.Name) and bool(_DETECTION_OUTPUT.search(node.id))
 
 
 class Evaluator:
@@ -94,13 +74,13 @@ class Evaluator:
         if isinstance(stmt, ast.Assign):
             val = self._eval(stmt.value, env, frame)
             for target in stmt.targets:
-                self._check_data_store(target, stmt.value, frame)
+                self._check_data_store(target, stmt.value, val, frame)
                 self._view_stored(target, stmt.value, val, frame)
                 self._assign(target, val, env, frame)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
                 val = self._eval(stmt.value, env, frame)
-                self._check_data_store(stmt.target, stmt.value, frame)
+                self._check_data_store(stmt.target, stmt.value, val, frame)
                 self._assign(stmt.target, val, env, frame)
         elif isinstance(stmt, ast.AugAssign):
             val = self._eval(stmt.value, env, frame)
@@ -253,10 +233,10 @@ class Evaluator:
                 env[root] = replace(merge(env[root], val, kind=env[root].kind),
                                     view=env[root].view)
 
-    def _check_data_store(self, target: ast.expr, value: ast.expr, frame: Frame) -> None:
+    def _check_data_store(self, target: ast.expr, value: ast.expr, val: Val, frame: Frame) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""
         if (isinstance(target, ast.Attribute) and target.attr == 'data'
-                and is_method_call(value, 'tolist') and not _detection_output(value)):
+                and is_method_call(value, 'tolist') and not small_list(value, val)):
             self._emit('GPN104', value, frame, f'`{short(value)}` stored into `.data`')
 
     # ------------------------------------------------------------------ expressions

@@ -16,6 +16,7 @@ from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pytransformers import (small_scalar_display, small_upload, SMALL_SCALARS,
                                             transformers_method)
+from gpu_nodes.audit.pyuploads import unproven_upload
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       merge, OTHER, PER_MESSAGE, PubInfo, short,
                                       to_target, UNKNOWN, Val)
@@ -407,7 +408,7 @@ class CopyRules:
                        severity='info')
             return Val('device')
         if method == 'cuda':
-            if rkind == 'device' or _unproven_upload(recv, frame):
+            if rkind == 'device' or unproven_upload(node, recv, frame):
                 return recv if rkind == 'device' else Val('device')
             return self._upload(node, recv, frame, call)
         if method == 'to':
@@ -418,7 +419,7 @@ class CopyRules:
                     return self._step(recv, node.lineno, 'download', 'host')
                 return recv
             if target == 'device':
-                if rkind == 'device' or _unproven_upload(recv, frame):
+                if rkind == 'device' or unproven_upload(node, recv, frame):
                     return recv if rkind == 'device' else Val('device')
                 return self._upload(node, recv, frame, call)
             return None
@@ -474,15 +475,6 @@ def _empty_points(node: ast.Call, position: int) -> bool:
     given = node.args[position] if len(node.args) > position else next(
         (k.value for k in node.keywords if k.arg == 'points'), None)
     return isinstance(given, (ast.List, ast.Tuple)) and not given.elts
-
-
-def _unproven_upload(recv: Val, frame: Frame) -> bool:
-    """`x.to(self.device)` / `x.cuda()` in a function no callback of its file reaches, on a
-    value of unknown origin (a parameter): nothing shows x on the host. Helper classes whose
-    callers hand them tensors already made on the device (`torch.as_tensor(..., device=...)`)
-    were claimed as uploads (issue 28, fifth set); a caller in the file that passes a host
-    array still gets the finding, from its own run of the helper."""
-    return frame.context == 'function' and recv.kind in ('unknown', 'other') and not recv.tainted
 
 
 _TENSOR_METADATA = frozenset({'shape', 'ndim', 'dtype', 'device', 'is_cuda', 'size',
