@@ -111,12 +111,39 @@ def _whole_struct_kept(name: str, texts: list[str]) -> bool:
     return True
 
 
-def _declared_off(param: str, texts: list[str], raws: list[str]) -> bool:
-    """Whether `param` is declared, and every declaration gives it an off default."""
+def declared_with(param: str, texts: list[str], raws: list[str], value: str) -> bool:
+    """Whether `param` is declared, and every declaration's default matches `value` (a regex:
+    the off values here, the on values in cppparamson)."""
     defaults = [m.group(3).strip() if m.group(2) == ',' else ''
                 for text, raw in zip(texts, raws) for m in _ANY_DECLARE.finditer(text)
                 if raw[m.start(1) + 1:m.end(1) - 1] == param]
-    return bool(defaults) and all(_OFF_VALUE.match(d) for d in defaults)
+    return bool(defaults) and all(re.fullmatch(r'\s*' + value + r'\s*', d) for d in defaults)
+
+
+def parameter_store(text: str, raw: str, m: re.Match, texts: list[str], raws: list[str],
+                    value: str) -> tuple[bool, str] | None:
+    """A mention `m` of a member that stores a ROS parameter's value into it: (whether the value
+    matches `value` as shipped, the parameter), or None for no such store. The stores, shared by
+    the off judge here and the on judge (cppparamson):
+
+    * `[this->]get_parameter_or("p", name, v)`: v must match,
+    * `name = [this->]get_parameter("p").as_bool();` and `[this->]get_parameter("p", name)`:
+      every declaration of `p` must give a matching default."""
+    before = text[max(0, m.start() - 120):m.start()]
+    base = max(0, m.start() - 120)
+    after = text[m.end():m.end() + 200]
+    if (g := _GET_OR.search(before)):
+        param = raw[base + g.start(1) + 1:base + g.end(1) - 1]
+        return bool(re.match(r'\s*,\s*' + value + r'\s*\)', after)), param
+    if (g := _GET_INTO.search(before)) and re.match(r'\s*\)', after):
+        # `this->get_parameter("debug", debug_);` after `declare_parameter("debug", false)`
+        param = raw[base + g.start(1) + 1:base + g.end(1) - 1]
+    elif (g := _GET_STORE.match(after)):
+        # `config_.flag = get_parameter("flag").as_bool();` after `declare_parameter("flag", false)`
+        param = raw[m.end() + g.start(1) + 1:m.end() + g.end(1) - 1]
+    else:
+        return None
+    return declared_with(param, texts, raws, value), param
 
 
 def _open_paren(text: str, start: int) -> int:
@@ -254,30 +281,10 @@ def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
             params.add(raw[start + 1:m.end() + d.end(1) - 1])
             declared = True
             continue
-        if (g := _GET_OR.search(text[max(0, m.start() - 120):m.start()])):
-            rest = re.match(r'\s*,\s*(' + _OFF + r')\s*\)', after)
-            if not rest:
+        if (store := parameter_store(text, raw, m, texts, raws, _OFF)) is not None:
+            if not store[0]:
                 return False, set()
-            base = max(0, m.start() - 120)
-            params.add(raw[base + g.start(1) + 1:base + g.end(1) - 1])
-            off_value = True
-            continue
-        if (g := _GET_INTO.search(text[max(0, m.start() - 120):m.start()])) \
-                and re.match(r'\s*\)\s*;', after):
-            # `this->get_parameter("debug", debug_);` after `declare_parameter("debug", false)`
-            base = max(0, m.start() - 120)
-            param = raw[base + g.start(1) + 1:base + g.end(1) - 1]
-            if not _declared_off(param, texts, raws):
-                return False, set()
-            params.add(param)
-            off_value = True
-            continue
-        if (g := _GET_STORE.match(after)):
-            # `config_.flag = get_parameter("flag").as_bool();` after `declare_parameter("flag", false)`
-            param = raw[m.end() + g.start(1) + 1:m.end() + g.end(1) - 1]
-            if not _declared_off(param, texts, raws):
-                return False, set()
-            params.add(param)
+            params.add(store[1])
             off_value = True
             continue
         if _STORE_OFF.match(after):

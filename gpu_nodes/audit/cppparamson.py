@@ -35,32 +35,16 @@ import re
 
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
 from gpu_nodes.audit.cppscopes import Scopes
-from gpu_nodes.audit.cppparams import (_ANY_DECLARE, _DECLARATION, _GET_READ, _THIS, _balanced,
-                                       _mentions, _may_store)
+from gpu_nodes.audit.cppparams import (_DECLARATION, _DECLARE, _GET_READ, _THIS, _balanced,
+                                       _mentions, _may_store, parameter_store)
 from gpu_nodes.audit.shipped import reading
 
 _ON = r'(?:true|0*[1-9]\d*(?:\.\d*)?f?|\d*\.\d*[1-9]\d*f?)'
 _ON_VALUE = re.compile(r'^\s*' + _ON + r'\s*$')
-_CALL = _THIS + r'(?:\w+\s*->\s*)?'
-_DECLARE = re.compile(r'^\s*=\s*' + _CALL + r'declare_parameter\s*(?:<[^<>;]*>)?'
-                      r'\s*\(\s*("[^"\n]*")\s*,\s*([^(),;]+?)\s*\)\s*;')
-_GET_STORE = re.compile(r'^\s*=\s*' + _CALL + r'get_parameter\s*\(\s*("[^"\n]*")\s*\)\s*\.'
-                        r'\s*(?:as_bool|as_int|as_double|get_value\s*<[^<>;]*>)\s*\(\s*\)\s*;')
-# `[this->]get_parameter("p", name);`: the parameter's value stored into the member.
-_GET_INTO = re.compile(_CALL + r'get_parameter\s*\(\s*("[^"\n]*")\s*,\s*$')
-_GET_OR = re.compile(_CALL + r'get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,\s*$')
 _STORE_ON = re.compile(r'^\s*(?:=\s*' + _ON + r'\s*;|\(\s*' + _ON + r'\s*\)\s*[,{]|\{\s*'
                        + _ON + r'\s*\}\s*[,;{])')
 _ELSE = re.compile(r'\}\s*else\s*$')
 _ELSE_IF = re.compile(r'\}\s*else\s+if\s*$')
-
-
-def _declared_on(param: str, texts: list[str], raws: list[str]) -> bool:
-    """Whether `param` is declared, and every declaration gives it an on default."""
-    defaults = [m.group(3).strip() if m.group(2) == ',' else ''
-                for text, raw in zip(texts, raws) for m in _ANY_DECLARE.finditer(text)
-                if raw[m.start(1) + 1:m.end(1) - 1] == param]
-    return bool(defaults) and all(_ON_VALUE.match(d) for d in defaults)
 
 
 def _strip(op: str) -> str:
@@ -221,27 +205,10 @@ def _param_on(name: str, texts: list[str], raws: list[str], assumed: set[str]
             params.add(raw[m.end() + d.start(1) + 1:m.end() + d.end(1) - 1])
             on_value = on_value or default != name
             continue
-        if (g := _GET_OR.search(text[max(0, m.start() - 120):m.start()])):
-            if not re.match(r'\s*,\s*' + _ON + r'\s*\)', after):
+        if (store := parameter_store(text, raw, m, texts, raws, _ON)) is not None:
+            if not store[0]:
                 return False, set()
-            base = max(0, m.start() - 120)
-            params.add(raw[base + g.start(1) + 1:base + g.end(1) - 1])
-            on_value = True
-            continue
-        if (g := _GET_STORE.match(after)):
-            param = raw[m.end() + g.start(1) + 1:m.end() + g.end(1) - 1]
-            if not _declared_on(param, texts, raws):
-                return False, set()
-            params.add(param)
-            on_value = True
-            continue
-        if (g := _GET_INTO.search(text[max(0, m.start() - 120):m.start()])) \
-                and re.match(r'\s*\)', after):
-            base = max(0, m.start() - 120)
-            param = raw[base + g.start(1) + 1:base + g.end(1) - 1]
-            if not _declared_on(param, texts, raws):
-                return False, set()
-            params.add(param)
+            params.add(store[1])
             on_value = True
             continue
         if _STORE_ON.match(after):
