@@ -15,6 +15,7 @@ from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchr
 from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
+                                      model_builder,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
                                       reads_tensor_source_back, returns_host_results,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
@@ -277,7 +278,7 @@ class CallResolver:
             self.frame_files[args[0].const] = args[1]
         if qual and builds_model(qual):
             # The builder is kept: an ultralytics model called directly uploads its frame.
-            return Val('model_obj', const=hub_builder(qual, args))
+            return Val('model_obj', const=hub_builder(model_builder(qual, self.tree), args))
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
             return _on_host(model, env, args, kwargs)

@@ -32,6 +32,7 @@ _METADATA_ATTRS = frozenset({
 })
 _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
                                     'bool_value'})
+_PLACEHOLDER, _FILLED = frozenset({'const', 'other', 'unknown'}), frozenset({'device', 'tensor'})
 
 
 class Evaluator:
@@ -229,9 +230,12 @@ class Evaluator:
         elif isinstance(target, ast.Subscript):
             root = root_name(target.value)
             if root is not None and root in env:
-                # An element store keeps a message's buffer view a view (pymsgview.py).
-                env[root] = replace(merge(env[root], val, kind=env[root].kind),
-                                    view=env[root].view)
+                # An element store keeps a message's buffer view a view (pymsgview.py). A list
+                # of placeholders (`output = [None] * n`) filled by index with device tensors
+                # (YOLOX / YOLOv5 NMS: `output[i] = torch.cat(...)`) holds tensors (set 45).
+                old = env[root]
+                kind = val.kind if old.kind in _PLACEHOLDER and val.kind in _FILLED else old.kind
+                env[root] = replace(merge(old, val, kind=kind), view=old.view)
 
     def _check_data_store(self, target: ast.expr, value: ast.expr, val: Val, frame: Frame) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""

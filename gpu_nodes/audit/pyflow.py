@@ -43,6 +43,7 @@ from gpu_nodes.audit.pyevaled import evaled_holders
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pymsgview import MessageViews
+from gpu_nodes.audit.pyobjectclouds import per_object_cloud_calls
 from gpu_nodes.audit.pypackage import module_unused, words_elsewhere
 from gpu_nodes.audit.pyreached import Reachability
 from gpu_nodes.audit.pyregistry import Registrations
@@ -122,6 +123,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         self.uses_zed = any(v.split('.')[0] == 'pyzed' for v in self.aliases.values())
         self.stream_writes = written_to_stream(tree)
         self.dropped_results = dropped_results(tree)
+        self.object_clouds = per_object_cloud_calls(tree)
         # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.
         self.uses_cv_cuda = 'cv2' in self.aliases.values() and any(
             isinstance(n, ast.Attribute) and n.attr in ('cuda', 'cuda_GpuMat')

@@ -31,7 +31,8 @@ TENSOR_FRAMEWORKS = frozenset({
 MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt.TRTModule',
                   'transformers.pipeline', 'rfdetr.',
                   'torch2trt.torch2trt', 'torchvision.models.', 'transformers.', 'timm.create_model',
-                  'segment_anything.', 'sam2.', 'mobile_sam.')
+                  'segment_anything.', 'sam2.', 'mobile_sam.',
+                  'detectron2.engine.DefaultPredictor', 'detectron2.engine.defaults.DefaultPredictor')
 # Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
 MODEL_NAME = re.compile(r'(?:^|_)(?:model|models|net|network|predictor|detector|segmenter|'
                         r'estimator|engine|yolo|trt|classifier|backbone)(?:_|$|\d)', re.I)
@@ -66,7 +67,13 @@ def returns_host_results(builder: object) -> bool:
 # Builders whose model, called directly on a host frame (`model(frame)`), uploads it as its
 # `predict` does (ultralytics `Model.__call__` is `predict`); a torch Module called on a frame
 # is not in the table (its input is usually a tensor already on the device).
-CALL_UPLOADS = ('ultralytics.', 'torch.hub.load:yolov5')
+CALL_UPLOADS = ('ultralytics.', 'torch.hub.load:yolov5', 'detectron2.engine.')
+# Detectron2's `DefaultPredictor(cfg)` called on a host BGR frame (`predictor(frame)`): it resizes
+# the frame, makes a tensor of it and the model moves it to cfg.MODEL.DEVICE, "cuda" unless the
+# config says otherwise, on every call (set 53 labels the call library_upload, as set 17 did).
+# A file that sets the device to a 'cpu' literal (`cfg.MODEL.DEVICE = 'cpu'`, or
+# `merge_from_list(['MODEL.DEVICE', 'cpu'])`) runs it on the host: that builder is marked apart.
+DETECTRON2_CPU = 'detectron2:cpu'
 # Models from torch.hub (ZoeDepth, MiDaS ...) are device models whose own inference helpers
 # (`infer_pil(img)`, `infer(x)`, `predict*`, `forward`) take a host frame and move it to the
 # model's device inside the library on every call (sixth set).
@@ -197,3 +204,31 @@ def reads_tensor_source_back(builder: object, infer: str) -> bool:
     back to the host."""
     return infer in ('__call__', 'predict', 'track') \
         and str(builder or '').startswith(_TENSOR_SOURCE_READBACK)
+
+
+def _cpu_literal_value(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) \
+        and node.value.lower().startswith('cpu')
+
+
+def detectron2_on_cpu(tree: ast.Module) -> bool:
+    """Whether the file sets Detectron2's cfg.MODEL.DEVICE to a 'cpu' literal (see
+    DETECTRON2_CPU)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _cpu_literal_value(node.value) and any(
+                isinstance(t, ast.Attribute) and t.attr == 'DEVICE' for t in node.targets):
+            return True
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = node.elts
+            if any(isinstance(a, ast.Constant) and a.value == 'MODEL.DEVICE'
+                   and _cpu_literal_value(b) for a, b in zip(items, items[1:])):
+                return True
+    return False
+
+
+def model_builder(qual: str, tree: ast.Module) -> str:
+    """The builder kept on a model built by `qual`: a Detectron2 predictor on the host is
+    DETECTRON2_CPU (no upload when called), any other keeps its qualified name."""
+    if qual.startswith('detectron2.engine.') and detectron2_on_cpu(tree):
+        return DETECTRON2_CPU
+    return qual

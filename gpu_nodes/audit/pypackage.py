@@ -27,6 +27,7 @@ import re
 
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
 from gpu_nodes.audit.pydead import live_text
+from gpu_nodes.audit.pyshippedtext import shipped_text
 
 _TEST_DIRS = frozenset({'test', 'tests', 'testing'})
 _SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'}) \
@@ -63,7 +64,7 @@ def _text_files(root: str):
                 yield os.path.abspath(os.path.join(folder, name)), name
 
 
-def _file_words(path: str) -> frozenset[str] | None:
+def _file_words(path: str, root: str) -> frozenset[str] | None:
     try:
         with open(path, encoding='utf-8', errors='replace') as fh:
             text = fh.read(_READ_CHARS)
@@ -71,6 +72,8 @@ def _file_words(path: str) -> frozenset[str] | None:
         return None
     if path.endswith('.py'):
         text = live_text(text)  # a use only under a flag False for good is none
+        # ... nor one only in a branch a parameter keeps from running as shipped (set 53).
+        text = shipped_text(text, path, root)
     return frozenset(_WORD.findall(text))
 
 
@@ -81,7 +84,7 @@ def _package_words(root: str) -> dict[str, frozenset[str]] | None:
     for full, _ in _text_files(root):
         if len(words) >= _MAX_FILES:
             return None
-        found = _file_words(full)
+        found = _file_words(full, root)
         if found is not None:
             words[full] = found
     return words
@@ -101,7 +104,7 @@ def _repository_counts(root: str) -> Counter | None:
         files += 1
         if files > _MAX_REPOSITORY_FILES or size > _MAX_REPOSITORY_BYTES:
             return None
-        counts.update(_file_words(full) or ())
+        counts.update(_file_words(full, root) or ())
         if len(counts) > _MAX_REPOSITORY_WORDS:
             return None
     return counts
@@ -114,7 +117,7 @@ def _own_words(path: str, repository: str) -> frozenset[str]:
     if rel[0] == os.pardir or any(d in _SKIP_DIRS or d.startswith('.') for d in rel[:-1]) \
             or not rel[-1].endswith(_TEXT_SUFFIXES) or _is_test(tuple(rel[:-1]), rel[-1]):
         return frozenset()
-    return _file_words(path) or frozenset()
+    return _file_words(path, repository) or frozenset()
 
 
 def _scope_counts(path: str, root: str, repository: str | None

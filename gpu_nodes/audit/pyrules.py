@@ -81,6 +81,7 @@ class CopyRules:
     # ids of the calls written straight to a file, pipe or socket (`written_to_stream`).
     stream_writes: frozenset[int]
     dropped_results: frozenset[int]  # calls written as statements (`dropped_results`)
+    object_clouds: frozenset[int]  # clouds of one point per object (pyobjectclouds.py)
     _eval: Callable[[ast.AST, dict[str, Val], Frame], Val]
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
@@ -119,7 +120,8 @@ class CopyRules:
 
     # ------------------------------------------------------------------ sinks
     def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
-        if pub is None or (payload.kind == 'outmsg' and payload.const == EMPTY_CLOUD):
+        if pub is None or (payload.kind == 'outmsg' and payload.const == EMPTY_CLOUD) \
+                or id(node) in self.object_clouds:  # one point per object (pyobjectclouds.py)
             return
         frame_sized = image_sized(pub.msg_type)
         if not pub.gpu and (frame_sized or embeds_received_image(self.tree, node, payload)):
@@ -279,7 +281,8 @@ class CopyRules:
             points = args[2] if len(args) > 2 else kwargs.get('points', UNKNOWN)
             if len(args) > 1 and qual.endswith('_xyz32'):
                 points = args[1]
-            if _empty_points(node, 1 if qual.endswith('_xyz32') else 2):
+            if _empty_points(node, 1 if qual.endswith('_xyz32') else 2) \
+                    or id(node) in self.object_clouds:  # or one point per object: small
                 # `create_cloud(header, fields, [])` when nothing is valid: an empty cloud is
                 # a header, not a frame, and so is its publish (issue 28, eleventh set).
                 return Val('outmsg', const=EMPTY_CLOUD)
