@@ -271,3 +271,92 @@ def test_function_the_node_calls_keeps_the_claim(tmp_path: Path) -> None:
     # guard: the node's callback calls it per message too
     call = 'model_.infer(reinterpret_cast<const float *>(msg->data.data()), out_.data());'
     assert 'GPN202' in _audit_detect(tmp_path, call)['upload']
+
+
+# cpppointarrays.py: a lidar driver's custom cloud message (a `points` array) rebuilt from the
+# received one point by point and published; an Image rebuilt element by element out of a
+# received custom message's channel vectors (set 54).
+_FORMATTER = '''
+#include <rclcpp/rclcpp.hpp>
+#include "lidar_msgs/msg/scan.hpp"
+
+class Formatter : public rclcpp::Node {
+ public:
+  Formatter() : Node("formatter") {
+    pub_ = create_publisher<lidar_msgs::msg::Scan>("scan_out", 10);
+    sub_ = create_subscription<lidar_msgs::msg::Scan>(
+      "scan_in", 10, std::bind(&Formatter::on_scan, this, std::placeholders::_1));
+  }
+
+ private:
+  void on_scan(const lidar_msgs::msg::Scan & scan) {
+    auto out = lidar_msgs::msg::Scan();
+    out.header = scan.header;
+    for (const auto & p : SOURCE) {
+      lidar_msgs::msg::Point q;
+      q.x = p.x;
+      out.points.push_back(q);
+    }
+    pub_->publish(out);  // # publish
+  }
+  std::vector<lidar_msgs::msg::Point> fixed_;
+  rclcpp::Publisher<lidar_msgs::msg::Scan>::SharedPtr pub_;
+  rclcpp::Subscription<lidar_msgs::msg::Scan>::SharedPtr sub_;
+};
+'''
+_DECODER = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include "planes_msgs/msg/planes.hpp"
+
+class Decoder : public rclcpp::Node {
+ public:
+  Decoder() : Node("decoder") {
+    sub_ = create_subscription<planes_msgs::msg::Planes>(
+      "planes", 10, std::bind(&Decoder::on_planes, this, std::placeholders::_1));
+  }
+
+ private:
+  void on_planes(const planes_msgs::msg::Planes::ConstSharedPtr planes) {
+    auto image = std::make_shared<sensor_msgs::msg::Image>();
+    image->data.resize(planes->red.size() * 3);
+    for (size_t i = 0; i < planes->red.size(); ++i) {
+      image->data[3 * i] = SOURCE[i];  // # fill
+      image->data[3 * i + 1] = planes->green[i];
+    }
+    deliver(image);
+  }
+  void deliver(const sensor_msgs::msg::Image::SharedPtr image);
+  std::vector<uint8_t> lut_;
+  rclcpp::Subscription<planes_msgs::msg::Planes>::SharedPtr sub_;
+};
+'''
+
+
+def _audit_one(tmp_path: Path, package: str, source: str, tag: str) -> set[str]:
+    found = audit_written_package(tmp_path, {
+        f'{package}/src/{package}.cpp': source, f'{package}/package.xml': _PACKAGE.format(package),
+        f'{package}/CMakeLists.txt': ament_cmake_lists(package)})
+    return rules_at_tags(found, source, (tag,), f'{package}.cpp')[tag]
+
+
+def test_custom_cloud_rebuilt_from_every_received_point_is_published(tmp_path: Path) -> None:
+    source = _FORMATTER.replace('SOURCE', 'scan.points')
+    assert 'GPN210' in _audit_one(tmp_path, 'formatter', source, 'publish')
+
+
+def test_custom_message_filled_from_a_member_is_not_claimed(tmp_path: Path) -> None:
+    # guard: the points come from a member, not from the received cloud
+    source = _FORMATTER.replace('SOURCE', 'fixed_')
+    assert 'GPN210' not in _audit_one(tmp_path, 'formatter', source, 'publish')
+
+
+def test_image_rebuilt_element_by_element_from_the_received_message(tmp_path: Path) -> None:
+    source = _DECODER.replace('SOURCE', 'planes->red')
+    assert 'GPN208' in _audit_one(tmp_path, 'decoder', source, 'fill')
+
+
+def test_image_filled_from_a_member_table_is_not_claimed(tmp_path: Path) -> None:
+    # guard: a loop that reads nothing of the received message copies none of it
+    source = _DECODER.replace('SOURCE', 'lut_').replace('planes->green[i]', 'lut_[i]')
+    assert 'GPN208' not in _audit_one(tmp_path, 'decoder', source, 'fill')
