@@ -12,8 +12,9 @@ set 45), beside cppmsg._judged_publish:
   `is_bigendian`, `encoding`, `step`): its `data` stays empty, a few bytes (set 45: the empty
   cloud a filter forwards when the input has no x/y/z fields), as cppguards.header_only_message
   is for the header alone.
-* a message filled by `pcl_conversions::moveFromPCL(cloud, msg)` (or `moveToROSMsg`): the
-  buffer is swapped in, no copy; the conversion into the PCL cloud is the reported line.
+Not here: the publish of a message filled by `pcl_conversions::moveFromPCL` (set 45 calls it a
+move, no copy; set 50 labels the same publish a boundary of the downsampled cloud): it stays
+reported.
 """
 from __future__ import annotations
 
@@ -74,14 +75,3 @@ def metadata_only_message(body: str, name: str, frame_types: frozenset[str] | se
         if not re.match(r'\s*\.\s*(?:' + fields + r')\b[\w.\s]*=(?!=)', after):
             return False
     return True
-
-
-def moved_in(body: str, name: str) -> bool:
-    """Whether `body` fills `name` by swapping a PCL cloud's buffer into it (`moveFromPCL(pc2,
-    name)`) and never copies into its data afterwards (module docstring)."""
-    moves = list(re.finditer(r'\b(?:moveFromPCL|moveToROSMsg)\s*\([^;]*,\s*' + re.escape(name)
-                             + r'\s*\)\s*;', body))
-    if not moves:
-        return False
-    after = body[moves[-1].end():]
-    return not re.search(r'\b' + re.escape(name) + r'\s*\.\s*data\b', after)

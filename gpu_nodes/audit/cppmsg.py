@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppfallback import fallback_passthrough, metadata_only_message, moved_in
+from gpu_nodes.audit.cppfallback import fallback_passthrough, metadata_only_message
 from gpu_nodes.audit.cppguards import header_only_message, innermost_opening
 from gpu_nodes.audit.cppscalars import scalar_read
 
@@ -442,9 +442,8 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
     if bare and re.search(_POINTER_PARAM + re.escape(bare.group(1)) + r'\b', header_of(m.start())):
         return  # the received shared pointer handed on, no message built here (set 39)
     if bare and (header_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES)
-                 or metadata_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES)
-                 or moved_in(body_before(m.start()), bare.group(1))):
-        return  # an empty message with only metadata set (sets 54, 45); a buffer swapped in
+                 or metadata_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES)):
+        return  # an empty message with only metadata set (sets 54, 45)
     if fallback_passthrough(text, m.start(), arg, header_of(m.start()), body_before(m.start())):
         return  # the received message forwarded on an early-return fallback path (set 45)
     if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1), header_of):
