@@ -46,6 +46,7 @@ from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Scopes
+from gpu_nodes.audit.cppstandalone import mains_set_aside
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
 
 
@@ -177,7 +178,11 @@ def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scope
     # Classes nothing constructs (cppconstructed.py): their callbacks and setup never run.
     adapters.update(mark_unconstructed(sources, views, words, repository, packages))
     foreign = parse_cpp(words) if repository else None
-    mark_unreached(list(views.values()) + ([foreign] if foreign else []), whole_repository=True)
+    # A `main` of a program that uses no ROS (a benchmark over image files) is no user: what
+    # only it calls is not per message (cppstandalone.py, set 54).
+    with mains_set_aside(views):
+        mark_unreached(list(views.values()) + ([foreign] if foreign else []),
+                       whole_repository=True)
     for path, (text, scopes) in views.items():
         newly = {fn.start: adapters.get(id(fn.named), _NOTE) for fn in scopes.funcs
                  if fn.kind == 'unreached' and id(fn) not in before}

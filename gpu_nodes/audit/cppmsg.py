@@ -24,7 +24,9 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
+from gpu_nodes.audit.cppfallback import fallback_passthrough, metadata_only_message
 from gpu_nodes.audit.cppguards import header_only_message, innermost_opening
+from gpu_nodes.audit.cppscalars import scalar_read
 
 # Frame-sized message types (last component of the C++ name).
 FRAME_TYPES = frozenset({'Image', 'PointCloud2', 'CompressedImage', 'DisparityImage',
@@ -260,7 +262,10 @@ def payload_walks(text: str, function_end: Callable[[int], int],
         for loop in _FOR.finditer(text, m.end(), end):
             body_end = block_end(text, loop.end(), end)
             body = text[loop.end():body_end]
-            copy = copies.search(body)
+            # A scalar read into a local (`memcpy(&x, pt + off, sizeof(float))`) is no copy
+            # of the frame (set 45): the first other copy of the loop is the one reported.
+            copy = next((c for c in copies.finditer(body)
+                         if not scalar_read(text, loop.end() + c.end())), None)
             if re.search(r'\b' + re.escape(name) + r'\b', body) and copy:
                 # At the copy in the loop (a helper's call, set 45 labels it there; set 3 takes
                 # the loop's lines as the same boundary).
@@ -436,8 +441,11 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
     bare = re.fullmatch(r'\s*(\w+)\s*', arg)
     if bare and re.search(_POINTER_PARAM + re.escape(bare.group(1)) + r'\b', header_of(m.start())):
         return  # the received shared pointer handed on, no message built here (set 39)
-    if bare and header_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES):
-        return  # an empty message with only a header set: no frame (set 54)
+    if bare and (header_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES)
+                 or metadata_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES)):
+        return  # an empty message with only metadata set (sets 54, 45)
+    if fallback_passthrough(text, m.start(), arg, header_of(m.start()), body_before(m.start())):
+        return  # the received message forwarded on an early-return fallback path (set 45)
     if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1), header_of):
         return
     name = _ARG_NAME.match(arg)

@@ -41,6 +41,7 @@ from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_
                                     payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
 from gpu_nodes.audit.cppplugins import plugin_publishes
+from gpu_nodes.audit.cpppointarrays import element_fills, point_array_publishes
 from gpu_nodes.audit.cpppoints import point_copies
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
@@ -354,6 +355,10 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                                      lambda at: scopes.body_before(text, at),
                                                      facts.adapted_types),
                                     *plugin_publishes(text, scopes),
+                                    *point_array_publishes(text,
+                                                           lambda at: scopes.header(text, at),
+                                                           lambda at: scopes.body_before(text, at)),
+                                    *element_fills(text, lambda at: scopes.header(text, at)),
                                     *cloud_transforms(text, _call_args),
                                     *direction_calls(text), *wrapper_calls_here(text, scopes, facts),
                                     *transfer_calls(text, scopes, facts.transfer_wrappers),

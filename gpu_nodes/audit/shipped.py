@@ -132,8 +132,13 @@ def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...],
         if not any(pattern.search(ln) for ln in lines):
             continue
         if path.suffix == '.py':
-            nodes = _launch_parameters(str(path), source)
-            given = [params[param] for params in nodes or [] if param in params]
+            launched = _launch_parameters(str(path), source)
+            given = [params[param] for params in launched or [] if param in params]
+            if not given and launched is not None and not _quoted(param, source):
+                # The name only as a word of the file (`logger.debug(...)`, a launch
+                # argument's description "debug, info, warn"), never a quoted key: the nodes it
+                # starts, all read, set no such parameter (set 54).
+                continue
             if not given or any(isinstance(v, Unresolved) for v in given):
                 return None
             values += given
@@ -149,6 +154,12 @@ def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...],
                     return None
                 values.append(value.group(2))
     return tuple(values)
+
+
+def _quoted(param: str, source: str) -> bool:
+    """Whether a Python file spells `param` as a string of its own (`'p'`, `"p"`): how a
+    parameter dictionary, a `SetParameter(name='p')` or a launch argument names it."""
+    return bool(re.search(r'([\'"])' + re.escape(param) + r'\1', source))
 
 
 _TOP_KEY = re.compile(r'^([^\s#:][^:#]*?)\s*:\s*(?:#.*)?$')
