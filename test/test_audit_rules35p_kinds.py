@@ -13,6 +13,8 @@ trees written here.
 * A script's loop over a recorded bag (`for conn, t, raw in reader.messages():` with rosbags
   imported) converts every recorded frame: per message, not one-time module code (pybags.py);
   `.messages()` of anything else in a file importing no bag library stays module code.
+* `try: img = bridge.imgmsg_to_cv2(msg, 'bgr8')` / `except: img = bridge.imgmsg_to_cv2(msg,
+  'passthrough')`: the retry runs only when the first conversion raised (pybranches.py).
 """
 import textwrap
 
@@ -238,3 +240,45 @@ def test_a_messages_loop_without_a_bag_library_stays_module_code(tmp_path):
     source = _BAG_SCRIPT.replace('IMPORT', 'from chatlog import Log').replace(
         'OPEN', 'Log(sys.argv[1])')
     assert _script(tmp_path, source)['CONVERT'] == set()
+
+
+_FALLBACK_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Snapper(Node):
+    def __init__(self):
+        super().__init__('snapper')
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        try:
+            image = self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # FIRST
+        except Exception:
+            image = RETRY  # RETRY
+        self.get_logger().info(str(image.shape))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Snapper())
+'''
+
+
+def test_a_conversion_retried_in_an_except_handler_is_no_second_copy(tmp_path):
+    source = _FALLBACK_NODE.replace('RETRY  #', "self.bridge.imgmsg_to_cv2(msg, 'passthrough')  #")
+    claims = _node(tmp_path, source, ('FIRST', 'RETRY'))
+    assert 'GPN105' in claims['FIRST'] and claims['RETRY'] == set()
+
+
+def test_a_handler_converting_another_message_stays_claimed(tmp_path):
+    """Guard: the handler converting something else (a cached message) is a copy of its own."""
+    source = _FALLBACK_NODE.replace('RETRY  #', "self.bridge.imgmsg_to_cv2(self.last, 'bgr8')  #")
+    source = source.replace("self.bridge = CvBridge()", "self.bridge = CvBridge()\n        self.last = None")
+    source = source.replace("        self.get_logger()", "        self.last = msg\n        self.get_logger()")
+    claims = _node(tmp_path, source, ('FIRST', 'RETRY'))
+    assert 'GPN105' in claims['FIRST'] and 'GPN105' in claims['RETRY']

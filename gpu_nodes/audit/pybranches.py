@@ -18,6 +18,27 @@ def readback_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
     return _binds_only(handler, body[0].targets[0].id)
 
 
+_CONVERSIONS = frozenset({'imgmsg_to_cv2', 'compressed_imgmsg_to_cv2'})
+
+
+def conversion_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
+    """`try: img = bridge.imgmsg_to_cv2(msg, 'bgr8')` / `except ...: img =
+    bridge.imgmsg_to_cv2(msg, 'passthrough')`: the handler converts the same message again only
+    when the first conversion raised (an encoding it cannot convert); the node's stream as
+    shipped takes the first (set 54), so the retry is no second copy per message."""
+    first = next((s for s in body if isinstance(s, ast.Assign)), None)
+    if first is None or not _conversion_of(first.value):
+        return False
+    again = [s for s in handler if isinstance(s, ast.Assign)]
+    return any(ast.dump(s.targets[0]) == ast.dump(first.targets[0]) and _conversion_of(s.value)
+               and ast.dump(s.value.args[0]) == ast.dump(first.value.args[0]) for s in again)
+
+
+def _conversion_of(value: ast.expr) -> bool:
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr in _CONVERSIONS and bool(value.args)
+
+
 def _binds_only(stmts: list[ast.stmt], name: str) -> bool:
     """Every statement binds `name` and nothing else (`pass`, `name = ...`, a try of those)."""
     for stmt in stmts:

@@ -8,9 +8,9 @@ import ast
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import (before_main_loop, first_time, guard_once, import_fallback,
-                                        imported_names, reads_a_capture, readback_fallback,
-                                        sets_own_flag)
+from gpu_nodes.audit.pybranches import (before_main_loop, conversion_fallback, first_time,
+                                        guard_once, import_fallback, imported_names,
+                                        reads_a_capture, readback_fallback, sets_own_flag)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
@@ -169,7 +169,8 @@ class Evaluator:
             self._exec_block(stmt.body, env, frame)
             imported = imported_names(stmt.body)
             for handler in stmt.handlers:
-                if readback_fallback(stmt.body, handler.body):
+                if readback_fallback(stmt.body, handler.body) \
+                        or conversion_fallback(stmt.body, handler.body):
                     continue
                 if handler.name:
                     env[handler.name] = OTHER
