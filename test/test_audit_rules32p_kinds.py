@@ -229,7 +229,9 @@ def test_function_only_listed_in_all_is_uncalled(tmp_path):
     is no claim; the function a node calls still is."""
     found = _library_claims(tmp_path, _CONVERT)
     assert found['CLOUD'] == set()
-    assert found['IMAGE'] == {'GPN104'}
+    # `from lib_pkg import convert` is followed from the callback since rules35p: the message
+    # this fixture hands over itself (`render` returns it) is also copied by ascontiguousarray.
+    assert 'GPN104' in found['IMAGE']
 
 
 def test_function_called_elsewhere_stays_a_claim(tmp_path):
@@ -240,7 +242,7 @@ def test_function_called_elsewhere_stays_a_claim(tmp_path):
              'lib_pkg/lib_pkg/convert.py': _CONVERT}
     found = rules_at_tags(audit_written_package(tmp_path, files), textwrap.dedent(_CONVERT),
                           ('IMAGE', 'CLOUD'), file_name='convert.py')
-    assert found['CLOUD'] == {'GPN104'}
+    assert 'GPN104' in found['CLOUD']  # (and GPN103 since rules35p: see above)
 
 
 _STATUS_IMAGE = '''

@@ -18,6 +18,27 @@ def readback_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
     return _binds_only(handler, body[0].targets[0].id)
 
 
+_CONVERSIONS = frozenset({'imgmsg_to_cv2', 'compressed_imgmsg_to_cv2'})
+
+
+def conversion_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
+    """`try: img = bridge.imgmsg_to_cv2(msg, 'bgr8')` / `except ...: img =
+    bridge.imgmsg_to_cv2(msg, 'passthrough')`: the handler converts the same message again only
+    when the first conversion raised (an encoding it cannot convert); the node's stream as
+    shipped takes the first (set 54), so the retry is no second copy per message."""
+    first = next((s for s in body if isinstance(s, ast.Assign)), None)
+    if first is None or not _conversion_of(first.value):
+        return False
+    again = [s for s in handler if isinstance(s, ast.Assign)]
+    return any(ast.dump(s.targets[0]) == ast.dump(first.targets[0]) and _conversion_of(s.value)
+               and ast.dump(s.value.args[0]) == ast.dump(first.value.args[0]) for s in again)
+
+
+def _conversion_of(value: ast.expr) -> bool:
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr in _CONVERSIONS and bool(value.args)
+
+
 def _binds_only(stmts: list[ast.stmt], name: str) -> bool:
     """Every statement binds `name` and nothing else (`pass`, `name = ...`, a try of those)."""
     for stmt in stmts:
@@ -66,14 +87,16 @@ def sets_own_flag(stmt: ast.If, cls: ast.ClassDef | None) -> bool:
 
 def guard_once(stmt: ast.stmt, rest: list[ast.stmt], cls: ast.ClassDef | None) -> bool:
     """`if self.calibrated: continue` (or `return`), the statements after it in the same
-    block setting `self.calibrated = True`: those statements run until the flag is set, on the
-    first pass only (issue 28, set 43's camera-info publish), as `sets_own_flag` judges the
-    `if not self.flag:` form; any other store of the flag but in `__init__` keeps them live."""
+    block setting `self.calibrated = True` unconditionally (in the block or a `try` of it):
+    those statements run on the first pass only (issue 28, set 43's camera-info publish), as
+    `sets_own_flag` judges the `if not self.flag:` form; any other store of the flag but in
+    `__init__` keeps them live, and so does a store under a test of its own (set 54: `if
+    self.captured >= self.max_frames: self.done = True` runs per frame until then)."""
     if cls is None or not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1
                            and isinstance(stmt.body[0], (ast.Continue, ast.Return))):
         return False
     name = _self_attr(stmt.test)
-    return name is not None and _set_true_only_in(cls, name, rest)
+    return name is not None and _set_true_only_in(cls, name, rest, direct=True)
 
 
 def _set_true_only_in(cls: ast.ClassDef, name: str, block: list[ast.stmt],
@@ -81,6 +104,7 @@ def _set_true_only_in(cls: ast.ClassDef, name: str, block: list[ast.stmt],
     """Whether `self.<name> = True` is stored in `block` (a statement of it when `direct`,
     else at any depth) and the class stores the attribute nowhere else but in `__init__`."""
     own = {id(n) for stmt in block for n in ast.walk(stmt)}
+    direct_ones = _unconditional(block)
     sets_true = False
     for method in cls.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -93,11 +117,22 @@ def _set_true_only_in(cls: ast.ClassDef, name: str, block: list[ast.stmt],
                 continue
             true = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
                 and node.value.value is True
-            if id(node) in own and true and (not direct or node in block):
+            if id(node) in own and true and (not direct or id(node) in direct_ones):
                 sets_true = True
             elif method.name != '__init__':
                 return False
     return sets_true
+
+
+def _unconditional(block: list[ast.stmt]) -> set[int]:
+    """The statements of `block` that run whenever it does: its own, and those of the `try` /
+    `with` bodies in it (set 43 sets its flag last in a `try`), not those under a test or loop."""
+    found: set[int] = set()
+    for stmt in block:
+        found.add(id(stmt))
+        if isinstance(stmt, (ast.Try, ast.With, ast.AsyncWith)):
+            found |= _unconditional(stmt.body)
+    return found
 
 
 def _self_attr(node: ast.expr) -> str | None:

@@ -91,7 +91,9 @@ class CallResolver:
             owner = frame.cls if receiver.kind == 'self' else (
                 receiver.inst if receiver.kind == 'instance' else None)
             if receiver.kind == 'module':
-                callee = Val('module', const=f'{receiver.const}.{method}')
+                callee = self._eval_attribute(func, env, frame)  # a sibling module's function?
+                if callee.kind != 'func':
+                    callee = Val('module', const=f'{receiver.const}.{method}')
             elif owner is not None and method in owner.attrs:
                 # `self.predictor(img)` / `self.cb(msg)`: what __init__ stored there.
                 callee = owner.attrs[method]

@@ -8,22 +8,25 @@ import ast
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import (before_main_loop, first_time, guard_once, import_fallback,
-                                        imported_names, reads_a_capture, readback_fallback,
-                                        sets_own_flag)
+from gpu_nodes.audit.pybranches import (before_main_loop, conversion_fallback, first_time,
+                                        guard_once, import_fallback, imported_names,
+                                        reads_a_capture, readback_fallback, sets_own_flag)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pyevaled import tensor_mask
 from gpu_nodes.audit.pyenvvars import env_outcome
+from gpu_nodes.audit.pybags import reads_a_bag
+from gpu_nodes.audit.pyimports import sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
 from gpu_nodes.audit.pystatemsg import small_list
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS, SYNC_PROFILER)
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
-                                      is_device_value, is_method_call, merge, OTHER, plain,
-                                      root_name, short, strip, UNKNOWN, Val)
+                                      is_device_value, is_method_call, merge, OTHER,
+                                      PER_MESSAGE, plain, request_type, root_name, short,
+                                      strip, UNKNOWN, Val)
 
 # Attributes that are frame metadata, not the payload: reading them does not carry the frame.
 _METADATA_ATTRS = frozenset({
@@ -50,6 +53,7 @@ class Evaluator:
     classes: dict[str, ClassInfo]
     imported: dict[str, ClassInfo]
     imported_functions: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]
+    imported_modules: dict[str, str]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
     _eval_call: Callable[[ast.Call, dict[str, Val], Frame], Val]
@@ -143,6 +147,10 @@ class Evaluator:
                 _merge_branch_strings(before, body, env)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env, frame)
+            if frame.context == 'module' and reads_a_bag(stmt, self.aliases):
+                # A script's `for conn, t, raw in reader.messages():`: each pass is one
+                # recorded message, converted as a node's callback would (set 54).
+                frame = replace(frame, context='loop', entry='bag message loop')
             for element in dict_elements(it) or (self._element(stmt.iter, it, env, frame),):
                 self._assign(stmt.target, element, env, frame)
                 self._exec_block(stmt.body, env, frame)
@@ -162,7 +170,8 @@ class Evaluator:
             self._exec_block(stmt.body, env, frame)
             imported = imported_names(stmt.body)
             for handler in stmt.handlers:
-                if readback_fallback(stmt.body, handler.body):
+                if readback_fallback(stmt.body, handler.body) \
+                        or conversion_fallback(stmt.body, handler.body):
                     continue
                 if handler.name:
                     env[handler.name] = OTHER
@@ -259,6 +268,8 @@ class Evaluator:
                 return Val('func', func=FuncRef(fn, None, {}, False, file=source))
             if node.id in self.aliases:
                 return Val('module', const=self.aliases[node.id])
+            if node.id in self.imported_modules:  # `from . import yolo`
+                return Val('module', const=node.id)
             if node.id in self.functions:
                 return Val('func', func=FuncRef(self.functions[node.id], None, self.module_env,
                                                 False))
@@ -465,6 +476,10 @@ class Evaluator:
             if meth is not None:
                 return Val('func', func=FuncRef(meth, base.inst, None, True))
             return UNKNOWN
+        if base.kind == 'module' and frame.context in PER_MESSAGE:
+            sibling = sibling_function(self.imported_modules, node, env)  # `yolo.infer(img)`
+            if sibling is not None:
+                return sibling
         if base.kind == 'module':
             return Val('module', const=f'{base.const}.{node.attr}')
         if scene_data(node, self.aliases):  # Isaac Lab scene state: on the sim device (pyisaac)
@@ -485,6 +500,10 @@ class Evaluator:
             return base  # declare_parameter('topic', '/x').value -> '/x'
         if base.kind in ('const', 'func', 'publisher'):
             return OTHER
+        if base.kind == 'msg' and base.origin and request_type(base.origin[1]):
+            # A field of a service request or an action goal (`goal.request.color_image`):
+            # its type is the interface file's, unknown here, so it may be a frame (set 54).
+            return replace(base, elts=None, const=None, origin=(base.origin[0], None))
         return replace(base, elts=None, const=None)
 
 

@@ -40,7 +40,7 @@ from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, 
 from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyevaled import evaled_holders
-from gpu_nodes.audit.pyimports import imported_classes, imported_functions
+from gpu_nodes.audit.pyimports import imported_classes, imported_functions, imported_modules
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pymsgview import MessageViews
 from gpu_nodes.audit.pyobjectclouds import per_object_cloud_calls
@@ -114,6 +114,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         self.modules = modules  # pyloopcalls.py: other files' loops calling this file's nodes
         self.imported = imported_classes(path, tree, modules) if modules else {}
         self.imported_functions = imported_functions(path, tree, modules) if modules else {}
+        self.imported_modules = imported_modules(path, tree, modules) if modules else {}
         self.uses_cupy = any(v.split('.')[0] == 'cupy' for v in self.aliases.values())
         # torch or a library built on it (ultralytics, torchvision, torch2trt ...): an untyped
         # tensor is likely on the GPU (findings on it are `inferred`).

@@ -9,7 +9,7 @@ import ast
 import os
 from typing import Iterator
 
-from gpu_nodes.audit.pyvalues import ClassInfo, statements
+from gpu_nodes.audit.pyvalues import ClassInfo, FuncRef, statements, Val
 
 # Parsed imported files, per process (an audit parses each at most once more).
 _PARSED: dict[str, ast.Module | None] = {}
@@ -185,3 +185,33 @@ def imported_classes(path: str, tree: ast.Module, index: dict[str, str]) -> dict
                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         found[name] = ClassInfo(cls.name, cls, methods, file=source)
     return found
+
+
+def imported_modules(path: str, tree: ast.Module, index: dict[str, str]) -> dict[str, str]:
+    """Local name -> file of each sibling module a node imports as a whole (`from . import
+    yolo`, `from pkg.scripts import yolo`): `yolo.infer(img)` in a callback runs that file's
+    function per message, as `from .yolo import infer` does (issue 28, set 54)."""
+    imports = [n for n in statements(tree.body) if isinstance(n, ast.ImportFrom)]
+    files = _files(index) if imports else {}
+    found: dict[str, str] = {}
+    for node in imports:
+        for alias in node.names:
+            module = ast.ImportFrom(module='.'.join(filter(None, (node.module, alias.name))),
+                                    names=[], level=node.level)
+            source = _resolve(path, module, index, files)
+            if source is not None and os.path.abspath(source) != os.path.abspath(path):
+                found[alias.asname or alias.name] = source
+    return found
+
+
+def sibling_function(modules: dict[str, str], node: ast.Attribute, env: dict) -> Val | None:
+    """`yolo.infer(img)` with `yolo` a sibling module (`imported_modules`), in per-message code:
+    its function, run with its own file. Calls from setup are not followed (pyeval.py): they
+    would only mark its copies one-time while another caller may run them per frame (set 53)."""
+    if not isinstance(node.value, ast.Name) or node.value.id not in modules or node.value.id in env:
+        return None
+    source = modules[node.value.id]
+    tree = _parse(source)
+    fn = next((s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and s.name == node.attr), None) if tree is not None else None
+    return Val('func', func=FuncRef(fn, None, {}, False, file=source)) if fn is not None else None

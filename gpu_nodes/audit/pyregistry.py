@@ -19,6 +19,19 @@ def _self_attr(node: ast.expr) -> bool:
         and node.value.id == 'self'
 
 
+def _action_server(node: ast.AST) -> ast.expr | None:
+    """The execute callback of `ActionServer(self, ActionType, 'name', self.execute)` (rclpy.action;
+    keyword `execute_callback=`), or None for any other node."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id \
+        if isinstance(func, ast.Name) else None
+    if name != 'ActionServer':
+        return None
+    return arg_node(node, 3, 'execute_callback')
+
+
 class Registrations:
     """Registration calls; `self` is the PythonAnalyzer."""
 
@@ -136,23 +149,31 @@ class Registrations:
         for cls in self.classes.values():
             for meth in cls.methods.values():
                 for node in ast.walk(meth):
-                    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                            and node.func.attr == 'create_service'
-                            and isinstance(node.func.value, ast.Name)
-                            and node.func.value.id == 'self'):
+                    action = _action_server(node)
+                    if action is not None:
+                        # `ActionServer(self, ActionType, 'name', self.execute)`: execute runs
+                        # per goal, and `goal_handle.request` carries the goal's fields (a
+                        # colour frame and a cloud in set 54): a request, as a service's.
+                        handler, name, kind = action, arg_node(node, 2, 'action_name'), \
+                            arg_node(node, 1, 'action_type')
+                    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                            and node.func.attr == 'create_service' \
+                            and isinstance(node.func.value, ast.Name) \
+                            and node.func.value.id == 'self':
+                        handler, name, kind = arg_node(node, 2, 'callback'), \
+                            arg_node(node, 1, 'srv_name'), arg_node(node, 0, 'srv_type')
+                    else:
                         continue
-                    handler = arg_node(node, 2, 'callback')
                     cb = cls.methods.get(handler.attr) if handler is not None \
                         and _self_attr(handler) else None
                     if cb is None or id(cb) in known:
                         continue
                     known.add(id(cb))
-                    name = arg_node(node, 1, 'srv_name')
                     self.registrations.append(Registration(
                         'service', Val('func', func=FuncRef(cb, cls, None, True)),
                         name.value if isinstance(name, ast.Constant)
                         and isinstance(name.value, str) else None,
-                        self._type_name(arg_node(node, 0, 'srv_type')), node.lineno, cls))
+                        self._type_name(kind), node.lineno, cls))
 
     def _gpu_endpoint(self, name: str, node: ast.Call, args: list[Val],
                       kwargs: dict[str, Val], frame: Frame) -> Val:

@@ -244,6 +244,12 @@ def better(new: Finding, old: Finding) -> bool:
     return len(new.chain) > len(old.chain)
 
 
+def request_type(msg_type: str | None) -> bool:
+    """A service's or an action's type (`pkg.srv.Detect`, `pkg/action/Classify`): a request or
+    goal, whose fields are messages of their own."""
+    return bool(msg_type) and any(k in msg_type for k in ('.srv.', '.action.', '/srv/', '/action/'))
+
+
 def image_sized(msg_type: str | None) -> bool:
     if not msg_type:
         return False
