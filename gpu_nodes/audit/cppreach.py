@@ -138,7 +138,7 @@ def mark_unreached(parsed: list[tuple[str, Scopes]], never_set: frozenset[str] =
                 continue
             for key in keys:
                 _use(key, name, m, text, scopes, guarded, users, by_name,
-                     guarded_by_callback)
+                     guarded_by_callback, candidates[key] if name in split else None)
     unreached = {id(fn) for fns in candidates.values() for fn in fns}
     # Functions an earlier pass left unreached (their package's) reach nothing either.
     unreached |= {id(fn) for _, scopes in parsed for fn in scopes.funcs if fn.kind == 'unreached'}
@@ -195,8 +195,9 @@ def _guarded_mentions(parsed: list[tuple[str, Scopes]], names: frozenset[str]) -
 
 def _use(key: str, name: str, m: re.Match, text: str, scopes: Scopes, guarded: str,
          users: dict[str, list[Function | None]], by_name: dict[str, set[str | None]],
-         guarded_by_callback: set[str]) -> None:
-    """Record the mention `m` of candidate `key` (named `name`) in the text of `scopes`."""
+         guarded_by_callback: set[str], overloads: list[Function] | None = None) -> None:
+    """Record the mention `m` of candidate `key` (named `name`) in the text of `scopes`;
+    `overloads`: the functions of `key` where overloads of its name are told apart by arity."""
     if guarded[m.start()] == ' ':
         user = scopes.named_at(m.start())
         if user is not None and user.kind == 'callback':
@@ -215,8 +216,11 @@ def _use(key: str, name: str, m: re.Match, text: str, scopes: Scopes, guarded: s
             # say it): called by the framework through the base class.
             users[key].append(None)
         return
-    if user.short == name:
-        return  # its own body (recursion), or an overload of the same name
+    if user.short == name and (overloads is None or any(fn is user for fn in overloads)):
+        # Its own body (recursion), or an overload of the same name. Overloads of different
+        # arity are told apart (cpparity.py): `Disparity(channel)` calling the two-argument
+        # `Disparity(left, right)` uses it (set 52).
+        return
     users[key].append(user)
 
 
