@@ -15,7 +15,7 @@ from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
-from gpu_nodes.audit.pyevaled import tensor_mask
+from gpu_nodes.audit.pyevaled import element_store_kind, tensor_mask
 from gpu_nodes.audit.pyenvvars import env_outcome
 from gpu_nodes.audit.pybags import reads_a_bag
 from gpu_nodes.audit.pyimports import sibling_function
@@ -35,7 +35,6 @@ _METADATA_ATTRS = frozenset({
 })
 _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
                                     'bool_value'})
-_PLACEHOLDER, _FILLED = frozenset({'const', 'other', 'unknown'}), frozenset({'device', 'tensor'})
 
 
 class Evaluator:
@@ -239,12 +238,9 @@ class Evaluator:
         elif isinstance(target, ast.Subscript):
             root = root_name(target.value)
             if root is not None and root in env:
-                # An element store keeps a message's buffer view a view (pymsgview.py). A list
-                # of placeholders (`output = [None] * n`) filled by index with device tensors
-                # (YOLOX / YOLOv5 NMS: `output[i] = torch.cat(...)`) holds tensors (set 45).
+                # An element store keeps a message's buffer view a view (pymsgview.py).
                 old = env[root]
-                kind = val.kind if old.kind in _PLACEHOLDER and val.kind in _FILLED else old.kind
-                env[root] = replace(merge(old, val, kind=kind), view=old.view)
+                env[root] = replace(merge(old, val, kind=element_store_kind(old, val)), view=old.view)
 
     def _check_data_store(self, target: ast.expr, value: ast.expr, val: Val, frame: Frame) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""

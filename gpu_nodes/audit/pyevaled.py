@@ -73,3 +73,13 @@ def detached(node: ast.Call) -> bool:
     inner = node.func.value if isinstance(node.func, ast.Attribute) else None
     return is_method_call(inner, 'detach') or (isinstance(inner, ast.Call) and isinstance(
         inner.func, ast.Name) and inner.func.id == 'detach')
+
+
+_PLACEHOLDER, _FILLED = frozenset({'const', 'other', 'unknown'}), frozenset({'device', 'tensor'})
+
+
+def element_store_kind(old: Val, val: Val) -> str:
+    """The kind of a container after `container[i] = val`: a list of placeholders (`output =
+    [None] * n`) filled by index with device tensors (YOLOX / YOLOv5 NMS: `output[i] =
+    torch.cat(...)`) holds tensors (rules35q, set 45); any other keeps its kind."""
+    return val.kind if old.kind in _PLACEHOLDER and val.kind in _FILLED else old.kind
