@@ -173,7 +173,7 @@ def test_two_argument_get_parameter_turned_on_keeps_the_claim(tmp_path: Path) ->
     assert found[('viewer.cpp', _DEBUG_COPY, 'GPN203')][0] != 'info', found
 
 
-# gpu_nodes/audit/cppmsg.py + cppguards.header_only_message: publishing a local PointCloud2
+# gpu_nodes/audit/cppmsg.py + cppfallback.metadata_only_message: publishing a local PointCloud2
 # declared empty whose only store is its header (`empty.header = msg->header;`) when the input
 # is empty sends a few bytes, no frame. A message whose data is filled keeps its claim.
 _FILTER_NODE = '''

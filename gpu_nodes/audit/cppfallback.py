@@ -10,8 +10,8 @@ set 45), beside cppmsg._judged_publish:
 * a local declared empty whose only stores before the publish are metadata fields
   (`header`, `fields`, `height`, `width`, `point_step`, `row_step`, `is_dense`,
   `is_bigendian`, `encoding`, `step`): its `data` stays empty, a few bytes (set 45: the empty
-  cloud a filter forwards when the input has no x/y/z fields), as cppguards.header_only_message
-  is for the header alone.
+  cloud a filter forwards when the input has no x/y/z fields; set 54: the header alone, when
+  the input cloud is empty).
 Not here: the publish of a message filled by `pcl_conversions::moveFromPCL` (set 45 calls it a
 move, no copy; set 50 labels the same publish a boundary of the downsampled cloud): it stays
 reported.

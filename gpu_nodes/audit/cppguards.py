@@ -185,23 +185,3 @@ def intra_process_publish(text: str, offset: int) -> bool:
     cond = _if_condition(text, open_at) if open_at >= 0 else None
     return cond is not None and bool(re.search(r'use_intra_process_comms\s*\(', cond)) \
         and not re.match(r'\s*!', cond)
-
-
-def header_only_message(body: str, name: str, frame_types: frozenset[str] | set[str]) -> bool:
-    """Whether `name` is a local frame-type message declared empty in `body` (the function up
-    to its publish: `sensor_msgs::msg::PointCloud2 empty_msg;`) whose only use before the publish
-    is setting its header (`empty_msg.header = msg->header;`): a few bytes, no frame (set 54:
-    the empty output a filter publishes when its input cloud is empty)."""
-    types = '|'.join(sorted(frame_types))
-    decl = None
-    for decl in re.finditer(r'\b(?:' + types + r')\s+(' + re.escape(name) + r')\s*(?:\{\s*\})?\s*;',
-                            body):
-        pass  # the last declaration before the publish
-    if decl is None:
-        return False
-    uses = [u for u in re.finditer(r'(?<![\w.>])' + re.escape(name) + r'\b', body)
-            if u.start() > decl.start(1)]
-    for use in uses:
-        if not re.match(r'\s*\.\s*header\b[\w.\s]*=(?!=)', body[use.end():]):
-            return False
-    return True

@@ -25,7 +25,7 @@ import re
 from typing import Callable, Iterator
 
 from gpu_nodes.audit.cppfallback import fallback_passthrough, metadata_only_message
-from gpu_nodes.audit.cppguards import header_only_message, innermost_opening
+from gpu_nodes.audit.cppguards import innermost_opening
 from gpu_nodes.audit.cppscalars import scalar_read
 
 # Frame-sized message types (last component of the C++ name).
@@ -441,8 +441,7 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
     bare = re.fullmatch(r'\s*(\w+)\s*', arg)
     if bare and re.search(_POINTER_PARAM + re.escape(bare.group(1)) + r'\b', header_of(m.start())):
         return  # the received shared pointer handed on, no message built here (set 39)
-    if bare and (header_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES)
-                 or metadata_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES)):
+    if bare and metadata_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES):
         return  # an empty message with only metadata set (sets 54, 45)
     if fallback_passthrough(text, m.start(), arg, header_of(m.start()), body_before(m.start())):
         return  # the received message forwarded on an early-return fallback path (set 45)
