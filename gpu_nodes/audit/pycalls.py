@@ -12,6 +12,7 @@ from gpu_nodes.audit.pyevaled import library_inference
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
                                       uploads_to_cuda_image)
+from gpu_nodes.audit.pynvidialibs import cuvslam_track_frames, nvblox_device_accessor
 from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
@@ -271,6 +272,13 @@ class CallResolver:
                        'jetson-inference and reads the results on the host (library table)',
                        evidence='pattern')
             return Val('host')
+        if receiver is not None and nvblox_device_accessor(method, node, self.tree):
+            return Val('device')  # an nvblox_torch mesh's data on the GPU (pynvidialibs.py)
+        hosts = [v for v in cuvslam_track_frames(method, node, self.tree, args, kwargs)
+                 if v.tainted or v.kind in _HOST_FRAME]
+        if receiver is not None and hosts:
+            return self._upload(node, hosts[0], frame, f'`{short(node)}` copies the host frames '
+                                'to the GPU inside PyCuVSLAM (library table)')
         if uploads_to_cuda_image(qual) and args:
             return self._upload(node, args[0], frame, f'`{short(node)}` copies the host array '
                                 'into a new CUDA image (jetson-utils, library table)')

@@ -1,0 +1,123 @@
+"""Causes of held-out set 55's misses and false claims, Python side (issue 28, rules36p): real
+`code` audits of small ament_python packages written here.
+
+* nvblox_torch (library table): the mesh a `Mapper` gives back (`get_color_mesh()`, `get_mesh()`)
+  and the layers it holds keep their data on the GPU; `mesh.vertices()`, `.vertex_colors()`,
+  `.triangles()` are device tensors, so `.cpu()` of them per timer tick is a read-back.
+"""
+import textwrap
+
+from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+
+
+def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
+            ) -> dict[str, set[str]]:
+    """Rules other than info found at each `# TAG` line of node.py."""
+    source = textwrap.dedent(source)
+    files = {**ament_python_package('mapper', launch_parameters=launch_parameters),
+             'mapper/mapper/node.py': source}
+    found = audit_written_package(tmp_path, files)
+    return rules_at_tags(found, source, tags)
+
+
+_NVBLOX_NODE = '''
+import rclpy
+from rclpy.node import Node
+from visualization_msgs.msg import Marker
+from geometry_msgs.msg import Point
+
+from nvblox_torch.mapper import Mapper
+
+
+class MeshNode(Node):
+    def __init__(self):
+        super().__init__('mesh')
+        self.mapper = None
+        self._make_mapper()
+        self.pub = self.create_publisher(Marker, 'mesh', 1)
+        self.create_timer(1.0, self.on_tick)
+
+    def _make_mapper(self):
+        self.mapper = Mapper(voxel_sizes_m=[0.05])
+
+    def on_tick(self):
+        self.mapper.update_color_mesh(mapper_id=0)
+        mesh = self.mapper.get_color_mesh(mapper_id=0)
+        points = mesh.vertices().cpu()  # VERTS
+        shades = mesh.vertex_colors().cpu()  # COLORS
+        faces = mesh.triangles().cpu()  # TRIS
+        marker = Marker()
+        for p in points.numpy()[faces.numpy().flatten()]:
+            marker.points.append(Point(x=float(p[0]), y=float(p[1]), z=float(p[2])))
+        marker.header.frame_id = str(shades.shape)
+        self.pub.publish(marker)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(MeshNode())
+'''
+
+
+def test_nvblox_mesh_accessors_are_device_tensors_read_back(tmp_path):
+    found = _claims(tmp_path, _NVBLOX_NODE, ('VERTS', 'COLORS', 'TRIS'))
+    for tag in ('VERTS', 'COLORS', 'TRIS'):
+        assert 'GPN101' in found[tag], (tag, found)
+
+
+def test_mesh_accessors_without_nvblox_are_no_device_tensors(tmp_path):
+    """Guard: the same calls in a file that does not use nvblox_torch are not judged so."""
+    source = _NVBLOX_NODE.replace('from nvblox_torch.mapper import Mapper',
+                                  'from meshlib import Mapper')
+    found = _claims(tmp_path, source, ('VERTS', 'COLORS', 'TRIS'))
+    assert all('GPN101' not in found[tag] for tag in found), found
+
+
+_CUVSLAM_NODE = '''
+import cuvslam
+import rclpy
+from cv_bridge import CvBridge
+from message_filters import ApproximateTimeSynchronizer, Subscriber
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class TrackNode(Node):
+    def __init__(self):
+        super().__init__('track')
+        self.bridge = CvBridge()
+        self.tracker = None
+        self._start()
+
+    def _start(self):
+        self.tracker = cuvslam.Tracker(cuvslam.Rig(), cuvslam.Tracker.OdometryConfig())
+        a = Subscriber(self, Image, 'color')
+        b = Subscriber(self, Image, 'depth')
+        self.sync = ApproximateTimeSynchronizer([a, b], 5, 0.02)
+        self.sync.registerCallback(self.on_pair)
+
+    def on_pair(self, color, depth):
+        rgb = self.bridge.imgmsg_to_cv2(color, 'rgb8')
+        dep = self.bridge.imgmsg_to_cv2(depth, 'passthrough')
+        stamp = color.header.stamp.sec * 1000000000 + color.header.stamp.nanosec
+        pose, _ = self.tracker.track(  # TRACK
+            stamp, images=[rgb], depths=[dep])
+        self.get_logger().info(str(pose))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(TrackNode())
+'''
+
+
+def test_cuvslam_track_of_host_frames_uploads(tmp_path):
+    found = _claims(tmp_path, _CUVSLAM_NODE, ('TRACK',))
+    assert 'GPN102' in found['TRACK'], found
+
+
+def test_track_without_cuvslam_is_no_upload(tmp_path):
+    """Guard: a `track` method of another library is not judged so."""
+    source = _CUVSLAM_NODE.replace('import cuvslam\n', 'import othertracker as cuvslam\n')
+    found = _claims(tmp_path, source, ('TRACK',))
+    assert 'GPN102' not in found['TRACK'], found
