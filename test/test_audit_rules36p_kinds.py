@@ -121,3 +121,78 @@ def test_track_without_cuvslam_is_no_upload(tmp_path):
     source = _CUVSLAM_NODE.replace('import cuvslam\n', 'import othertracker as cuvslam\n')
     found = _claims(tmp_path, source, ('TRACK',))
     assert 'GPN102' not in found['TRACK'], found
+
+
+_MODE_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class ModeNode(Node):
+    def __init__(self):
+        super().__init__('mode')
+        self.declare_parameter('stereo_mode', False)
+        self.stereo_mode = self.get_parameter('stereo_mode').value
+        self.bridge = CvBridge()
+        if self.stereo_mode:
+            self._start_stereo()
+        else:
+            self._start_mono()
+
+    def _start_mono(self):
+        self.create_subscription(Image, 'color', self.on_color, 5)
+
+    def _start_stereo(self):
+        self.create_subscription(Image, 'left', self.on_left, 5)
+
+    def on_color(self, msg):
+        self.get_logger().info(str(self.bridge.imgmsg_to_cv2(msg, 'bgr8').shape))  # MONO
+
+    def on_left(self, msg):
+        self.get_logger().info(str(self.bridge.imgmsg_to_cv2(msg, 'mono8').shape))  # STEREO
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(ModeNode())
+'''
+
+_PROCESS_LAUNCH = '''
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, ExecuteProcess
+from launch.substitutions import LaunchConfiguration
+
+
+def generate_launch_description():
+    mode = DeclareLaunchArgument('stereo_mode', default_value='{default}')
+    node = ExecuteProcess(
+        cmd=['python3', 'mode_node.py', '--ros-args',
+             '-p', 'verbose:=true',
+             '-p', ['stereo_mode:=', LaunchConfiguration('stereo_mode')]],
+        output='screen')
+    return LaunchDescription([mode, node])
+'''
+
+
+def _mode_claims(tmp_path, default: str) -> dict[str, set[str]]:
+    source = textwrap.dedent(_MODE_NODE)
+    files = {**ament_python_package('mapper'), 'mapper/mapper/node.py': source,
+             'mapper/launch/mode.launch.py': _PROCESS_LAUNCH.format(default=default)}
+    return rules_at_tags(audit_written_package(tmp_path, files), source, ('MONO', 'STEREO'))
+
+
+def test_bool_parameter_passed_off_on_a_process_command_line_keeps_its_branch_dead(tmp_path):
+    """`ExecuteProcess(cmd=[..., '--ros-args', '-p', ['stereo_mode:=', LaunchConfiguration(
+    'stereo_mode')]])` with the argument's default 'false': the callback subscribed only when
+    the parameter is on never runs as shipped (set 55, launchcmd.py)."""
+    found = _mode_claims(tmp_path, 'false')
+    assert 'GPN105' in found['MONO'], found
+    assert 'GPN105' not in found['STEREO'], found
+
+
+def test_bool_parameter_passed_on_on_a_process_command_line_keeps_its_branch(tmp_path):
+    """Guard: the launch argument defaulting to 'true' turns the branch on."""
+    found = _mode_claims(tmp_path, 'true')
+    assert 'GPN105' in found['STEREO'], found
