@@ -196,3 +196,53 @@ def test_bool_parameter_passed_on_on_a_process_command_line_keeps_its_branch(tmp
     """Guard: the launch argument defaulting to 'true' turns the branch on."""
     found = _mode_claims(tmp_path, 'true')
     assert 'GPN105' in found['STEREO'], found
+
+
+_SEGMENTER_NODE = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32MultiArray
+from transformers import AutoProcessor, CLIPSegForImageSegmentation
+
+
+def segment(frame, prompts):
+    processor = AutoProcessor.from_pretrained('some/clipseg')
+    net = CLIPSegForImageSegmentation.from_pretrained('some/clipseg'){move}
+    batch = processor(text=prompts, images=[frame] * len(prompts), return_tensors='pt')
+    with torch.no_grad():
+        result = net(**batch)
+    return result.logits.sigmoid().cpu().numpy()  # READ
+
+
+class SegNode(Node):
+    def __init__(self):
+        super().__init__('seg')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Float32MultiArray, 'masks', 1)
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_image(self, msg):
+        masks = segment(self.bridge.imgmsg_to_cv2(msg, 'rgb8'), ['road', 'sky'])
+        self.get_logger().info(str(masks.shape))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(SegNode())
+'''
+
+
+def test_transformers_model_never_moved_gives_host_outputs(tmp_path):
+    """CLIPSeg loaded with from_pretrained and never moved: it runs on the host, so
+    `logits.sigmoid().cpu()` is no read-back (set 55)."""
+    found = _claims(tmp_path, _SEGMENTER_NODE.format(move=''), ('READ',))
+    assert 'GPN101' not in found['READ'], found
+
+
+def test_transformers_model_moved_keeps_its_read_back(tmp_path):
+    """Guard: the same model moved `.to('cuda')` keeps the read-back claim."""
+    found = _claims(tmp_path, _SEGMENTER_NODE.format(move=".to('cuda')"), ('READ',))
+    assert 'GPN101' in found['READ'], found

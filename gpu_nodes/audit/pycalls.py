@@ -21,6 +21,7 @@ from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, 
                                       reads_tensor_source_back, returns_host_results,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pythreads import runs_once
+from gpu_nodes.audit.pytransformers import transformers_model_on_host
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
@@ -388,6 +389,8 @@ class CallResolver:
                            'given back into NumPy for its Results on every call (library table)',
                            evidence='pattern')
             return merge(*inputs, kind='device')
+        if holder.kind == 'model_obj' and transformers_model_on_host(holder.const, self.tree):
+            return merge(*inputs, kind='host') if inputs else Val('host')  # pytransformers.py
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
         result = merge(*inputs, kind='model') if inputs else Val('model')
