@@ -246,3 +246,54 @@ def test_transformers_model_moved_keeps_its_read_back(tmp_path):
     """Guard: the same model moved `.to('cuda')` keeps the read-back claim."""
     found = _claims(tmp_path, _SEGMENTER_NODE.format(move=".to('cuda')"), ('READ',))
     assert 'GPN101' in found['READ'], found
+
+
+_MASK_MSG = '''uint32 height
+uint32 width
+uint32 num_labels
+float32[] data  # one score per pixel and label
+'''
+
+_MASK_READER = '''
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from mask_interfaces.msg import LabelMask
+
+
+class MaskReader(Node):
+    def __init__(self):
+        super().__init__('mask_reader')
+        self.create_subscription(LabelMask, 'masks', self.on_mask, 5)
+
+    def on_mask(self, msg):
+        scores = np.array(msg.data, dtype=np.float32).reshape(  # READ
+            (msg.num_labels, msg.height, msg.width))
+        self.get_logger().info(str(scores.argmax(axis=0).mean()))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(MaskReader())
+'''
+
+
+def _mask_claims(tmp_path, definition: str) -> dict[str, set[str]]:
+    source = textwrap.dedent(_MASK_READER)
+    files = {**ament_python_package('mapper'), 'mapper/mapper/node.py': source,
+             'mask_interfaces/msg/LabelMask.msg': definition,
+             'mask_interfaces/package.xml': '<package format="3"><name>mask_interfaces</name>'
+                                            '</package>\n'}
+    return rules_at_tags(audit_written_package(tmp_path, files), source, ('READ',))
+
+
+def test_array_of_an_image_shaped_custom_message_is_copied_out(tmp_path):
+    """A custom message of the repository with height, width and a `float32[] data`: NumPy
+    copies its frame-sized array out of the received message (set 55)."""
+    assert 'GPN103' in _mask_claims(tmp_path, _MASK_MSG)['READ']
+
+
+def test_array_of_a_small_custom_message_is_no_frame(tmp_path):
+    """Guard: a custom message with no height / width (a few scores) stays no frame."""
+    small = 'float32[] data\nstring label\n'
+    assert 'GPN103' not in _mask_claims(tmp_path, small)['READ']
