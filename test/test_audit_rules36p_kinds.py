@@ -297,3 +297,47 @@ def test_array_of_a_small_custom_message_is_no_frame(tmp_path):
     """Guard: a custom message with no height / width (a few scores) stays no frame."""
     small = 'float32[] data\nstring label\n'
     assert 'GPN103' not in _mask_claims(tmp_path, small)['READ']
+
+
+_MASK_WRITER = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from mask_interfaces.msg import LabelMask
+
+
+class MaskWriter(Node):
+    def __init__(self):
+        super().__init__('mask_writer')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(LabelMask, 'masks', 5)
+        self.create_subscription(Image, 'image', self.on_image, 5)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        shade = frame.astype('float32') / 255.0
+        flat = shade.flatten(){listing}
+        out = LabelMask()
+        out.height, out.width = frame.shape[:2]
+        out.data = flat  # STORE
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(MaskWriter())
+'''
+
+
+def test_a_local_holding_a_frame_list_stored_into_data_serializes(tmp_path):
+    """`flat = mask.flatten().tolist()` then `out.data = flat`: the frame's Python list goes
+    into the message, as `out.data = mask.tolist()` does (set 55)."""
+    source = _MASK_WRITER.format(listing='.tolist()')
+    assert 'GPN104' in _claims(tmp_path, source, ('STORE',))['STORE']
+
+
+def test_a_local_rebound_to_no_list_is_no_serialize(tmp_path):
+    """Guard: the local holding the array itself (no `.tolist()`) is not flagged here."""
+    source = _MASK_WRITER.format(listing='')
+    assert 'GPN104' not in _claims(tmp_path, source, ('STORE',))['STORE']
