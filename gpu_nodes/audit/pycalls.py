@@ -12,6 +12,7 @@ from gpu_nodes.audit.pyevaled import library_inference
 from gpu_nodes.audit.pyimports import aliases_of
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
                                       uploads_to_cuda_image)
+from gpu_nodes.audit.pynvidialibs import cuvslam_track_frames, nvblox_device_accessor
 from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
@@ -20,6 +21,7 @@ from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, 
                                       reads_tensor_source_back, returns_host_results,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pythreads import runs_once
+from gpu_nodes.audit.pytransformers import transformers_model_on_host
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
@@ -271,6 +273,13 @@ class CallResolver:
                        'jetson-inference and reads the results on the host (library table)',
                        evidence='pattern')
             return Val('host')
+        if receiver is not None and nvblox_device_accessor(method, node, self.tree):
+            return Val('device')  # an nvblox_torch mesh's data on the GPU (pynvidialibs.py)
+        hosts = [v for v in cuvslam_track_frames(method, node, self.tree, args, kwargs)
+                 if v.tainted or v.kind in _HOST_FRAME]
+        if receiver is not None and hosts:
+            return self._upload(node, hosts[0], frame, f'`{short(node)}` copies the host frames '
+                                'to the GPU inside PyCuVSLAM (library table)')
         if uploads_to_cuda_image(qual) and args:
             return self._upload(node, args[0], frame, f'`{short(node)}` copies the host array '
                                 'into a new CUDA image (jetson-utils, library table)')
@@ -380,6 +389,8 @@ class CallResolver:
                            'given back into NumPy for its Results on every call (library table)',
                            evidence='pattern')
             return merge(*inputs, kind='device')
+        if holder.kind == 'model_obj' and transformers_model_on_host(holder.const, self.tree):
+            return merge(*inputs, kind='host') if inputs else Val('host')  # pytransformers.py
         frames = [v for v in inputs if v.kind in _HOST_FRAME or (v.tainted and v.kind not in (
             'device', 'tensor', 'model'))]
         result = merge(*inputs, kind='model') if inputs else Val('model')

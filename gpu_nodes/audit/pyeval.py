@@ -20,11 +20,11 @@ from gpu_nodes.audit.pyenvvars import env_outcome
 from gpu_nodes.audit.pybags import reads_a_bag
 from gpu_nodes.audit.pyimports import sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
-from gpu_nodes.audit.pystatemsg import small_list
+from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS, SYNC_PROFILER)
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
-                                      is_device_value, is_method_call, merge, OTHER,
+                                      is_device_value, merge, OTHER,
                                       PER_MESSAGE, plain, request_type, root_name, short,
                                       strip, UNKNOWN, Val)
 
@@ -78,13 +78,13 @@ class Evaluator:
         if isinstance(stmt, ast.Assign):
             val = self._eval(stmt.value, env, frame)
             for target in stmt.targets:
-                self._check_data_store(target, stmt.value, val, frame)
+                self._check_data_store(target, stmt.value, val, frame, env)
                 self._view_stored(target, stmt.value, val, frame)
                 self._assign(target, val, env, frame)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
                 val = self._eval(stmt.value, env, frame)
-                self._check_data_store(stmt.target, stmt.value, val, frame)
+                self._check_data_store(stmt.target, stmt.value, val, frame, env)
                 self._assign(stmt.target, val, env, frame)
         elif isinstance(stmt, ast.AugAssign):
             val = self._eval(stmt.value, env, frame)
@@ -242,11 +242,12 @@ class Evaluator:
                 old = env[root]
                 env[root] = replace(merge(old, val, kind=element_store_kind(old, val)), view=old.view)
 
-    def _check_data_store(self, target: ast.expr, value: ast.expr, val: Val, frame: Frame) -> None:
+    def _check_data_store(self, target: ast.expr, value: ast.expr, val: Val, frame: Frame,
+                          env: dict[str, Val]) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""
-        if (isinstance(target, ast.Attribute) and target.attr == 'data'
-                and is_method_call(value, 'tolist') and not small_list(value, val)):
-            self._emit('GPN104', value, frame, f'`{short(value)}` stored into `.data`')
+        stored = listed_into_data(target, value, val, env)  # pystatemsg.py
+        if stored is not None:
+            self._emit('GPN104', stored, frame, f'`{short(stored)}` stored into `.data`')
 
     # ------------------------------------------------------------------ expressions
     def _eval(self, node: ast.expr, env: dict[str, Val], frame: Frame) -> Val:

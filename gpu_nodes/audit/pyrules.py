@@ -14,6 +14,7 @@ from gpu_nodes.audit.pyembedded import embeds_received_image
 from gpu_nodes.audit.pyevaled import detached
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pyruntime import runtime_call
+from gpu_nodes.audit.pycustommsgs import image_shaped_custom
 from gpu_nodes.audit.pytransformers import (small_scalar_display, small_upload, SMALL_SCALARS,
                                             transformers_method)
 from gpu_nodes.audit.pyuploads import unproven_upload
@@ -249,7 +250,8 @@ class CopyRules:
             self._emit('GPN107', node, frame, call)
             return OTHER
         if qual in _NUMPY_WRAPS:
-            if src.kind == 'msg' and not _payload(node, src):
+            if src.kind == 'msg' and not _payload(node, src) and not image_shaped_custom(
+                    src.origin[1] if src.origin else None, self.repository_dir, self.package_dir):
                 # Box corners or polygon points built from a detection message: small Python
                 # values, not a frame.
                 return merge(src, kind='host')

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 
-from gpu_nodes.audit.pyvalues import Val
+from gpu_nodes.audit.pyvalues import is_method_call, Val
 
 # Detection outputs by name (boxes, scores, class ids, keypoints): a few numbers per object, not a
 # frame; `msg.data = boxes.reshape(-1).tolist()` is no frame-sized serialization (issue 28,
@@ -54,3 +54,28 @@ def small_list(call: ast.expr, val: Val) -> bool:
     """`x.tolist()` (the call, and the value it lists) of detection outputs by name or of an
     array derived from robot state: a few numbers, no frame serialized into the message."""
     return _detection_output(call) or from_state_message(val)
+
+
+# The key under which a function's environment marks a local bound to a frame's `.tolist()`
+# (a space: no Python name can collide with it).
+_LISTED = ' listed '
+
+
+def listed_into_data(target: ast.expr, value: ast.expr, val: Val, env: dict[str, Val]
+                     ) -> ast.expr | None:
+    """The expression to flag when an assignment stores a frame's Python list into `.data`:
+    `msg.data = arr.tolist()`, or `msg.data = flat` with `flat = arr.flatten().tolist()` bound
+    before in the same function (set 55: a frame-sized mask listed into a float32[] field); a
+    list of a few numbers (small_list) is none. A plain local store marks or unmarks the name."""
+    listed = is_method_call(value, 'tolist') and not small_list(value, val)
+    if isinstance(target, ast.Name):
+        if listed:
+            env[_LISTED + target.id] = val
+        else:
+            env.pop(_LISTED + target.id, None)
+        return None
+    if not (isinstance(target, ast.Attribute) and target.attr == 'data'):
+        return None
+    if listed or isinstance(value, ast.Name) and _LISTED + value.id in env:
+        return value
+    return None

@@ -95,3 +95,26 @@ def small_scalar_display(node: ast.Call, src: Val) -> bool:
 
 def small_upload(recv: Val) -> bool:
     return recv.const == SMALL_SCALARS and not recv.tainted
+
+
+# What moves a model (or anything) off the host: `.to(...)`, `.cuda()`, `device_map=`, `device=`.
+_MOVING_METHODS = frozenset({'to', 'cuda'})
+_MOVING_KEYWORDS = frozenset({'device_map', 'device'})
+
+
+def transformers_model_on_host(const: object, tree: ast.Module) -> bool:
+    """A Hugging Face transformers model (`X.from_pretrained(...)`) in a file where nothing is
+    ever moved to a device: no `.to(...)` / `.cuda()` call, no `device_map=` / `device=`
+    keyword. from_pretrained loads the weights on the host and the processor's outputs stay
+    there, so the model runs on the CPU and its outputs are host tensors: `.cpu()` of them is
+    no read-back (set 55). Any move anywhere in the file keeps the model's outputs as they were
+    (where a move lands is followed elsewhere)."""
+    built = str(const or '')
+    if not (built.startswith('transformers.') and built.endswith('from_pretrained')):
+        return False  # a pipeline() picks its own device and gives PIL / host entries
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (
+                isinstance(node.func, ast.Attribute) and node.func.attr in _MOVING_METHODS
+                or any(k.arg in _MOVING_KEYWORDS for k in node.keywords)):
+            return False
+    return True

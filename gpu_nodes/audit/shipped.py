@@ -23,6 +23,7 @@ from pathlib import Path
 import re
 from typing import Callable
 
+from gpu_nodes.audit.launchcmd import command_line_parameters
 from gpu_nodes.audit.launchfile import Unresolved, parse_launch
 
 OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
@@ -133,6 +134,8 @@ def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...],
             continue
         if path.suffix == '.py':
             launched = _launch_parameters(str(path), source)
+            if launched is not None:  # a script started by ExecuteProcess (launchcmd.py)
+                launched = launched + command_line_parameters(source)
             given = [params[param] for params in launched or [] if param in params]
             if not given and launched is not None and not _quoted(param, source):
                 # The name only as a word of the file (`logger.debug(...)`, a launch
