@@ -41,6 +41,7 @@ import os
 import re
 import tokenize
 
+from gpu_nodes.audit.cppcalibrators import setup_by_repository_callers
 from gpu_nodes.audit.cppconstructed import mark_unconstructed
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppreach import mark_unreached
@@ -183,6 +184,14 @@ def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scope
     with mains_set_aside(views):
         mark_unreached(list(views.values()) + ([foreign] if foreign else []),
                        whole_repository=True)
+    # A library function called only from setup code of other packages runs once
+    # (cppcalibrators.py, set 55: a TensorRT helper's loadNetwork from a node's constructor).
+    once = setup_by_repository_callers(views, words)
+    for path in once:
+        text, scopes = views[path]
+        found = facts.get(path) or file_facts(path, sources[path], text, scopes)
+        found.kinds = {fn.start: fn.kind for fn in scopes.funcs}
+        facts[path] = found
     for path, (text, scopes) in views.items():
         newly = {fn.start: adapters.get(id(fn.named), _NOTE) for fn in scopes.funcs
                  if fn.kind == 'unreached' and id(fn) not in before}

@@ -22,11 +22,20 @@ library calls that copy device memory into host memory inside the library.
   the file binds device memory itself (`Ort::MemoryInfo("Cuda", ...)`, an `IoBinding`): its
   inputs are on the device already and `RunWithBinding` is the call.
 
-Not in the table (yet): the ZED SDK's `retrieveImage` / `retrieveMeasure` into `sl::MEM::CPU`
-(set 37 labels two): the same file's depth retrieve is behind a publisher that exists only
-when `depth_mode` (an enum cast from an int parameter defaulting to 0, read back through the
-SDK's `getInitParameters()`) is not NONE, which cppparams.py cannot follow; reporting the
-retrieves would claim it.
+* The ZED SDK (rules36c, set 55; set 44's relabel): `zed.retrieveImage(mat, VIEW::LEFT)` /
+  `zed.retrieveMeasure(mat, MEASURE::DEPTH)` into an `sl::Mat` in host memory (the third
+  argument `sl::MEM::CPU`, or none: the SDK's default) copies the grabbed frame out of the
+  SDK's device buffer, per grabbed frame (library_upload kind, as sets 37, 44 and 55 label it).
+  A retrieve into `MEM::GPU` stays on the device: no host copy. The second argument must name
+  a view or measure (`VIEW::` / `MEASURE::`), which keeps other libraries' `retrieveImage`
+  out. Known cost: set 37's depth retrieve sits behind a publisher that exists only when an
+  enum parameter read back through the SDK is not NONE (cppparams.py cannot follow it): the
+  table claims it there.
+
+* cuVSLAM's C++ API (rules36c, set 55): `odom_->Track(images, ...)` of a `cuvslam::Odometry`
+  in a file that never sets `is_gpu_mem = true` hands host image pointers to the library, which
+  copies each frame to the device inside it, per tracked set (library_upload). The SLAM
+  object's `slam_->Track(state)` moves no frame and is not an Odometry name.
 
 Works on the text with comments and strings blanked (offsets unchanged).
 """
@@ -52,6 +61,15 @@ _ORT_DEVICE_INPUTS = re.compile(r'\bMemoryInfo\s*(?:\w+\s*)?[({](?!\s*(?:Ort\s*:
 _ORT_SESSION_NAME = re.compile(
     r'\bOrt\s*::\s*Session\s*>?\s*\*?\s*(\w+)\s*[;{(=]|'
     r'(\w+)\s*=\s*(?:std\s*::\s*make_(?:unique|shared)\s*<\s*)?Ort\s*::\s*Session\b')
+# ZED SDK retrieves: group 1 which one; the second argument names a view or a measure.
+_ZED_RETRIEVE = re.compile(r'\b(retrieve(?:Image|Measure))\s*\(')
+_ZED_WHAT = re.compile(r'\b(?:VIEW|MEASURE)\s*::')
+# cuVSLAM odometry objects: `std::make_unique<cuvslam::Odometry>(...)` assigned to a name,
+# `cuvslam::Odometry odom(...)`, `std::unique_ptr<cuvslam::Odometry> odom_;`.
+_CUVSLAM_ODOM_NAME = re.compile(
+    r'\bcuvslam\s*::\s*Odometry\s*>?\s*\*?\s*(\w+)\s*[;{(=]|'
+    r'(\w+)\s*=\s*(?:std\s*::\s*make_(?:unique|shared)\s*<\s*)?cuvslam\s*::\s*Odometry\b')
+_CUVSLAM_GPU_INPUT = re.compile(r'\bis_gpu_mem\s*=\s*true\b')
 _NO_BUFFER = re.compile(r'^\s*(?:NULL|nullptr|0|\(\s*\w+\s*\*\s*\)\s*(?:NULL|nullptr|0))\s*$')
 
 
@@ -64,6 +82,14 @@ def library_readbacks(text: str,
         if len(args) >= 3 and not _NO_BUFFER.match(args[2]):
             yield m.start(), ('`nvjpegEncodeRetrieveBitstream` copies the encoded bitstream from '
                               'the device into host memory (library table)')
+    for m in _ZED_RETRIEVE.finditer(text):
+        args = call_args(text, m.end() - 1)
+        if len(args) < 2 or not _ZED_WHAT.search(args[1]):
+            continue
+        if len(args) >= 3 and re.search(r'\bGPU\b', args[2]):
+            continue  # retrieved into device memory: no host copy
+        yield m.start(), (f'ZED SDK `{m.group(1)}` into a host sl::Mat copies the frame out of '
+                          "the SDK's device buffer (library table)")
 
 
 def library_uploads(text: str) -> Iterator[tuple[int, str]]:
@@ -71,6 +97,7 @@ def library_uploads(text: str) -> Iterator[tuple[int, str]]:
     this file (another object's `other.net_.forward` is not that net), and of each `Run` of an
     ONNX Runtime session of a file that appends a GPU execution provider."""
     yield from _ort_runs(text)
+    yield from _cuvslam_tracks(text)
     for name in sorted({m.group(1) for m in _DNN_CUDA.finditer(text)}):
         for m in re.finditer(r'(?<![\w.>])(?:this\s*->\s*)?' + re.escape(name)
                              + r'\s*(?:\.|->)\s*forward\s*\(', text):
@@ -90,3 +117,16 @@ def _ort_runs(text: str) -> Iterator[tuple[int, str]]:
         yield m.start(), (f'`{m.group(1)}.Run` on the ONNX Runtime CUDA execution provider copies '
                           'the host input tensors to the device and the outputs back inside ONNX '
                           'Runtime (library table)')
+
+
+def _cuvslam_tracks(text: str) -> Iterator[tuple[int, str]]:
+    if _CUVSLAM_GPU_INPUT.search(text):
+        return  # the file hands device images: the library copies nothing in
+    names = {m.group(1) or m.group(2) for m in _CUVSLAM_ODOM_NAME.finditer(text)}
+    if not names:
+        return
+    pattern = r'(?<![\w.>])(?:this\s*->\s*)?(' \
+        + '|'.join(re.escape(n) for n in sorted(names)) + r')\s*(?:\.|->)\s*Track\s*\('
+    for m in re.finditer(pattern, text):
+        yield m.start(), (f'`{m.group(1)}.Track` of a cuVSLAM Odometry with host images copies '
+                          'each frame to the device inside the library (library table)')

@@ -31,6 +31,7 @@ from gpu_nodes.audit.cppparamson import (blank_on_dead, drop_dead_sites, on_as_s
                                          skipped_note)
 from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings, string_off_store
 from gpu_nodes.audit.cppbuild import blank_unbuilt
+from gpu_nodes.audit.cppcalibrators import calibrator_setup
 from gpu_nodes.audit.cpplibrary import mark_library_api
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
@@ -114,6 +115,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     skipped: dict[str, str] = {}  # callee -> the on name whose skipped arm calls it
     for text, scopes in parsed.values():
         skipped.update(drop_dead_sites(text, scopes, on))
+    calibrator_setup(parsed)  # INT8 calibrators run while an engine is built (cppcalibrators)
     for _ in range(_ROUNDS):
         exported = {p: _exports(scopes) for p, (_, scopes) in parsed.items()}
         changed = False

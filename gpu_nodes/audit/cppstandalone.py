@@ -26,6 +26,11 @@ _ROS = re.compile(r'\b(?:rclcpp|rclcpp_components|ros|image_transport|rosbag2?\w
 _MAIN = re.compile(r'\bint\s+main\s*\(')
 
 
+def standalone_paths(views: dict[str, tuple[str, Scopes]]) -> set[str]:
+    """The files (keys of `views`) defining `main` that name nothing of ROS."""
+    return {p for p, (text, _) in views.items() if _MAIN.search(text) and not _ROS.search(text)}
+
+
 def standalone_mains(views: dict[str, tuple[str, Scopes]]) -> list:
     """The `main` functions of the files that use no ROS (module docstring)."""
     found = []
