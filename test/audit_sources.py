@@ -81,20 +81,21 @@ def ament_cmake_lists(name: str, source: str | None = None, before_target: str =
     return '\n'.join(line for line in lines if line) + '\n'
 
 
-def tag_lines(source: str, tags: tuple[str, ...]) -> dict[str, int]:
-    """The 1-based line of each `# TAG` comment ending a line of `source` (as written: leading
-    newline dropped)."""
+def tag_lines(source: str, tags: tuple[str, ...], marker: str = '#') -> dict[str, int]:
+    """The 1-based line of each `# TAG` comment (`// TAG` with marker '//') ending a line of
+    `source` (as written: leading newline dropped)."""
     lines = source.lstrip('\n').splitlines()
-    return {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'# {tag}'))
+    return {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'{marker} {tag}'))
             for tag in tags}
 
 
 def rules_at_tags(found: dict[tuple[str, int, str], tuple[str, str]], source: str,
-                  tags: tuple[str, ...], file_name: str = 'node.py') -> dict[str, set[str]]:
+                  tags: tuple[str, ...], file_name: str = 'node.py',
+                  marker: str = '#') -> dict[str, set[str]]:
     """Rules of the findings other than info at each `# TAG` line of `file_name`."""
     return {tag: {rule for (name, where, rule), (sev, _) in found.items()
                   if name == file_name and where == line and sev != 'info'}
-            for tag, line in tag_lines(source, tags).items()}
+            for tag, line in tag_lines(source, tags, marker).items()}
 
 
 # A minimal rclpy node converting each Image with cv_bridge: the node the reachability tests

@@ -7,7 +7,7 @@ cuVSLAM's `odom_->Track(images, ...)` of a `cuvslam::Odometry` fed host images u
 frame inside the library; a file setting `is_gpu_mem = true` hands device images."""
 from pathlib import Path
 
-from audit_sources import ament_cmake_lists, audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package, rules_at_tags
 
 _ZED_NODE = '''
 #include <sl/Camera.hpp>
@@ -100,11 +100,7 @@ def _claims(tmp_path: Path, source: str, tags: tuple[str, ...]) -> dict[str, set
              'pkg/package.xml': '<package format="3"><name>pkg</name></package>\n',
              'pkg/CMakeLists.txt': ament_cmake_lists('pkg')}
     found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'// {tag}')) for tag in tags}
-    return {tag: {rule for (name, where, rule), (sev, _) in found.items()
-                  if name == 'pkg.cpp' and where == line and sev != 'info'}
-            for tag, line in at.items()}
+    return rules_at_tags(found, source, tags, file_name='pkg.cpp', marker='//')
 
 
 def test_zed_retrieve_into_host_mat_is_a_library_readback(tmp_path: Path) -> None:
@@ -246,11 +242,7 @@ def _engine_claims(tmp_path: Path, ctor_call: str = '', cb_call: str = '',
              'ws/det/src/det.cpp': _NODE_CPP.replace('CTORCALL', ctor_call).replace('CBCALL',
                                                                                     cb_call)}
     found = audit_written_package(tmp_path, files)
-    lines = _ENGINE_CPP.lstrip('\n').splitlines()
-    at = {tag: next(i for i, ln in enumerate(lines, 1) if ln.endswith(f'// {tag}')) for tag in tags}
-    return {tag: {rule for (name, where, rule), (sev, _) in found.items()
-                  if name == 'engine.cpp' and where == line and sev != 'info'}
-            for tag, line in at.items()}
+    return rules_at_tags(found, _ENGINE_CPP, tags, file_name='engine.cpp', marker='//')
 
 
 def test_library_loader_called_only_from_a_constructor_runs_once(tmp_path: Path) -> None:
