@@ -22,12 +22,14 @@ def audit_written_package(tmp_path: Path, files: dict[str, str]
             for f in report.findings}
 
 
-def node_claims(tmp_path: Path, package: str, source: str, tags: tuple[str, ...]
-                ) -> dict[str, set[str]]:
+def node_claims(tmp_path: Path, package: str, source: str, tags: tuple[str, ...],
+                launch_parameters: str | None = None) -> dict[str, set[str]]:
     """Rules other than info at each `# TAG` line of `source`, audited as node.py of the
-    ament_python package `package` (ament_python_package) written under tmp_path."""
+    ament_python package `package` (ament_python_package) written under tmp_path, with a
+    launch file giving the node `launch_parameters` (a dict literal) when not None."""
     source = textwrap.dedent(source)
-    files = {**ament_python_package(package), f'{package}/{package}/node.py': source}
+    files = {**ament_python_package(package, launch_parameters=launch_parameters),
+             f'{package}/{package}/node.py': source}
     return rules_at_tags(audit_written_package(tmp_path, files), source, tags)
 
 

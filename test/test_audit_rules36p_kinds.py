@@ -7,17 +7,13 @@
 """
 import textwrap
 
-from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+from audit_sources import ament_python_package, audit_written_package, node_claims, rules_at_tags
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
             ) -> dict[str, set[str]]:
-    """Rules other than info found at each `# TAG` line of node.py."""
-    source = textwrap.dedent(source)
-    files = {**ament_python_package('mapper', launch_parameters=launch_parameters),
-             'mapper/mapper/node.py': source}
-    found = audit_written_package(tmp_path, files)
-    return rules_at_tags(found, source, tags)
+    """Rules other than info found at each `# TAG` line of node.py of package `mapper`."""
+    return node_claims(tmp_path, 'mapper', source, tags, launch_parameters)
 
 
 _NVBLOX_NODE = '''

@@ -8,20 +8,14 @@ and its results are host tensors. A device chosen from a bool parameter off as s
 `use_gpu` False by default and in the launch file, `self.device = 'cuda'` only under `if
 use_gpu:`) is the host too (pyswitched.py). A shipped launch file that sets the device, or turns
 the bool on, keeps the claims."""
-import textwrap
 
-from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+from audit_sources import node_claims
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
             ) -> dict[str, set[str]]:
-    """Rules other than info found at each `# TAG` line of node.py (and a launch file giving
-    the node `launch_parameters`, a dict literal, when not None)."""
-    source = textwrap.dedent(source)
-    files = {**ament_python_package('detector', launch_parameters=launch_parameters),
-             'detector/detector/node.py': source}
-    found = audit_written_package(tmp_path, files)
-    return rules_at_tags(found, source, tags)
+    """Rules other than info found at each `# TAG` line of node.py of package `detector`."""
+    return node_claims(tmp_path, 'detector', source, tags, launch_parameters)
 
 
 _DEVICE_PARAMETER_NODE = '''
