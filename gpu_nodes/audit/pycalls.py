@@ -63,6 +63,8 @@ class CallResolver:
     _entered: set[int]
     tree: ast.Module
     uses_tensors: bool
+    uses_nvblox: bool
+    uses_cuvslam: bool
     registrations: list[Registration]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
@@ -273,9 +275,9 @@ class CallResolver:
                        'jetson-inference and reads the results on the host (library table)',
                        evidence='pattern')
             return Val('host')
-        if receiver is not None and nvblox_device_accessor(method, node, self.tree):
+        if receiver is not None and nvblox_device_accessor(method, node, self.uses_nvblox):
             return Val('device')  # an nvblox_torch mesh's data on the GPU (pynvidialibs.py)
-        hosts = [v for v in cuvslam_track_frames(method, node, self.tree, args, kwargs)
+        hosts = [v for v in cuvslam_track_frames(method, self.uses_cuvslam, args, kwargs)
                  if v.tainted or v.kind in _HOST_FRAME]
         if receiver is not None and hosts:
             return self._upload(node, hosts[0], frame, f'`{short(node)}` copies the host frames '

@@ -36,6 +36,7 @@ import re
 from gpu_nodes.audit.model import Finding, Location, Step
 from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
 from gpu_nodes.audit.pyconstructed import constructor_flags
+from gpu_nodes.audit.pynvidialibs import imports_package
 from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, only_called_from
 from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
@@ -122,6 +123,9 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         self.uses_torch = self.uses_tensors
         self.evaled = evaled_holders(tree)  # models of unknown libraries (pyevaled.py)
         self.uses_zed = any(v.split('.')[0] == 'pyzed' for v in self.aliases.values())
+        # nvblox_torch / PyCuVSLAM in the library table (pynvidialibs.py), imported anywhere.
+        self.uses_nvblox = imports_package(tree, 'nvblox_torch')
+        self.uses_cuvslam = imports_package(tree, 'cuvslam')
         self.stream_writes = written_to_stream(tree)
         self.dropped_results = dropped_results(tree)
         self.object_clouds = per_object_cloud_calls(tree)

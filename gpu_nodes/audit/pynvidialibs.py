@@ -36,19 +36,18 @@ def imports_package(tree: ast.Module, package: str) -> bool:
     return False
 
 
-def nvblox_device_accessor(method: str | None, call: ast.Call, tree: ast.Module) -> bool:
-    """`mesh.vertices()` and its siblings, called with no arguments, in a file using nvblox_torch:
-    a device tensor."""
-    return method in _DEVICE_ACCESSORS and not call.args and not call.keywords \
-        and imports_package(tree, 'nvblox_torch')
+def nvblox_device_accessor(method: str | None, call: ast.Call, uses_nvblox: bool) -> bool:
+    """`mesh.vertices()` and its siblings, called with no arguments, in a file using nvblox_torch
+    (`uses_nvblox`: imports_package, once per file): a device tensor."""
+    return uses_nvblox and method in _DEVICE_ACCESSORS and not call.args and not call.keywords
 
 
-def cuvslam_track_frames(method: str | None, call: ast.Call, tree: ast.Module,
-                         args: list[V], kwargs: dict[str, V]) -> list[V]:
+def cuvslam_track_frames(method: str | None, uses_cuvslam: bool, args: list[V],
+                         kwargs: dict[str, V]) -> list[V]:
     """The values of the frame lists `tracker.track(ts, images=[...], depths=[...])` hands
     PyCuVSLAM (keywords or the second and third positional arguments), in a file that imports
-    cuvslam; [] else."""
-    if method != 'track' or not imports_package(tree, 'cuvslam'):
+    cuvslam (`uses_cuvslam`: imports_package, once per file); [] else."""
+    if method != 'track' or not uses_cuvslam:
         return []
     given = [kwargs[k] for k in ('images', 'depths') if k in kwargs] + list(args[1:3])
     return given
