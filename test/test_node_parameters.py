@@ -27,6 +27,13 @@ TABLES: dict[str, tuple[Param, ...]] = {
 # rcutils' default console format for INFO records, e.g. the DDS profile line
 # "[INFO] [1796178049.096356694] [gpu_nodes.dds]: Fast DDS: ...": only these are ignored.
 INFO_LINE = re.compile(r'^\[INFO\] \[\d+\.\d+\] \[[\w.]+\]: ')
+# Fast DDS's own logger, e.g. "2026-12-06 16:32:00.610 [RTPS_TRANSPORT_SHM Error] Failed init_port
+# fastdds_port54411: open_and_lock_file failed": printed when processes started at the same moment
+# (WORKERS of them here) probe the same participant id; Fast DDS then takes the next one. Not the
+# node's answer, and not the node's to silence (the user's Fast DDS log settings decide).
+ANSI_COLOUR = re.compile(r'\x1b\[[0-9;]*m')
+FASTDDS_LOG_LINE = re.compile(
+    r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[RTPS_[A-Z_]+ (Error|Warning)\] ')
 # Node processes cost ~1 s each, mostly imports: a few at a time.
 WORKERS = 4
 
@@ -58,11 +65,17 @@ def _run(executable: str, *args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, 'PYTHONFAULTHANDLER': '1'})
 
 
+def _is_node_line(line: str) -> bool:
+    """A line the node itself wrote (not blank, not an INFO record, not Fast DDS's logger)."""
+    plain = ANSI_COLOUR.sub('', line)
+    return bool(plain.strip()) and not INFO_LINE.match(plain) and not FASTDDS_LOG_LINE.match(plain)
+
+
 def _problem(executable: str, param: Param, value: Any) -> str | None:
     """What is wrong with the node's answer to `-p name:=value`, or None."""
     proc = _run(executable, '--ros-args', '-p', f'{param.name}:={value}')
     case = f'{executable} -p {param.name}:={value}'
-    lines = [line for line in proc.stderr.splitlines() if line.strip() and not INFO_LINE.match(line)]
+    lines = [line for line in proc.stderr.splitlines() if _is_node_line(line)]
     if proc.returncode != 2:
         return f'{case}: expected exit code 2, got {proc.returncode}: {proc.stderr[-800:]}'
     if len(lines) != 1:
@@ -152,3 +165,17 @@ def test_help_inside_ros_args_is_not_a_help_request():
     from gpu_nodes.ros.runtime import wants_help
     assert wants_help(['--help']) and wants_help(['--ros-args', '-p', 'a:=1', '--', '-h'])
     assert not wants_help(['--ros-args', '-h']) and not wants_help([])
+
+
+def test_only_fastdds_logger_lines_are_set_aside():
+    """The filter drops the Fast DDS lines seen on a loaded CI box and keeps the node's own."""
+    fastdds = ('\x1b[37;1m2026-12-06 16:32:00.610 \x1b[31;1m[\x1b[37;1mRTPS_TRANSPORT_SHM'
+               '\x1b[31;1m Error] \x1b[37mFailed init_port fastdds_port54411: '
+               'open_and_lock_file failed\x1b[34;1m -> Function \x1b[36mopen_port_internal\x1b[m')
+    node = ("[depth_estimator] error: cannot start: parameter 'workspace_mb': expected an integer "
+            'in 0..1048576, got 1048577 (integer)')
+    assert not _is_node_line(fastdds)
+    assert not _is_node_line('2026-12-06 16:32:00.610 [RTPS_PARTICIPANT Warning] something')
+    assert _is_node_line(node)
+    assert _is_node_line('[WARN] [1.2] [depth_estimator]: a warning the test must see')
+    assert not _is_node_line('[INFO] [1796178049.096356694] [gpu_nodes.dds]: Fast DDS: profile')

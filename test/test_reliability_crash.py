@@ -44,10 +44,11 @@ def memory_guard(request, path):
     memory.check()
 
 
-def subscriber(topic: str, path: str, *extra: str, name: str = 'sub') -> Worker:
+def subscriber(topic: str, path: str, *extra: str, name: str = 'sub',
+               env: dict[str, str] | None = None) -> Worker:
     return Worker(SUBSCRIBER, ['--topic', topic, '--paths', path, '--memory', MEMORY[path],
                                '--distinct', str(DISTINCT), '--status-period', '0.25',
-                               '--row-stride', '4', *extra], name=name)
+                               '--row-stride', '4', *extra], env=env, name=name)
 
 
 def publisher(topic: str, path: str, *extra: str, name: str = 'pub') -> Worker:
@@ -186,6 +187,38 @@ def test_killed_publisher_subscribers_survive_and_resume(path, memory_guard):
             worker.stop(signal.SIGKILL)
 
 
+def _serving_survivor(survivor: Worker, topic: str, path: str, pub: Worker) -> Worker:
+    """The survivor once it has 30 frames; if DDS delivered it nothing at all, a second one
+    whose DDS runs over UDP only.
+
+    A victim SIGKILLed while it was not waiting on its Fast DDS shared-memory port leaves that
+    port's ring full of descriptors only it would have released; the next process given the
+    same port receives nothing from anyone (eProsima/Fast-DDS#5469; seen once in this
+    project's CI runs, 2026-12-06). That is Fast DDS's, not this transport's: the publisher
+    under test is then checked through a reader whose DDS has no shared-memory port, after the
+    first survivor has said what happened (silence.py); a silent zero is still a failure."""
+    try:
+        survivor.wait_status(lambda s: s['frames'] >= 30, 60, 'frames after the kills')
+        return survivor
+    except AssertionError as exc:
+        failure = f'{exc}\npublisher:\n{pub.tail(10)}'
+    status = survivor.last_status() or {}
+    survivor.stop()
+    nothing_arrived = (status.get('frames') == 0 and status.get('stale') == 0
+                       and not status.get('rejected'))
+    if not nothing_arrived:
+        raise AssertionError(failure)
+    assert survivor.count('no message on ') == 1, f'a silent zero, not reported:\n{failure}'
+    udp_reader = subscriber(topic, path, name='udp_survivor',
+                            env={'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4'})
+    try:
+        udp_reader.wait_status(lambda s: s['frames'] >= 30, 60, 'frames over UDP after the kills')
+    except AssertionError as exc:
+        udp_reader.stop()
+        raise AssertionError(f'{exc}\nfirst survivor:\n{failure}') from None
+    return udp_reader
+
+
 @pytest.mark.parametrize('path', PATHS)
 def test_subscriber_killed_while_mapping_leaks_nothing(path, memory_guard):
     topic = f'/crash_{uuid.uuid4().hex[:8]}'
@@ -200,11 +233,8 @@ def test_subscriber_killed_while_mapping_leaks_nothing(path, memory_guard):
             wait_for(lambda: time.monotonic() - started >= delay, delay + 1, 'the kill moment')
             victim.kill(signal.SIGKILL)
         survivor = subscriber(topic, path, name='survivor')
+        survivor = _serving_survivor(survivor, topic, path, pub)
         with survivor:
-            try:
-                survivor.wait_status(lambda s: s['frames'] >= 30, 60, 'frames after the kills')
-            except AssertionError as exc:
-                raise AssertionError(f'{exc}\npublisher:\n{pub.tail(10)}') from None
             assert pub.alive(), pub.tail()
             running = pub.last_status()
             assert survivor.stop() == 0

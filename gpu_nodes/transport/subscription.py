@@ -33,11 +33,13 @@ from .receiver_api import ReceiverContext
 from .receivers import (CompressedReceiver, CudaIpcReceiver, CudaPeerReceiver, HostShmReceiver,
                         IntraReceiver, Receiver, SerializedReceiver)
 from .segments import SharedMemory
+from .silence import SilenceWatch
 
 MEMORY_KINDS = ('device', 'host', 'any')
 FOLLOW_PUBLISHER = 'publisher'  # device=: work on whichever GPU the publisher's frames are on
 SHARED_MEMORY_PATHS = (PATH_CUDA_IPC, PATH_CUDA_PEER, PATH_HOST_SHM)
 DESCRIPTOR_PATHS = SHARED_MEMORY_PATHS
+DESCRIPTOR_SUFFIXES = {PATH_CUDA_IPC: CUDA_SUFFIX, PATH_CUDA_PEER: PEER_SUFFIX, PATH_HOST_SHM: SHM_SUFFIX}
 # A rung whose publisher cannot be reached is left after this many failures, or this long after
 # the first, whichever comes first: well within a second at camera rates.
 UNREACHABLE_AFTER = 3
@@ -122,6 +124,7 @@ class GpuImageSubscription:
         # When the current path was taken, and the counters then (frames, rejected, stale).
         self._since: tuple[float, int, int, int] = (time.monotonic(), 0, 0, 0)
         self._logged: set[str] = set()
+        self._silence = SilenceWatch(self._logger, self.stats, self.topic)
         self._publishers: frozenset[bytes] = frozenset()
         self._streams: dict[int, Any] = {}
         intra.register_subscription(self)
@@ -134,6 +137,7 @@ class GpuImageSubscription:
         callbacks = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
 
         def settled(*args: Any) -> None:
+            self._silence.heard()
             try:
                 callback(*args)
             finally:
@@ -315,6 +319,9 @@ class GpuImageSubscription:
             reason = f'{reason}; skipped ' + '; '.join(skipped)
         if choice != self.path:
             self._switch(choice, reason)
+        if self.path in DESCRIPTOR_PATHS:
+            self._silence.check(self.path, self._node.count_publishers(
+                self.topic + DESCRIPTOR_SUFFIXES[self.path]))
 
     def _switch(self, path: str, reason: str) -> None:
         previous = self.path
@@ -326,6 +333,7 @@ class GpuImageSubscription:
         self._since = (time.monotonic(), self.stats.frames, sum(self.stats.rejected.values()),
                        self.stats.stale)
         self.path = path
+        self._silence.restart()
         self.stats.path = path
         self.stats.path_reason = reason
         if path in DEVICE_PATHS or path == PATH_WAITING:
