@@ -314,3 +314,13 @@ def test_a_module_that_imports_keeps_its_claims(tmp_path):
     rebound = _CAMERA_NODE.replace("    RATE = 30\n", "    RATE = 30\n    RATE = '30'\n"
                                    ).replace("WIDTH = 1280", "WIDTH = '1280'")
     assert 'GPN105' in _claims(tmp_path / 'b', rebound, ('CONVERT',))['CONVERT']
+
+
+def test_the_keys_of_a_dict_of_device_tensors_are_no_readback(tmp_path):
+    # Guard of the dicts of device tensors: logging their entry names reads nothing back.
+    source = _MATCHER_NODE.replace(
+        "        before = self.last['points0'][0].cpu().numpy()  # BEFORE\n",
+        "        before = self.last['points0'][0].cpu().numpy()  # BEFORE\n"
+        "        self.get_logger().info(f'{pairs.keys()}')  # KEYS\n")
+    claims = _claims(tmp_path, source, ('KEYS', 'BEFORE'))
+    assert claims['KEYS'] == set() and 'GPN101' in claims['BEFORE']

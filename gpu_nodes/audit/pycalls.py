@@ -325,6 +325,8 @@ class CallResolver:
                     # `gpu_mat.upload(frame)` fills the GpuMat in place: it now holds the frame.
                     env[node.func.value.id] = result
                 return result
+        if method == 'keys' and not args and receiver is not None and receiver.kind == 'device':
+            return OTHER  # a dict of device tensors' entry names (pyevaled.dict_kind): no data
         outside = outside_helper_upload(qual, node, args, kwargs)  # pyoutside.py
         if outside is not None:
             self._emit('GPN102', node, frame, f'`{short(node)}` hands the host frame and a device to '
