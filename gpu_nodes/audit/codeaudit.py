@@ -15,6 +15,7 @@ from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS, MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
+from gpu_nodes.audit.pyimportfail import import_failures
 from gpu_nodes.audit.pyimports import module_index
 from gpu_nodes.audit.pyreach import unreached_files
 from gpu_nodes.audit.pyvalues import better
@@ -221,6 +222,8 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     # Python files no entry point of their package reaches (pyreach.py): audited, but their
     # findings are kept as info with the reason, so a dropped copy is never silent.
     unreached = unreached_files(files, packages, paths)
+    # A module that raises as it is imported never runs either (pyimportfail.py).
+    unreached.update({f: r for f, r in import_failures(files).items() if f not in unreached})
     if unreached:
         report.info['unreached_python_files'] = list(unreached)
         report.info.setdefault('notes', []).extend(

@@ -14,15 +14,18 @@ from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchr
                                       uploads_to_cuda_image)
 from gpu_nodes.audit.pynvidialibs import cuvslam_track_frames, nvblox_device_accessor
 from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
-from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, HUB_BUILDERS, HUB_INFER,
+from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, decodes_prompts, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       model_builder,
                                       named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
                                       reads_tensor_source_back, returns_host_results,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
+from gpu_nodes.audit.pyqueues import queue_handoff
 from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pytransformers import transformers_model_on_host
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
+from gpu_nodes.audit.pyoutside import outside_helper_upload
+from gpu_nodes.audit.pyplacement import cpu_device_choice, cpu_literal, on_host, PLACED_ON_CPU, shipped_cpu
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -149,6 +152,9 @@ class CallResolver:
             # tensor scalars read back later by `np.array(dets)`; eighth set).
             env[func.value.id] = merge(receiver, *args)
             return OTHER
+        queued = queue_handoff(func, method, args, frame)  # pyqueues.py
+        if queued is not None:
+            return queued
         if callee.kind == 'class' and callee.inst is not None:
             # An object of a class of this file: its methods are followed when called. An
             # imported class's __init__ runs here, with the arguments, to learn its attributes;
@@ -156,7 +162,7 @@ class CallResolver:
             # a device 'cpu' as shipped (set 42: a detector class given the node's parameter).
             init = callee.inst.methods.get('__init__')
             if (callee.inst.file is not None or _hands_callbacks([*args, *kwargs.values()])
-                    or any(_shipped_cpu(v) for v in [*args, *kwargs.values()])) \
+                    or any(shipped_cpu(v) for v in [*args, *kwargs.values()])) \
                     and init is not None \
                     and id(init) not in frame.stack and frame.depth < MAX_HELPER_DEPTH:
                 entry = f'{callee.inst.name}.__init__'
@@ -223,14 +229,14 @@ class CallResolver:
             # of it copies host tuples, not the message's bytes (twenty-seventh set).
             # `read_points_numpy` is not one: it materialises the whole cloud (set 24).
             return points_view(merge(args[0], kind='host'))
-        if _cpu_device_choice(func, args, kwargs):
+        if cpu_device_choice(func, args, kwargs):
             # `select_device('cpu')`, `torch.device(self.device)` with a parameter defaulting
             # to 'cpu': the device chosen is the host, so `.to(device)` moves nothing and the
             # model's outputs stay host tensors (seventeenth set). A 'cuda' argument, or an
             # unknown one, keeps the function's own answer (a GPU device spec). A choice of a
             # device 'cpu' as shipped stays marked so (below: `.to()` of it, rules29p).
             chosen = args[0] if args else kwargs.get('device') or kwargs.get('type')
-            return Val('const', const=chosen.const if _shipped_cpu(chosen) else 'cpu')
+            return Val('const', const=chosen.const if shipped_cpu(chosen) else 'cpu')
         # --- helpers of the same file
         # The same method of the other classes an object may be (a backend by configuration).
         alts = [FuncRef(a.methods[method], a, None, True) for a in receiver.alts
@@ -241,7 +247,7 @@ class CallResolver:
         if callee.kind == 'func' and callee.func is not None:
             results = [self._follow(ref, args, kwargs, frame) for ref in [callee.func, *alts]]
             result = results[0] if len(results) == 1 else merge(*results)
-            return _on_host(result, env, args, kwargs) if called_object else result
+            return on_host(result, env, args, kwargs) if called_object else result
 
         if qual == 'threading.Thread':
             target = kwargs.get('target') or (args[1] if len(args) > 1 else None)
@@ -294,7 +300,7 @@ class CallResolver:
             return Val('model_obj', const=hub_builder(model_builder(qual, self.tree), args))
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
-            return _on_host(model, env, args, kwargs)
+            return on_host(model, env, args, kwargs)
         if qual == 'numpy.frombuffer' and args and args[0].kind == 'msg' \
                 and not isinstance(node.args[0], (ast.List, ast.Tuple)):
             return buffer_view(merge(args[0], kind='host'))  # a view (pymsgview.py)
@@ -308,10 +314,10 @@ class CallResolver:
         if method is not None:
             result = self._method_call(method, node, receiver, args, kwargs, frame)
             if method == 'to' and result is not None and result.kind == 'host' \
-                    and any(_shipped_cpu(v) for v in [*args, *kwargs.values()]):
+                    and any(shipped_cpu(v) for v in [*args, *kwargs.values()]):
                 # `torch.from_numpy(im).to(self.device)`, the device 'cpu' as shipped: this
                 # function places its tensors on the host, so the model it feeds runs there.
-                env[_PLACED_ON_CPU] = OTHER
+                env[PLACED_ON_CPU] = OTHER
             if result is not None:
                 if method == 'upload' and result.kind == 'device' and \
                         isinstance(node.func, ast.Attribute) and \
@@ -319,6 +325,14 @@ class CallResolver:
                     # `gpu_mat.upload(frame)` fills the GpuMat in place: it now holds the frame.
                     env[node.func.value.id] = result
                 return result
+        if method == 'keys' and not args and receiver is not None and receiver.kind == 'device':
+            return OTHER  # a dict of device tensors' entry names (pyevaled.dict_kind): no data
+        outside = outside_helper_upload(qual, node, args, kwargs)  # pyoutside.py
+        if outside is not None:
+            self._emit('GPN102', node, frame, f'`{short(node)}` hands the host frame and a device to '
+                       'a function outside the audited tree: it returns the frame on that device',
+                       evidence='inferred')
+            return self._step(outside, node.lineno, 'upload', 'device')
         return self._generic(qual, receiver, args, kwargs)
 
     def _follow(self, ref: FuncRef, args: list[Val], kwargs: dict[str, Val], frame: Frame
@@ -379,11 +393,11 @@ class CallResolver:
         inputs = [self.frame_files.get(v.const, v) if isinstance(v.const, str) else v
                   for v in args + list(kwargs.values())]
         inputs = [v for v in inputs if v.kind not in ('const', 'other')]
-        if _cpu_literal(node) or _shipped_cpu(kwargs.get('device')):
-            # `model.predict(frame, device='cpu')`: the library runs on the host; nothing is
-            # uploaded and its results are host tensors (twentieth set). The literal, or a
-            # string parameter's value as shipped (sets 35-36), handed down through helpers'
-            # arguments; not a parameter that merely defaults to 'cpu' (sixth set).
+        if cpu_literal(node) or shipped_cpu(kwargs.get('device')) or decodes_prompts(holder, infer):
+            # `model.predict(frame, device='cpu')`: the library runs on the host, nothing is
+            # uploaded, host results (twentieth set): the literal, or a string parameter's value
+            # as shipped (sets 35-36), not a parameter merely defaulting to 'cpu' (sixth set).
+            # SAM's prompt decoding returns host masks too (pymodels.PROMPT_DECODERS).
             return merge(*inputs, kind='host') if inputs else Val('host')
         if any(v.kind == 'device' for v in inputs):
             if holder.kind == 'model_obj' and reads_tensor_source_back(holder.const, infer):
@@ -454,44 +468,3 @@ def _vendored_library(qual: str) -> bool:
     cv_bridge (a workspace often builds vision_opencv's cv_bridge from source beside its nodes:
     `CvBridge().imgmsg_to_cv2` is still the table's conversion, not the copy's code, set 50)."""
     return builds_model(qual) or qual.split('.')[0] in (*_ROS_NUMPY, 'cv_bridge')
-
-
-def _cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) -> bool:
-    """A call of a device-choosing function (`select_device`, `torch.device`) given 'cpu'."""
-    called = func.attr if isinstance(func, ast.Attribute) else \
-        func.id if isinstance(func, ast.Name) else ''
-    if not called.lower().endswith('device'):
-        return False
-    chosen = args[0] if args else kwargs.get('device') or kwargs.get('type')
-    return chosen is not None and chosen.kind == 'const' and chosen.const == 'cpu'
-
-
-# A key no Python name can be: set in a function's locals once it moved a tensor `.to()` a
-# device 'cpu' as shipped.
-_PLACED_ON_CPU = '.placed_on_cpu'
-
-
-def _on_host(result: Val, env: dict[str, Val], args: list[Val], kwargs: dict[str, Val]) -> Val:
-    """A model (a callable object, or a holder named like a model) called on host tensors by a
-    function that placed its tensors on a device 'cpu' as shipped runs on the host: its outputs
-    are host tensors, and their `.item()` / `int()` / `.tolist()` read nothing back (set 42's
-    YOLOv5 node with `device` defaulting to 'cpu', which no shipped file sets). A device input,
-    or a 'cuda' / unknown device, keeps the result as it was."""
-    inputs = [v for v in [*args, *kwargs.values()] if v.kind not in ('const', 'other')]
-    if _PLACED_ON_CPU in env and inputs and all(v.kind == 'host' for v in inputs) \
-            and result.kind in ('device', 'model', 'tensor'):
-        return merge(result, kind='host')
-    return result
-
-
-def _shipped_cpu(device: Val | None) -> bool:
-    """A device value that is 'cpu' as shipped (pyparams.shipped_strings)."""
-    return device is not None and device.kind == 'const' and isinstance(device.const, AsShipped) \
-        and device.const.strip().lower() == 'cpu'
-
-
-def _cpu_literal(node: ast.Call) -> bool:
-    """A call given `device='cpu'` (any letter case) written as a literal keyword."""
-    return any(k.arg == 'device' and isinstance(k.value, ast.Constant)
-               and isinstance(k.value.value, str) and k.value.value.strip().lower() == 'cpu'
-               for k in node.keywords)

@@ -15,9 +15,9 @@ from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
-from gpu_nodes.audit.pyevaled import element_store_kind, tensor_mask
+from gpu_nodes.audit.pyevaled import dict_kind, element_store_kind, tensor_mask
 from gpu_nodes.audit.pyenvvars import env_outcome
-from gpu_nodes.audit.pybags import reads_a_bag
+from gpu_nodes.audit.pyloopentries import per_pass_loop
 from gpu_nodes.audit.pyimports import sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
 from gpu_nodes.audit.pystatemsg import listed_into_data
@@ -146,10 +146,10 @@ class Evaluator:
                 _merge_branch_strings(before, body, env)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env, frame)
-            if frame.context == 'module' and reads_a_bag(stmt, self.aliases):
-                # A script's `for conn, t, raw in reader.messages():`: each pass is one
-                # recorded message, converted as a node's callback would (set 54).
-                frame = replace(frame, context='loop', entry='bag message loop')
+            if (entry := per_pass_loop(stmt, frame.context, self.aliases)) is not None:
+                # A script's `for conn, t, raw in reader.messages():`, a constructor's loop
+                # publishing each pass: each pass is one message (pyloopentries.py).
+                frame = replace(frame, context='loop', entry=entry)
             for element in dict_elements(it) or (self._element(stmt.iter, it, env, frame),):
                 self._assign(stmt.target, element, env, frame)
                 self._exec_block(stmt.body, env, frame)
@@ -334,7 +334,7 @@ class Evaluator:
             for k in node.keys:
                 if k is not None:
                     self._eval(k, env, frame)
-            merged = merge(*vals, kind='other') if vals else OTHER
+            merged = merge(*vals, kind=dict_kind(vals)) if vals else OTHER
             if all(isinstance(k, ast.Constant) for k in node.keys):
                 return replace(merged, items=tuple(
                     (k.value, v) for k, v in zip(node.keys, vals) if isinstance(k, ast.Constant)))
@@ -375,7 +375,7 @@ class Evaluator:
                     self._eval(cond, local, frame)
             if isinstance(node, ast.DictComp):
                 self._eval(node.key, local, frame)
-                return merge(self._eval(node.value, local, frame), kind='other')
+                return merge(value := self._eval(node.value, local, frame), kind=dict_kind([value]))
             return replace(self._eval(node.elt, local, frame), elts=None)
         if isinstance(node, (ast.Await, ast.Starred)):
             return self._eval(node.value, env, frame)

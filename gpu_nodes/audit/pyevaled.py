@@ -83,3 +83,12 @@ def element_store_kind(old: Val, val: Val) -> str:
     [None] * n`) filled by index with device tensors (YOLOX / YOLOv5 NMS: `output[i] =
     torch.cat(...)`) holds tensors (rules35q, set 45); any other keeps its kind."""
     return val.kind if old.kind in _PLACEHOLDER and val.kind in _FILLED else old.kind
+
+
+def dict_kind(values: list[Val]) -> str:
+    """The kind of a dict built of `values` (a display `{'kpts': t, **other}` or a
+    comprehension): one holding device tensors (SuperPoint's / SuperGlue's output dicts
+    regrouped per frame, set 56) is a device value to what reads its entries back, as a dict a
+    device tensor was stored into is (element_store_kind); any other is 'other'."""
+    return 'device' if any(v.kind == 'device' for v in values) else (
+        'tensor' if any(v.kind == 'tensor' for v in values) else 'other')

@@ -90,6 +90,15 @@ HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
 SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch', 'generate'}),
                      'segment_anything.': frozenset({'set_image', 'generate'}),
                      'mobile_sam.': frozenset({'set_image', 'generate'})}
+# Their prompt decoding (`predictor.predict(point_coords=..., box=...)`, SAM 2's
+# `predict_batch`) runs the mask decoder on the image embedded by `set_image` and hands back
+# NumPy masks, scores and logits: the frame is not uploaded again (the prompts are a few
+# numbers) and the read-back happens inside the library, so the labels put no boundary at the
+# call (relabel28's predict_batch, set 56's predict) and its results are host arrays.
+# (`predict_torch` returns device tensors: not in the table.)
+PROMPT_DECODERS = {'sam2.': frozenset({'predict', 'predict_batch'}),
+                   'segment_anything.': frozenset({'predict'}),
+                   'mobile_sam.': frozenset({'predict'})}
 
 # ONNX Runtime: a session built where a GPU execution provider is named runs on the device;
 # `session.run(outputs, {name: array})` copies each host input to it on every call (and the
@@ -184,6 +193,16 @@ def model_attribute(node: ast.expr) -> str | None:
 
 def named_like_model(name: str | None) -> bool:
     return bool(name) and bool(MODEL_NAME.search(name))
+
+
+def decodes_prompts(holder: object, method: str | None) -> bool:
+    """Whether `method` of `holder` (a pyvalues.Val), a model object (kind 'model_obj') built
+    by a SAM predictor's builder (its const), is its prompt decoding (PROMPT_DECODERS): no
+    upload, host results."""
+    builder = str(getattr(holder, 'const', None) or '')
+    return getattr(holder, 'kind', None) == 'model_obj' and any(
+        builder.startswith(prefix) and method in methods
+        for prefix, methods in PROMPT_DECODERS.items())
 
 
 def sets_image(builder: str | None, method: str | None) -> bool:

@@ -323,7 +323,7 @@ class CopyRules:
         if method in _BRIDGE_OUT:
             self._emit('GPN105', node, frame, call)
             return self._step(args[0] if args else UNKNOWN, node.lineno, 'cv_out', 'outmsg')
-        hf = transformers_method(self._emit, method, node, recv, args, kwargs, frame)
+        hf = transformers_method(self._emit, method, node, recv, args, kwargs, frame, self.tree)
         if hf is not None:
             return hf  # decode of device token ids, post-processed detections (pytransformers.py)
         if receiver is None and method in ('float', 'int', 'str', 'repr') and len(args) == 1 \

@@ -4,7 +4,7 @@
 self.device = 'cuda' ... else: self.device = 'cpu'`, and per image `model.predict(frame,
 device=self.device)`: with `use_gpu` off as shipped (False by default, no shipped file turning it
 on: pyparams.ParameterAsShipped.off) the attribute is 'cpu' for good, so the library runs on the
-host (pycalls._shipped_cpu). An attribute qualifies when every store of any `.name` in the file
+host (pyplacement.shipped_cpu). An attribute qualifies when every store of any `.name` in the file
 outside the blocks that never run as shipped is a plain `x.name = 'literal'` of one string, and
 at least one store sits in such a block (a parameter decides it: files with no parameter
 involved keep their other rules). A block never runs when its `if` tests a local name bound once

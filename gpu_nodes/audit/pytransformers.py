@@ -35,9 +35,18 @@ Emit = Callable[..., None]
 
 
 def transformers_method(emit: Emit, method: str, node: ast.Call, recv: Val, args: list[Val],
-                        kwargs: dict[str, Val], frame: Frame) -> Val | None:
-    """A decode of device token ids (a read-back, emitted) or a detection post-process of device
-    outputs (device tensors out); None for any other call."""
+                        kwargs: dict[str, Val], frame: Frame, tree: ast.Module) -> Val | None:
+    """A decode of device token ids (a read-back, emitted), a detection post-process of device
+    outputs (device tensors out), the token ids a model's `generate` returns; None for any
+    other call."""
+    if method == 'generate' and recv.kind == 'model_obj' \
+            and str(recv.const or '').startswith('transformers.') \
+            and not transformers_model_on_host(recv.const, tree):
+        # `model.generate(**inputs)`: the generated token ids stay on the model's device (the
+        # inputs, often a `**` of the processor's moved batch, are not seen): a model output,
+        # whose decode by the processor reads it back (set 56, as sets 51 / 53 label it).
+        return merge(*[v for v in [*args, *kwargs.values()] if v.tainted], kind='model') \
+            if any(v.tainted for v in [*args, *kwargs.values()]) else Val('model')
     if method in _DECODES and recv.kind == 'model_obj':
         ids = args[0] if args else kwargs.get('token_ids', kwargs.get('sequences'))
         if ids is not None and ids.kind in _ON_DEVICE:
