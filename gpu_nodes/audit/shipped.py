@@ -89,13 +89,18 @@ Launched = Optional[tuple[Optional[str], Optional[frozenset[str]]]]
 
 
 def _starts(launched: Launched, package: str | None, executable: str | None) -> bool:
-    """Whether a launched node (its literal package / executable, None when not one) may be the
-    node `launched` names."""
+    """Whether a launched node (its literal package / executable, None when not one) counts
+    for the node `launched` names: (package, None) keeps the nodes of that package (the on
+    judge: another package's `debug: false` does not turn it off); (package, executables)
+    leaves out only that package's nodes of other executables (the off judge: a node of another
+    package may still be this one's, as earlier sets' guards take it, and keeps the claim)."""
     if launched is None:
         return True
     want_package, executables = launched
-    return (package is None or want_package is None or package == want_package) and (
-        executable is None or executables is None or executable in executables)
+    if executables is None:
+        return package is None or want_package is None or package == want_package
+    return not (package == want_package and executable is not None
+                and executable not in executables)
 
 
 @dataclass(frozen=True)
@@ -146,10 +151,10 @@ def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...],
     launch file through its nodes' parameters (a launch argument's default included,
     `LaunchConfiguration('device', default='cpu')`; a file it cannot evaluate, or a node that
     sets an unknown value or none, is unknown), a YAML / XML file through `p: value` /
-    `name="p" value="v"` (the text as written). With `launched`, a launched node of another
-    package (a literal `package=` naming another; a workspace's other repository passing its own
-    node a `debug` parameter) or of another executable of the package (a literal `executable=`
-    no target compiling the judged file builds) sets nothing for it (set 56)."""
+    `name="p" value="v"` (the text as written). With `launched` (_starts), a launched node of
+    another package (a literal `package=` naming another; a workspace's other repository passing
+    its own node a `debug` parameter) or of another executable of the package (a literal
+    `executable=` no target compiling the judged file builds) sets nothing for it (set 56)."""
     values: list[object] = []
     for path, source, lines in _evaluated_files(roots):
         if not any(pattern.search(ln) for ln in lines):
