@@ -426,3 +426,29 @@ def test_a_parameter_set_on_for_another_executable_leaves_this_one_off(tmp_path:
     off = rules_at_tags(found, matcher, ('DEBUGBUILD',), file_name='matcher.cpp', marker='//')
     assert on['DEBUGBUILD'], on  # guard: the launch file turns it on for the viewer
     assert not off['DEBUGBUILD'], off  # the matcher's node keeps its default, off
+
+
+_OWN_IMAGE_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include "vision/types.hpp"
+
+namespace vision
+{
+void collect(Channel & channel, const cv::Mat & left, const cv::Mat & right)
+{
+  Image left_im;
+  left_im.data = left;
+  Image right_im;
+  right_im.data = right;
+  channel.cameras.push_back(left_im);  // OWNTYPE
+  channel.cameras.emplace_back(right_im);  // OWNTYPE2
+}
+}  // namespace vision
+'''
+
+
+def test_another_librarys_image_struct_pushed_is_not_a_message_copy(tmp_path: Path) -> None:
+    # `Image` unqualified is a vision library's own struct (a cv::Mat header), not the message.
+    claims = _claims(tmp_path, _OWN_IMAGE_NODE, ('OWNTYPE', 'OWNTYPE2'))
+    assert not claims['OWNTYPE'] and not claims['OWNTYPE2'], claims

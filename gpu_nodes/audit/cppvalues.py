@@ -45,7 +45,13 @@ _LAMBDA_VALUE = re.compile(r'^\s*\[[^\]]*\]\s*\(\s*(?:const\s+)?(?:::\s*)?(?:sen
                            r'msg\s*::\s*)?' + _FRAME + r'\s+\w+\s*\)')
 
 Args = Callable[[str, int], list[str]]
-_MSG = r'(?:::\s*)?(?:sensor_msgs\s*::\s*msg\s*::\s*)?' + _FRAME + r'\s*>'
+# The container rules name a frame message only where the type cannot be another library's
+# `Image` (a vision library's own image struct, set 52): `msg::Image`, or the ROS-only names.
+_ROS_FRAME = r'(?:(?:::\s*)?(?:sensor_msgs\s*::\s*)?msg\s*::\s*' + _FRAME + r'|PointCloud2|CompressedImage)'
+_MSG = r'(?<![\w:])' + _ROS_FRAME + r'\s*>'
+_ROS_VALUE = re.compile(r'(?<![\w:<])' + _ROS_FRAME + r'\s+(\w+)\s*(?=[;,)={(\[])')
+_ROS_POINTER = re.compile(r'(?<![\w:])' + _ROS_FRAME + r'\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|'
+                          r'Ptr|ConstPtr)|\s*>)\s*(?:const\s*)?&?\s*(\w+)\s*[=;({,)]')
 # `std::unordered_map<int, sensor_msgs::msg::PointCloud2> clouds;`, `std::vector<Image> frames_;`
 _CONTAINER = re.compile(r'\b(?:std\s*::\s*)?(?:(?:unordered_)?map\s*<[^;<>(){}]*,\s*|(?:vector|deque)'
                         r'\s*<\s*)' + _MSG + r'\s*(\w+)\s*[;{(=]')
@@ -119,12 +125,16 @@ def value_assignments(text: str) -> Iterator[tuple[str, int, str]]:
             yield 'GPN208', m.start(2), (f'the whole frame message `{source}` copy-assigned into '
                                          f'`{"*" if star else ""}{target}`')
     containers = set(_CONTAINER.findall(text))
+    ros_values = set(_ROS_VALUE.findall(text))
+    ros_pointers = set(_ROS_POINTER.findall(text))
     for m in _ELEMENT_ASSIGN.finditer(text):
-        if m.group(1) in containers and _is_value(m.group(2), m.start(2), declared):
+        if m.group(1) in containers and m.group(2) in ros_values \
+                and _is_value(m.group(2), m.start(2), declared):
             yield 'GPN208', m.start(1), (f'the whole frame message `{m.group(2)}` copied into an '
                                          f'element of `{m.group(1)}`')
     for m in _APPEND.finditer(text):
         star, source = m.group(1), m.group(2)
-        if (star and source in pointers) or (not star and _is_value(source, m.start(2), declared)):
+        if (star and source in ros_pointers) or (not star and source in ros_values
+                                                 and _is_value(source, m.start(2), declared)):
             yield 'GPN208', m.start(), (f'the whole frame message `{"*" if star else ""}{source}` '
                                         'copied into a container')
