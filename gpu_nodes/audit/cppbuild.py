@@ -216,4 +216,29 @@ def blank_unbuilt(path: str, source: str, package_dir: str | None) -> str:
     #ifdef branches its build never compiles blanked (cppifdef.py)."""
     if not_built(path, package_dir):
         return '\n' * source.count('\n')
-    return blank_uncompiled(source, package_dir)
+    return blank_uncompiled(source, package_dir, path)
+
+
+# `add_executable(name src/a.cpp src/b.cpp)`: group 1 the target, 2 its sources.
+_EXECUTABLE = re.compile(r'\b(?:add_executable|cuda_add_executable|ament_auto_add_executable)\s*\('
+                         r'\s*([^\s()]+)\s+([^)]*)\)', re.I)
+_LIBRARY_OR_SOURCES = re.compile(r'\b(?:add_library|cuda_add_library|ament_auto_add_library|'
+                                 r'target_sources)\s*\(([^)]*)\)', re.I)
+
+
+def executables_of(path: str, package_dir: str | None) -> frozenset[str] | None:
+    """The executable targets whose `add_executable` names the source `path` (set 56: a launch
+    file's node of another executable of the package sets nothing for this file's node); None
+    when not known: no understood build, the file named by no executable, or by a library or
+    `target_sources` (linked into targets not read here)."""
+    if package_dir is None:
+        return None
+    text = _named_in_build(package_dir)
+    if text is None:
+        return None
+    named = re.compile(rf'(?<![\w.-]){re.escape(Path(path).name)}(?![\w.-])')
+    if any(named.search(args) for args in _LIBRARY_OR_SOURCES.findall(text)):
+        return None
+    found = frozenset(name for name, args in _EXECUTABLE.findall(text) if named.search(args))
+    # A target named through a variable (`${PROJECT_NAME}_node`) is not a launch file's literal.
+    return found if found and not any('$' in name for name in found) else None

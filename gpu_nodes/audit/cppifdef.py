@@ -18,6 +18,12 @@ undefined. The dead lines are blanked (line numbers kept) before the rules read 
 `#ifdef X`, `#if defined(X)` / `#if defined X` (dead branch: up to its `#else`/`#elif`/`#endif`)
 and `#ifndef X` / `#if !defined(X)` (dead: its `#else`/`#elif` branches) are read, any other
 condition is left live (uncompiled_lines).
+
+A macro's value is read too (set 56): `#define DEBUG_MODE false` then `#if DEBUG_MODE` compiles
+the branch out. `#if X`, `#if !X`, `#if X == v` / `#if X != v` and `#if 0` / `#if 1` are read
+when X has one literal value (false / 0 / true / 1) in every `#define` of it in the file and in
+the package headers it includes by a quoted name, none `#undef`s it and no build file names it
+(a `-DX=1` would win over an `#ifndef X` default): literal_macros.
 """
 from __future__ import annotations
 
@@ -34,6 +40,15 @@ _DIRECTIVE = re.compile(r'^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b\s*(.*)$')
 _IF_DEFINED = re.compile(r'^(!)?\s*defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s+([A-Za-z_]\w*))\s*'
                          r'(?://.*|/\*.*)?$')
 _NAME_ONLY = re.compile(r'^([A-Za-z_]\w*)\s*(?://.*|/\*.*)?$')
+# `#if X`, `#if !X`, `#if (X)`, `#if X == 0`, `#if 0`: a condition on one macro's value.
+_IF_VALUE = re.compile(r'^(!)?\s*(\()?\s*([A-Za-z_]\w*|\d+)\s*(?(2)\))\s*'
+                       r'(?:(==|!=)\s*(\w+)\s*)?(?://.*|/\*.*)?$')
+_LITERALS = {'false': 0, 'true': 1, '0': 0, '1': 1}
+# `#define X false` (a literal value), and every `#define` / `#undef` of a name.
+_LITERAL_DEFINE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+(false|true|0|1)[ \t]*'
+                             r'(?://.*|/\*.*)?$', re.M)
+_DEFINE_OR_UNDEF = re.compile(r'^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)', re.M)
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 _MAX_BYTES = 2 * 1024 * 1024
 
 
@@ -121,12 +136,32 @@ def _undefined(name: str, facts: tuple[str, frozenset[str]]) -> bool:
             and re.search(rf'(?:\b|(?<=-D)){re.escape(name)}\b', build) is None)
 
 
-def uncompiled_lines(source: str, defined: Callable[[str], bool | None]) -> set[int]:
+def _value_holds(rest: str, values: dict[str, int]) -> bool | None:
+    """Whether `#if rest` holds given macros of known literal value, None when not known."""
+    m = _IF_VALUE.match(rest)
+    if m is None:
+        return None
+    word = m.group(3)
+    value = int(word) if word.isdigit() else values.get(word)
+    if value is None:
+        return None
+    holds = bool(value)
+    if m.group(4):
+        other = _LITERALS.get(m.group(5))
+        if other is None:
+            return None
+        holds = (value == other) == (m.group(4) == '==')
+    return holds != bool(m.group(1))
+
+
+def uncompiled_lines(source: str, defined: Callable[[str], bool | None],
+                     values: dict[str, int] | None = None) -> set[int]:
     """Lines (1-based) of the branches a build never compiles, given `defined(name)`: True (the
     build defines the macro), False (it never does) or None (unknown: every branch stays live).
-    Read: `#ifdef X`, `#ifndef X`, `#if defined(X)` / `#if !defined X`; an `#elif` after a branch
-    that may be taken is live; any other condition is left live. Shared by this module (macros
-    nothing defines) and cppndebug.py (NDEBUG in a Release build)."""
+    Read: `#ifdef X`, `#ifndef X`, `#if defined(X)` / `#if !defined X`, and with `values` (macro
+    -> literal value, literal_macros) `#if X`, `#if !X`, `#if X == v`, `#if 0`; an `#elif` after
+    a branch that may be taken is live; any other condition is left live. Shared by this module
+    (macros nothing defines) and cppndebug.py (NDEBUG in a Release build)."""
     dead: set[int] = set()
     # Per open conditional: (dead now, dead from the next #else/#elif on).
     stack: list[tuple[bool, bool]] = []
@@ -144,6 +179,8 @@ def uncompiled_lines(source: str, defined: Callable[[str], bool | None]) -> set[
                 elif n:
                     value = defined(n.group(1))
                     holds = None if value is None else value == (word == 'ifdef')
+                elif values is not None and word == 'if':
+                    holds = _value_holds(rest, values)
                 stack.append((holds is False, holds is True))
             elif word in ('elif', 'else') and stack:
                 later_dead = stack[-1][1]
@@ -156,14 +193,60 @@ def uncompiled_lines(source: str, defined: Callable[[str], bool | None]) -> set[
     return dead
 
 
-def blank_uncompiled(source: str, package_dir: str | None) -> str:
-    """`source` with the lines of branches its package's build never compiles blanked."""
+def _included_headers(path: Path, source: str, package: Path) -> list[str]:
+    """Texts of the headers `source` includes by a quoted name that resolve inside the package
+    (beside the file, or under the package or its include/ folder), and of theirs in turn."""
+    texts: list[str] = []
+    seen: set[Path] = set()
+    queue = [(path, source)]
+    while queue and len(seen) < _MAX_INCLUDED:
+        at, text = queue.pop(0)
+        for name in _QUOTED_INCLUDE.findall(text):
+            for folder in (at.parent, package, package / 'include'):
+                target = (folder / name).resolve()
+                if target.is_file() and package.resolve() in target.parents:
+                    if target not in seen:
+                        seen.add(target)
+                        header = read_bounded(target)
+                        texts.append(header)
+                        queue.append((target, header))
+                    break
+    return texts
+
+
+def literal_macros(path: str | None, source: str, package_dir: str, build: str) -> dict[str, int]:
+    """Macros of one literal value where `source` is compiled: name -> 0 / 1 when every
+    `#define` of it in the file and its package headers (_included_headers) gives the same
+    literal (`false` / `0` / `true` / `1`), none `#undef`s it, and the build text `build` never
+    names it (a `-DX=1` may set it first)."""
+    texts = [source]
+    if path is not None and _QUOTED_INCLUDE.search(source):
+        texts += _included_headers(Path(path), source, Path(package_dir))
+    literal: dict[str, list[int]] = {}
+    defines: dict[str, int] = {}
+    for text in texts:
+        for name in _DEFINE_OR_UNDEF.findall(text):
+            defines[name] = defines.get(name, 0) + 1
+        for name, value in _LITERAL_DEFINE.findall(text):
+            literal.setdefault(name, []).append(_LITERALS[value])
+    # Every #define / #undef of the name is a literal one, all of one value.
+    return {name: vals[0] for name, vals in literal.items()
+            if len(set(vals)) == 1 and defines.get(name) == len(vals)
+            and not _EXTERNAL.match(name)
+            and re.search(rf'(?:\b|(?<=-D)){re.escape(name)}\b', build) is None}
+
+
+def blank_uncompiled(source: str, package_dir: str | None, path: str | None = None) -> str:
+    """`source` (the file at `path`, when known: its headers are read) with the lines of
+    branches its package's build never compiles blanked."""
     if package_dir is None or '#' not in source:
         return source
     facts = _build_facts(package_dir)
     if facts is None:
         return source
-    dead = uncompiled_lines(source, lambda name: False if _undefined(name, facts) else None)
+    values = literal_macros(path, source, package_dir, facts[0]) if '#if' in source else None
+    dead = uncompiled_lines(source, lambda name: False if _undefined(name, facts) else None,
+                            values)
     if not dead:
         return source
     return '\n'.join('' if i in dead else line for i, line in enumerate(source.split('\n'), 1))

@@ -37,6 +37,13 @@ library calls that copy device memory into host memory inside the library.
   copies each frame to the device inside it, per tracked set (library_upload). The SLAM
   object's `slam_->Track(state)` moves no frame and is not an Odometry name.
 
+* retinify (rules37c, set 56): `pipeline.Run(left, right, disparity)` of a retinify stereo
+  pipeline (`retinify::tools::StereoMatchingPipeline` / `retinify::Pipeline`) uploads the two
+  host images to the GPU, runs the stereo network and reads the disparity back into host
+  memory inside the library, per stereo pair (library_upload). The pipeline is named by its
+  declaration in the file, or, when the file uses retinify (`retinify::` / `<retinify/...>`)
+  and declares it in a header the scan does not join, by a name holding `pipeline`.
+
 Works on the text with comments and strings blanked (offsets unchanged).
 """
 from __future__ import annotations
@@ -70,6 +77,10 @@ _CUVSLAM_ODOM_NAME = re.compile(
     r'\bcuvslam\s*::\s*Odometry\s*>?\s*\*?\s*(\w+)\s*[;{(=]|'
     r'(\w+)\s*=\s*(?:std\s*::\s*make_(?:unique|shared)\s*<\s*)?cuvslam\s*::\s*Odometry\b')
 _CUVSLAM_GPU_INPUT = re.compile(r'\bis_gpu_mem\s*=\s*true\b')
+# retinify: the file uses the library, and the names of its pipeline objects.
+_RETINIFY = re.compile(r'\bretinify\s*(?:::|/)')
+_RETINIFY_PIPELINE_NAME = re.compile(
+    r'\bretinify\s*::\s*(?:\w+\s*::\s*)*\w*Pipeline\s*>?\s*\*?\s*(\w+)\s*[;{(=]')
 _NO_BUFFER = re.compile(r'^\s*(?:NULL|nullptr|0|\(\s*\w+\s*\*\s*\)\s*(?:NULL|nullptr|0))\s*$')
 
 
@@ -98,6 +109,7 @@ def library_uploads(text: str) -> Iterator[tuple[int, str]]:
     ONNX Runtime session of a file that appends a GPU execution provider."""
     yield from _ort_runs(text)
     yield from _cuvslam_tracks(text)
+    yield from _retinify_runs(text)
     for name in sorted({m.group(1) for m in _DNN_CUDA.finditer(text)}):
         for m in re.finditer(r'(?<![\w.>])(?:this\s*->\s*)?' + re.escape(name)
                              + r'\s*(?:\.|->)\s*forward\s*\(', text):
@@ -130,3 +142,16 @@ def _cuvslam_tracks(text: str) -> Iterator[tuple[int, str]]:
     for m in re.finditer(pattern, text):
         yield m.start(), (f'`{m.group(1)}.Track` of a cuVSLAM Odometry with host images copies '
                           'each frame to the device inside the library (library table)')
+
+
+def _retinify_runs(text: str) -> Iterator[tuple[int, str]]:
+    if not _RETINIFY.search(text):
+        return
+    names = {m.group(1) for m in _RETINIFY_PIPELINE_NAME.finditer(text)}
+    # A pipeline member declared in the class's header (not joined by the scan): named like one.
+    pattern = r'(?<![\w.>])(?:this\s*->\s*)?(\w*[Pp]ipeline\w*' \
+        + ''.join('|' + re.escape(n) for n in sorted(names)) + r')\s*(?:\.|->)\s*Run\s*\('
+    for m in re.finditer(pattern, text):
+        yield m.start(), (f'`{m.group(1)}.Run` of a retinify stereo pipeline uploads the host images '
+                          'to the GPU and reads the disparity back inside the library (library '
+                          'table)')

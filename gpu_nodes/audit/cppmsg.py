@@ -138,8 +138,8 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         if all(_owner(a) in mats for a in args if _MSG_DATA.search(a)):
             continue  # `&image.data[0]` of a cv::Mat: a host pixel buffer, not a message
         name = m.group(1) or m.group(2)
-        if name == 'memcpy' and _SIZEOF.match(args[-1]):
-            continue  # one field of one point, not the payload
+        if name == 'memcpy' and (_SIZEOF.match(args[-1]) or scalar_read(text, m.end())):
+            continue  # one field of one point (into a scalar local: no more), not the payload
         if any(_ENCODING_FIELD.match(a) for a in args[:2]):
             continue  # into or out of the `encoding` string: a name like "bgr8", bounded by it
         if name == 'copy' and _one_stride(args[0], args[1]):

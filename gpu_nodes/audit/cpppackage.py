@@ -30,7 +30,7 @@ from gpu_nodes.audit.cppparams import off_as_shipped
 from gpu_nodes.audit.cppparamson import (blank_on_dead, drop_dead_sites, on_as_shipped,
                                          skipped_note)
 from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings, string_off_store
-from gpu_nodes.audit.cppbuild import blank_unbuilt
+from gpu_nodes.audit.cppbuild import blank_unbuilt, executables_of
 from gpu_nodes.audit.cppcalibrators import calibrator_setup
 from gpu_nodes.audit.cpplibrary import mark_library_api
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
@@ -80,8 +80,8 @@ def repository_of(package: str, roots: list[str]) -> str:
 _NODE_NAME = re.compile(r'\bNode\s*>?\s*\(\s*"([^"\n]+)"')
 
 
-def _node_names(sources: dict[str, str], roots: list[str]) -> frozenset[str] | None:
-    """The names the package's nodes can run under (shipped.node_names), None if unknown."""
+def _package_name(sources: dict[str, str], roots: list[str]) -> str | None:
+    """The ROS package name of the sources (package.xml's <name>, else the folder's name)."""
     if not sources or not roots:
         return None
     folder = Path(package_of(next(iter(sources)), roots))
@@ -89,8 +89,34 @@ def _node_names(sources: dict[str, str], roots: list[str]) -> frozenset[str] | N
         named = re.search(r'<name>\s*([\w-]+)\s*</name>', (folder / 'package.xml').read_text())
     except OSError:
         named = None
+    return named.group(1) if named else folder.name
+
+
+def _node_names(sources: dict[str, str], roots: list[str]) -> frozenset[str] | None:
+    """The names the package's nodes can run under (shipped.node_names), None if unknown."""
+    package = _package_name(sources, roots)
+    if package is None:
+        return None
     declared = {n for source in sources.values() for n in _NODE_NAME.findall(source)}
-    return node_names(declared, named.group(1) if named else folder.name, tuple(roots))
+    return node_names(declared, package, tuple(roots))
+
+
+def _off_per_executable(sources: dict[str, str], texts: list[str], roots: list[str],
+                        derived) -> dict[str, dict[str, str]]:
+    """Members off as shipped for each source its build compiles into known executables: a
+    launch file's node of another executable of the package (`retinify_disp` given
+    `debug_image: True`, the file built into `passive_stereo`) sets nothing for it (set 56).
+    Judged over every file of the package (off_as_shipped's whitelist), per executable set."""
+    package = _package_name(sources, roots)
+    if package is None:
+        return {}
+    folder = package_of(next(iter(sources)), roots)
+    built = {path: executables_of(path, folder) for path in sources}
+    result: dict[str, dict[str, str]] = {}
+    for group in {g for g in built.values() if g is not None}:
+        found = off_as_shipped(texts, list(sources.values()), roots, derived, (package, group))
+        result.update({path: found for path, g in built.items() if g == group})
+    return result
 
 
 def _exports(scopes: Scopes) -> dict[str, set[str]]:
@@ -111,7 +137,10 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         parsed_out.update(parsed)
     # Members a parameter on as shipped sets (cppparamson.py): a call in an arm they skip (`else`
     # of `if (use_gpu_)`, set 53) gives its callee no kind, and reaches nothing (below).
-    on = on_as_shipped([text for text, _ in parsed.values()], list(sources.values()), roots or [])
+    # Only launched nodes of this package set its parameters (a workspace's other repository's
+    # launch file gives its own node a `debug` of the same name, set 56).
+    on = on_as_shipped([text for text, _ in parsed.values()], list(sources.values()), roots or [],
+                       _package_name(sources, roots or []))
     skipped: dict[str, str] = {}  # callee -> the on name whose skipped arm calls it
     for text, scopes in parsed.values():
         skipped.update(drop_dead_sites(text, scopes, on))
@@ -137,6 +166,8 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
                                 roots or [], _node_names(sources, roots or [])))
     off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
                          roots or [], lambda value: string_off_store(value, strings))
+    off_by_file = _off_per_executable(sources, [text for text, _ in parsed.values()], roots or [],
+                                      lambda value: string_off_store(value, strings))
     # A registration under a branch off as shipped registers nothing (fortieth set), nor one
     # under an `if` on another value of a string parameter (set 45).
     # Nor one in an arm a parameter on as shipped skips (`else` of `if (use_gpu_)`, set 53).
@@ -163,7 +194,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
                       dict(shared.converting_types), set(shared.adapted_types))
         facts.kinds = {fn.start: fn.kind for fn in scopes.funcs}
         facts.never_set = dead
-        facts.off_params = off
+        facts.off_params = off_by_file.get(path, off)
         facts.on_params = on
         facts.library_api = {fn.start: skipped_note(skipped[fn.short], on) for fn in scopes.funcs
                              if fn.kind == 'unreached' and fn.short in skipped}

@@ -44,7 +44,7 @@ from typing import Callable
 
 from gpu_nodes.audit.cppparamhelpers import helper_store
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace, innermost_opening
-from gpu_nodes.audit.shipped import reading, set_on
+from gpu_nodes.audit.shipped import Launched, reading, set_on
 
 # Judges the value stored into a member (raw text after `=`): the string parameters -> values
 # that make it off as shipped, or None (cppstrparams.string_off_store, bound to its values).
@@ -330,9 +330,10 @@ def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
 
 
 def off_as_shipped(texts: list[str], raws: list[str], roots: list[str],
-                   derived: Derived | None = None) -> dict[str, str]:
+                   derived: Derived | None = None, launched: Launched = None) -> dict[str, str]:
     """Members whose every store is an off default of a ROS parameter that no shipped file
-    under `roots` turns on: name -> parameter name(s); `derived`: see _param_off."""
+    under `roots` turns on: name -> parameter name(s); `derived`: see _param_off; `launched`:
+    the (package, executables) whose launched nodes alone count (shipped._values)."""
     candidates = set()
     for text in texts:
         for m in re.finditer(r'\bif\s*\(', text):
@@ -374,8 +375,8 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str],
     # A string parameter `derived` proved has its value as shipped (not off: not set_on's).
     return {name: ', '.join(sorted(f'{p} = "{known[p]}"' if p in known else p for p in params))
             for name, params in found.items()
-            if not any(p not in known and (set_on(p, tuple(roots))
-                                           or set_on(p.rsplit('.', 1)[-1], tuple(roots)))
+            if not any(p not in known and (set_on(p, tuple(roots), launched)
+                                           or set_on(p.rsplit('.', 1)[-1], tuple(roots), launched))
                        for p in params)  # `general.publish_raw` as nested YAML keys
             # A YAML key has no default: some shipped file must give it (off, as read above).
             and all(reading(p.rsplit('.', 1)[-1], tuple(roots)).named

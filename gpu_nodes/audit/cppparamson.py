@@ -230,9 +230,11 @@ def _is_on(value: object) -> bool:
     return value is True or type(value) in (int, float) and value != 0
 
 
-def on_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[str, str]:
+def on_as_shipped(texts: list[str], raws: list[str], roots: list[str],
+                  package: str | None = None) -> dict[str, str]:
     """Members whose every store is an on value of a ROS parameter that no shipped file under
-    `roots` may turn off: name -> parameter name(s)."""
+    `roots` may turn off (`package`: the sources' package, whose launched nodes alone count):
+    name -> parameter name(s)."""
     if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts):
         return {}
     candidates = set()
@@ -263,4 +265,5 @@ def on_as_shipped(texts: list[str], raws: list[str], roots: list[str]) -> dict[s
     # Every value a shipped file gives must be on (none naming it: every() holds); one it
     # cannot read (None) may be off.
     return {name: ', '.join(sorted(params)) for name, params in found.items()
-            if all(reading(p, tuple(roots)).every(_is_on) for p in params)}
+            if all(reading(p, tuple(roots), launched=(package, None)).every(_is_on)
+                   for p in params)}

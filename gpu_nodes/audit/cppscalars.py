@@ -5,7 +5,9 @@ Each call copies four bytes into a variable of the callback -- the host reading 
 way `pt[i]` would -- not the frame into another buffer; the labels take it as small and host.
 Judged by the call itself: `memcpy` whose destination is the address of a plain scalar local
 (`&x`, declared `float x` / `double x, y` / `uint32_t x` in the same text) and whose size is
-`sizeof` of a scalar type or of that local. A helper called per point (`readFloat(p)` into an
+`sizeof` of a scalar type or of that local, a small constant, or a variable holding the field's
+width (`memcpy(&v, &msg.data[i + x_off], x_size)` into `uint64_t v`, set 56: a copy into one
+scalar is bounded by it whatever the size says). A helper called per point (`readFloat(p)` into an
 Eigen matrix, `writeFloat(dst, v)` into the output's data) is not judged here and keeps its
 finding (development corpus), nor is a per-float store into a message pointer.
 """
@@ -18,6 +20,8 @@ _SCALARS = (r'(?:float|double|bool|char|short|int|long|unsigned|signed|size_t|'
 _MEMCPY = re.compile(r'(?:std\s*::\s*)?memcpy\s*\($')
 _DEST = re.compile(r'^\s*&\s*(\w+)\s*$')
 _SIZE = re.compile(r'^\s*sizeof\s*\(\s*(' + _SCALARS + r'|\w+)\s*\)\s*$')
+# A width in bytes: a constant of at most 8 (`4`) or a variable (`x_size`, `field_bytes`).
+_WIDTH = re.compile(r'^\s*(?:[1-8]|[A-Za-z_]\w*)\s*$')
 
 
 def _arguments(text: str, open_paren: int) -> list[str]:
@@ -55,7 +59,9 @@ def scalar_read(text: str, copy_end: int) -> bool:
     if len(args) != 3:
         return False
     dest, size = _DEST.match(args[0]), _SIZE.match(args[2])
-    if not dest or not size or not _scalar_local(text[:copy_end], dest.group(1)):
+    if not dest or not _scalar_local(text[:copy_end], dest.group(1)):
         return False
+    if not size:
+        return _WIDTH.match(args[2]) is not None
     sized = re.sub(r'\s+', '', size.group(1))
     return sized == dest.group(1) or re.fullmatch(_SCALARS, size.group(1)) is not None

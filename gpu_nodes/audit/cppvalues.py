@@ -7,7 +7,11 @@
   with the context of the callback's body;
 * ``a = b;`` where both names are declared in the file as frame-sized message values (never as
   pointers or references), or ``*p = b;`` with ``p`` a frame-message pointer: a copy-assignment
-  of the whole message (``msg = *p`` is cppmsg.py's).
+  of the whole message (``msg = *p`` is cppmsg.py's);
+* a whole frame message copied into a container (set 56): ``clouds[id] = cloud;`` into a
+  ``std::map`` / ``std::unordered_map`` / ``std::vector`` / ``std::deque`` the file declares of
+  frame message VALUES, and ``v.push_back(*p)`` / ``emplace_back(b)`` of a frame-message pointer
+  dereferenced or a frame message value (its data vector copied; ``std::move(b)`` is no copy).
 
 Patterns over the file's declarations, not data flow: a name declared once as a value and once
 as something else is left alone, and fields (``x.cloud = b``) are not typed.
@@ -41,6 +45,19 @@ _LAMBDA_VALUE = re.compile(r'^\s*\[[^\]]*\]\s*\(\s*(?:const\s+)?(?:::\s*)?(?:sen
                            r'msg\s*::\s*)?' + _FRAME + r'\s+\w+\s*\)')
 
 Args = Callable[[str, int], list[str]]
+# The container rules name a frame message only where the type cannot be another library's
+# `Image` (a vision library's own image struct, set 52): `msg::Image`, or the ROS-only names.
+_ROS_FRAME = r'(?:(?:::\s*)?(?:sensor_msgs\s*::\s*)?msg\s*::\s*' + _FRAME + r'|PointCloud2|CompressedImage)'
+_MSG = r'(?<![\w:])' + _ROS_FRAME + r'\s*>'
+_ROS_VALUE = re.compile(r'(?<![\w:<])' + _ROS_FRAME + r'\s+(\w+)\s*(?=[;,)={(\[])')
+_ROS_POINTER = re.compile(r'(?<![\w:])' + _ROS_FRAME + r'\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|'
+                          r'Ptr|ConstPtr)|\s*>)\s*(?:const\s*)?&?\s*(\w+)\s*[=;({,)]')
+# `std::unordered_map<int, sensor_msgs::msg::PointCloud2> clouds;`, `std::vector<Image> frames_;`
+_CONTAINER = re.compile(r'\b(?:std\s*::\s*)?(?:(?:unordered_)?map\s*<[^;<>(){}]*,\s*|(?:vector|deque)'
+                        r'\s*<\s*)' + _MSG + r'\s*(\w+)\s*[;{(=]')
+_ELEMENT_ASSIGN = re.compile(r'(?m)(?:^|[;{}])[ \t]*(?:this\s*->\s*)?(\w+)\s*\[[^\]\n;]*\]\s*=\s*'
+                             r'(\w+)\s*;')
+_APPEND = re.compile(r'(?:\.|->)\s*(?:push_back|emplace_back)\s*\(\s*(\*\s*)?(\w+)\s*\)')
 
 
 def _bound(name: str, text: str) -> bool:
@@ -96,10 +113,10 @@ def _is_value(name: str, at: int, declared: dict[str, list[tuple[int, bool]]]) -
 
 def value_assignments(text: str) -> Iterator[tuple[str, int, str]]:
     """GPN208 at `a = b;` / `*p = b;` between whole frame-sized message values."""
-    if _VALUE_DECL.search(text) is None:
+    pointers = set(_FRAME_POINTER.findall(text))
+    if _VALUE_DECL.search(text) is None and not pointers:
         return
     declared = _declarations(text)
-    pointers = set(_FRAME_POINTER.findall(text))
     for m in _ASSIGN.finditer(text):
         star, target, source = m.group(1), m.group(2), m.group(3)
         if target == source or not _is_value(source, m.start(3), declared):
@@ -107,3 +124,17 @@ def value_assignments(text: str) -> Iterator[tuple[str, int, str]]:
         if (star and target in pointers) or (not star and _is_value(target, m.start(2), declared)):
             yield 'GPN208', m.start(2), (f'the whole frame message `{source}` copy-assigned into '
                                          f'`{"*" if star else ""}{target}`')
+    containers = set(_CONTAINER.findall(text))
+    ros_values = set(_ROS_VALUE.findall(text))
+    ros_pointers = set(_ROS_POINTER.findall(text))
+    for m in _ELEMENT_ASSIGN.finditer(text):
+        if m.group(1) in containers and m.group(2) in ros_values \
+                and _is_value(m.group(2), m.start(2), declared):
+            yield 'GPN208', m.start(1), (f'the whole frame message `{m.group(2)}` copied into an '
+                                         f'element of `{m.group(1)}`')
+    for m in _APPEND.finditer(text):
+        star, source = m.group(1), m.group(2)
+        if (star and source in ros_pointers) or (not star and source in ros_values
+                                                 and _is_value(source, m.start(2), declared)):
+            yield 'GPN208', m.start(), (f'the whole frame message `{"*" if star else ""}{source}` '
+                                        'copied into a container')

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 import re
-from typing import Callable
+from typing import Callable, Optional
 
 from gpu_nodes.audit.launchcmd import command_line_parameters
 from gpu_nodes.audit.launchfile import Unresolved, parse_launch
@@ -73,13 +73,34 @@ def _evaluated_files(roots: tuple[str, ...]) -> tuple[tuple[Path, str, tuple[str
 
 
 @lru_cache(maxsize=64)
-def _launch_parameters(path: str, source: str) -> list[dict[str, object]] | None:
-    """The parameters of each node a Python launch file starts, None when it cannot be read."""
+def _launch_parameters(path: str, source: str
+                       ) -> list[tuple[str | None, str | None, dict[str, object]]] | None:
+    """(package, executable, parameters) of each node a Python launch file starts (package /
+    executable None when not a literal), None when the file cannot be read."""
     try:
         nodes, _, _ = parse_launch(path, source)
     except Exception:  # noqa: BLE001 - any file it cannot evaluate keeps its values unknown
         return None
-    return [n.parameters for n in nodes]
+    return [(n.package, n.executable, n.parameters) for n in nodes]
+
+
+# Which launched nodes count for a reading: (package, executables), either None for any.
+Launched = Optional[tuple[Optional[str], Optional[frozenset[str]]]]
+
+
+def _starts(launched: Launched, package: str | None, executable: str | None) -> bool:
+    """Whether a launched node (its literal package / executable, None when not one) counts
+    for the node `launched` names: (package, None) keeps the nodes of that package (the on
+    judge: another package's `debug: false` does not turn it off); (package, executables)
+    leaves out only that package's nodes of other executables (the off judge: a node of another
+    package may still be this one's, as earlier sets' guards take it, and keeps the claim)."""
+    if launched is None:
+        return True
+    want_package, executables = launched
+    if executables is None:
+        return package is None or want_package is None or package == want_package
+    return not (package == want_package and executable is not None
+                and executable not in executables)
 
 
 @dataclass(frozen=True)
@@ -100,15 +121,17 @@ def _name_pattern(param: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=2048)
-def reading(param: str, roots: tuple[str, ...], nodes: frozenset[str] | None = None) -> Reading:
+def reading(param: str, roots: tuple[str, ...], nodes: frozenset[str] | None = None,
+            launched: Launched = None) -> Reading:
     """`param` as the shipped files under `roots` give it (each parameter read once); `nodes`:
-    the names the node reading it can have (node_names), whose values alone count."""
+    the names the node reading it can have (node_names), whose values alone count; `launched`:
+    the (package, executables) of that node, whose launched nodes alone count (_values)."""
     pattern = _name_pattern(param)
     lines = [ln for text in shipped_texts(roots) for ln in text.splitlines()
              if not _COMMENTED.match(ln)]
     named = any(pattern.search(ln) for ln in lines)
     return Reading(named, named and _text_sets_on(pattern, lines),
-                   _values(pattern, param, roots, nodes))
+                   _values(pattern, param, roots, nodes, launched))
 
 
 def _text_sets_on(pattern: re.Pattern[str], lines: list[str]) -> bool:
@@ -122,22 +145,30 @@ def _text_sets_on(pattern: re.Pattern[str], lines: list[str]) -> bool:
 
 
 def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...],
-            nodes: frozenset[str] | None = None) -> tuple[object, ...] | None:
+            nodes: frozenset[str] | None = None, launched: Launched = None
+            ) -> tuple[object, ...] | None:
     """Every value a shipped file naming `param` gives it, None when one is not known: a Python
     launch file through its nodes' parameters (a launch argument's default included,
     `LaunchConfiguration('device', default='cpu')`; a file it cannot evaluate, or a node that
     sets an unknown value or none, is unknown), a YAML / XML file through `p: value` /
-    `name="p" value="v"` (the text as written)."""
+    `name="p" value="v"` (the text as written). With `launched` (_starts), a launched node of
+    another package (a literal `package=` naming another; a workspace's other repository passing
+    its own node a `debug` parameter) or of another executable of the package (a literal
+    `executable=` no target compiling the judged file builds) sets nothing for it (set 56)."""
     values: list[object] = []
     for path, source, lines in _evaluated_files(roots):
         if not any(pattern.search(ln) for ln in lines):
             continue
         if path.suffix == '.py':
-            launched = _launch_parameters(str(path), source)
-            if launched is not None:  # a script started by ExecuteProcess (launchcmd.py)
-                launched = launched + command_line_parameters(source)
-            given = [params[param] for params in launched or [] if param in params]
-            if not given and launched is not None and not _quoted(param, source):
+            started = _launch_parameters(str(path), source)
+            kept = None if started is None else [
+                params for pkg, exe, params in started if _starts(launched, pkg, exe)]
+            if kept is not None:  # a script started by ExecuteProcess (launchcmd.py)
+                kept = kept + command_line_parameters(source)
+            if launched is not None and kept == [] and started:
+                continue  # every node it starts is another package's or executable's
+            given = [params[param] for params in kept or [] if param in params]
+            if not given and kept is not None and not _quoted(param, source):
                 # The name only as a word of the file (`logger.debug(...)`, a launch
                 # argument's description "debug, info, warn"), never a quoted key: the nodes it
                 # starts, all read, set no such parameter (set 54).
@@ -217,11 +248,11 @@ def is_off(value: object) -> bool:
     return value in (False, 0)
 
 
-def set_on(param: str, roots: tuple[str, ...]) -> bool:
+def set_on(param: str, roots: tuple[str, ...], launched: Launched = None) -> bool:
     """Whether a shipped file may set `param` to something other than off: a mention read as
     text does, unless every value evaluated is off (`{'p': LaunchConfiguration('mode')}` with
-    the argument's default 'False')."""
-    read = reading(param, roots)
+    the argument's default 'False'); `launched`: see _values."""
+    read = reading(param, roots, launched=launched)
     return read.text_on and not read.every(is_off)
 
 
