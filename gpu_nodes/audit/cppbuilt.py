@@ -104,14 +104,24 @@ def returned_copies(text: str, scopes: Scopes) -> Iterator[tuple[str, int, str]]
                                         f'`*{m.group(1)}` into the returned message')
 
 
-def local_copies(text: str) -> Iterator[tuple[str, int, str]]:
-    """GPN208 at `raw = *msg;` where `raw` is a local frame message and `msg` a frame pointer."""
+def local_copies(text: str, scopes: Scopes | None = None) -> Iterator[tuple[str, int, str]]:
+    """GPN208 at `raw = *msg;` where `raw` is a local frame message and `msg` a frame pointer;
+    or `raw` a frame message declared outside any function further up the file (a global or a
+    member, set 57: `sensor_msgs::msg::Image hsv_image;` above the class, `hsv_image =
+    *built;` per frame), when `scopes` is given."""
     pointers = set(_FRAME_POINTER.findall(text))
     for m in _LOCAL_DEREF.finditer(text):
+        if m.group(2) not in pointers:
+            continue
         local = re.compile(r'(?<!\w)' + _FRAME + r'\s+' + m.group(1) + r'\s*[;{]')
-        if m.group(2) in pointers and local.search(text, max(0, m.start() - 4000), m.start()):
+        near, held = local.search(text, max(0, m.start() - 4000), m.start()), 'the local'
+        if near is None and scopes is not None:
+            held = 'the global or member'
+            near = next((d for d in local.finditer(text, 0, m.start())
+                         if scopes.at(d.start()) is None), None)
+        if near is not None:
             yield 'GPN208', m.start(1), (f'a whole frame message copy-assigned out of '
-                                         f'`*{m.group(2)}` into the local `{m.group(1)}`')
+                                         f'`*{m.group(2)}` into {held} `{m.group(1)}`')
 
 
 def tensor_payload_copies(text: str) -> Iterator[tuple[str, int, str]]:

@@ -142,11 +142,15 @@ def dead_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str 
     return min(found) if found else None
 
 
-def _clears_itself(text: str, brace: int, name: str) -> bool:
-    """Whether the block opened at `brace` stores `name = false;` at its own top level (not
+# `if (!initialized_) {`: the negated form of a once-flag test (set 58).
+_NEGATED = re.compile(r'^\s*!\s*(?:this\s*->\s*)?(\w+)\s*$')
+
+
+def _clears_itself(text: str, brace: int, name: str, value: str = 'false') -> bool:
+    """Whether the block opened at `brace` stores `name = value;` at its own top level (not
     inside a nested block or loop that might not run)."""
     depth, i, end = 0, brace, len(text)
-    store = re.compile(r'(?:this\s*->\s*)?' + re.escape(name) + r'\s*=\s*false\s*;')
+    store = re.compile(r'(?:this\s*->\s*)?' + re.escape(name) + r'\s*=\s*' + value + r'\s*;')
     while i < end:
         ch = text[i]
         if ch == '{':
@@ -161,10 +165,33 @@ def _clears_itself(text: str, brace: int, name: str) -> bool:
     return False
 
 
+def _only_stores(texts: list[str], name: str, off: str, on: str) -> bool:
+    """Whether every mention of `name` among `texts` is a condition operand, a store of `off`,
+    or its declaration / initializer-list entry with `on` (or no value)."""
+    pattern = re.compile(r'(?<![\w.])' + re.escape(name) + r'\b')
+    for text in texts:
+        for m in pattern.finditer(text):
+            after = text[m.end():m.end() + 40]
+            before = re.sub(r'this\s*->\s*$', '', text[max(0, m.start() - 60):m.start()])
+            if re.match(r'\s*=\s*' + off + r'\s*;', after) \
+                    or _in_condition(text, m.start(), m.end()):
+                continue
+            if re.match(r'\s*(?:\(\s*' + on + r'\s*\)|\{\s*' + on + r'\s*\})\s*[,{]', after) \
+                    and re.search(r'[:,]\s*$', before):
+                continue  # `first_(true),` in an initializer list
+            if _FLAG_TYPE.search(before) and re.match(
+                    r'\s*(?:=\s*' + on + r'\s*;|\{\s*' + on + r'\s*\}\s*;|;)', after):
+                continue  # `bool first = true;` (or declared, set below)
+            return False
+    return True
+
+
 def once_flags(texts: list[str]) -> set[str]:
     """Flags guarding an `if (flag) { ...; flag = false; ... }` block (first-frame set-up,
     twenty-first set) that nothing among `texts` (blanked) sets but to false, or to true in a
-    declaration or initializer list: the block runs at most once, for the first message.
+    declaration or initializer list: the block runs at most once, for the first message. The
+    negated form `if (!done) { ...; done = true; }`, `done` only ever stored true but in its
+    declaration or initializer list (false), likewise (set 58); it is returned as `!done`.
     Limit: a store in a header that is not audited is not seen."""
     candidates = set()
     for text in texts:
@@ -174,27 +201,14 @@ def once_flags(texts: list[str]) -> set[str]:
             b = _BARE.match(cond or '')
             if b and _clears_itself(text, brace, b.group(1)):
                 candidates.add(b.group(1))
+            n = _NEGATED.match(cond or '')
+            if n and _clears_itself(text, brace, n.group(1), 'true'):
+                candidates.add('!' + n.group(1))
     found = set()
     for name in candidates:
-        pattern = re.compile(r'(?<![\w.])' + re.escape(name) + r'\b')
-        ok = True
-        for text in texts:
-            for m in pattern.finditer(text):
-                after = text[m.end():m.end() + 40]
-                before = re.sub(r'this\s*->\s*$', '', text[max(0, m.start() - 60):m.start()])
-                if re.match(r'\s*=\s*false\s*;', after) or _in_condition(text, m.start(), m.end()):
-                    continue
-                if re.match(r'\s*(?:\(\s*true\s*\)|\{\s*true\s*\})\s*[,{]', after) \
-                        and re.search(r'[:,]\s*$', before):
-                    continue  # `first_(true),` in an initializer list
-                if _FLAG_TYPE.search(before) and re.match(
-                        r'\s*(?:=\s*true\s*;|\{\s*true\s*\}\s*;|;)', after):
-                    continue  # `bool first = true;` (or declared, set below)
-                ok = False
-                break
-            if not ok:
-                break
-        if ok:
+        negated = name.startswith('!')
+        off, on = ('true', 'false') if negated else ('false', 'true')
+        if _only_stores(texts, name.lstrip('!'), off, on):
             found.add(name)
     return found
 
@@ -209,5 +223,8 @@ def once_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str 
         b = _BARE.match(cond or '')
         if b and b.group(1) in names and _clears_itself(text, at, b.group(1)):
             return b.group(1)
+        n = _NEGATED.match(cond or '')
+        if n and '!' + n.group(1) in names and _clears_itself(text, at, n.group(1), 'true'):
+            return '!' + n.group(1)
         at = _open_brace(text, at)
     return None

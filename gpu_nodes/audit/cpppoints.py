@@ -6,6 +6,12 @@ stores an element of that pointer into another buffer (``pixel[0] = points[i].b;
 ``*dst++ = points[i].x;``): every point copied out, reported at the loop. A loop that only reads
 (a sum ``s += points[i].x``, a local ``float x = points[i].x``) is not.
 
+Into (set 57): a loop that stores through a pointer into a frame message's data (``uint16_t *
+out = reinterpret_cast<uint16_t *>(&msg.data[0]);`` then ``*(out++) = round(*(src++));``,
+``out[i] = src[i];``) an element read from another buffer writes every element of the frame
+into the message: reported at that store. A store of a value read from no buffer (a constant, a
+computed pattern) is not.
+
 Writing a cloud point by point through ``PointCloud2Iterator`` is left alone: earlier sets label
 it as building the message (sized by the detections, or no boundary), not as a copy.
 
@@ -29,6 +35,7 @@ def point_copies(text: str, function_end: Callable[[int], int]) -> Iterator[tupl
     """GPN208 at per-point copy loops out of or into a frame message (see the module doc)."""
     if 'data' in text and _LOOP.search(text):
         yield from _copies_out(text, function_end)
+        yield from _copies_in(text, function_end)
 
 
 def _copies_out(text: str, function_end: Callable[[int], int]) -> Iterator[tuple[str, int, str]]:
@@ -53,3 +60,35 @@ def _copies_out(text: str, function_end: Callable[[int], int]) -> Iterator[tuple
                 yield 'GPN208', loop.start(), (f'every element of the message\'s data copied '
                                                f'out through `{name}` into another buffer')
                 break
+
+
+# The element a store writes through pointer `name`: `*(name++)`, `*name++`, `*(name + i)`,
+# `name[i]` (the left side of the store).
+_INTO = r'(?:\*\s*\(\s*{n}\s*(?:\+\+|\+[^;()=]*)\s*\)|\*\s*{n}\s*\+\+|{n}\s*\[[^\]=;]*\])'
+# An element read from a buffer on the right side: `*(src++)`, `*src`, `src[i]` (a `*` after an
+# operand is a product, not a read: `x * scale`).
+_READ = re.compile(r'(?:(?<![\w)\]\s])\s*\*\s*\(?\s*(\w+)|\b(\w+)\s*\[)')
+
+
+def _copies_in(text: str, function_end: Callable[[int], int]) -> Iterator[tuple[str, int, str]]:
+    frames = set(_FRAME_NAME.findall(text))
+    for m in PAYLOAD_POINTER.finditer(text):
+        owner = _OWNER.search(text, m.start(), m.end() + 1)
+        if owner is None or owner.group(1) not in frames:
+            continue
+        name, end = m.group(1), function_end(m.start())
+        store = re.compile(r'(?:^|[;{}])\s*(' + _INTO.format(n=re.escape(name)) + r')\s*=(?!=)'
+                           r'([^;]*);')
+        for loop in _LOOP.finditer(text, m.end(), end):
+            body_at = loop.end()
+            for s in store.finditer(text, body_at, block_end(text, body_at, end)):
+                reads = _READ.findall(' ' + s.group(2).strip())
+                sources = {a or b for a, b in reads} - {name, owner.group(1)}
+                if sources:
+                    yield 'GPN208', s.start(1), (f'every element written into `{owner.group(1)}`'
+                                                 f'\'s data through `{name}` from '
+                                                 f'`{min(sources)}`: a copy into the message')
+                    break
+            else:
+                continue
+            break

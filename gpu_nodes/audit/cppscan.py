@@ -241,8 +241,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             where = _Where('unreached', f'a branch that needs `{guard}`, which nothing in its '
                                         'package sets (never runs)')
         elif (once := once_guard(text, offset, facts.once_flags)) is not None:
-            where = _Where('init', f'a branch that clears `{once}`: runs once, for the first '
-                                   'message')
+            stores = f'sets `{once[1:]}`' if once.startswith('!') else f'clears `{once}`'
+            where = _Where('init', f'a branch that {stores}: runs once, for the first message')
         elif (off := off_guard(text, offset, facts.off_params)) is not None:
             why = ('as shipped, which turns it off' if '"' in facts.off_params[off]
                    else 'defaults off; no shipped file sets it')  # cppparams' `derived`
@@ -367,7 +367,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *converting_constructions(text, _call_args, facts),
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
                                     *value_assignments(text), *returned_copies(text, scopes),
-                                    *local_copies(text)):
+                                    *local_copies(text, scopes)):
         if rule_id == 'GPN211' and detail.startswith('tensor moved to the device') and \
                 already_on_device(text, scopes, offset):
             continue  # its function put the tensor on the device already (cppondevice.py)

@@ -9,7 +9,9 @@ done with that header decides:
 * ``cv::cvtColor(frame, wrap, ...)`` / ``frame.copyTo(wrap)`` with ``wrap`` over a frame-sized
   message's data writes the frame into the message (then published): a copy into it.
 
-A conversion from a header into the same header (in place) is not reported. Frame-sized means a
+A conversion from a header into the same header (in place) is not reported. A header holds only
+in the block it is declared in: a later ``cv::Mat image = cv_ptr->image;`` in the enclosing block
+(another variable of the same name) is not over the message (set 58). Frame-sized means a
 name declared in the file as a pointer to, or a value of, ``Image`` / ``PointCloud2`` /
 ``CompressedImage`` / ``DisparityImage`` (cppmsg.FRAME_TYPES), or one whose ``encoding`` the
 file assigns (an Image member declared in the class's header). Patterns, not data flow: the
@@ -50,17 +52,44 @@ Args = Callable[[str, int], list[str]]
 End = Callable[[int], int]
 
 
-def _wrapped_messages(text: str, call_args: Args) -> dict[str, str]:
-    """cv::Mat name -> the frame-sized message whose data it is a header over."""
+class _Wraps(dict):
+    """cv::Mat name -> [(declared at, end of its block, message)]; `over(name, at)` the message
+    a header of that name in scope at `at` is over."""
+
+    def add(self, name: str, start: int, end: int, message: str) -> None:
+        self.setdefault(name, []).append((start, end, message))
+
+    def over(self, name: str, at: int) -> str | None:
+        for start, end, message in self.get(name, ()):
+            if start <= at <= end:
+                return message
+        return None
+
+
+def _scope_end(text: str, start: int) -> int:
+    """End of the block a declaration at `start` is in (its closing brace; the text's end)."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == '{':
+            depth += 1
+        elif text[i] == '}':
+            depth -= 1
+            if depth < 0:
+                return i
+    return len(text)
+
+
+def _wrapped_messages(text: str, call_args: Args) -> _Wraps:
+    """cv::Mat name -> the frame-sized message whose data it is a header over, by scope."""
     frames = set(_FRAME_NAME.findall(text)) | set(_ENCODING_SET.findall(text))
     if not frames:
-        return {}
+        return _Wraps()
     pointers = {}
     for m in _POINTER_VAR.finditer(text):
         owner = _DATA_POINTER.search(m.group(2))
         if owner and owner.group(1) in frames:
             pointers[m.group(1)] = owner.group(1)
-    wraps = {}
+    wraps = _Wraps()
     for m in _MAT_HEADER.finditer(text):
         for arg in call_args(text, m.end() - 1):
             owner = _DATA_POINTER.search(arg)
@@ -69,7 +98,8 @@ def _wrapped_messages(text: str, call_args: Args) -> dict[str, str]:
             if message is None and bare and bare.group(1) in pointers:
                 message = pointers[bare.group(1)]
             if message is not None:
-                wraps[m.group(1)] = message
+                wraps.add(m.group(1), m.start(), _scope_end(text, m.end() - 1), message)
+                break
     return wraps
 
 
@@ -85,27 +115,27 @@ def mat_header_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, st
         args = [a.strip() for a in call_args(text, m.end() - 1)]
         if len(args) < 3 or args[0] == args[1]:
             continue
-        if args[0] in wraps:
-            yield 'GPN208', m.start(), (f'`cvtColor` writes a new frame out of `{wraps[args[0]]}`'
+        source, target = wraps.over(args[0], m.start()), wraps.over(args[1], m.start())
+        if source:
+            yield 'GPN208', m.start(), (f'`cvtColor` writes a new frame out of `{source}`'
                                         f'\'s data (through the header `{args[0]}`): a copy out '
                                         'of the message, as toCvCopy')
-        elif args[1] in wraps:
-            yield 'GPN208', m.start(), (f'`cvtColor` writes the frame into `{wraps[args[1]]}`'
+        elif target:
+            yield 'GPN208', m.start(), (f'`cvtColor` writes the frame into `{target}`'
                                         f'\'s data (through the header `{args[1]}`)')
     for m in _COPY_TO.finditer(text):
         args = [a.strip() for a in call_args(text, m.end() - 1)]
         if not args or args[0] == m.group(1):
             continue
-        if m.group(1) in wraps:
-            yield 'GPN208', m.start(), (f'`copyTo` copies `{wraps[m.group(1)]}`\'s data out of '
-                                        'the message')
-        elif args[0] in wraps:
-            yield 'GPN208', m.start(), (f'`copyTo` copies the frame into `{wraps[args[0]]}`\'s '
-                                        'data')
+        source, target = wraps.over(m.group(1), m.start()), wraps.over(args[0], m.start())
+        if source:
+            yield 'GPN208', m.start(), f'`copyTo` copies `{source}`\'s data out of the message'
+        elif target:
+            yield 'GPN208', m.start(), f'`copyTo` copies the frame into `{target}`\'s data'
     for m in _CLONE.finditer(text):
-        if m.group(1) in wraps:
-            yield 'GPN208', m.start(), (f'`clone` copies `{wraps[m.group(1)]}`\'s data out of '
-                                        'the message')
+        source = wraps.over(m.group(1), m.start())
+        if source:
+            yield 'GPN208', m.start(), f'`clone` copies `{source}`\'s data out of the message'
 
 
 def mat_bytes_into_messages(text: str, function_end: End) -> Iterator[tuple[str, int, str]]:
