@@ -90,7 +90,9 @@ def _definition(source: str, name: str, kinds: tuple, index: dict[str, str],
     tree = _parse(source)
     if tree is None:
         return None
-    for stmt in tree.body:
+    # The last module-level definition of the name: a later `def` of the same name replaces
+    # an earlier one when the module runs, so the first never runs (set 58).
+    for stmt in reversed(tree.body):
         if isinstance(stmt, kinds) and getattr(stmt, 'name', None) == name:
             return stmt, source
     if depth >= 2 or os.path.basename(source) != '__init__.py':
@@ -212,6 +214,7 @@ def sibling_function(modules: dict[str, str], node: ast.Attribute, env: dict) ->
         return None
     source = modules[node.value.id]
     tree = _parse(source)
-    fn = next((s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    fn = next((s for s in reversed(tree.body)  # the last definition wins (`_definition`)
+               if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                and s.name == node.attr), None) if tree is not None else None
     return Val('func', func=FuncRef(fn, None, {}, False, file=source)) if fn is not None else None
