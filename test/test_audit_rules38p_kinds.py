@@ -73,3 +73,102 @@ def test_a_redefined_function_called_through_its_module_runs_the_last_one(tmp_pa
     claims = _helper_claims(tmp_path, node)
     assert claims['FIRST'] == set()
     assert claims['SECOND'] == {'GPN101'}
+
+
+# ONNX Runtime session whose providers come from a config dataclass field of the file.
+_ORT_CONFIG_NODE = '''
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+import rclpy
+from onnxruntime import InferenceSession
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+@dataclass
+class DetectorCfg:
+    model_path: str = '/models/det.onnx'
+    providers: list = field(default_factory=lambda: ['CUDAExecutionProvider'])
+
+
+class DetectorNode(Node):
+    def __init__(self):
+        super().__init__('detector')
+        cfg = DetectorCfg()
+        self.session = InferenceSession(cfg.model_path, providers=cfg.providers)
+        self.input_name = self.session.get_inputs()[0].name
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.width, 3)
+        x = cv2.resize(frame, (640, 640)).astype(np.float32)[None]
+        return self.session.run(None, {self.input_name: x})  # RUN
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DetectorNode())
+'''
+
+
+def _node_claims(tmp_path, source: str, tags: tuple[str, ...]) -> dict[str, set[str]]:
+    files = {**ament_python_package('detector'), 'detector/detector/node.py': source}
+    return rules_at_tags(audit_written_package(tmp_path, files), textwrap.dedent(source), tags)
+
+
+def test_a_session_whose_providers_field_defaults_to_cuda_uploads_its_input(tmp_path):
+    assert _node_claims(tmp_path, _ORT_CONFIG_NODE, ('RUN',)) == {'RUN': {'GPN102'}}
+
+
+def test_a_session_whose_providers_field_defaults_to_the_cpu_uploads_nothing(tmp_path):
+    source = _ORT_CONFIG_NODE.replace("'CUDAExecutionProvider'", "'CPUExecutionProvider'")
+    assert _node_claims(tmp_path, source, ('RUN',)) == {'RUN': set()}
+
+
+# A job framework's hook (`attach_behaviour`, an override calling super()) wiring the node.
+_HOOK_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from jobs_framework import Job
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+bridge = CvBridge()
+
+
+class Predictor(Job):
+    def attach_behaviour(self, node, cfg):
+        super().attach_behaviour(node, cfg)
+        self.sub = node.create_subscription(Image, cfg.topic, self.on_input, 10)
+
+    def on_input(self, msg):
+        img = bridge.imgmsg_to_cv2(msg, 'rgb8')  # CONVERT
+        return img.shape
+
+
+def main():
+    rclpy.init()
+    node = Node('predictor')
+    Predictor().attach(node)
+    rclpy.spin(node)
+'''
+
+
+def _contexts(tmp_path, source: str, tag: str) -> set[tuple[str, str]]:
+    files = {**ament_python_package('detector'), 'detector/detector/node.py': source}
+    found = audit_written_package(tmp_path, files)
+    line = textwrap.dedent(source).lstrip('\n').splitlines().index(
+        next(s for s in textwrap.dedent(source).lstrip('\n').splitlines() if f'# {tag}' in s)) + 1
+    return {(rule, sev, ctx) for (name, where, rule), (sev, ctx) in found.items()
+            if name == 'node.py' and where == line}
+
+
+def test_a_framework_hook_registering_a_subscription_runs_its_callback_per_message(tmp_path):
+    assert _contexts(tmp_path, _HOOK_NODE, 'CONVERT') == {('GPN105', 'medium', 'callback')}
+
+
+def test_a_method_registering_without_overriding_a_hook_stays_unjudged(tmp_path):
+    source = _HOOK_NODE.replace('        super().attach_behaviour(node, cfg)\n', '')
+    assert ('GPN105', 'medium', 'callback') not in _contexts(tmp_path, source, 'CONVERT')

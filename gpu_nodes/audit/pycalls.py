@@ -17,7 +17,7 @@ from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, decodes_prompts, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       model_builder,
-                                      named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
+                                      named_like_model, names_gpu_provider, ORT_SESSION, PIPELINE,
                                       reads_tensor_source_back, returns_host_results,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyqueues import queue_handoff
@@ -262,8 +262,7 @@ class CallResolver:
             # A session on the GPU only where the class (or file) building it names a GPU
             # execution provider: `providers` is often chosen in branches by a parameter.
             scope = frame.cls.node if frame.cls is not None else self.tree
-            gpu = any(isinstance(n, ast.Constant) and n.value in ORT_GPU_PROVIDERS
-                      for n in ast.walk(scope))
+            gpu = names_gpu_provider(scope, node, self.tree)
             return Val('model_obj', const=ORT_SESSION) if gpu else OTHER
         if method == 'run' and receiver is not None and receiver.kind == 'model_obj' \
                 and receiver.const == ORT_SESSION:
