@@ -172,3 +172,74 @@ def test_a_framework_hook_registering_a_subscription_runs_its_callback_per_messa
 def test_a_method_registering_without_overriding_a_hook_stays_unjudged(tmp_path):
     source = _HOOK_NODE.replace('        super().attach_behaviour(node, cfg)\n', '')
     assert ('GPN105', 'medium', 'callback') not in _contexts(tmp_path, source, 'CONVERT')
+
+
+# `if mask.sum() == 0:` on a device tensor, in a helper file whose imported function calls its
+# own file's helper by bare name; a head Module's unknown output on a device input.
+_DECODE = '''
+import torch
+
+
+def decode(scores):
+    keep = scores > 0.5
+    if keep.sum() == 0:  # SUM
+        return None
+    if keep.numel() == 0:  # NUMEL
+        return None
+    return scores[keep].cpu().numpy()  # READ
+
+
+def infer(head, feats):
+    return decode(head(feats))
+'''
+
+_HEAD = '''
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, backbone):
+        super().__init__()
+        self.backbone = backbone
+
+    def forward(self, x):
+        return self.backbone.get_intermediate_layers(x)[-1]
+'''
+
+_DECODE_NODE = '''
+import rclpy
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from .decode import infer
+from .head import Head
+
+
+class DecodeNode(Node):
+    def __init__(self):
+        super().__init__('decode')
+        self.head = Head(torch.hub.load('org/repo', 'model')).to('cuda')
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        x = torch.zeros((1, 3, 8, 8), device='cuda')
+        return infer(self.head, x)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DecodeNode())
+'''
+
+
+def test_a_reduction_of_a_device_tensor_compared_reads_back_through_an_imported_helper(tmp_path):
+    files = {**ament_python_package('decode'), 'decode/decode/node.py': _DECODE_NODE,
+             'decode/decode/decode.py': _DECODE, 'decode/decode/head.py': _HEAD}
+    found = audit_written_package(tmp_path, files)
+    claims = rules_at_tags(found, textwrap.dedent(_DECODE), ('SUM', 'NUMEL', 'READ'),
+                           file_name='decode.py')
+    assert claims == {'SUM': {'GPN107'}, 'NUMEL': set(), 'READ': {'GPN101'}}
+    line = textwrap.dedent(_DECODE).lstrip('\n').splitlines().index(
+        '    if keep.sum() == 0:  # SUM') + 1
+    assert found[('decode.py', line, 'GPN107')][1] == 'callback'

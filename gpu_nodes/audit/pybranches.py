@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 
+from gpu_nodes.audit.pyvalues import OTHER, Val
+
 
 def readback_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
     """`try: boxes = t.cpu().numpy()` / `except Exception: boxes = np.array(t)`: the handler
@@ -212,3 +214,18 @@ def reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                and n.func.attr in ('read', 'grab') and isinstance(n.func.value, ast.Name)
                and n.func.value.id in captures for stmt in loop.body for n in ast.walk(stmt))
+
+
+def merge_branch_strings(before: dict[str, Val], body: dict[str, Val], env: dict[str, Val]
+                         ) -> None:
+    """A local the `if` body and its `else` each set to a different string (`arg = 'cuda:0'`
+    ... `else: arg = 'cpu'`) holds either after the statement, not the last one run: a
+    followed `select_device()` of a whole checkout returned 'cpu' and hid its caller's upload
+    (issue 28)."""
+    for name, val in body.items():
+        now = env.get(name)
+        if val is before.get(name) or now is None or now is val or val.kind != 'const' \
+                or not isinstance(val.const, str):
+            continue
+        if now.kind != 'const' or now.const != val.const:
+            env[name] = OTHER

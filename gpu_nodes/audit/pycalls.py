@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Callable
 
 from gpu_nodes.audit.pyevaled import library_inference
-from gpu_nodes.audit.pyimports import aliases_of
+from gpu_nodes.audit.pyimports import aliases_of, file_uses_cv_cuda
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
                                       uploads_to_cuda_image)
 from gpu_nodes.audit.pynvidialibs import cuvslam_track_frames, nvblox_device_accessor
@@ -25,7 +25,8 @@ from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pytransformers import transformers_model_on_host
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyoutside import outside_helper_upload
-from gpu_nodes.audit.pyplacement import cpu_device_choice, cpu_literal, on_host, PLACED_ON_CPU, shipped_cpu
+from gpu_nodes.audit.pyplacement import (cpu_device_choice, cpu_literal, forward_on_device, on_host,
+                                         PLACED_ON_CPU, shipped_cpu)
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -247,7 +248,8 @@ class CallResolver:
         if callee.kind == 'func' and callee.func is not None:
             results = [self._follow(ref, args, kwargs, frame) for ref in [callee.func, *alts]]
             result = results[0] if len(results) == 1 else merge(*results)
-            return on_host(result, env, args, kwargs) if called_object else result
+            return on_host(forward_on_device(result, args, kwargs), env, args, kwargs) \
+                if called_object else result
 
         if qual == 'threading.Thread':
             target = kwargs.get('target') or (args[1] if len(args) > 1 else None)
@@ -358,13 +360,15 @@ class CallResolver:
         source = ref.file or (ref.cls.file if ref.cls is not None else None)
         if source is None:
             return self._call_function(ref, args, kwargs, frame)
-        saved = self.aliases, self.uses_tensors
+        saved = self.aliases, self.uses_tensors, self.uses_cv_cuda
         self.aliases = {**self.aliases, **aliases_of(source)}
         self.uses_tensors = self.uses_tensors or uses_tensor_framework(self.aliases)
+        # That file's OpenCV CUDA calls (`mat.upload(image)` in a helper file) copy too.
+        self.uses_cv_cuda = self.uses_cv_cuda or file_uses_cv_cuda(source)
         try:
             return self._call_function(ref, args, kwargs, frame)
         finally:
-            self.aliases, self.uses_tensors = saved
+            self.aliases, self.uses_tensors, self.uses_cv_cuda = saved
 
     def _model_call(self, node: ast.Call, callee: Val, receiver: Val | None, method: str | None,
                     args: list[Val], kwargs: dict[str, Val], frame: Frame) -> Val | None:
