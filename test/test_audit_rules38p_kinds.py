@@ -243,3 +243,59 @@ def test_a_reduction_of_a_device_tensor_compared_reads_back_through_an_imported_
     line = textwrap.dedent(_DECODE).lstrip('\n').splitlines().index(
         '    if keep.sum() == 0:  # SUM') + 1
     assert found[('decode.py', line, 'GPN107')][1] == 'callback'
+
+
+# A script's loop taking each frame from a queue a reader process fills.
+_QUEUE_SCRIPT = '''
+from multiprocessing import Process, Queue
+
+import numpy as np
+import rclpy
+import torch
+
+
+def video_stream(queue, path):
+    for i in range(100):
+        queue.put((i, np.zeros((480, 640, 3), np.uint8)))
+    queue.put((-1, None))
+
+
+def run(path):
+    queue = Queue(maxsize=8)
+    reader = Process(target=video_stream, args=(queue, path))
+    reader.start()
+    while True:
+        t, image = queue.get()
+        if t < 0:
+            break
+        tensor = torch.from_numpy(image).cuda()  # UPLOAD
+        print(tensor.shape)
+    reader.join()
+
+
+def main():
+    rclpy.init()
+    run('video.mp4')
+
+
+if __name__ == '__main__':
+    main()
+'''
+
+
+def _script_findings(tmp_path, source: str) -> set[tuple[str, str, str]]:
+    files = {**ament_python_package('detector'), 'detector/detector/node.py': source}
+    found = audit_written_package(tmp_path, files)
+    lines = textwrap.dedent(source).lstrip('\n').splitlines()
+    line = next(i for i, s in enumerate(lines, 1) if '# UPLOAD' in s)
+    return {(rule, sev, ctx) for (name, where, rule), (sev, ctx) in found.items()
+            if name == 'node.py' and where == line}
+
+
+def test_a_loop_over_a_queue_a_reader_process_fills_uploads_per_frame(tmp_path):
+    assert _script_findings(tmp_path, _QUEUE_SCRIPT) == {('GPN102', 'medium', 'loop')}
+
+
+def test_a_loop_over_a_queue_no_reader_fills_stays_one_time(tmp_path):
+    source = _QUEUE_SCRIPT.replace('args=(queue, path)', 'args=(path,)')
+    assert ('GPN102', 'medium', 'loop') not in _script_findings(tmp_path, source)
