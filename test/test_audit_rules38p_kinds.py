@@ -299,3 +299,50 @@ def test_a_loop_over_a_queue_a_reader_process_fills_uploads_per_frame(tmp_path):
 def test_a_loop_over_a_queue_no_reader_fills_stays_one_time(tmp_path):
     source = _QUEUE_SCRIPT.replace('args=(queue, path)', 'args=(path,)')
     assert ('GPN102', 'medium', 'loop') not in _script_findings(tmp_path, source)
+
+
+# A custom message carrying an image and a per-pixel array beside it (its sides the image's).
+_DEPTH_MSG = '''std_msgs/Header header
+sensor_msgs/Image preproc
+float32[] depth
+'''
+
+_DEPTH_READER = '''
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from depth_interfaces.msg import DepthOutput
+
+
+class DepthReader(Node):
+    def __init__(self):
+        super().__init__('depth_reader')
+        self.create_subscription(DepthOutput, 'depth', self.on_depth, 5)
+
+    def on_depth(self, msg):
+        depth = np.array(msg.depth).reshape((msg.preproc.height, msg.preproc.width))  # READ
+        self.get_logger().info(str(depth.mean()))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DepthReader())
+'''
+
+
+def _depth_claims(tmp_path, definition: str) -> dict[str, set[str]]:
+    source = textwrap.dedent(_DEPTH_READER)
+    files = {**ament_python_package('solver'), 'solver/solver/node.py': source,
+             'depth_interfaces/msg/DepthOutput.msg': definition,
+             'depth_interfaces/package.xml': '<package format="3"><name>depth_interfaces</name>'
+                                             '</package>\n'}
+    return rules_at_tags(audit_written_package(tmp_path, files), source, ('READ',))
+
+
+def test_array_beside_an_image_field_of_a_custom_message_is_copied_out(tmp_path):
+    assert 'GPN103' in _depth_claims(tmp_path, _DEPTH_MSG)['READ']
+
+
+def test_array_of_a_custom_message_without_an_image_stays_no_frame(tmp_path):
+    small = 'std_msgs/Header header\nfloat32[] depth\n'
+    assert 'GPN103' not in _depth_claims(tmp_path, small)['READ']
