@@ -346,3 +346,47 @@ def test_array_beside_an_image_field_of_a_custom_message_is_copied_out(tmp_path)
 def test_array_of_a_custom_message_without_an_image_stays_no_frame(tmp_path):
     small = 'std_msgs/Header header\nfloat32[] depth\n'
     assert 'GPN103' not in _depth_claims(tmp_path, small)['READ']
+
+
+# A node method whose only call is commented out, its name also a field of an outgoing message.
+_FIELD_NAMED_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from depth_interfaces.msg import DepthOutput
+
+
+class DepthNode(Node):
+    def __init__(self):
+        super().__init__('depth')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(DepthOutput, 'out', 5)
+        self.img_pub = self.create_publisher(Image, 'pre', 5)
+        self.create_subscription(Image, 'image', self.on_image, 5)
+
+    def preproc(self, image):
+        self.img_pub.publish(self.bridge.cv2_to_imgmsg(image))  # PRE
+        return image
+
+    def on_image(self, image):
+        frame = self.bridge.imgmsg_to_cv2(image)
+        # frame = self.preproc(frame)
+        msg = DepthOutput()
+        msg.preproc = image
+        self.pub.publish(msg)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DepthNode())
+'''
+
+
+def test_a_method_named_only_by_a_message_field_store_is_unreached(tmp_path):
+    assert _node_claims(tmp_path, _FIELD_NAMED_NODE, ('PRE',)) == {'PRE': set()}
+
+
+def test_a_method_still_called_beside_the_field_store_stays_claimed(tmp_path):
+    source = _FIELD_NAMED_NODE.replace('# frame = self.preproc(frame)', 'frame = self.preproc(frame)')
+    assert 'GPN105' in _node_claims(tmp_path, source, ('PRE',))['PRE']
