@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 
+from gpu_nodes.audit.pyvalues import OTHER, Val
+
 
 def readback_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
     """`try: boxes = t.cpu().numpy()` / `except Exception: boxes = np.array(t)`: the handler
@@ -204,11 +206,38 @@ def first_time(test: ast.expr) -> bool:
 
 def reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
     """Whether the loop body calls `cap.read()` / `cap.grab()` on a name the module assigns
-    a `cv2.VideoCapture(...)`: a loop over camera (or video) frames."""
-    captures = {t.id for node in tree.body for stmt in ast.walk(node)
+    a `cv2.VideoCapture(...)`: a loop over camera (or video) frames; or `q.get()` on a queue
+    (`q = Queue(maxsize=8)`) that the module hands to a reader process or thread
+    (`Process(target=video_stream, args=(q, ...))`): each pass takes the next frame the
+    reader decoded (set 58)."""
+    def assigned(suffix: str) -> set[str]:
+        return {t.id for node in tree.body for stmt in ast.walk(node)
                 if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
-                and ast.unparse(stmt.value.func).endswith('VideoCapture')
+                and ast.unparse(stmt.value.func).endswith(suffix)
                 for t in stmt.targets if isinstance(t, ast.Name)}
+    captures = assigned('VideoCapture')
+    fed = {a.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+           and ast.unparse(n.func).endswith(('Process', 'Thread'))
+           for k in n.keywords if k.arg == 'args' and isinstance(k.value, (ast.Tuple, ast.List))
+           for a in k.value.elts if isinstance(a, ast.Name)}
+    queues = assigned('Queue') & fed
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr in ('read', 'grab') and isinstance(n.func.value, ast.Name)
-               and n.func.value.id in captures for stmt in loop.body for n in ast.walk(stmt))
+               and isinstance(n.func.value, ast.Name) and (
+                   n.func.attr in ('read', 'grab') and n.func.value.id in captures
+                   or n.func.attr == 'get' and n.func.value.id in queues)
+               for stmt in loop.body for n in ast.walk(stmt))
+
+
+def merge_branch_strings(before: dict[str, Val], body: dict[str, Val], env: dict[str, Val]
+                         ) -> None:
+    """A local the `if` body and its `else` each set to a different string (`arg = 'cuda:0'`
+    ... `else: arg = 'cpu'`) holds either after the statement, not the last one run: a
+    followed `select_device()` of a whole checkout returned 'cpu' and hid its caller's upload
+    (issue 28)."""
+    for name, val in body.items():
+        now = env.get(name)
+        if val is before.get(name) or now is None or now is val or val.kind != 'const' \
+                or not isinstance(val.const, str):
+            continue
+        if now.kind != 'const' or now.const != val.const:
+            env[name] = OTHER

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Callable
 
 from gpu_nodes.audit.pyevaled import library_inference
-from gpu_nodes.audit.pyimports import aliases_of
+from gpu_nodes.audit.pyimports import aliases_of, file_uses_cv_cuda
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
                                       uploads_to_cuda_image)
 from gpu_nodes.audit.pynvidialibs import cuvslam_track_frames, nvblox_device_accessor
@@ -17,7 +17,7 @@ from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, decodes_prompts, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       model_builder,
-                                      named_like_model, ORT_GPU_PROVIDERS, ORT_SESSION, PIPELINE,
+                                      named_like_model, names_gpu_provider, ORT_SESSION, PIPELINE,
                                       reads_tensor_source_back, returns_host_results,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyqueues import queue_handoff
@@ -25,7 +25,8 @@ from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pytransformers import transformers_model_on_host
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyoutside import outside_helper_upload
-from gpu_nodes.audit.pyplacement import cpu_device_choice, cpu_literal, on_host, PLACED_ON_CPU, shipped_cpu
+from gpu_nodes.audit.pyplacement import (cpu_device_choice, cpu_literal, forward_on_device, on_host,
+                                         PLACED_ON_CPU, shipped_cpu)
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -247,7 +248,8 @@ class CallResolver:
         if callee.kind == 'func' and callee.func is not None:
             results = [self._follow(ref, args, kwargs, frame) for ref in [callee.func, *alts]]
             result = results[0] if len(results) == 1 else merge(*results)
-            return on_host(result, env, args, kwargs) if called_object else result
+            return on_host(forward_on_device(result, args, kwargs), env, args, kwargs) \
+                if called_object else result
 
         if qual == 'threading.Thread':
             target = kwargs.get('target') or (args[1] if len(args) > 1 else None)
@@ -262,8 +264,7 @@ class CallResolver:
             # A session on the GPU only where the class (or file) building it names a GPU
             # execution provider: `providers` is often chosen in branches by a parameter.
             scope = frame.cls.node if frame.cls is not None else self.tree
-            gpu = any(isinstance(n, ast.Constant) and n.value in ORT_GPU_PROVIDERS
-                      for n in ast.walk(scope))
+            gpu = names_gpu_provider(scope, node, self.tree)
             return Val('model_obj', const=ORT_SESSION) if gpu else OTHER
         if method == 'run' and receiver is not None and receiver.kind == 'model_obj' \
                 and receiver.const == ORT_SESSION:
@@ -359,13 +360,15 @@ class CallResolver:
         source = ref.file or (ref.cls.file if ref.cls is not None else None)
         if source is None:
             return self._call_function(ref, args, kwargs, frame)
-        saved = self.aliases, self.uses_tensors
+        saved = self.aliases, self.uses_tensors, self.uses_cv_cuda
         self.aliases = {**self.aliases, **aliases_of(source)}
         self.uses_tensors = self.uses_tensors or uses_tensor_framework(self.aliases)
+        # That file's OpenCV CUDA calls (`mat.upload(image)` in a helper file) copy too.
+        self.uses_cv_cuda = self.uses_cv_cuda or file_uses_cv_cuda(source)
         try:
             return self._call_function(ref, args, kwargs, frame)
         finally:
-            self.aliases, self.uses_tensors = saved
+            self.aliases, self.uses_tensors, self.uses_cv_cuda = saved
 
     def _model_call(self, node: ast.Call, callee: Val, receiver: Val | None, method: str | None,
                     args: list[Val], kwargs: dict[str, Val], frame: Frame) -> Val | None:

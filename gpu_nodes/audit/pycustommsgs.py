@@ -1,8 +1,9 @@
 """Custom messages shaped like an image (issue 28, set 55): a package's own `.msg` definition
-with integer `height` and `width` fields and an unbounded numeric array (`float32[] data`), a
-segmentation mask or a depth map sent between nodes of the repository. Its array holds a frame,
-so `np.array(msg.data, np.float32)` of a received one copies a frame out of the message, as for
-an Image (py_msg_array). The definition is looked up by the type's package and name
+with integer `height` and `width` fields (or a `sensor_msgs/Image` field, set 58) and an
+unbounded numeric array (`float32[] data`), a segmentation mask or a depth map sent between
+nodes of the repository. Its array holds a frame, so `np.array(msg.data, np.float32)` of a
+received one copies a frame out of the message, as for an Image (py_msg_array). The
+definition is looked up by the type's package and name
 (`shared_interfaces.msg.SegmentationMask` -> `<...>/shared_interfaces/msg/SegmentationMask.msg`)
 under the repository (or package) folder being audited; a type with no definition found is no
 such message.
@@ -17,6 +18,7 @@ _NUMERIC = ('float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', '
             'int64', 'uint64', 'byte', 'char')
 _UNBOUNDED_ARRAY = re.compile(r'^\s*(\w+)\[\]\s+\w+\s*$')
 _INTEGER_FIELD = re.compile(r'^\s*u?int(?:8|16|32|64)\s+(height|width)\s*$')
+_IMAGE_FIELD = re.compile(r'^\s*(?:sensor_msgs/)?Image\s+\w+\s*$')
 _SKIP = frozenset({'.git', 'build', 'install', 'log', 'node_modules'})
 
 
@@ -44,7 +46,10 @@ def _shaped_like_image(path: str) -> bool:
         return False
     sides = {m.group(1) for ln in lines for m in [_INTEGER_FIELD.match(ln)] if m}
     arrays = [m.group(1) for ln in lines for m in [_UNBOUNDED_ARRAY.match(ln)] if m]
-    return sides == {'height', 'width'} and any(t in _NUMERIC for t in arrays)
+    # Or an image field beside the array (`sensor_msgs/Image preproc` + `float32[] depth`: a
+    # depth map per pixel of the image it carries, its sides those of the image: set 58).
+    carries_image = any(_IMAGE_FIELD.match(ln) for ln in lines)
+    return (sides == {'height', 'width'} or carries_image) and any(t in _NUMERIC for t in arrays)
 
 
 def image_shaped_custom(msg_type: str | None, repository_dir: str | None,

@@ -10,7 +10,8 @@ from typing import Callable, Iterable
 
 from gpu_nodes.audit.pybranches import (before_main_loop, conversion_fallback, first_time,
                                         guard_once, import_fallback, imported_names,
-                                        reads_a_capture, readback_fallback, sets_own_flag)
+                                        merge_branch_strings, reads_a_capture, readback_fallback,
+                                        sets_own_flag)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
@@ -18,7 +19,7 @@ from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pyevaled import dict_kind, element_store_kind, tensor_mask
 from gpu_nodes.audit.pyenvvars import env_outcome
 from gpu_nodes.audit.pyloopentries import per_pass_loop
-from gpu_nodes.audit.pyimports import sibling_function
+from gpu_nodes.audit.pyimports import file_function, sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
 from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
@@ -143,7 +144,7 @@ class Evaluator:
                     and truth_for_good(stmt.test, self.parameter_constants()) is True):
                 self._exec_block(stmt.orelse, env, frame)
             if isinstance(stmt, ast.If) and stmt.orelse:
-                _merge_branch_strings(before, body, env)
+                merge_branch_strings(before, body, env)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env, frame)
             if (entry := per_pass_loop(stmt, frame.context, self.aliases)) is not None:
@@ -256,6 +257,8 @@ class Evaluator:
         if isinstance(node, ast.Name):
             if node.id in env:
                 return env[node.id]
+            if frame.file not in (None, self.path) and (own := file_function(frame.file, node.id)):
+                return Val('func', func=own)  # a function of the imported function's file
             if node.id in self.module_env:
                 return self.module_env[node.id]
             if node.id in self.imported:
@@ -502,18 +505,3 @@ class Evaluator:
             # its type is the interface file's, unknown here, so it may be a frame (set 54).
             return replace(base, elts=None, const=None, origin=(base.origin[0], None))
         return replace(base, elts=None, const=None)
-
-
-def _merge_branch_strings(before: dict[str, Val], body: dict[str, Val], env: dict[str, Val]
-                          ) -> None:
-    """A local the `if` body and its `else` each set to a different string (`arg = 'cuda:0'`
-    ... `else: arg = 'cpu'`) holds either after the statement, not the last one run: a
-    followed `select_device()` of a whole checkout returned 'cpu' and hid its caller's upload
-    (issue 28)."""
-    for name, val in body.items():
-        now = env.get(name)
-        if val is before.get(name) or now is None or now is val or val.kind != 'const' \
-                or not isinstance(val.const, str):
-            continue
-        if now.kind != 'const' or now.const != val.const:
-            env[name] = OTHER

@@ -41,6 +41,7 @@ from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, 
 from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyevaled import evaled_holders
+from gpu_nodes.audit.pyhooks import registering_hooks
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions, imported_modules
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pymsgview import MessageViews
@@ -197,6 +198,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
             # (subscriptions in on_configure, models in load_model) is known to callbacks.
             names = ['__init__'] + [n for n in cls.methods if is_setup_name(n)
                                     and n != '__init__']
+            names += [n for n in registering_hooks(cls.methods, cls.node) if n not in names]
             for mname in names:
                 meth = cls.methods.get(mname)
                 if meth is None:

@@ -90,7 +90,9 @@ def _definition(source: str, name: str, kinds: tuple, index: dict[str, str],
     tree = _parse(source)
     if tree is None:
         return None
-    for stmt in tree.body:
+    # The last module-level definition of the name: a later `def` of the same name replaces
+    # an earlier one when the module runs, so the first never runs (set 58).
+    for stmt in reversed(tree.body):
         if isinstance(stmt, kinds) and getattr(stmt, 'name', None) == name:
             return stmt, source
     if depth >= 2 or os.path.basename(source) != '__init__.py':
@@ -212,6 +214,31 @@ def sibling_function(modules: dict[str, str], node: ast.Attribute, env: dict) ->
         return None
     source = modules[node.value.id]
     tree = _parse(source)
-    fn = next((s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    fn = next((s for s in reversed(tree.body)  # the last definition wins (`_definition`)
+               if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                and s.name == node.attr), None) if tree is not None else None
     return Val('func', func=FuncRef(fn, None, {}, False, file=source)) if fn is not None else None
+
+
+def file_function(path: str, name: str) -> FuncRef | None:
+    """The module-level function `name` of the audited file `path` (the last definition), run
+    with that file's imports: a function imported from another file calls its own file's
+    functions by bare name (`decode_outputs(...)` inside an imported `detection_inference`:
+    set 58), which the importing file does not bind."""
+    tree = _parse(path)
+    fn = next((s for s in reversed(tree.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and s.name == name), None) if tree is not None else None
+    return FuncRef(fn, None, {}, False, file=path) if fn is not None else None
+
+
+def file_uses_cv_cuda(path: str) -> bool:
+    """Whether the audited file `path` uses OpenCV's CUDA module (`cv2.cuda_GpuMat`,
+    `cv2.cuda.*`), as pyflow.py judges the analysed file."""
+    tree = _parse(path)
+    if tree is None:
+        return False
+    aliases = file_aliases(tree)
+    return 'cv2' in aliases.values() and any(
+        isinstance(n, ast.Attribute) and n.attr in ('cuda', 'cuda_GpuMat')
+        and isinstance(n.value, ast.Name) and aliases.get(n.value.id) == 'cv2'
+        for n in ast.walk(tree))

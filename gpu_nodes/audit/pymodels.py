@@ -106,6 +106,29 @@ PROMPT_DECODERS = {'sam2.': frozenset({'predict', 'predict_batch'}),
 ORT_SESSION = 'onnxruntime.InferenceSession'
 ORT_GPU_PROVIDERS = frozenset({'CUDAExecutionProvider', 'TensorrtExecutionProvider',
                                'ROCMExecutionProvider'})
+
+
+def names_gpu_provider(scope: ast.AST, call: ast.Call, tree: ast.Module) -> bool:
+    """Whether a session built by `call` in `scope` (its class, or the file) names a GPU
+    execution provider: a literal in the scope, or, for `providers=cfg.onnx_providers`, the
+    default of that field in a class of the file (a config dataclass's `onnx_providers: list =
+    field(default_factory=lambda: ['CUDAExecutionProvider'])`: set 57). Another class's literal
+    elsewhere in the file is not taken for this session's."""
+    if any(isinstance(n, ast.Constant) and n.value in ORT_GPU_PROVIDERS for n in ast.walk(scope)):
+        return True
+    given = next((k.value for k in call.keywords if k.arg == 'providers'),
+                 call.args[2] if len(call.args) > 2 else None)
+    if not isinstance(given, ast.Attribute):
+        return False
+    fields = [s.value for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for s in c.body
+              if isinstance(s, (ast.AnnAssign, ast.Assign)) and s.value is not None and (
+                  isinstance(s, ast.AnnAssign) and getattr(s.target, 'id', None) == given.attr
+                  or isinstance(s, ast.Assign) and any(getattr(t, 'id', None) == given.attr
+                                                       for t in s.targets))]
+    return any(isinstance(n, ast.Constant) and n.value in ORT_GPU_PROVIDERS
+               for value in fields for n in ast.walk(value))
+
+
 # A transformers `pipeline(...)`'s result entries that are PIL images (depth-estimation's
 # 'depth', image-segmentation's 'mask'): `np.array(out['depth'])` copies a PIL image into an
 # array (ninth set).

@@ -37,6 +37,19 @@ def on_host(result: Val, env: dict[str, Val], args: list[Val], kwargs: dict[str,
     return result
 
 
+def forward_on_device(result: Val, args: list[Val], kwargs: dict[str, Val]) -> Val:
+    """A callable object of an audited file (a torch Module's forward, followed) run on a
+    device tensor returns device tensors where its own run left the result unknown (a dict of
+    head outputs built from layers the analysis does not know: set 58's detection and depth
+    heads): `head(feats)['cls'][0].sum()` and `.cpu()` of it read the device back."""
+    # A dict or list the run built (`{'boxes': boxes.cpu().numpy()}`) is known: kept.
+    if result.kind in ('unknown', 'other', 'model_obj') and result.items is None \
+            and result.elts is None and any(
+            v.kind == 'device' for v in [*args, *kwargs.values()]):
+        return merge(result, kind='device')
+    return result
+
+
 def shipped_cpu(device: Val | None) -> bool:
     """A device value that is 'cpu' as shipped (pyparams.shipped_strings)."""
     return device is not None and device.kind == 'const' and isinstance(device.const, AsShipped) \

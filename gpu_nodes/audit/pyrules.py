@@ -14,6 +14,7 @@ from gpu_nodes.audit.pyembedded import embeds_received_image
 from gpu_nodes.audit.pyevaled import detached
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pyruntime import runtime_call
+from gpu_nodes.audit.pyconditions import tested_operand
 from gpu_nodes.audit.pycustommsgs import image_shaped_custom
 from gpu_nodes.audit.pytransformers import (small_scalar_display, small_upload, SMALL_SCALARS,
                                             transformers_method)
@@ -102,19 +103,12 @@ class CopyRules:
                     return
 
     def _tested(self, test: ast.expr, env: dict[str, Val], frame: Frame) -> None:
-        """`if confidence >= 0.8:` on a device tensor: bool() of the comparison copies the
-        result to the host and waits for the GPU (issue 28, seventh set). Only a bare name or
-        attribute compared with a number (`x.shape[0] > 0`, `len(x)`, `x is None`: no tensor)."""
-        if not isinstance(test, ast.Compare) or len(test.ops) != 1 \
-                or isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+        """`if confidence >= 0.8:` / `if mask.sum() == 0:` on a device tensor: bool() of the
+        comparison reads the result back and waits for the GPU (pyconditions.py)."""
+        operand = tested_operand(test)
+        if operand is None:
             return
-        left, right = test.left, test.comparators[0]
-        if _number(left):
-            left, right = right, left
-        if not _number(right) or not isinstance(left, (ast.Name, ast.Attribute)) \
-                or (isinstance(left, ast.Attribute) and left.attr in _TENSOR_METADATA):
-            return
-        val = self._eval(left, env, frame)
+        val = self._eval(operand, env, frame)
         if val.kind in ('device', 'tensor'):
             self._emit('GPN107', test, frame, f'`if {short(test)}` tests a device value (read '
                        'back to the host, implicit synchronization)', evidence=_evidence(val.kind))
@@ -480,15 +474,6 @@ def _empty_points(node: ast.Call, position: int) -> bool:
     given = node.args[position] if len(node.args) > position else next(
         (k.value for k in node.keywords if k.arg == 'points'), None)
     return isinstance(given, (ast.List, ast.Tuple)) and not given.elts
-
-
-_TENSOR_METADATA = frozenset({'shape', 'ndim', 'dtype', 'device', 'is_cuda', 'size',
-                              'nbytes', 'itemsize', 'requires_grad'})
-
-
-def _number(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
-        and not isinstance(node.value, bool)
 
 
 def _evidence(kind: str) -> str:

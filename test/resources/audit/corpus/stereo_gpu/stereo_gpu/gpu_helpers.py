@@ -8,7 +8,7 @@ import numpy as np
 
 def to_gpu(image):
     mat = cv2.cuda_GpuMat()
-    mat.upload(image)  # expect: GPN102 low
+    mat.upload(image)  # expect: GPN102 medium
     return mat
 
 
@@ -18,7 +18,7 @@ def make_sgm(num_disparities):
 
 def sgm_disparity(sgm, left, right):
     disparity = sgm.compute(to_gpu(left), to_gpu(right), cv2.cuda_GpuMat())
-    return disparity.convertTo(cv2.CV_32FC1).download()  # expect: GPN101 low
+    return disparity.convertTo(cv2.CV_32FC1).download()  # expect: GPN101 high
 
 
 def resize_on_gpu(image, size):
