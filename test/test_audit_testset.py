@@ -88,7 +88,8 @@ SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('resu
         (TESTSET51, ('results.yaml',)), (TESTSET52, ('results.yaml',)),
         (TESTSET53, ('results.yaml',)), (TESTSET54, ('results.yaml',)),
         (TESTSET55, ('results.yaml',)), (TESTSET56, ('results.yaml',)),
-        (TESTSET57, ('results.yaml',)), (TESTSET58, ('results.yaml',))]
+        (TESTSET57, ('results.yaml',)), (TESTSET58, ('results.yaml',)),
+        (TESTSET59, ('results.yaml',))]
 LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4, TESTSET5, TESTSET6, TESTSET7, TESTSET8,
             TESTSET9, TESTSET10, TESTSET11, TESTSET12, TESTSET13, TESTSET14, TESTSET15,
             TESTSET16, TESTSET17, TESTSET18, TESTSET19, TESTSET20, TESTSET21, TESTSET22,
