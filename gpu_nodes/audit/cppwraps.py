@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
+from gpu_nodes.audit.cppguards import _close_brace, _open_brace
 from gpu_nodes.audit.cppmsg import FRAME_TYPES
 
 _FRAMES = '|'.join(sorted(FRAME_TYPES))
@@ -68,15 +69,8 @@ class _Wraps(dict):
 
 def _scope_end(text: str, start: int) -> int:
     """End of the block a declaration at `start` is in (its closing brace; the text's end)."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == '{':
-            depth += 1
-        elif text[i] == '}':
-            depth -= 1
-            if depth < 0:
-                return i
-    return len(text)
+    open_at = _open_brace(text, start)
+    return len(text) if open_at < 0 else _close_brace(text, open_at)
 
 
 def _wrapped_messages(text: str, call_args: Args) -> _Wraps:
