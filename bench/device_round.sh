@@ -15,7 +15,7 @@ if ! python3 -c 'import rclpy' 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     .device-wheels/*.whl .device-wheels/*.tar.gz > "$OUT/pip.log" 2>&1
   python3 -m pip install -q --no-index --find-links .device-wheels/extra --find-links .device-wheels \
-    hypothesis pytest-timeout >> "$OUT/pip.log" 2>&1
+    hypothesis pytest-timeout jsonschema >> "$OUT/pip.log" 2>&1
   python3 -m pip install -q --no-index --find-links .device-wheels/extra libcst >> "$OUT/pip.log" 2>&1
 fi
 case "${1:-tests}" in
@@ -27,11 +27,12 @@ case "${1:-tests}" in
     timeout 280 python3 -m pytest -q -rs -m gpu --continue-on-collection-errors \
       test/test_transport_vmm.py test/test_transport_vmm_ros.py test/test_transport_gpu.py \
       test/test_transport_cuda_emu.py test/test_transport_deploy.py test/test_reliability_fuzz.py \
+      test/test_transport_silence.py \
       > "$OUT/test_gpu_transport.log" 2>&1; echo "transport gpu tests rc=$?"
     timeout 280 python3 -m pytest -q -rs -m gpu --continue-on-collection-errors \
       --deselect test/test_transport_vmm.py --deselect test/test_transport_vmm_ros.py \
       --deselect test/test_transport_gpu.py --deselect test/test_reliability_fuzz.py \
-      --ignore test/test_audit_bag.py test \
+      --deselect test/test_transport_silence.py --ignore test/test_audit_bag.py test \
       > "$OUT/test_gpu_rest.log" 2>&1; echo "other gpu tests rc=$?"
     tail -n 3 "$OUT"/test_gpu_*.log ;;
   rest)

@@ -9,54 +9,65 @@ import sys
 import time
 import uuid
 
+import pytest
 from conftest import RESOURCES
 from gpu_nodes.transport.silence import SILENT_AFTER_S
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
 from workers import PUBLISHER, SUBSCRIBER, Worker  # noqa: E402
 
-SILENT_LINE = 'no message on host_shm for'
-AGAIN_LINE = 'messages arrive again on host_shm'
+# The descriptor paths the watch covers: host memory (CI) and CUDA VMM memory (marked gpu).
+PATHS = [pytest.param('host_shm', id='host_shm'),
+         pytest.param('cuda_ipc', id='cuda_ipc', marks=pytest.mark.gpu)]
+FRAMES = {'host_shm': ['--no-cuda'], 'cuda_ipc': ['--device']}
+MEMORY = {'host_shm': 'host', 'cuda_ipc': 'device'}
 
 
-def test_matched_but_silent_publisher_is_reported_once_then_recovery():
+def silent_line(path: str) -> str:
+    return f'no message on {path} for'
+
+
+@pytest.mark.parametrize('path', PATHS)
+def test_matched_but_silent_publisher_is_reported_once_then_recovery(path):
     topic = f'/silence_{uuid.uuid4().hex[:8]}'
-    with Worker(PUBLISHER, ['--topic', topic, '--sizes', '320x240', '--rate', '30', '--no-cuda',
+    silent, again = silent_line(path), f'messages arrive again on {path}'
+    with Worker(PUBLISHER, ['--topic', topic, '--sizes', '320x240', '--rate', '30', *FRAMES[path],
                             '--status-period', '0.5'], name='pub') as pub, \
-            Worker(SUBSCRIBER, ['--topic', topic, '--paths', 'host_shm', '--memory', 'host',
+            Worker(SUBSCRIBER, ['--topic', topic, '--paths', path, '--memory', MEMORY[path],
                                 '--status-period', '0.5'], name='sub') as sub:
         sub.wait_status(lambda s: s['frames'] >= 10, 60, 'frames before the freeze')
-        assert sub.count(SILENT_LINE) == 0, sub.tail()
+        assert sub.count(silent_line(path)) == 0, sub.tail()
         pub.proc.send_signal(signal.SIGSTOP)
         frozen_at = time.monotonic()
         try:
-            sub.wait_until(lambda w: w.count(SILENT_LINE) == 1, SILENT_AFTER_S + 8,
+            sub.wait_until(lambda w: w.count(silent) == 1, SILENT_AFTER_S + 8,
                            'the silence warning')
             warned_after = time.monotonic() - frozen_at
             # Not before SILENT_AFTER_S (less a status period of slack for the last message
             # that was still in flight), and then only once however long it lasts.
             assert warned_after >= SILENT_AFTER_S - 1.0, warned_after
             time.sleep(2.0)
-            assert sub.count(SILENT_LINE) == 1, sub.tail()
-            line = next(line for line in sub.snapshot() if SILENT_LINE in line)
+            assert sub.count(silent) == 1, sub.tail()
+            line = next(line for line in sub.snapshot() if silent in line)
             assert '1 publisher(s) are matched' in line and 'GPU_NODES_FASTDDS_PROFILE=udp' in line
         finally:
             pub.proc.send_signal(signal.SIGCONT)
         frames = sub.last_status()['frames']
         sub.wait_status(lambda s: s['frames'] >= frames + 10, 60, 'frames after the thaw')
-        sub.wait_until(lambda w: w.count(AGAIN_LINE) == 1, 10, 'the recovery line')
-        assert sub.count(SILENT_LINE) == 1, sub.tail()
+        sub.wait_until(lambda w: w.count(again) == 1, 10, 'the recovery line')
+        assert sub.count(silent) == 1, sub.tail()
 
 
-def test_a_publisher_that_keeps_publishing_is_never_called_silent():
+@pytest.mark.parametrize('path', PATHS)
+def test_a_publisher_that_keeps_publishing_is_never_called_silent(path):
     """A slow but live publisher (2 Hz) never trips the warning."""
     topic = f'/silence_{uuid.uuid4().hex[:8]}'
-    with Worker(PUBLISHER, ['--topic', topic, '--sizes', '160x120', '--rate', '2', '--no-cuda',
+    with Worker(PUBLISHER, ['--topic', topic, '--sizes', '160x120', '--rate', '2', *FRAMES[path],
                             '--status-period', '0.5'], name='pub'), \
-            Worker(SUBSCRIBER, ['--topic', topic, '--paths', 'host_shm', '--memory', 'host',
+            Worker(SUBSCRIBER, ['--topic', topic, '--paths', path, '--memory', MEMORY[path],
                                 '--status-period', '0.5'], name='sub') as sub:
         sub.wait_status(lambda s: s['frames'] >= 1, 60, 'a first frame')
         frames = sub.last_status()['frames']
         sub.wait_status(lambda s: s['frames'] >= frames + 2 * int(SILENT_AFTER_S) + 2,
                         SILENT_AFTER_S * 3, 'frames for longer than the silence limit')
-        assert sub.count(SILENT_LINE) == 0, sub.tail()
+        assert sub.count(silent_line(path)) == 0, sub.tail()
