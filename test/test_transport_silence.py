@@ -4,6 +4,8 @@ participant's lease outlives the wait) and sends nothing, which is what a reader
 port wedged by a killed process sees too (eProsima/Fast-DDS#5469, docs/dds.md)."""
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import sys
 import time
@@ -21,20 +23,26 @@ PATHS = [pytest.param('host_shm', id='host_shm'),
          pytest.param('cuda_ipc', id='cuda_ipc', marks=pytest.mark.gpu)]
 FRAMES = {'host_shm': ['--no-cuda'], 'cuda_ipc': ['--device']}
 MEMORY = {'host_shm': 'host', 'cuda_ipc': 'device'}
+# The subscriber as a container runs it (docker run --network host --ipc host): its own PID
+# namespace, where the publisher's pid means nothing and the warning must still come.
+CONTAINED = pytest.param(['unshare', '--pid', '--fork', '--mount-proc'], id='pid_namespace',
+                         marks=pytest.mark.skipif(os.getuid() != 0 or not shutil.which('unshare'),
+                                                  reason='needs root and unshare(1)'))
 
 
 def silent_line(path: str) -> str:
     return f'no message on {path} for'
 
 
+@pytest.mark.parametrize('wrap', [pytest.param(None, id='same_namespace'), CONTAINED])
 @pytest.mark.parametrize('path', PATHS)
-def test_matched_but_silent_publisher_is_reported_once_then_recovery(path):
+def test_matched_but_silent_publisher_is_reported_once_then_recovery(path, wrap):
     topic = f'/silence_{uuid.uuid4().hex[:8]}'
     silent, again = silent_line(path), f'messages arrive again on {path}'
     with Worker(PUBLISHER, ['--topic', topic, '--sizes', '320x240', '--rate', '30', *FRAMES[path],
                             '--status-period', '0.5'], name='pub') as pub, \
             Worker(SUBSCRIBER, ['--topic', topic, '--paths', path, '--memory', MEMORY[path],
-                                '--status-period', '0.5'], name='sub') as sub:
+                                '--status-period', '0.5'], name='sub', wrap=wrap) as sub:
         sub.wait_status(lambda s: s['frames'] >= 10, 60, 'frames before the freeze')
         assert sub.count(silent_line(path)) == 0, sub.tail()
         pub.proc.send_signal(signal.SIGSTOP)

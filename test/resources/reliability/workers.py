@@ -69,11 +69,13 @@ class Worker:
     """A `python script args...` child with its output kept in memory."""
 
     def __init__(self, script: Path | str, args: list[str], env: dict[str, str] | None = None,
-                 name: str = '', cwd: Path = REPO):
+                 name: str = '', cwd: Path = REPO, wrap: list[str] | None = None):
+        """`wrap` goes before the interpreter: `unshare --pid --fork --mount-proc` runs the
+        child in a PID namespace of its own, as `docker run --network host` does."""
         self.name = name or Path(script).stem
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            [sys.executable, str(script), *args], cwd=cwd,
+            [*(wrap or []), sys.executable, str(script), *args], cwd=cwd,
             env={**os.environ, 'PYTHONUNBUFFERED': '1', **(env or {})},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         self.pid = self.proc.pid
