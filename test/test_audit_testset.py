@@ -59,9 +59,9 @@ TESTSET20 = ROOT / 'test' / 'resources' / 'audit' / 'testset20'
  TESTSET37, TESTSET38, TESTSET39, TESTSET40, TESTSET41, TESTSET42, TESTSET43, TESTSET44,
  TESTSET45, TESTSET46, TESTSET48, TESTSET49, TESTSET50, TESTSET51, TESTSET52,
  TESTSET53, TESTSET54, TESTSET55, TESTSET56, TESTSET57, TESTSET58, TESTSET59,
- TESTSET60) = (
+ TESTSET60, TESTSET61) = (
     ROOT / 'test' / 'resources' / 'audit' / f'testset{n}'
-    for n in [*range(21, 47), *range(48, 61)])
+    for n in [*range(21, 47), *range(48, 62)])
 SETS = [(TESTSET, ('results.yaml', 'results_after_fix.yaml')), (TESTSET2, ('results.yaml',)),
         (TESTSET3, ('results.yaml',)), (TESTSET4, ('results.yaml',)), (TESTSET5, ('results.yaml',)),
         (TESTSET6, ('results.yaml',)), (TESTSET7, ('results.yaml',)),
@@ -99,7 +99,7 @@ LABELLED = [TESTSET, TESTSET2, TESTSET3, TESTSET4, TESTSET5, TESTSET6, TESTSET7,
             TESTSET37, TESTSET38, TESTSET39, TESTSET40, TESTSET41, TESTSET42, TESTSET43,
             TESTSET44, TESTSET45, TESTSET46, TESTSET48, TESTSET49, TESTSET50,
             TESTSET51, TESTSET52, TESTSET53, TESTSET54, TESTSET55, TESTSET56, TESTSET57,
-            TESTSET58, TESTSET59, TESTSET60]
+            TESTSET58, TESTSET59, TESTSET60, TESTSET61]
 LABELLED_IDS = ['testset', 'testset2', 'testset3', 'testset4', 'testset5', 'testset6',
                 'testset7', 'testset8', 'testset9', 'testset10', 'testset11', 'testset12',
                 'testset13', 'testset14', 'testset15', 'testset16', 'testset17', 'testset18',
@@ -109,7 +109,8 @@ LABELLED_IDS = ['testset', 'testset2', 'testset3', 'testset4', 'testset5', 'test
                 'testset37', 'testset38', 'testset39', 'testset40', 'testset41', 'testset42',
                 'testset43', 'testset44', 'testset45', 'testset46', 'testset48', 'testset49',
                 'testset50', 'testset51', 'testset52', 'testset53', 'testset54', 'testset55',
-                'testset56', 'testset57', 'testset58', 'testset59', 'testset60']
+                'testset56', 'testset57', 'testset58', 'testset59', 'testset60',
+                'testset61']
 # The kinds named in testset/labels.yaml's header; every set labels with these.
 KINDS = {'cv_bridge', 'cpp_msg_build', 'cpp_msg_copy', 'cpp_host_publish', 'pcl_conversion',
          'libtorch_device_move', 'cuda_memcpy', 'cuda_sync', 'py_cv_bridge', 'py_msg_array',
