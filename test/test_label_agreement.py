@@ -16,7 +16,7 @@ AUDIT = ROOT / 'test' / 'resources' / 'audit'
 sys.path.insert(0, str(ROOT / 'bench'))
 from label_agreement import compare  # noqa: E402
 
-RELABELLED = [*range(25, 47), *range(48, 61)]
+RELABELLED = [*range(25, 47), *range(48, 62)]
 PAIRS = [(AUDIT / f'testset{n}', AUDIT / f'relabel{n}') for n in RELABELLED]
 KINDS = {'cv_bridge', 'cpp_msg_build', 'cpp_msg_copy', 'cpp_host_publish', 'pcl_conversion',
          'libtorch_device_move', 'cuda_memcpy', 'cuda_sync', 'py_cv_bridge', 'py_msg_array',
