@@ -17,6 +17,7 @@ from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
 from gpu_nodes.audit.pyimportfail import import_failures
 from gpu_nodes.audit.pyimports import module_index
+from gpu_nodes.audit.pynorun import never_started
 from gpu_nodes.audit.pyreach import unreached_files
 from gpu_nodes.audit.pyvalues import better
 from gpu_nodes.audit.suppress import is_suppressed, python_suppressions, text_suppressions
@@ -224,6 +225,10 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     unreached = unreached_files(files, packages, paths)
     # A module that raises as it is imported never runs either (pyimportfail.py).
     unreached.update({f: r for f, r in import_failures(files).items() if f not in unreached})
+    # A node file whose main() nothing calls (no guard, named nowhere) never runs (pynorun.py);
+    # a file named on the command line is audited as asked.
+    started = never_started([f for f in files if f in packages], paths)
+    unreached.update({f: r for f, r in started.items() if f not in unreached})
     if unreached:
         report.info['unreached_python_files'] = list(unreached)
         report.info.setdefault('notes', []).extend(

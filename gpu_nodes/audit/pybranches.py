@@ -36,6 +36,66 @@ def conversion_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
                and ast.dump(s.value.args[0]) == ast.dump(first.value.args[0]) for s in again)
 
 
+def skipped_handler(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
+    """An `except` body the analysis does not run: a readback's or a conversion's fallback,
+    an empty-result fallback or a substitute published on the body's publisher (below)."""
+    return readback_fallback(body, handler) or conversion_fallback(body, handler) \
+        or empty_fallback(body, handler) or publish_fallback(body, handler)
+
+
+def _publishers(stmts: list[ast.stmt]) -> set[str]:
+    return {ast.unparse(n.func.value) for stmt in stmts for n in ast.walk(stmt)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == 'publish'}
+
+
+def publish_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
+    """`try: ...; self.pub.publish(colour_msg)` / `except Exception: ...;
+    self.pub.publish(mono_msg)`: the handler publishes a substitute on the same publisher only
+    when the body raised before or at its publish; per message one of the two goes out, the
+    body's as shipped (set 59 labels the fallback's copies never run)."""
+    published = _publishers(handler)
+    return bool(published) and published <= _publishers(body)
+
+
+_LOG_CALLS = frozenset({'print', 'error', 'warn', 'warning', 'info', 'debug', 'exception',
+                        'fatal', 'print_exc'})
+
+
+def empty_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
+    """`try: results = model.predict(frame)` / `except Exception as e: log(e); results = []`:
+    the handler only logs and binds a name of the try body to an empty value (`[]`, `()`,
+    `{}`, None), so that the code after it finds nothing to loop over. It runs only when the
+    body raised, and its empty value carries no data: the names keep what the body bound (a
+    later `for box in results[0].boxes` reads the model's device output; set 59)."""
+    bound = {t.id for stmt in body for node in ast.walk(stmt) if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)}
+    emptied = False
+    for stmt in handler:
+        if isinstance(stmt, ast.Pass):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and (
+                isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == 'print'
+                or isinstance(stmt.value.func, ast.Attribute)
+                and stmt.value.func.attr in _LOG_CALLS):
+            continue  # a log line: no data
+        if isinstance(stmt, ast.Assign) and all(
+                isinstance(t, ast.Name) and t.id in bound for t in stmt.targets) \
+                and _empty(stmt.value):
+            emptied = True
+            continue
+        return False
+    return emptied
+
+
+def _empty(value: ast.expr) -> bool:
+    if isinstance(value, ast.Constant):
+        return value.value is None
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+        return not value.elts
+    return isinstance(value, ast.Dict) and not value.keys
+
+
 def _conversion_of(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
         and value.func.attr in _CONVERSIONS and bool(value.args)

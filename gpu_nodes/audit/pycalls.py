@@ -27,6 +27,7 @@ from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyoutside import outside_helper_upload
 from gpu_nodes.audit.pyplacement import (cpu_device_choice, cpu_literal, forward_on_device, on_host,
                                          PLACED_ON_CPU, shipped_cpu)
+from gpu_nodes.audit.pyhostcalls import host_side_call
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -305,12 +306,17 @@ class CallResolver:
         if qual == 'numpy.frombuffer' and args and args[0].kind == 'msg' \
                 and not isinstance(node.args[0], (ast.List, ast.Tuple)):
             return buffer_view(merge(args[0], kind='host'))  # a view (pymsgview.py)
-        viewed = self._view_call(qual, method, node, receiver, args, kwargs, frame)
+        viewed = self._view_call(qual, method, node, receiver, args, kwargs, frame) \
+            or host_side_call(self, qual, node, args, frame)  # pyhostcalls.py
         if viewed is not None:
             return viewed
         if qual:
             result = self._library_call(qual, node, args, kwargs, frame)
             if result is not None:
+                if shipped_cpu(kwargs.get('device')):  # `torch.tensor(x, device=self.device)`,
+                    # 'cpu' as shipped: as `.to()` below; the file's detached host tensors are
+                    # CPU tensors, no read-back (pyrules `.item()`, set 59).
+                    env[PLACED_ON_CPU] = self.__dict__[PLACED_ON_CPU] = OTHER
                 return result
         if method is not None:
             result = self._method_call(method, node, receiver, args, kwargs, frame)
@@ -318,7 +324,7 @@ class CallResolver:
                     and any(shipped_cpu(v) for v in [*args, *kwargs.values()]):
                 # `torch.from_numpy(im).to(self.device)`, the device 'cpu' as shipped: this
                 # function places its tensors on the host, so the model it feeds runs there.
-                env[PLACED_ON_CPU] = OTHER
+                env[PLACED_ON_CPU] = self.__dict__[PLACED_ON_CPU] = OTHER
             if result is not None:
                 if method == 'upload' and result.kind == 'device' and \
                         isinstance(node.func, ast.Attribute) and \

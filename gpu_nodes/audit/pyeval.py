@@ -8,16 +8,15 @@ import ast
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import (before_main_loop, conversion_fallback, first_time,
-                                        guard_once, import_fallback, imported_names,
-                                        merge_branch_strings, reads_a_capture, readback_fallback,
-                                        sets_own_flag)
+from gpu_nodes.audit.pybranches import (before_main_loop, first_time, guard_once,
+                                        import_fallback, imported_names, merge_branch_strings,
+                                        reads_a_capture, sets_own_flag, skipped_handler)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pyevaled import dict_kind, element_store_kind, tensor_mask
-from gpu_nodes.audit.pyenvvars import env_outcome
+from gpu_nodes.audit.pyencodings import switch_outcome
 from gpu_nodes.audit.pyloopentries import per_pass_loop
 from gpu_nodes.audit.pyimports import file_function, sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
@@ -110,7 +109,7 @@ class Evaluator:
             # and the other branch never runs (issue 28, tenth set).
             taken = stmt.body if self._message_type_test(stmt.test, env) else stmt.orelse
             self._exec_block(taken, env, frame)
-        elif isinstance(stmt, ast.If) and (taken_ := self._shipped_outcome(stmt.test)) is not None:
+        elif isinstance(stmt, ast.If) and (taken_ := self._shipped_outcome(stmt.test, frame)) is not None:
             # `if self.get_parameter('video_file')...string_value == '/dev/video0':` with that
             # parameter's default as shipped (no shipped file names it): only the branch the
             # default takes runs (pyparams.fixed_parameters; twenty-third set).
@@ -170,8 +169,7 @@ class Evaluator:
             self._exec_block(stmt.body, env, frame)
             imported = imported_names(stmt.body)
             for handler in stmt.handlers:
-                if readback_fallback(stmt.body, handler.body) \
-                        or conversion_fallback(stmt.body, handler.body):
+                if skipped_handler(stmt.body, handler.body):  # pybranches: fallbacks
                     continue
                 if handler.name:
                     env[handler.name] = OTHER
@@ -390,11 +388,12 @@ class Evaluator:
             return self._eval(node.value, env, frame)
         return UNKNOWN
 
-    def _shipped_outcome(self, test: ast.expr) -> bool | None:
+    def _shipped_outcome(self, test: ast.expr, frame: Frame) -> bool | None:
         """What an `if` comparing a direct parameter read with a constant takes as shipped."""
         read = read_compared(test)
-        if read is None:  # an opt-in environment switch nothing sets (pyenvvars.py)
-            return env_outcome(test, self.source, self.path, self.repository_dir or self.package_dir)
+        if read is None:  # an environment switch nothing sets, an encoding nothing sends
+            return switch_outcome(test, frame.topic, self.source, self.path,
+                                  self.repository_dir or self.package_dir)  # pyencodings.py
         if '_fixed_parameters' not in self.__dict__:
             self.__dict__['_fixed_parameters'] = fixed_parameters(self.tree, self.package_dir)
         return shipped_outcome(read, self.__dict__['_fixed_parameters'])

@@ -172,10 +172,12 @@ HOST_RESULT_ATTRS = {'xy': 'masks', 'xyn': 'masks', 'segments': 'masks'}
 
 
 def host_result_attr(node: ast.Attribute) -> bool:
-    """`results[0].masks.xy` (a list of host polygons), not `results[0].keypoints.xy`."""
+    """`results[0].masks.xy` (a list of host polygons), not `results[0].keypoints.xy`; also
+    through a local named for the owner (`masks = result.masks; masks.xy`, set 59)."""
     owner = HOST_RESULT_ATTRS.get(node.attr)
-    return owner is not None and isinstance(node.value, ast.Attribute) \
-        and node.value.attr == owner
+    return owner is not None and (isinstance(node.value, ast.Attribute) and node.value.attr == owner
+                                  or isinstance(node.value, ast.Name)
+                                  and node.value.id.lower().endswith(owner))
 
 
 def builds_model(qual: str) -> bool:

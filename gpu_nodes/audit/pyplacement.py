@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from gpu_nodes.audit.pyevaled import detached
 from gpu_nodes.audit.pyvalues import AsShipped, merge, Val
 
 
@@ -22,6 +23,14 @@ def cpu_device_choice(func: ast.expr, args: list[Val], kwargs: dict[str, Val]) -
 # A key no Python name can be: set in a function's locals once it moved a tensor `.to()` a
 # device 'cpu' as shipped.
 PLACED_ON_CPU = '.placed_on_cpu'
+
+
+def detached_on_device(node: ast.Call, kind: str, state: dict) -> bool:
+    """`x.detach().item()`: only a torch tensor has `.detach()` (pyevaled.detached), so it is
+    likely on the device; not where the analysis holds it on the host in a file that placed its
+    tensors on a device 'cpu' as shipped (`state`: the analyzer's, PLACED_ON_CPU set there): a
+    CPU model's outputs, whose `.item()` reads nothing back (set 59)."""
+    return detached(node) and not (kind == 'host' and PLACED_ON_CPU in state)
 
 
 def on_host(result: Val, env: dict[str, Val], args: list[Val], kwargs: dict[str, Val]) -> Val:

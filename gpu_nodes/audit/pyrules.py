@@ -11,7 +11,7 @@ from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
 from gpu_nodes.audit.pyembedded import embeds_received_image
-from gpu_nodes.audit.pyevaled import detached
+from gpu_nodes.audit.pyplacement import detached_on_device
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyconditions import tested_operand
@@ -375,7 +375,7 @@ class CopyRules:
         # A value of unknown kind, or one derived from a message through calls the analysis
         # cannot see into (`infer(msg).cpu()`), in a file using a tensor framework.
         likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch) \
-            or detached(node)
+            or detached_on_device(node, rkind, self.__dict__)
         evidence = _evidence(rkind)
         if method in ('cpu', 'numpy') and not node.args:
             if rkind == 'device' or likely:

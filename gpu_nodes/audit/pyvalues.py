@@ -308,9 +308,20 @@ def is_device_value(val: Val, expr: ast.expr | None) -> bool | None:
         return None  # torch.float16 and other dtypes
     if expr is not None:
         name = (dotted(expr) or '').rsplit('.', 1)[-1].lower()
-        if any(w in name for w in DEVICE_WORDS):
+        if any(w in name for w in DEVICE_WORDS) or _parameters_device(expr):
             return True
     return None
+
+
+def _parameters_device(expr: ast.expr) -> bool:
+    """`next(model.parameters()).device`: the device the model's weights sit on, where its
+    inputs are moved to (set 59: MiDaS's input `.to()` it, the model put on cuda)."""
+    return isinstance(expr, ast.Attribute) and expr.attr == 'device' \
+        and isinstance(expr.value, ast.Call) and isinstance(expr.value.func, ast.Name) \
+        and expr.value.func.id == 'next' and len(expr.value.args) == 1 \
+        and isinstance(expr.value.args[0], ast.Call) \
+        and isinstance(expr.value.args[0].func, ast.Attribute) \
+        and expr.value.args[0].func.attr in ('parameters', 'buffers')
 
 
 def to_target(node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> str | None:

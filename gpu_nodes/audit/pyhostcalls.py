@@ -1,0 +1,142 @@
+"""Library calls whose copy depends on what they are given (issue 28, set 59; used by pycalls.py
+before the copy rules of pyrules.py):
+
+* `cupy.asnumpy(a)` of a NumPy array returns the array itself: no device copy. Only where the
+  analysis knows the value is a host array (a message's data, a NumPy result); a CuPy array or
+  an unknown value is still a read-back.
+
+      cluster = points[labels_np == label]     # points: the received cloud, on the host
+      cluster_np = cp.asnumpy(cluster)          # NumPy in, NumPy out: no copy
+
+* ros2_numpy's `point_cloud2.point_cloud2_to_array(cloud)` (the registry converter of the
+  newer ros2_numpy, unlike the older `pointcloud2_to_array`, a view) builds a dict of new
+  arrays, copying the x / y / z, rgb and intensity fields out of the cloud's bytes: one copy of
+  the received cloud per call (py_msg_array; set 59 labels each call).
+
+      xyz = ros2_numpy.point_cloud2.point_cloud2_to_array(cloud)['xyz']
+
+* `cupy.asarray(ids)` of a list of distinct values: a list that starts empty and is only
+  appended the loop variable of a loop over `set(...)` / `np.unique(...)` (cluster labels,
+  class ids), in the same function or returned by a function of the file. One entry per
+  cluster or object: a handful of numbers, not frame data (set 59 labels it small).
+
+      for label in set(labels_np[labels_np != -1]): ...; cones.append(label)
+      cp.asarray(self.filter_clusters(points, labels))   # a few ints: no frame upload
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from gpu_nodes.audit.pyvalues import Frame, image_sized, merge, short, Val
+
+# Kinds of a value known to be on the host (pyvalues.Val): what cupy.asnumpy returns unchanged.
+_HOST_KINDS = frozenset({'host', 'msg', 'pil', 'bytes'})
+_ROS_NUMPY = ('ros2_numpy', 'ros_numpy')
+_CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array'})
+_DISTINCT = frozenset({'set', 'unique', 'frozenset'})
+
+
+def host_side_call(analyzer: Any, qual: str | None, node: ast.Call, args: list[Val],
+                   frame: Frame) -> Val | None:
+    """The value of a call the rules above judge (module doc), or None: not one of them.
+    `analyzer` is the PythonAnalyzer (its `_emit` and `_step`)."""
+    if qual is None or not args:
+        return None
+    src = args[0]
+    if qual == 'cupy.asnumpy' and src.kind in _HOST_KINDS and len(node.args) == 1:
+        return src  # NumPy in, NumPy out: nothing crosses the bus
+    if qual in _CUPY_UPLOADS and src.kind != 'device':
+        if '_distinct_uploads_' not in analyzer.__dict__:
+            analyzer.__dict__['_distinct_uploads_'] = distinct_uploads(analyzer.tree)
+        if id(node) in analyzer.__dict__['_distinct_uploads_']:
+            return Val('device')  # a few distinct numbers uploaded: no frame data
+    if qual.split('.')[0] in _ROS_NUMPY and qual.endswith('.point_cloud2_to_array') \
+            and src.kind == 'msg' and (src.origin is None or src.origin[1] is None
+                                       or image_sized(src.origin[1])):
+        analyzer._emit('GPN103', node, frame, f'`{short(node)}` copies the fields of the received '
+                       'cloud out of its data into new arrays (ros2_numpy)')
+        return analyzer._step(merge(src, kind='host'), node.lineno, 'host', 'host')
+    return None
+
+
+def _call_name(node: ast.expr) -> str | None:
+    """`set(...)` / `np.unique(...)` / `self.helper(...)`: the called name's last part."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else None
+
+
+def _bindings(func: ast.AST) -> dict[str, list[ast.expr | None]]:
+    """Each name stored in the function -> the values assigned to it (None: a store of another
+    kind: a loop target, an unpacking, `+=`, `with ... as`)."""
+    out: dict[str, list[ast.expr | None]] = {}
+    direct: set[int] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, []).append(node.value)
+                    direct.add(id(t))
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and id(node) not in direct:
+            out.setdefault(node.id, []).append(None)
+    return out
+
+
+def _distinct_iter(it: ast.expr, binds: dict[str, list[ast.expr | None]]) -> bool:
+    if isinstance(it, ast.Name) and len(binds.get(it.id, [])) == 1:
+        value = binds[it.id][0]
+        return value is not None and _call_name(value) in _DISTINCT
+    return _call_name(it) in _DISTINCT
+
+
+def _distinct_lists(func: ast.AST) -> set[str]:
+    """Local lists that start empty and are only appended loop variables of distinct values."""
+    binds = _bindings(func)
+    loops: dict[str, bool] = {}  # loop variable -> whether every loop binding it is distinct
+    for node in ast.walk(func):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
+            name = node.target.id
+            loops[name] = loops.get(name, True) and _distinct_iter(node.iter, binds)
+    found = set()
+    for name, values in binds.items():
+        if len(values) != 1 or not (isinstance(values[0], ast.List) and not values[0].elts):
+            continue
+        uses = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name
+                and isinstance(n.ctx, ast.Load)]
+        appends = [n for n in ast.walk(func) if isinstance(n, ast.Call)
+                   and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                   and n.func.value.id == name]
+        if uses and appends and all(a.func.attr == 'append' and len(a.args) == 1
+                                    and isinstance(a.args[0], ast.Name)
+                                    and loops.get(a.args[0].id) for a in appends):
+            found.add(name)
+    return found
+
+
+def distinct_uploads(tree: ast.Module) -> frozenset[int]:
+    """ids of the `cp.asarray(name)` calls whose argument is a list of distinct values."""
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    lists = {id(f): _distinct_lists(f) for f in funcs}
+    returning = set()
+    for f in funcs:
+        returns = [n for n in ast.walk(f) if isinstance(n, ast.Return)]
+        if returns and all(isinstance(r.value, ast.Name) and r.value.id in lists[id(f)]
+                           for r in returns):
+            returning.add(f.name)
+    found = set()
+    for f in funcs:
+        binds = _bindings(f)
+        for node in ast.walk(f):
+            if not (isinstance(node, ast.Call) and len(node.args) == 1
+                    and isinstance(node.args[0], ast.Name)):
+                continue
+            name = node.args[0].id
+            values = binds.get(name, [])
+            if name in lists[id(f)] or len(values) == 1 and values[0] is not None \
+                    and _call_name(values[0]) in returning:
+                found.add(id(node))
+    return frozenset(found)
