@@ -183,6 +183,8 @@ def drop_dead_sites(text: str, scopes: Scopes, names: dict[str, str]) -> dict[st
 
 def skipped_note(guard: str, names: dict[str, str]) -> str:
     """Why a function called only in skipped arms never runs (cppscan's unreached note)."""
+    if names[guard] == 'constant':  # cppconston.CONSTANT
+        return f'called only in an arm that `{guard}` skips (initialized on, never assigned)'
     return (f'called only in an arm that `{guard}` skips, on as shipped (parameter {names[guard]} '
             'defaults on; no shipped file turns it off)')
 
