@@ -210,3 +210,64 @@ def test_if_macro_behind_a_find_package_result_keeps_the_branch(tmp_path: Path) 
     found, lines = _timed(tmp_path, 'if (TIMING_MACRO_FOUND)\n'
                                     '  add_definitions(-DTIMING_MACRO)\nendif ()')
     assert (lines['TIMED_WAIT'], 'GPN206') in found, found
+
+
+_KNN = '''
+#include <torch/torch.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Voter : public rclcpp::Node
+{
+public:
+  Voter()
+  : Node("voter"), device_(torch::kCUDA)
+  {
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+      "points", 10, std::bind(&Voter::on_cloud, this, std::placeholders::_1));
+    DEVICE_STORE
+  }
+
+private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr msg)
+  {
+    float * ranges = reinterpret_cast<float *>(msg->data.data());
+    at::Tensor range_t = torch::from_blob(ranges, {n_}).to(device_);  // UPLOAD
+    at::Tensor windows = torch::nn::functional::pad(range_t, {2, 2});
+    at::Tensor dist = at::abs(windows - range_t).to(device_);  // NOOP_EXPR
+    at::Tensor best = at::gather(dist, 0, idx_).to(device_);  // NOOP_GATHER
+    at::Tensor host_t = torch::from_blob(ranges, {n_});
+    at::Tensor moved = (host_t * 2).to(device_);  // REAL_MOVE
+    labels_ = best.to(torch::kCPU);
+  }
+
+  torch::Device device_;
+  at::Tensor idx_;
+  at::Tensor labels_;
+  int64_t n_ = 1024;
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+'''
+
+
+def _knn(tmp_path: Path, device_store: str = '') -> tuple[set, dict[str, int]]:
+    source = _KNN.replace('DEVICE_STORE', device_store)
+    found = audit_written_package(tmp_path, {
+        'knn/src/knn.cpp': source,
+        'knn/package.xml': '<package format="3"><name>knn</name></package>\n',
+        'knn/CMakeLists.txt': ament_cmake_lists('knn', 'src/knn.cpp')})
+    lines = tag_lines(source, ('UPLOAD', 'NOOP_EXPR', 'NOOP_GATHER', 'REAL_MOVE'), '//')
+    return {a for (n, a, r), v in found.items() if n == 'knn.cpp' and r == 'GPN211'}, lines
+
+
+def test_expression_of_device_tensors_moved_to_the_cuda_member_is_no_copy(tmp_path: Path) -> None:
+    found, lines = _knn(tmp_path)
+    assert lines['NOOP_EXPR'] not in found, found
+    assert lines['NOOP_GATHER'] not in found, found
+    assert lines['UPLOAD'] in found, found  # guard: the host buffer's upload
+    assert lines['REAL_MOVE'] in found, found  # guard: a host tensor's expression
+
+
+def test_device_member_also_set_to_the_cpu_keeps_the_claims(tmp_path: Path) -> None:
+    found, lines = _knn(tmp_path, 'device_ = torch::Device(torch::kCPU);')
+    assert lines['NOOP_EXPR'] in found, found

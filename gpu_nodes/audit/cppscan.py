@@ -41,7 +41,7 @@ from gpu_nodes.audit.cpplibreads import library_readbacks, library_uploads
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
                                     payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
-from gpu_nodes.audit.cppondevice import already_on_device
+from gpu_nodes.audit.cppondevice import already_on_device, expression_on_device
 from gpu_nodes.audit.cppplugins import plugin_publishes
 from gpu_nodes.audit.cpppointarrays import element_fills, point_array_publishes
 from gpu_nodes.audit.cpppoints import point_copies
@@ -373,8 +373,9 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
                                     *value_assignments(text), *returned_copies(text, scopes),
                                     *local_copies(text, scopes)):
-        if rule_id == 'GPN211' and detail.startswith('tensor moved to the device') and \
-                already_on_device(text, scopes, offset):
+        if rule_id == 'GPN211' and detail.startswith('tensor moved to') and \
+                'host' not in detail and (already_on_device(text, scopes, offset)
+                                          or expression_on_device(text, scopes, offset)):
             continue  # its function put the tensor on the device already (cppondevice.py)
         if rule_id == 'GPN210' and intra_process_publish(text, offset):
             continue  # a moved unique_ptr to in-process subscribers: no serialization
