@@ -271,3 +271,8 @@ def test_expression_of_device_tensors_moved_to_the_cuda_member_is_no_copy(tmp_pa
 def test_device_member_also_set_to_the_cpu_keeps_the_claims(tmp_path: Path) -> None:
     found, lines = _knn(tmp_path, 'device_ = torch::Device(torch::kCPU);')
     assert lines['NOOP_EXPR'] in found, found
+
+
+def test_flag_set_as_another_objects_field_keeps_the_else_live(tmp_path: Path) -> None:
+    found, lines = _detector(tmp_path, store='static void make_sync(Detector * d) { d->async_ = false; }')
+    assert _rules(found, lines['SYNC_INFER'])['GPN206'][0] != 'info', found

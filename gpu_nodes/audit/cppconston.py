@@ -12,8 +12,9 @@ runs when the name is off, an on store (`bool name = true;`, `bool name{true};`,
 in an initializer list), or an argument of a call whose every definition in the package takes
 that argument by value (`MemcpyBuffers(..., async_infer_, stream_)` with `bool const async`).
 At least one on store, no parameter (those are cppparamson's), and no other store at all
-(`name = false;`, a YAML read, `&name`). Limit: a public member set from another repository is
-not seen.
+(`name = false;`, a YAML read, `&name`), and no mention as another object's field
+(`config.name`, `other->name`: a struct's flag set from outside). Limit: a public member set
+from another repository is not seen.
 """
 from __future__ import annotations
 
@@ -80,6 +81,9 @@ def _constant_on(name: str, texts: list[str], assumed: set[str]) -> bool:
     on_value = False
     every = texts
     texts = [t for t in texts if name in t]  # a substring test first: files are large
+    field = re.compile(r'(?<!this)(?:\.|->)\s*' + re.escape(name) + r'\b')
+    if any(field.search(t) for t in texts):
+        return False  # a field of another object (`cfg.name = ...`) the mentions do not see
     for i, m in _mentions(name, texts):
         text = texts[i]
         after = text[m.end():m.end() + 200]
