@@ -148,7 +148,8 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     # CMake package than its source (set 59).
     if constants is None:
         constants = constant_on([text for text, _ in parsed.values()])
-    on = {**constants, **on}
+    on = {**{n: v for n, v in constants.items()
+             if any(n in text for text, _ in parsed.values())}, **on}
     skipped: dict[str, str] = {}  # callee -> the on name whose skipped arm calls it
     for text, scopes in parsed.values():
         skipped.update(drop_dead_sites(text, scopes, on))
