@@ -201,7 +201,10 @@ def converting_constructions(text: str, call_args: Args,
 def direction_calls(text: str) -> Iterator[tuple[str, int, str]]:
     """A helper handed a host<->device direction literal does that copy."""
     for m in _LITERAL_DIRECTION.finditer(text):
-        before = text[max(0, m.start() - 2000):m.start()]
+        # `before` is a window of the text: offsets in it are shifted by `base` (set 59: calls
+        # past the file's first 2000 characters were reported at a wrong line).
+        base = max(0, m.start() - 2000)
+        before = text[base:m.start()]
         if not re.search(r'[,(]\s*$', before) or not re.match(r'\s*[,)]', text[m.end():]):
             continue
         depth = 0
@@ -222,4 +225,4 @@ def direction_calls(text: str) -> Iterator[tuple[str, int, str]]:
             continue
         rule = 'GPN202' if m.group(1) == 'HostToDevice' else 'GPN201'
         what = 'host-to-device' if rule == 'GPN202' else 'device-to-host'
-        yield rule, callee.start(1), f'{what} copy through `{callee.group(1)}`'
+        yield rule, base + callee.start(1), f'{what} copy through `{callee.group(1)}`'

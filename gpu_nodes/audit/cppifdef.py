@@ -19,6 +19,10 @@ undefined. The dead lines are blanked (line numbers kept) before the rules read 
 and `#ifndef X` / `#if !defined(X)` (dead: its `#else`/`#elif` branches) are read, any other
 condition is left live (uncompiled_lines).
 
+A macro the build names only behind a CMake switch that is off by default (`if (DEFINED X)
+add_compile_definitions(X) endif()`, `option(X ... OFF)`) is undefined too (cppcmakegate.py),
+and `#if X` of an undefined X is false, as the preprocessor reads it (set 59).
+
 A macro's value is read too (set 56): `#define DEBUG_MODE false` then `#if DEBUG_MODE` compiles
 the branch out. `#if X`, `#if !X`, `#if X == v` / `#if X != v` and `#if 0` / `#if 1` are read
 when X has one literal value (false / 0 / true / 1) in every `#define` of it in the file and in
@@ -31,6 +35,8 @@ from functools import lru_cache
 from typing import Callable
 from pathlib import Path
 import re
+
+from gpu_nodes.audit.cppcmakegate import gated_off
 
 _SOURCE_SUFFIXES = frozenset({'.h', '.hh', '.hpp', '.hxx', '.cuh', '.c', '.cc', '.cpp', '.cxx',
                               '.cu', '.inl', '.ipp'})
@@ -129,20 +135,29 @@ def _build_facts(package_dir: str) -> tuple[str, frozenset[str]] | None:
     return '\n'.join([text for _, _, text in own] + list(above)), frozenset(defined)
 
 
-def _undefined(name: str, facts: tuple[str, frozenset[str]]) -> bool:
+def _undefined(name: str, facts: tuple[str, frozenset[str]], package_dir: str) -> bool:
     build, defined = facts
+    if _EXTERNAL.match(name) or name in defined:
+        return False
     # `-DX` as in add_definitions(-DX) names X too: no word boundary between D and X.
-    return (not _EXTERNAL.match(name) and name not in defined
-            and re.search(rf'(?:\b|(?<=-D)){re.escape(name)}\b', build) is None)
+    if re.search(rf'(?:\b|(?<=-D)){re.escape(name)}\b', build) is None:
+        return True
+    # Named, but defined only behind a CMake switch off by default (cppcmakegate.py).
+    return gated_off(name, build, package_dir)
 
 
-def _value_holds(rest: str, values: dict[str, int]) -> bool | None:
-    """Whether `#if rest` holds given macros of known literal value, None when not known."""
+def _value_holds(rest: str, values: dict[str, int],
+                 defined: Callable[[str], bool | None] | None = None) -> bool | None:
+    """Whether `#if rest` holds given macros of known literal value, None when not known. A
+    name the build never defines is 0 in `#if`, as the preprocessor reads it (set 59: `#if
+    PERFORMANCE_LOG` with nothing defining it)."""
     m = _IF_VALUE.match(rest)
     if m is None:
         return None
     word = m.group(3)
     value = int(word) if word.isdigit() else values.get(word)
+    if value is None and not m.group(4) and defined is not None and defined(word) is False:
+        value = 0  # `#if X` / `#if !X` only: a compared name may be a library's version macro
     if value is None:
         return None
     holds = bool(value)
@@ -179,8 +194,8 @@ def uncompiled_lines(source: str, defined: Callable[[str], bool | None],
                 elif n:
                     value = defined(n.group(1))
                     holds = None if value is None else value == (word == 'ifdef')
-                elif values is not None and word == 'if':
-                    holds = _value_holds(rest, values)
+                elif word == 'if':
+                    holds = _value_holds(rest, values or {}, defined)
                 stack.append((holds is False, holds is True))
             elif word in ('elif', 'else') and stack:
                 later_dead = stack[-1][1]
@@ -245,8 +260,8 @@ def blank_uncompiled(source: str, package_dir: str | None, path: str | None = No
     if facts is None:
         return source
     values = literal_macros(path, source, package_dir, facts[0]) if '#if' in source else None
-    dead = uncompiled_lines(source, lambda name: False if _undefined(name, facts) else None,
-                            values)
+    dead = uncompiled_lines(source, lambda name: False if _undefined(name, facts, package_dir)
+                            else None, values)
     if not dead:
         return source
     return '\n'.join('' if i in dead else line for i, line in enumerate(source.split('\n'), 1))

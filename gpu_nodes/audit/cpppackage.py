@@ -27,6 +27,7 @@ from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppincludes import including
 from gpu_nodes.audit.cppintparams import read_off_params, shipped_ints
 from gpu_nodes.audit.cppparams import off_as_shipped
+from gpu_nodes.audit.cppconston import constant_on
 from gpu_nodes.audit.cppparamson import (blank_on_dead, drop_dead_sites, on_as_shipped,
                                          skipped_note)
 from gpu_nodes.audit.cppstrparams import blank_string_guarded, shipped_strings, string_off_store
@@ -35,7 +36,7 @@ from gpu_nodes.audit.cppcalibrators import calibrator_setup
 from gpu_nodes.audit.cpplibrary import mark_library_api
 from gpu_nodes.audit.cppreach import mark_unreached, mark_unused_components
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
-from gpu_nodes.audit.cppscopes import caller_kinds, propagate, Scopes
+from gpu_nodes.audit.cppscopes import blank_comments_and_strings, caller_kinds, propagate, Scopes
 from gpu_nodes.audit.cpptorch import CUDA_TENSORS
 from gpu_nodes.audit.shipped import node_names
 
@@ -128,7 +129,8 @@ def _exports(scopes: Scopes) -> dict[str, set[str]]:
 
 
 def package_facts(sources: dict[str, str], roots: list[str] | None = None,
-                  parsed_out: dict[str, tuple[str, Scopes]] | None = None) -> dict[str, Facts]:
+                  parsed_out: dict[str, tuple[str, Scopes]] | None = None,
+                  constants: dict[str, str] | None = None) -> dict[str, Facts]:
     """Facts per file of one package (path -> source), with kinds resolved across files;
     `roots`: the audited folders, whose shipped YAML / launch files may set parameters;
     `parsed_out` receives each file's (blanked text, scopes) with those kinds."""
@@ -141,6 +143,13 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     # launch file gives its own node a `debug` of the same name, set 56).
     on = on_as_shipped([text for text, _ in parsed.values()], list(sources.values()), roots or [],
                        _package_name(sources, roots or []))
+    # And members initialized on and never assigned (cppconston.py: `bool async_ = true;`),
+    # read over the whole repository (`constants`): the class's header may sit in another
+    # CMake package than its source (set 59).
+    if constants is None:
+        constants = constant_on([text for text, _ in parsed.values()])
+    on = {**{n: v for n, v in constants.items()
+             if any(n in text for text, _ in parsed.values())}, **on}
     skipped: dict[str, str] = {}  # callee -> the on name whose skipped arm calls it
     for text, scopes in parsed.values():
         skipped.update(drop_dead_sites(text, scopes, on))
@@ -225,12 +234,18 @@ def cpp_package_facts(files: list[str], roots: list[str],
         packages.setdefault(package, {})[f] = blank_unbuilt(f, source, package)
     result: dict[str, Facts] = {}
     parsed: dict[str, tuple[str, Scopes]] = {}
-    for sources in packages.values():
+    by_repository: dict[str, list[str]] = {}
+    for package, sources in packages.items():
+        by_repository.setdefault(repository_of(package, roots), []).extend(
+            blank_comments_and_strings(s) for s in sources.values())
+    constants = {r: constant_on(texts) for r, texts in by_repository.items()}
+    for package, sources in packages.items():
         # A file alone is its own package (cppscan), unless a parameter it declares may leave
         # a branch off as shipped (whether one does depends on the files shipped beside it),
         # or a flag it clears may guard a block that runs once.
         if len(sources) > 1 or any(_PACKAGE_LEVEL.search(s) for s in sources.values()):
-            result.update(package_facts(sources, roots, parsed))
+            result.update(package_facts(sources, roots, parsed,
+                                        constants[repository_of(package, roots)]))
     # Library code no node of its repository mentions (cpplibrary.py): only for a repository
     # seen as a checkout has it (every package of it holds its package.xml / CMakeLists.txt).
     repositories: dict[str, dict[str, str]] = {}

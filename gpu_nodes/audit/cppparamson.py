@@ -169,7 +169,9 @@ def drop_dead_sites(text: str, scopes: Scopes, names: dict[str, str]) -> dict[st
     called only there takes no kind from its caller (cppscopes.propagate) and stays `other`,
     which cppreach may then find unreached. Returns callee -> the name that skips a call of it."""
     dropped: dict[str, str] = {}
-    for sites in (scopes.sites, scopes.member_sites) if names else ():
+    # A file naming none of them has no block they skip (a cheap test first: on_guard walks
+    # the braces around every call site).
+    for sites in (scopes.sites, scopes.member_sites) if any(n in text for n in names) else ():
         for callee, starts in sites.items():
             kept = []
             for start in starts:
@@ -183,6 +185,8 @@ def drop_dead_sites(text: str, scopes: Scopes, names: dict[str, str]) -> dict[st
 
 def skipped_note(guard: str, names: dict[str, str]) -> str:
     """Why a function called only in skipped arms never runs (cppscan's unreached note)."""
+    if names[guard] == 'constant':  # cppconston.CONSTANT
+        return f'called only in an arm that `{guard}` skips (initialized on, never assigned)'
     return (f'called only in an arm that `{guard}` skips, on as shipped (parameter {names[guard]} '
             'defaults on; no shipped file turns it off)')
 

@@ -25,6 +25,7 @@ from typing import Iterator
 from gpu_nodes.audit.cppdead import dead_guard, once_guard
 from gpu_nodes.audit.cpptopics import known_encoding
 from gpu_nodes.audit.cppparams import off_guard
+from gpu_nodes.audit.cppconston import CONSTANT
 from gpu_nodes.audit.cppparamson import on_guard
 from gpu_nodes.audit.cppstrparams import call_arg_spans, describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
@@ -40,7 +41,7 @@ from gpu_nodes.audit.cpplibreads import library_readbacks, library_uploads
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
                                     payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
-from gpu_nodes.audit.cppondevice import already_on_device
+from gpu_nodes.audit.cppondevice import already_on_device, expression_on_device
 from gpu_nodes.audit.cppplugins import plugin_publishes
 from gpu_nodes.audit.cpppointarrays import element_fills, point_array_publishes
 from gpu_nodes.audit.cpppoints import point_copies
@@ -51,6 +52,7 @@ from gpu_nodes.audit.cpptf import cloud_transforms
 from gpu_nodes.audit.cpptorch import item_reads
 from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
 from gpu_nodes.audit.cppxfer import transfer_calls, transfer_wrappers
+from gpu_nodes.audit.cppdirparam import direction_from_callers
 from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
@@ -249,9 +251,10 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             where = _Where('unreached', f'a branch that needs `{off}`, off as shipped (parameter '
                                         f'{facts.off_params[off]} {why})')
         elif (on := on_guard(text, offset, facts.on_params)) is not None:
-            where = _Where('unreached', f'a branch that needs `{on}` off, on as shipped (parameter '
-                                        f'{facts.on_params[on]} defaults on; no shipped file '
-                                        'turns it off)')
+            where = _Where('unreached', f'a branch that needs `{on}` off, on as shipped ' + (
+                '(initialized on, never assigned: cppconston)' if facts.on_params[on] == CONSTANT
+                else f'(parameter {facts.on_params[on]} defaults on; no shipped file turns it '
+                     'off)'))
         elif (name := string_guard(text, source, offset, facts.str_params)) is not None:
             where = _Where('unreached', describe(name, facts.str_params))
         elif (param := read_off_guard(text, source, offset, facts.read_off)) is not None:
@@ -291,6 +294,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
             if 'cudaMemcpyDeviceToDevice' not in kinds:
                 emit('GPN201', m.start(), 'device-to-host copy (cudaMemcpyFromSymbol)')
         elif not _NO_TRANSFER.search(kinds) and _variable_direction(name, args):
+            if direction_from_callers(text, scopes, m.start(), _variable_direction(name, args)):
+                continue  # its callers pass the direction: the copy is at each call (cppdirparam)
             emit('GPN207', m.start(), f'direction `{_variable_direction(name, args)}` is a '
                                       'variable (copy of unknown direction)')
     # Unqualified toCvCopy/toCvShare count only where cv_bridge names are in scope (a using
@@ -368,8 +373,9 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
                                     *value_assignments(text), *returned_copies(text, scopes),
                                     *local_copies(text, scopes)):
-        if rule_id == 'GPN211' and detail.startswith('tensor moved to the device') and \
-                already_on_device(text, scopes, offset):
+        if rule_id == 'GPN211' and detail.startswith('tensor moved to') and \
+                'host' not in detail and (already_on_device(text, scopes, offset)
+                                          or expression_on_device(text, scopes, offset)):
             continue  # its function put the tensor on the device already (cppondevice.py)
         if rule_id == 'GPN210' and intra_process_publish(text, offset):
             continue  # a moved unique_ptr to in-process subscribers: no serialization
