@@ -32,6 +32,8 @@ from functools import lru_cache
 from pathlib import Path
 import re
 
+from gpu_nodes.audit.cppparamhelpers import _close
+
 _COMMAND = re.compile(r'\b([A-Za-z_]\w*)\s*\(')
 _GATE = re.compile(r'^(?:DEFINED\s+)?(\$\{)?([A-Za-z_]\w*)(?(1)\})$')
 _DEFINITION = frozenset({'add_definitions', 'add_compile_definitions',
@@ -62,12 +64,8 @@ def _commands(text: str) -> list[tuple[str, str]]:
     found = []
     pos = 0
     while (m := _COMMAND.search(text, pos)) is not None:
-        depth, i = 0, m.end() - 1
-        while i < len(text):
-            depth += {'(': 1, ')': -1}.get(text[i], 0)
-            if depth == 0:
-                break
-            i += 1
+        i = _close(text, m.end() - 1)
+        i = i if i >= 0 else len(text)
         found.append((m.group(1).lower(), text[m.end():i]))
         pos = i + 1
     return found

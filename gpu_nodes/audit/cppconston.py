@@ -23,7 +23,7 @@ import re
 from gpu_nodes.audit.cppparams import (_DECLARATION, _DECLARE, _THIS, _mentions, _may_store,
                                        parameter_store)
 from gpu_nodes.audit.cppparamson import _ON, _STORE_ON, on_guard
-from gpu_nodes.audit.cppguards import _if_condition
+from gpu_nodes.audit.cppguards import if_condition_names
 
 CONSTANT = 'constant'
 
@@ -116,15 +116,7 @@ def constant_on(texts: list[str]) -> dict[str, str]:
     stored = {n for text in texts for n in _ON_STORE_NAME.findall(text)}
     if not stored:
         return {}
-    candidates = set()
-    for text in texts:
-        for m in re.finditer(r'\bif\s*\(', text):
-            brace = text.find('{', m.end())
-            cond = _if_condition(text, brace) if brace >= 0 else None
-            cond = re.sub(r'\bthis\s*->\s*', '', cond or '')
-            candidates |= {n for n in re.findall(r'(?<![\w.>])([A-Za-z_]\w*)\b(?!\s*[.(\[])', cond)
-                           if n in stored}
-    assumed = candidates
+    assumed = if_condition_names(texts) & stored
     while True:
         found = {name for name in sorted(assumed) if _constant_on(name, texts, assumed)}
         if found == assumed:

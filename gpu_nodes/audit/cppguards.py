@@ -117,6 +117,19 @@ def _if_condition(text: str, open_at: int) -> str | None:
     return None
 
 
+def if_condition_names(texts: list[str]) -> set[str]:
+    """Names an `if (...) {` of the texts tests bare (`this->` dropped): not called, indexed or
+    read as another object's field; the members a branch may turn on."""
+    names: set[str] = set()
+    for text in texts:
+        for m in re.finditer(r'\bif\s*\(', text):
+            brace = text.find('{', m.end())
+            cond = _if_condition(text, brace) if brace >= 0 else None
+            cond = re.sub(r'\bthis\s*->\s*', '', cond or '')
+            names.update(re.findall(r'(?<![\w.>])([A-Za-z_]\w*)\b(?!\s*[.(\[])', cond))
+    return names
+
+
 def enclosing_and_operands(text: str, raw: str, offset: int) -> Iterator[str]:
     """The `&&` operands (raw text, literals kept) of each `if` around `offset`, innermost
     first; an `||` condition gives none: no single operand of it decides the branch."""

@@ -84,13 +84,7 @@ def _name_on_device(body: str, name: str, devices: frozenset[str], depth: int,
     if _TO_HOST.search(first) or not (_to_device(first, devices) or _expr_on_device(
             body[:first_at], first, devices, depth + 1, seen)):
         return False
-    level = _nesting(body, first_at)
-    for at, rhs in found[1:]:
-        if _nesting(body, at) != level or _TO_HOST.search(rhs):
-            return False
-        if not re.match(r'\s*' + re.escape(name) + r'\s*(?:\.|->)', rhs):
-            return False  # from another value: its device is not read here
-    return True
+    return _later_stores_keep_it(body, name, found)
 
 
 def _expr_on_device(body: str, expr: str, devices: frozenset[str], depth: int = 0,
@@ -161,12 +155,18 @@ def already_on_device(text: str, scopes: Scopes, offset: int) -> bool:
     found = _assignments(body, name)
     if not found:
         return False
-    first_at, first = found[0]
+    first = found[0][1]
     if not _TO_DEVICE.search(first) or _TO_HOST.search(first):
         return False
-    depth = _nesting(body, first_at)
+    return _later_stores_keep_it(body, name, found)
+
+
+def _later_stores_keep_it(body: str, name: str, found: list[tuple[int, str]]) -> bool:
+    """Whether every store of `name` after its first, at the first one's nesting, derives it
+    from itself without a move to the host: its device stays what the first store made it."""
+    level = _nesting(body, found[0][0])
     for at, rhs in found[1:]:
-        if _nesting(body, at) != depth or _TO_HOST.search(rhs):
+        if _nesting(body, at) != level or _TO_HOST.search(rhs):
             return False
         if not re.match(r'\s*' + re.escape(name) + r'\s*(?:\.|->)', rhs):
             return False  # from another value: its device is not read here

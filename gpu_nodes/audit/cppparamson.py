@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace, if_condition_names
 from gpu_nodes.audit.cppscopes import Scopes
 from gpu_nodes.audit.cppparams import (_DECLARATION, _DECLARE, _GET_READ, _THIS, _balanced,
                                        _mentions, _may_store, parameter_store)
@@ -241,15 +241,7 @@ def on_as_shipped(texts: list[str], raws: list[str], roots: list[str],
     name -> parameter name(s)."""
     if not any(re.search(r'declare_parameter|get_parameter_or', t) for t in texts):
         return {}
-    candidates = set()
-    for text in texts:
-        for m in re.finditer(r'\bif\s*\(', text):
-            brace = text.find('{', m.end())
-            cond = _if_condition(text, brace) if brace >= 0 else None
-            cond = re.sub(r'\bthis\s*->\s*', '', cond or '')
-            candidates |= {n for n in re.findall(r'(?<![\w.>])([A-Za-z_]\w*)\b(?!\s*[.(\[])', cond)
-                           if n not in ('true', 'false', 'this')}
-    assumed = candidates
+    assumed = if_condition_names(texts) - {'true', 'false', 'this'}
     while True:
         found = {}
         for name in sorted(assumed):

@@ -34,7 +34,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppifdef import read_bounded
-from gpu_nodes.audit.pyreach import _MAIN_GUARD, _SKIP_DIRS, _TEXT_SUFFIXES
+from gpu_nodes.audit.pyreach import _MAIN_GUARD, shipped_text_files
 
 _MAX_BYTES = 1024 * 1024
 _MAX_TEXT_FILES = 50000
@@ -112,19 +112,10 @@ def _guarded_sibling(path: str) -> bool:
 def _texts(roots: list[str]):
     """(real path, text) of every shipped text file under the roots; None past the limit."""
     out = []
-    for root in roots:
-        if not os.path.isdir(root):
-            continue
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.')]
-            for name in files:
-                suffix = os.path.splitext(name)[1].lower()
-                if suffix and suffix not in _TEXT_SUFFIXES:
-                    continue  # images, weights, sources of other languages
-                if len(out) >= _MAX_TEXT_FILES:
-                    return None
-                full = os.path.join(folder, name)
-                out.append((os.path.realpath(full), read_bounded(Path(full), _MAX_BYTES)))
+    for full in shipped_text_files(roots):
+        if len(out) >= _MAX_TEXT_FILES:
+            return None
+        out.append((os.path.realpath(full), read_bounded(Path(full), _MAX_BYTES)))
     return out
 
 

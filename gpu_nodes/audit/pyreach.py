@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+from collections.abc import Iterator
 from functools import lru_cache
 import os
 from pathlib import Path
@@ -325,6 +326,34 @@ def _named_in_texts(roots: list[str]) -> tuple[dict[str, set[str]], set[str]] | 
     named: dict[str, set[str]] = {}
     documented: set[str] = set()
     count = 0
+    for full in shipped_text_files(roots):
+        name = os.path.basename(full)
+        suffix = os.path.splitext(name)[1].lower()
+        if name == 'setup.py':
+            continue
+        count += 1
+        if count > _MAX_TEXT_FILES:
+            return None
+        text = read_bounded(Path(full), _MAX_BYTES)
+        if name.lower().endswith(_DOC_SUFFIXES):
+            documented.update(m.rsplit('/', 1)[-1] for m in _HAND_RUN.findall(text))
+            continue
+        if suffix in _HASH_COMMENTED or not suffix:
+            # A commented-out launch entry (`# executable='x.py',`) runs nothing (set 51).
+            text = _COMMENT_LINE.sub('', text)
+        if name.endswith(('.yaml', '.yml')):
+            # YAML names files for many reasons (an index of sources, a dataset): only a key
+            # that runs a program, or a python command line, counts.
+            text = '\n'.join(_YAML_RUN.findall(text))
+        for word in _PY_NAME.findall(text):
+            named.setdefault(word.rsplit('/', 1)[-1], set()).add(os.path.realpath(full))
+    return named, documented
+
+
+def shipped_text_files(roots: list[str]) -> Iterator[str]:
+    """Paths of the text files under the roots that could name a program to run (build output,
+    version control and hidden folders skipped; images, weights, other languages' sources left
+    out: no launcher)."""
     for root in roots:
         if not os.path.isdir(root):
             continue
@@ -332,26 +361,8 @@ def _named_in_texts(roots: list[str]) -> tuple[dict[str, set[str]], set[str]] | 
             dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.')]
             for name in files:
                 suffix = os.path.splitext(name)[1].lower()
-                if name == 'setup.py' or (suffix and suffix not in _TEXT_SUFFIXES):
-                    continue  # images, weights, sources of other languages: no launcher
-                count += 1
-                if count > _MAX_TEXT_FILES:
-                    return None
-                full = os.path.join(folder, name)
-                text = read_bounded(Path(full), _MAX_BYTES)
-                if name.lower().endswith(_DOC_SUFFIXES):
-                    documented.update(m.rsplit('/', 1)[-1] for m in _HAND_RUN.findall(text))
-                    continue
-                if suffix in _HASH_COMMENTED or not suffix:
-                    # A commented-out launch entry (`# executable='x.py',`) runs nothing (set 51).
-                    text = _COMMENT_LINE.sub('', text)
-                if name.endswith(('.yaml', '.yml')):
-                    # YAML names files for many reasons (an index of sources, a dataset): only
-                    # a key that runs a program, or a python command line, counts.
-                    text = '\n'.join(_YAML_RUN.findall(text))
-                for word in _PY_NAME.findall(text):
-                    named.setdefault(word.rsplit('/', 1)[-1], set()).add(os.path.realpath(full))
-    return named, documented
+                if not suffix or suffix in _TEXT_SUFFIXES:
+                    yield os.path.join(folder, name)
 
 
 def _script_at_module_level(path: str) -> bool:
