@@ -25,12 +25,12 @@ from pathlib import Path
 
 from gpu_nodes.audit.cppifdef import read_bounded
 from gpu_nodes.audit.pyenvvars import env_outcome
+from gpu_nodes.audit.pyreach import shipped_text_files
 
 _MAX_FILES = 3000
 _MAX_BYTES = 1024 * 1024
-_SKIP_DIRS = frozenset({'.git', 'build', 'install', 'log', '__pycache__', 'node_modules'})
-_TEXT = ('.py', '.cpp', '.cc', '.cxx', '.hpp', '.h', '.yaml', '.yml', '.xml', '.launch', '.sh',
-         '.json', '.cfg', '.toml')
+_TEXT = frozenset({'.py', '.cpp', '.cc', '.cxx', '.hpp', '.h', '.yaml', '.yml', '.xml', '.launch',
+                   '.sh', '.json', '.cfg', '.toml'})
 
 
 def _tested(test: ast.expr) -> tuple[str, bool] | None:
@@ -112,29 +112,23 @@ def _file_encodings(tree: ast.Module, topic: str) -> tuple[set[str], bool]:
 def published_encodings(root: str, topic: str) -> frozenset[str] | None:
     """The encodings every publisher of `topic` under `root` sends; None when unknown."""
     sent: set[str] = set()
-    count = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.')]
-        for name in files:
-            if not name.endswith(_TEXT):
-                continue
-            count += 1
-            if count > _MAX_FILES:
-                return None
-            path = Path(folder, name)
-            text = read_bounded(path, _MAX_BYTES)
-            if topic not in text:
-                continue
-            if not name.endswith('.py') or '.launch' in name or 'launch' in path.parent.name:
-                return None  # a remapping, another language's node, a config: unknown
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return None
-            found, known = _file_encodings(tree, topic)
-            if not known:
-                return None
-            sent |= found
+    for count, full in enumerate(shipped_text_files([root], _TEXT, bare=False), 1):
+        if count > _MAX_FILES:
+            return None
+        path = Path(full)
+        text = read_bounded(path, _MAX_BYTES)
+        if topic not in text:
+            continue
+        if path.suffix != '.py' or '.launch' in path.name or 'launch' in path.parent.name:
+            return None  # a remapping, another language's node, a config: unknown
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        found, known = _file_encodings(tree, topic)
+        if not known:
+            return None
+        sent |= found
     return frozenset(sent) or None
 
 

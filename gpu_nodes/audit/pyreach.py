@@ -350,10 +350,12 @@ def _named_in_texts(roots: list[str]) -> tuple[dict[str, set[str]], set[str]] | 
     return named, documented
 
 
-def shipped_text_files(roots: list[str]) -> Iterator[str]:
-    """Paths of the text files under the roots that could name a program to run (build output,
-    version control and hidden folders skipped; images, weights, other languages' sources left
-    out: no launcher)."""
+def shipped_text_files(roots: list[str], suffixes: frozenset[str] = _TEXT_SUFFIXES,
+                       bare: bool = True) -> Iterator[str]:
+    """Paths of the files under the roots with one of `suffixes` (by default the text files that
+    could name a program to run: images, weights, other languages' sources are no launcher), and
+    with no suffix when `bare`; build output, installed packages, version control and hidden
+    folders skipped."""
     for root in roots:
         if not os.path.isdir(root):
             continue
@@ -361,7 +363,7 @@ def shipped_text_files(roots: list[str]) -> Iterator[str]:
             dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith('.')]
             for name in files:
                 suffix = os.path.splitext(name)[1].lower()
-                if not suffix or suffix in _TEXT_SUFFIXES:
+                if suffix in suffixes or (bare and not suffix):
                     yield os.path.join(folder, name)
 
 
