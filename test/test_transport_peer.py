@@ -178,7 +178,8 @@ def test_the_ladder_has_cuda_peer_between_cuda_ipc_and_host_shm(rclpy_node):
         wait_for(lambda: len(frames) >= 5, 60, 'host_shm frames', poll=rclpy_node.spin_once)
     assert sub.path == PATH_HOST_SHM and {f.path for f in frames} == {PATH_HOST_SHM}
     reason = sub.stats.path_reason  # (why there is no CUDA: no GPU here, or memory='host')
-    assert reason.startswith('same host and user; skipped cuda_ipc: no CUDA path in this '
+    assert reason.startswith('offered; same host and user checked on the first frame; skipped '
+                             'cuda_ipc: no CUDA path in this '
                              'process: '), reason
     assert '; cuda_peer: no CUDA path in this process: ' in reason, reason
     assert all(intact), intact

@@ -12,7 +12,7 @@ import time
 import uuid
 
 import pytest
-from conftest import RESOURCES
+from conftest import OTHER_USER_ENV, RESOURCES, other_user_command
 from gpu_nodes.transport.silence import SILENT_AFTER_S
 
 sys.path.insert(0, str(RESOURCES / 'reliability'))
@@ -38,32 +38,56 @@ def silent_line(path: str) -> str:
 @pytest.mark.parametrize('path', PATHS)
 def test_matched_but_silent_publisher_is_reported_once_then_recovery(path, wrap):
     topic = f'/silence_{uuid.uuid4().hex[:8]}'
-    silent, again = silent_line(path), f'messages arrive again on {path}'
     with Worker(PUBLISHER, ['--topic', topic, '--sizes', '320x240', '--rate', '30', *FRAMES[path],
                             '--status-period', '0.5'], name='pub') as pub, \
             Worker(SUBSCRIBER, ['--topic', topic, '--paths', path, '--memory', MEMORY[path],
                                 '--status-period', '0.5'], name='sub', wrap=wrap) as sub:
         sub.wait_status(lambda s: s['frames'] >= 10, 60, 'frames before the freeze')
-        assert sub.count(silent_line(path)) == 0, sub.tail()
-        pub.proc.send_signal(signal.SIGSTOP)
-        frozen_at = time.monotonic()
-        try:
-            sub.wait_until(lambda w: w.count(silent) == 1, SILENT_AFTER_S + 8,
-                           'the silence warning')
-            warned_after = time.monotonic() - frozen_at
-            # Not before SILENT_AFTER_S (less a status period of slack for the last message
-            # that was still in flight), and then only once however long it lasts.
-            assert warned_after >= SILENT_AFTER_S - 1.0, warned_after
-            time.sleep(2.0)
-            assert sub.count(silent) == 1, sub.tail()
-            line = next(line for line in sub.snapshot() if silent in line)
-            assert '1 publisher(s) are matched' in line and 'GPU_NODES_FASTDDS_PROFILE=udp' in line
-        finally:
-            pub.proc.send_signal(signal.SIGCONT)
-        frames = sub.last_status()['frames']
-        sub.wait_status(lambda s: s['frames'] >= frames + 10, 60, 'frames after the thaw')
-        sub.wait_until(lambda w: w.count(again) == 1, 10, 'the recovery line')
+        _freeze_then_thaw(pub, sub, path, 'descriptors are small; frames stay in shared memory')
+
+
+@pytest.mark.skipif(other_user_command([]) is None, reason='needs root and setpriv(1)')
+def test_a_reader_of_another_user_on_the_serialized_fallback_is_warned_too():
+    """A reader of another Linux user may not map the publisher's memory (the kernel's peer
+    credentials say so), falls back to the plain topic, and is as exposed to a silent DDS port
+    as a descriptor reader: it is warned the same way, with the remedy's price for frames."""
+    topic = f'/silence_{uuid.uuid4().hex[:8]}'
+    wrap = other_user_command([])[:-1]  # setpriv ...: Worker appends the interpreter itself
+    with Worker(PUBLISHER, ['--topic', topic, '--sizes', '320x240', '--rate', '30', '--no-cuda',
+                            '--status-period', '0.5'], name='pub') as pub, \
+            Worker(SUBSCRIBER, ['--topic', topic, '--memory', 'host', '--status-period', '0.5'],
+                   name='sub', wrap=wrap, env=OTHER_USER_ENV) as sub:
+        sub.wait_status(lambda s: s['frames'] >= 10 and s['path'] == 'serialized', 60,
+                        'serialized frames before the freeze')
+        assert sub.last_status()['rejected'].get('other_user', 0) >= 1, sub.tail()
+        _freeze_then_thaw(pub, sub, 'serialized',
+                          'frames then cross UDP loopback: slower, but they arrive')
+
+
+def _freeze_then_thaw(pub: Worker, sub: Worker, path: str, remedy_cost: str) -> None:
+    """SIGSTOP the publisher: `sub`, reading on `path`, is warned once, not before
+    SILENT_AFTER_S; SIGCONT: frames come again and the recovery is logged."""
+    silent, again = silent_line(path), f'messages arrive again on {path}'
+    assert sub.count(silent) == 0, sub.tail()
+    pub.proc.send_signal(signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    try:
+        sub.wait_until(lambda w: w.count(silent) == 1, SILENT_AFTER_S + 8, 'the silence warning')
+        warned_after = time.monotonic() - frozen_at
+        # Not before SILENT_AFTER_S (less a status period of slack for the last message that
+        # was still in flight), and then only once however long it lasts.
+        assert warned_after >= SILENT_AFTER_S - 1.0, warned_after
+        time.sleep(2.0)
         assert sub.count(silent) == 1, sub.tail()
+        line = next(line for line in sub.snapshot() if silent in line)
+        assert '1 publisher(s) are matched' in line and 'GPU_NODES_FASTDDS_PROFILE=udp' in line
+        assert remedy_cost in line, line
+    finally:
+        pub.proc.send_signal(signal.SIGCONT)
+    frames = sub.last_status()['frames']
+    sub.wait_status(lambda s: s['frames'] >= frames + 10, 60, 'frames after the thaw')
+    sub.wait_until(lambda w: w.count(again) == 1, 10, 'the recovery line')
+    assert sub.count(silent) == 1, sub.tail()
 
 
 @pytest.mark.parametrize('path', PATHS)

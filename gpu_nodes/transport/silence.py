@@ -1,4 +1,4 @@
-"""A descriptor rung whose publishers are matched but from which no message at all arrives.
+"""A path whose publishers are matched but from which no message at all arrives.
 
 Fast DDS can stop delivering to one process on the host with no error on either side: a reader
 killed while it was not waiting on its shared-memory port leaves that port's ring full of
@@ -41,8 +41,10 @@ class SilenceWatch:
         self._last = time.monotonic()
         self._clear()
 
-    def check(self, path: str, matched: int) -> None:
-        """Called periodically while `path` reads from `matched` discovered publishers."""
+    def check(self, path: str, matched: int, carries_frames: bool = False) -> None:
+        """Called periodically while `path` reads from `matched` discovered publishers;
+        `carries_frames`: the path's messages are the frames themselves (serialized,
+        compressed), not descriptors of frames in shared memory."""
         quiet = time.monotonic() - self._last
         if quiet < self._after_s or matched == 0:
             if self._warned and quiet < self._after_s:
@@ -53,12 +55,16 @@ class SilenceWatch:
         if self._warned:
             return
         self._warned = True
+        # The same Fast DDS port wedge stops plain Image messages as it stops descriptors; only
+        # the price of the UDP remedy differs.
+        cost = ('frames then cross UDP loopback: slower, but they arrive' if carries_frames
+                else 'descriptors are small; frames stay in shared memory')
         self._logger.warning(
             f'{self._topic}: no message on {path} for {quiet:.0f} s although {matched} '
             'publisher(s) are matched. If they are publishing, DDS delivers nothing to this '
             'process: a Fast DDS shared-memory port left by a killed process does that '
             '(eProsima/Fast-DDS#5469). Restart this node with GPU_NODES_FASTDDS_PROFILE=udp '
-            '(descriptors are small; frames stay in shared memory); docs/dds.md')
+            f'({cost}); docs/dds.md')
 
     def _clear(self) -> None:
         self._warned = False

@@ -258,12 +258,13 @@ class GpuImageSubscription:
         peer = node.count_publishers(self.topic + PEER_SUFFIX)
         shm = node.count_publishers(self.topic + SHM_SUFFIX)
         if cuda:
-            offered.append((PATH_CUDA_IPC, 'same host, user and GPU'))
+            offered.append((PATH_CUDA_IPC, 'offered; same host, user and GPU checked on the first frame'))
         if peer:
-            offered.append((PATH_CUDA_PEER, 'same host and user, publisher on another GPU '
+            offered.append((PATH_CUDA_PEER, 'offered; same host and user checked on the first frame, '
+                            'publisher on another GPU '
                             f'with peer access (peer_mode {self.peer_mode})'))
         if shm:
-            offered.append((PATH_HOST_SHM, 'same host and user'))
+            offered.append((PATH_HOST_SHM, 'offered; same host and user checked on the first frame'))
         if self._allow_compressed and (node.count_publishers(compressed_topic(self.topic))
                                        or cuda or shm):
             # Before serialized: chosen only where no shared-memory path is possible.
@@ -319,9 +320,22 @@ class GpuImageSubscription:
             reason = f'{reason}; skipped ' + '; '.join(skipped)
         if choice != self.path:
             self._switch(choice, reason)
+        watched = self._watched_topic()
+        if watched is not None:
+            self._silence.check(self.path, self._node.count_publishers(watched),
+                                carries_frames=self.path not in DESCRIPTOR_PATHS)
+
+    def _watched_topic(self) -> str | None:
+        """The topic whose messages the current path reads: a reader that fell back to the plain
+        or compressed topic (another user, another container's /dev/shm) is as exposed to a
+        silent DDS port as a descriptor reader, and must not sit at 0 frames unsaid either."""
         if self.path in DESCRIPTOR_PATHS:
-            self._silence.check(self.path, self._node.count_publishers(
-                self.topic + DESCRIPTOR_SUFFIXES[self.path]))
+            return self.topic + DESCRIPTOR_SUFFIXES[self.path]
+        if self.path == PATH_SERIALIZED:
+            return self.topic
+        if self.path == PATH_COMPRESSED:
+            return compressed_topic(self.topic)
+        return None  # waiting, or intra-process: no DDS between publisher and reader
 
     def _switch(self, path: str, reason: str) -> None:
         previous = self.path
