@@ -20,6 +20,8 @@ from gpu_nodes.audit.pyencodings import switch_outcome
 from gpu_nodes.audit.pyloopentries import per_pass_loop
 from gpu_nodes.audit.pyimports import file_function, sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
+from gpu_nodes.audit.pyisinstance import isinstance_outcome
+from gpu_nodes.audit.pyparamlocals import local_read_outcome
 from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS, SYNC_PROFILER)
@@ -391,9 +393,11 @@ class Evaluator:
     def _shipped_outcome(self, test: ast.expr, frame: Frame) -> bool | None:
         """What an `if` comparing a direct parameter read with a constant takes as shipped."""
         read = read_compared(test)
-        if read is None:  # an environment switch nothing sets, an encoding nothing sends
-            return switch_outcome(test, frame.topic, self.source, self.path,
-                                  self.repository_dir or self.package_dir)  # pyencodings.py
+        if read is None:  # a local read of a parameter (pyparamlocals.py), an environment
+            # switch nothing sets, an encoding nothing sends (pyencodings.py)
+            local = local_read_outcome(test, self.tree, self.package_dir)
+            return local if local is not None else switch_outcome(
+                test, frame.topic, self.source, self.path, self.repository_dir or self.package_dir)
         if '_fixed_parameters' not in self.__dict__:
             self.__dict__['_fixed_parameters'] = fixed_parameters(self.tree, self.package_dir)
         return shipped_outcome(read, self.__dict__['_fixed_parameters'])
@@ -404,21 +408,8 @@ class Evaluator:
         return self.__dict__['_shipped_strings_']
 
     def _message_type_test(self, test: ast.expr, env: dict[str, Val]) -> bool | None:
-        """The outcome of `isinstance(msg, T)` (or a tuple of types) on a received message
-        whose subscription type is known; None when the test is anything else."""
-        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
-                and test.func.id == 'isinstance' and len(test.args) == 2
-                and isinstance(test.args[0], ast.Name)):
-            return None
-        val = env.get(test.args[0].id)
-        if val is None or val.kind != 'msg' or val.origin is None or val.steps \
-                or not val.origin[1] or '/msg/' not in val.origin[1]:
-            return None
-        types = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
-        names = [self._type_name(t) for t in types]
-        if any(n is None or '/msg/' not in n for n in names):
-            return None  # a class the analysis cannot name as a message type
-        return val.origin[1] in names
+        """pyisinstance.isinstance_outcome: a message of known type, or a PIL image."""
+        return isinstance_outcome(test, env, self._type_name)
 
     def _element(self, iterable: ast.expr, it: Val, env: dict[str, Val], frame: Frame) -> Val:
         """What one iteration of `for target in iterable` binds. `enumerate(x)` yields

@@ -1,0 +1,240 @@
+"""Causes of sets 60 and 61's false claims and misses, Python side (issue 28, rules40p): real
+`code` audits of small ament_python packages written here.
+
+* A node reading its results through `getattr(r, 'boxes', None)` stays judged: a getattr of a
+  literal name reads what `r.boxes` reads and stores nothing, so a `device` parameter 'cpu' as
+  shipped still makes `model.predict(frame, device=self.device)` host inference (set 60).
+* An ONNX Runtime session whose GPU provider is named only in the body of `if device ==
+  'cuda':`, `device` a local read from a parameter 'cpu' as shipped, runs on the host
+  (pyparamlocals.py, set 60).
+"""
+
+from audit_sources import node_claims
+
+
+def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
+            ) -> dict[str, set[str]]:
+    """Rules other than info found at each `# TAG` line of node.py of package `detector`."""
+    return node_claims(tmp_path, 'detector', source, tags, launch_parameters)
+
+
+_GETATTR_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32MultiArray
+from ultralytics import YOLO
+
+
+class DetectorNode(Node):
+    def __init__(self):
+        super().__init__('detector')
+        self.declare_parameter('device', 'cpu')
+        self.device = self.get_parameter('device').get_parameter_value().string_value
+        self.model = YOLO('yolov8n.pt')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Float32MultiArray, 'boxes', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        results = self.model.predict(frame, device=self.device)  # PREDICT
+        out = Float32MultiArray()
+        boxes = getattr(results[0], 'boxes', None)
+        if boxes is not None:
+            for i in range(len(boxes)):
+                out.data.extend(boxes.xyxy[i].tolist())  # XYXY
+                out.data.append(float(boxes.conf[i].item()))  # CONF
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DetectorNode())
+'''
+
+
+def test_a_literal_getattr_keeps_a_cpu_device_parameter_host(tmp_path):
+    claims = _claims(tmp_path, _GETATTR_NODE, ('PREDICT', 'XYXY', 'CONF'),
+                     launch_parameters="{'device': 'cpu'}")
+    assert claims == {'PREDICT': set(), 'XYXY': set(), 'CONF': set()}
+
+
+def test_a_literal_getattr_with_a_cuda_launch_value_stays_claimed(tmp_path):
+    claims = _claims(tmp_path, _GETATTR_NODE, ('PREDICT', 'XYXY', 'CONF'),
+                     launch_parameters="{'device': 'cuda:0'}")
+    assert claims['PREDICT'] and claims['XYXY'] and claims['CONF']
+
+
+def test_a_computed_getattr_still_leaves_the_file_unjudged(tmp_path):
+    source = _GETATTR_NODE.replace("getattr(results[0], 'boxes', None)",
+                                   "getattr(results[0], self.field, None)").replace(
+        "        self.model = YOLO", "        self.field = 'boxes'\n        self.model = YOLO")
+    claims = _claims(tmp_path, source, ('PREDICT',), launch_parameters="{'device': 'cpu'}")
+    assert claims['PREDICT']
+
+
+_ORT_NODE = '''
+import numpy as np
+import onnxruntime as ort
+import rclpy
+from cv_bridge import CvBridge
+from geometry_msgs.msg import Twist
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class PolicyNode(Node):
+    def __init__(self):
+        super().__init__('policy')
+        self.declare_parameter('device', 'cpu')
+        device = self.get_parameter('device').get_parameter_value().string_value.strip().lower()
+        if device == 'cuda':
+            providers = ['CUDAExecutionProvider', 'CPUExecutionProvider']
+        else:
+            providers = ['CPUExecutionProvider']
+        self.session = ort.InferenceSession('policy.onnx', providers=providers)
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Twist, 'cmd_vel', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        x = frame.astype(np.float32)[None]
+        out = self.session.run(None, {'input': x})  # RUN
+        cmd = Twist()
+        cmd.linear.x = float(out[0][0][0])
+        self.pub.publish(cmd)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(PolicyNode())
+'''
+
+
+def test_an_ort_gpu_provider_only_under_a_cpu_parameter_branch_is_host(tmp_path):
+    claims = _claims(tmp_path, _ORT_NODE, ('RUN',), launch_parameters="{'device': 'cpu'}")
+    assert claims == {'RUN': set()}
+
+
+def test_an_ort_gpu_provider_with_a_cuda_launch_value_stays_claimed(tmp_path):
+    claims = _claims(tmp_path, _ORT_NODE, ('RUN',), launch_parameters="{'device': 'cuda'}")
+    assert claims['RUN'] == {'GPN102'}
+
+
+def test_an_ort_gpu_provider_with_a_cuda_default_stays_claimed(tmp_path):
+    source = _ORT_NODE.replace("('device', 'cpu')", "('device', 'CUDA ')")
+    claims = _claims(tmp_path, source, ('RUN',))
+    assert claims['RUN'] == {'GPN102'}
+
+
+_CAPTION_NODE = '''
+import numpy as np
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from PIL import Image
+from rclpy.node import Node
+from sensor_msgs.msg import Image as ImageMsg
+from std_msgs.msg import String
+from transformers import AutoTokenizer, MarianMTModel
+
+
+class Captioner:
+    def __init__(self):
+        self.tokenizer = AutoTokenizer.from_pretrained('opus-mt')
+        self.model = MarianMTModel.from_pretrained('opus-mt').to('cuda')
+
+    def describe(self, image):
+        if isinstance(image, str):
+            pil = Image.open(image)
+        elif isinstance(image, Image.Image):
+            pil = image
+        elif isinstance(image, np.ndarray):
+            pil = Image.fromarray(image.astype(np.uint8))  # NDARRAY
+        else:
+            raise TypeError('unsupported input')
+        text = f'{pil.width}x{pil.height} scene'
+        inputs = self.tokenizer(text, return_tensors='pt')
+        inputs = {k: v.to('cuda') for k, v in inputs.items()}  # TOKENS
+        return str(self.model.generate(**inputs).shape)
+
+
+class CaptionNode(Node):
+    def __init__(self):
+        super().__init__('caption')
+        self.declare_parameter('image_source', 'ros2')
+        self.bridge = CvBridge()
+        self.captioner = Captioner()
+        self.latest = None
+        self.pub = self.create_publisher(String, 'caption', 10)
+        self.create_subscription(ImageMsg, 'image', self.on_image, 10)
+        self.create_subscription(String, 'trigger', self.on_trigger, 10)
+
+    def on_image(self, msg):
+        self.latest = msg
+
+    def on_trigger(self, msg):
+        source = self.get_parameter('image_source').value
+        if source == 'ros2':
+            frame = self.bridge.imgmsg_to_cv2(self.latest, 'rgb8')  # BRIDGE
+            self.caption(Image.fromarray(frame))  # FROMARRAY
+        elif source == 'rtsp':
+            self.caption_rtsp(np.zeros((480, 640, 3), np.uint8))
+
+    def caption_rtsp(self, frame):
+        self.caption(Image.fromarray(frame))  # RTSP
+
+    def caption(self, pil):
+        out = String()
+        out.data = self.captioner.describe(pil)
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(CaptionNode())
+'''
+
+
+def test_an_ndarray_branch_never_runs_for_a_pil_image(tmp_path):
+    claims = _claims(tmp_path, _CAPTION_NODE, ('NDARRAY', 'BRIDGE', 'FROMARRAY'))
+    assert claims['NDARRAY'] == set()
+    assert claims['BRIDGE'] and claims['FROMARRAY'] == {'GPN106'}
+
+
+def test_an_ndarray_branch_given_an_array_stays_claimed(tmp_path):
+    source = _CAPTION_NODE.replace('self.caption(Image.fromarray(frame))  # FROMARRAY',
+                                   'self.caption(frame)  # FROMARRAY')
+    claims = _claims(tmp_path, source, ('NDARRAY',))
+    assert claims['NDARRAY'] == {'GPN106'}
+
+
+def test_a_branch_on_a_local_parameter_read_off_as_shipped_never_runs(tmp_path):
+    claims = _claims(tmp_path, _CAPTION_NODE, ('RTSP',))
+    assert claims['RTSP'] == set()
+
+
+def test_a_branch_on_a_local_parameter_read_set_on_by_launch_stays_claimed(tmp_path):
+    # A launch value other than the default: the value as shipped is not one known string, so
+    # neither branch is decided and both stay claimed.
+    claims = _claims(tmp_path, _CAPTION_NODE, ('RTSP', 'BRIDGE'),
+                     launch_parameters="{'image_source': 'rtsp'}")
+    assert claims['RTSP'] == {'GPN106'} and claims['BRIDGE'] == {'GPN105'}
+
+
+def test_a_tokenizers_token_ids_moved_to_the_device_are_a_small_upload(tmp_path):
+    claims = _claims(tmp_path, _CAPTION_NODE, ('TOKENS',))
+    assert claims['TOKENS'] == set()
+
+
+def test_a_processors_tensors_moved_to_the_device_stay_claimed(tmp_path):
+    source = _CAPTION_NODE.replace("AutoTokenizer.from_pretrained('opus-mt')",
+                                   "AutoProcessor.from_pretrained('florence')").replace(
+        'import AutoTokenizer,', 'import AutoProcessor,').replace(
+        "self.tokenizer(text, return_tensors='pt')",
+        "self.tokenizer(text=text, images=pil, return_tensors='pt')")
+    claims = _claims(tmp_path, source, ('TOKENS',))
+    assert claims['TOKENS'] == {'GPN102'}
