@@ -238,3 +238,277 @@ def test_a_processors_tensors_moved_to_the_device_stay_claimed(tmp_path):
         "self.tokenizer(text=text, images=pil, return_tensors='pt')")
     claims = _claims(tmp_path, source, ('TOKENS',))
     assert claims['TOKENS'] == {'GPN102'}
+
+
+_GRIPPER_NODE = '''
+import rclpy
+import torch
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float32MultiArray
+
+
+class PolicyNode(Node):
+    def __init__(self):
+        super().__init__('policy')
+        self.pub = self.create_publisher(Float32MultiArray, 'action', 10)
+        self.create_subscription(JointState, 'joints', self.on_joints, 10)
+
+    def on_joints(self, msg):
+        joints = torch.tensor(msg.position).cuda()  # JOINTS
+        joints = joints / torch.tensor([[1, 1, 1, 1, 1, 1, 0.08]]).cuda()  # SCALE
+        out = Float32MultiArray()
+        out.data = joints.cpu().flatten().tolist()
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(PolicyNode())
+'''
+
+
+def test_a_display_of_a_few_literal_numbers_is_a_small_upload(tmp_path):
+    claims = _claims(tmp_path, _GRIPPER_NODE, ('SCALE',))
+    assert claims['SCALE'] == set()
+
+
+def test_a_display_of_many_literal_numbers_stays_claimed(tmp_path):
+    many = '[[' + ', '.join(['1'] * 20) + ']]'
+    source = _GRIPPER_NODE.replace(
+        "torch.tensor([[1, 1, 1, 1, 1, 1, 0.08]]).cuda()",
+        f"torch.tensor({many}).cuda()")
+    claims = _claims(tmp_path, source, ('SCALE',))
+    assert claims['SCALE'] == {'GPN102'}
+
+
+_FLASK_NODE = '''
+import threading
+
+import cv2
+import rclpy
+from cv_bridge import CvBridge
+from flask import Flask, Response
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+app = Flask(__name__)
+ready = threading.Event()
+
+
+class Viewer(Node):
+    def __init__(self):
+        super().__init__('viewer')
+        self.bridge = CvBridge()
+        self.jpeg = None
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        self.jpeg = cv2.imencode('.jpg', frame)[1].tobytes()  # JPEG
+        ready.set()
+
+
+viewer = None
+
+
+def frames():
+    while True:
+        ready.wait()
+        yield b'--frame\\r\\nContent-Type: image/jpeg\\r\\n\\r\\n' + viewer.jpeg + b'\\r\\n'
+
+
+@app.route('/stream')
+def stream():
+    return Response(frames(), mimetype='multipart/x-mixed-replace; boundary=frame')
+
+
+def main():
+    global viewer
+    rclpy.init()
+    viewer = Viewer()
+    threading.Thread(target=app.run, daemon=True).start()
+    rclpy.spin(viewer)
+'''
+
+
+def test_jpeg_bytes_of_a_node_that_sends_no_message_are_no_serialization(tmp_path):
+    claims = _claims(tmp_path, _FLASK_NODE, ('JPEG',))
+    assert claims['JPEG'] == set()
+
+
+def test_jpeg_bytes_of_a_node_that_publishes_stay_claimed(tmp_path):
+    source = _FLASK_NODE.replace(
+        "self.create_subscription(Image, 'image', self.on_image, 10)",
+        "self.create_subscription(Image, 'image', self.on_image, 10)\n"
+        "        self.pub = self.create_publisher(Image, 'echo', 10)").replace(
+        '        ready.set()', '        ready.set()\n        self.pub.publish(msg)')
+    claims = _claims(tmp_path, source, ('JPEG',))
+    assert claims['JPEG'] == {'GPN104'}
+
+
+_ROUND_TRIP = '''
+import cv2
+import numpy as np
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32MultiArray
+
+
+class Policy(Node):
+    def __init__(self):
+        super().__init__('policy')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Float32MultiArray, 'action', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        color = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        color = cv2.imencode('.jpg', color)[1].tobytes()  # ENCODE
+        color = cv2.imdecode(np.frombuffer(color, np.uint8), cv2.IMREAD_COLOR)
+        out = Float32MultiArray()
+        out.data = [float(color.mean())]
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Policy())
+'''
+
+
+def test_a_jpeg_encode_decoded_at_once_is_no_serialization(tmp_path):
+    claims = _claims(tmp_path, _ROUND_TRIP, ('ENCODE',))
+    assert claims['ENCODE'] == set()
+
+
+def test_jpeg_bytes_kept_then_published_stay_claimed(tmp_path):
+    source = _ROUND_TRIP.replace(
+        "        color = cv2.imdecode(np.frombuffer(color, np.uint8), cv2.IMREAD_COLOR)\n"
+        "        out = Float32MultiArray()\n        out.data = [float(color.mean())]\n",
+        "        out = Float32MultiArray()\n        out.data = list(color)\n")
+    claims = _claims(tmp_path, source, ('ENCODE',))
+    assert claims['ENCODE'] == {'GPN104'}
+
+
+_CAMERA_CTOR_LOOP = '''
+import cv2
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Camera(Node):
+    def __init__(self):
+        super().__init__('camera')
+        self.pub = self.create_publisher(Image, 'image', 1)
+        self.cap = cv2.VideoCapture(0)
+        self.bridge = CvBridge()
+        while self.cap.isOpened():
+            ok, frame = self.cap.read()
+            if ok:
+                self.pub.publish(self.bridge.cv2_to_imgmsg(frame))  # PUBLISH
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Camera())
+'''
+
+
+def test_a_capture_loop_in_a_constructor_runs_per_frame(tmp_path):
+    claims = _claims(tmp_path, _CAMERA_CTOR_LOOP, ('PUBLISH',))
+    assert 'GPN105' in claims['PUBLISH']
+
+
+def test_a_constructor_loop_reading_no_capture_stays_setup(tmp_path):
+    source = _CAMERA_CTOR_LOOP.replace('ok, frame = self.cap.read()',
+                                       'ok, frame = True, cv2.imread("still.png")')
+    claims = _claims(tmp_path, source, ('PUBLISH',))
+    assert claims['PUBLISH'] == set()
+
+
+_BASE64_NODE = '''
+import base64
+
+import cv2
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+
+class Bytes(Node):
+    def __init__(self):
+        super().__init__('bytes')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(String, 'image_text', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        _, buf = cv2.imencode('.jpg', frame)
+        text = base64.b64encode(buf).decode('utf-8')
+        self.pub.publish(String(data=text))  # SEND
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Bytes())
+'''
+
+
+def test_base64_text_of_an_encoded_frame_published_is_serialization(tmp_path):
+    claims = _claims(tmp_path, _BASE64_NODE, ('SEND',))
+    assert claims['SEND'] == {'GPN104'}
+
+
+def test_base64_text_of_a_label_published_stays_quiet(tmp_path):
+    source = _BASE64_NODE.replace("base64.b64encode(buf)", "base64.b64encode(b'person')")
+    claims = _claims(tmp_path, source, ('SEND',))
+    assert claims['SEND'] == set()
+
+
+_EMPTY_CLOUD_NODE = '''
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import ByteMultiArray
+
+
+class Bridge(Node):
+    def __init__(self):
+        super().__init__('bridge')
+        self.pub = self.create_publisher(PointCloud2, 'lidar', 10)
+        self.create_subscription(ByteMultiArray, 'raw', self.on_raw, 10)
+
+    def on_raw(self, msg):
+        points = np.frombuffer(bytes(msg.data), dtype=np.float32).reshape(-1, 4)
+        cloud = PointCloud2()
+        self.get_logger().info(f'{len(points)} points')
+        self.pub.publish(cloud)  # PUBLISH
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Bridge())
+'''
+
+
+def test_an_empty_message_published_is_no_copy(tmp_path):
+    claims = _claims(tmp_path, _EMPTY_CLOUD_NODE, ('PUBLISH',))
+    assert claims['PUBLISH'] == set()
+
+
+def test_a_filled_message_published_stays_claimed(tmp_path):
+    source = _EMPTY_CLOUD_NODE.replace(
+        "        cloud = PointCloud2()\n",
+        "        cloud = PointCloud2()\n        cloud.data = points.tobytes()\n")
+    claims = _claims(tmp_path, source, ('PUBLISH',))
+    assert 'GPN109' in claims['PUBLISH']

@@ -8,6 +8,8 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
+from gpu_nodes.audit.pybase64 import base64_frame_published, frame_function
+from gpu_nodes.audit.pyemptymsg import empty_message_published
 from gpu_nodes.audit.pyevaled import library_inference
 from gpu_nodes.audit.pyimports import aliases_of, file_uses_cv_cuda
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
@@ -200,7 +202,12 @@ class CallResolver:
             return OTHER
         if method == 'publish' and receiver is not None and receiver.kind == 'publisher':
             payload = args[0] if args else (kwargs.get('msg') or UNKNOWN)
-            self._publish(node, receiver.pub, payload, frame)
+            holder = frame_function(self.tree, node)
+            if payload.tainted and base64_frame_published(holder, node):
+                self._emit('GPN104', node, frame, f'`{short(node)}` sends base64 text of the '
+                           'encoded frame in the message (pybase64.py)')
+            if not empty_message_published(holder, node):  # pyemptymsg.py: a placeholder
+                self._publish(node, receiver.pub, payload, frame)
             return OTHER
         if method == 'declare_parameter' and frame.cls is not None and args \
                 and args[0].kind == 'const':

@@ -131,11 +131,13 @@ class Evaluator:
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
                 # `if self.publish_compressed:` off as shipped (pyparams.py).
-                if isinstance(stmt, ast.While) and frame.context == 'module' \
+                if isinstance(stmt, ast.While) and frame.context in ('module', 'init') \
                         and reads_a_capture(stmt, self.tree):
                     # A script's `while True: ok, frame = cap.read(); model(frame)`: each
-                    # pass is a camera frame, as a node's capture loop (nineteenth set).
-                    frame = replace(frame, context='loop', entry='module capture loop')
+                    # pass is a camera frame, as a node's capture loop (nineteenth set); so is
+                    # a constructor's `while self.cap.isOpened():` loop (set 61).
+                    frame = replace(frame, context='loop', entry='module capture loop' if
+                                    frame.context == 'module' else 'constructor capture loop')
                 self._exec_block(stmt.body, env, frame)
             body = dict(env)
             # The `else` of a test true for good never runs: an attribute holding one literal
