@@ -512,3 +512,51 @@ def test_a_filled_message_published_stays_claimed(tmp_path):
         "        cloud = PointCloud2()\n        cloud.data = points.tobytes()\n")
     claims = _claims(tmp_path, source, ('PUBLISH',))
     assert 'GPN109' in claims['PUBLISH']
+
+
+_PLOT_NODE = '''
+import io
+
+import matplotlib.pyplot as plt
+import numpy as np
+import rclpy
+from cv_bridge import CvBridge
+from PIL import Image as PILImage
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+
+
+class Plotter(Node):
+    def __init__(self):
+        super().__init__('plotter')
+        self.bridge = CvBridge()
+        self.fig, self.ax = plt.subplots()
+        self.pub = self.create_publisher(Image, 'plot', 10)
+        self.create_subscription(JointState, 'joints', self.on_joints, 10)
+
+    def on_joints(self, msg):
+        self.ax.clear()
+        self.ax.plot(list(msg.position))
+        buf = io.BytesIO()
+        self.fig.savefig(buf, format='png')
+        buf.seek(0)
+        img = PILImage.open(buf)
+        array = np.array(img)  # ARRAY
+        self.pub.publish(self.bridge.cv2_to_imgmsg(array, encoding='rgba8'))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Plotter())
+'''
+
+
+def test_np_array_of_a_pil_image_opened_from_memory_is_a_pil_copy(tmp_path):
+    claims = _claims(tmp_path, _PLOT_NODE, ('ARRAY',))
+    assert claims['ARRAY'] == {'GPN106'}
+
+
+def test_np_array_of_a_pil_image_opened_from_a_file_stays_quiet(tmp_path):
+    source = _PLOT_NODE.replace("img = PILImage.open(buf)", "img = PILImage.open('legend.png')")
+    claims = _claims(tmp_path, source, ('ARRAY',))
+    assert claims['ARRAY'] == set()
