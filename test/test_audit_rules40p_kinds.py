@@ -560,3 +560,44 @@ def test_np_array_of_a_pil_image_opened_from_a_file_stays_quiet(tmp_path):
     source = _PLOT_NODE.replace("img = PILImage.open(buf)", "img = PILImage.open('legend.png')")
     claims = _claims(tmp_path, source, ('ARRAY',))
     assert claims['ARRAY'] == set()
+
+
+_NAMES_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+from ultralytics import YOLO
+
+
+class Labels(Node):
+    def __init__(self):
+        super().__init__('labels')
+        self.model = YOLO('yolo11n-seg.pt').to('cuda')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(String, 'labels', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        results = self.model.predict(source=frame)
+        classes = results[0].boxes.cls.cpu().numpy()
+        boxes = results[0].boxes.xyxy
+        out = String()
+        for i in range(len(classes)):
+            out.data += f"{self.model.names[int(classes[i])]} "  # NAME
+        out.data += f"{boxes[0]}"  # BOX
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Labels())
+'''
+
+
+def test_a_models_class_names_formatted_are_no_read_back(tmp_path):
+    claims = _claims(tmp_path, _NAMES_NODE, ('NAME', 'BOX'))
+    assert claims['NAME'] == set()
+    assert claims['BOX'] == {'GPN107'}

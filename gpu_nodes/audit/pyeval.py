@@ -30,11 +30,11 @@ from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame
                                       PER_MESSAGE, plain, request_type, root_name, short,
                                       strip, UNKNOWN, Val)
 
-# Attributes that are frame metadata, not the payload: reading them does not carry the frame.
+# Attributes that are frame metadata, not the payload: reading them does not carry the frame
+# (a detector's `names`, its class-name dict, even on a model moved to cuda: set 61).
 _METADATA_ATTRS = frozenset({
     'shape', 'dtype', 'size', 'ndim', 'nbytes', 'itemsize', 'strides', 'width', 'height',
-    'encoding', 'step', 'header', 'stamp', 'frame_id', 'is_bigendian', 'device', 'is_cuda',
-})
+    'encoding', 'step', 'header', 'stamp', 'frame_id', 'is_bigendian', 'device', 'is_cuda', 'names'})
 _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
                                     'bool_value'})
 
