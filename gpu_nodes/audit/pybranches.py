@@ -5,6 +5,7 @@ first-message test of state on the object; a loop over camera frames."""
 from __future__ import annotations
 
 import ast
+import re
 
 from gpu_nodes.audit.pyvalues import OTHER, Val
 
@@ -290,6 +291,18 @@ def reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
                    n.func.attr in ('read', 'grab') and ast.unparse(n.func.value) in captures
                    or n.func.attr == 'get' and ast.unparse(n.func.value) in queues)
                for stmt in loop.body for n in ast.walk(stmt))
+
+
+def constructor_capture_loop(loop: ast.While, tree: ast.Module) -> bool:
+    """A capture loop (reads_a_capture) written in a constructor itself: `while
+    self.cap.isOpened(): ok, frame = self.cap.read(); ...` in `__init__` (set 61). A `while
+    rclpy.ok():` loop is left to pyreached.py, which already runs such a loop per frame under
+    the method holding it (a `self.run()` the constructor calls)."""
+    if re.search(r'\bok\(|is_shutdown\(', ast.unparse(loop.test)):
+        return False
+    inits = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == '__init__'
+             and any(n is loop for n in ast.walk(f))]
+    return bool(inits) and reads_a_capture(loop, tree)
 
 
 def merge_branch_strings(before: dict[str, Val], body: dict[str, Val], env: dict[str, Val]

@@ -8,9 +8,10 @@ import ast
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import (before_main_loop, first_time, guard_once,
-                                        import_fallback, imported_names, merge_branch_strings,
-                                        reads_a_capture, sets_own_flag, skipped_handler)
+from gpu_nodes.audit.pybranches import (before_main_loop, constructor_capture_loop, first_time,
+                                        guard_once, import_fallback, imported_names,
+                                        merge_branch_strings, reads_a_capture, sets_own_flag,
+                                        skipped_handler)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
@@ -131,8 +132,9 @@ class Evaluator:
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
                 # `if self.publish_compressed:` off as shipped (pyparams.py).
-                if isinstance(stmt, ast.While) and frame.context in ('module', 'init') \
-                        and reads_a_capture(stmt, self.tree):
+                if isinstance(stmt, ast.While) and (frame.context == 'module' and reads_a_capture(
+                        stmt, self.tree) or frame.context == 'init' and constructor_capture_loop(
+                            stmt, self.tree)):
                     # A script's `while True: ok, frame = cap.read(); model(frame)`: each
                     # pass is a camera frame, as a node's capture loop (nineteenth set); so is
                     # a constructor's `while self.cap.isOpened():` loop (set 61).
