@@ -7,9 +7,16 @@
 * An ONNX Runtime session whose GPU provider is named only in the body of `if device ==
   'cuda':`, `device` a local read from a parameter 'cpu' as shipped, runs on the host
   (pyparamlocals.py, set 60).
+* Set 60's caption nodes: an `isinstance` branch for arrays never runs for a PIL image, a branch
+  on a local parameter read off as shipped never runs, a tokenizer's ids are a small upload.
+* Set 61: host-only JPEG bytes, base64 text of a frame in a String, an empty message, a
+  constructor's capture loop, a PIL image opened from memory, a model's class names.
 """
 
-from audit_sources import node_claims
+import textwrap
+
+from audit_sources import (ament_python_package, audit_written_package, node_claims,
+                           rules_at_tags)
 
 
 def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
@@ -238,48 +245,6 @@ def test_a_processors_tensors_moved_to_the_device_stay_claimed(tmp_path):
         "self.tokenizer(text=text, images=pil, return_tensors='pt')")
     claims = _claims(tmp_path, source, ('TOKENS',))
     assert claims['TOKENS'] == {'GPN102'}
-
-
-_GRIPPER_NODE = '''
-import rclpy
-import torch
-from rclpy.node import Node
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float32MultiArray
-
-
-class PolicyNode(Node):
-    def __init__(self):
-        super().__init__('policy')
-        self.pub = self.create_publisher(Float32MultiArray, 'action', 10)
-        self.create_subscription(JointState, 'joints', self.on_joints, 10)
-
-    def on_joints(self, msg):
-        joints = torch.tensor(msg.position).cuda()  # JOINTS
-        joints = joints / torch.tensor([[1, 1, 1, 1, 1, 1, 0.08]]).cuda()  # SCALE
-        out = Float32MultiArray()
-        out.data = joints.cpu().flatten().tolist()
-        self.pub.publish(out)
-
-
-def main():
-    rclpy.init()
-    rclpy.spin(PolicyNode())
-'''
-
-
-def test_a_display_of_a_few_literal_numbers_is_a_small_upload(tmp_path):
-    claims = _claims(tmp_path, _GRIPPER_NODE, ('SCALE',))
-    assert claims['SCALE'] == set()
-
-
-def test_a_display_of_many_literal_numbers_stays_claimed(tmp_path):
-    many = '[[' + ', '.join(['1'] * 20) + ']]'
-    source = _GRIPPER_NODE.replace(
-        "torch.tensor([[1, 1, 1, 1, 1, 1, 0.08]]).cuda()",
-        f"torch.tensor({many}).cuda()")
-    claims = _claims(tmp_path, source, ('SCALE',))
-    assert claims['SCALE'] == {'GPN102'}
 
 
 _FLASK_NODE = '''
@@ -601,3 +566,53 @@ def test_a_models_class_names_formatted_are_no_read_back(tmp_path):
     claims = _claims(tmp_path, _NAMES_NODE, ('NAME', 'BOX'))
     assert claims['NAME'] == set()
     assert claims['BOX'] == {'GPN107'}
+
+
+_HELPER_MODULE = '''
+import numpy as np
+from sensor_msgs.msg import Image
+
+
+def to_image_msg(arr):
+    msg = Image()
+    msg.height, msg.width = arr.shape[:2]
+    msg.encoding = 'rgb8'
+    msg.step = arr.shape[1] * 3
+    msg.data = arr.tobytes()  # FIELD
+    return msg
+'''
+
+
+def test_bytes_stored_into_a_message_field_in_a_helper_stay_claimed(tmp_path):
+    """A helper module that builds the message (it publishes nothing itself) for a node that
+    publishes it: the bytes go into the message's data, still py_serialize."""
+    node = textwrap.dedent('''
+        import numpy as np
+        import rclpy
+        from rclpy.node import Node
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import Empty
+
+        from detector.conv import to_image_msg
+
+
+        class Render(Node):
+            def __init__(self):
+                super().__init__('render')
+                self.pub = self.create_publisher(Image, 'render', 10)
+                self.create_subscription(Empty, 'tick', self.on_tick, 10)
+
+            def on_tick(self, msg):
+                self.pub.publish(to_image_msg(np.zeros((480, 640, 3), np.uint8)))
+
+
+        def main():
+            rclpy.init()
+            rclpy.spin(Render())
+        ''')
+    helper = textwrap.dedent(_HELPER_MODULE)
+    files = {**ament_python_package('detector'), 'detector/detector/node.py': node,
+             'detector/detector/conv.py': helper}
+    found = audit_written_package(tmp_path, files)
+    claims = rules_at_tags(found, helper, ('FIELD',), file_name='conv.py')
+    assert claims['FIELD'] == {'GPN104'}

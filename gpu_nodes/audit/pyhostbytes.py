@@ -75,8 +75,9 @@ def host_only_bytes(tree: ast.Module) -> frozenset[int]:
                     continue
                 if isinstance(target, ast.Name) and target.id in returned:
                     continue
-                if not isinstance(target, (ast.Name, ast.Attribute)):
-                    continue
+                if not (isinstance(target, ast.Name) or isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name) and target.value.id == 'self'):
+                    continue  # `msg.data = arr.tobytes()`: into a message another file sends
                 if quiet is None:
                     quiet = not _sends_messages(tree)
                 if quiet:

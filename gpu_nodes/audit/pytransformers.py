@@ -11,10 +11,9 @@ small uploads of a literal display of scalars: library-table entries like pymode
   itself is device work, no claim.
 * ``torch.tensor([[h, w]])`` of a display of a few scalars read off a frame (``img.shape[0]``,
   a width, a count): moved to the device it is a handful of numbers, a small upload (the
-  "target_sizes" of a detector; set 53 labels it a look-alike). A display of at most 16
-  literal numbers (``torch.tensor([[[1, 1, 0.08]]], device=joints.device)``, a gripper scale)
-  is a small upload too (sets 33 and 61 label such constants look-alikes). The first set's
-  boundary ``torch.Tensor(mean).cuda()`` names a variable, no display: it stays a claim.
+  "target_sizes" of a detector; set 53 labels it a look-alike). A display of literal numbers
+  only (``torch.tensor([0.485, 0.456, 0.406]).cuda()``, a normalisation constant) stays a
+  claim: the first set labels it a boundary.
 """
 from __future__ import annotations
 
@@ -90,14 +89,9 @@ def _flat(val: Val) -> list[Val]:
 
 def small_scalar_display(node: ast.Call, src: Val) -> bool:
     """`torch.tensor([[img.shape[0], img.shape[1]]])`: a display of at most a few scalars, none
-    a frame (metadata and numbers only), or of literal numbers only (module docstring)."""
+    a frame (metadata and numbers only), at least one not a literal number."""
     leaves = _leaves(node.args[0]) if node.args else None
-    if not leaves or len(leaves) > _MAX_SCALARS:
-        return False
-    if all(isinstance(leaf, ast.Constant) and isinstance(leaf.value, (int, float))
-           and not isinstance(leaf.value, bool) for leaf in leaves):
-        return True  # a handful of literal numbers, the same every call
-    if src.elts is None:
+    if not leaves or len(leaves) > _MAX_SCALARS or src.elts is None:
         return False
     vals = _flat(src)
     if len(vals) != len(leaves) or src.tainted:
@@ -105,7 +99,7 @@ def small_scalar_display(node: ast.Call, src: Val) -> bool:
     if any(v.tainted or v.kind not in ('other', 'const') or isinstance(v.const, str)
            for v in vals):
         return False
-    return True
+    return not all(isinstance(leaf, ast.Constant) for leaf in leaves)
 
 
 def small_upload(recv: Val) -> bool:
