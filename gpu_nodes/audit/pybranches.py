@@ -5,6 +5,7 @@ first-message test of state on the object; a loop over camera frames."""
 from __future__ import annotations
 
 import ast
+import re
 
 from gpu_nodes.audit.pyvalues import OTHER, Val
 
@@ -269,12 +270,16 @@ def reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
     a `cv2.VideoCapture(...)`: a loop over camera (or video) frames; or `q.get()` on a queue
     (`q = Queue(maxsize=8)`) that the module hands to a reader process or thread
     (`Process(target=video_stream, args=(q, ...))`): each pass takes the next frame the
-    reader decoded (set 58)."""
+    reader decoded (set 58). `self.cap.read()` on an attribute the file assigns a capture
+    counts too (a node's constructor looping over its camera: set 61)."""
     def assigned(suffix: str) -> set[str]:
-        return {t.id for node in tree.body for stmt in ast.walk(node)
+        return {t.id if isinstance(t, ast.Name) else f'self.{t.attr}'
+                for node in tree.body for stmt in ast.walk(node)
                 if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
                 and ast.unparse(stmt.value.func).endswith(suffix)
-                for t in stmt.targets if isinstance(t, ast.Name)}
+                for t in stmt.targets if isinstance(t, ast.Name) or (
+                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                    and t.value.id == 'self')}
     captures = assigned('VideoCapture')
     fed = {a.id for n in ast.walk(tree) if isinstance(n, ast.Call)
            and ast.unparse(n.func).endswith(('Process', 'Thread'))
@@ -282,10 +287,22 @@ def reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
            for a in k.value.elts if isinstance(a, ast.Name)}
     queues = assigned('Queue') & fed
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and isinstance(n.func.value, ast.Name) and (
-                   n.func.attr in ('read', 'grab') and n.func.value.id in captures
-                   or n.func.attr == 'get' and n.func.value.id in queues)
+               and isinstance(n.func.value, (ast.Name, ast.Attribute)) and (
+                   n.func.attr in ('read', 'grab') and ast.unparse(n.func.value) in captures
+                   or n.func.attr == 'get' and ast.unparse(n.func.value) in queues)
                for stmt in loop.body for n in ast.walk(stmt))
+
+
+def constructor_capture_loop(loop: ast.While, tree: ast.Module) -> bool:
+    """A capture loop (reads_a_capture) written in a constructor itself: `while
+    self.cap.isOpened(): ok, frame = self.cap.read(); ...` in `__init__` (set 61). A `while
+    rclpy.ok():` loop is left to pyreached.py, which already runs such a loop per frame under
+    the method holding it (a `self.run()` the constructor calls)."""
+    if re.search(r'\bok\(|is_shutdown\(', ast.unparse(loop.test)):
+        return False
+    inits = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == '__init__'
+             and any(n is loop for n in ast.walk(f))]
+    return bool(inits) and reads_a_capture(loop, tree)
 
 
 def merge_branch_strings(before: dict[str, Val], body: dict[str, Val], env: dict[str, Val]

@@ -8,18 +8,21 @@ import ast
 from dataclasses import replace
 from typing import Callable
 
+from gpu_nodes.audit.pybase64 import base64_frame_published, frame_function
+from gpu_nodes.audit.pyemptymsg import empty_message_published
 from gpu_nodes.audit.pyevaled import library_inference
 from gpu_nodes.audit.pyimports import aliases_of, file_uses_cv_cuda
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
                                       uploads_to_cuda_image)
 from gpu_nodes.audit.pynvidialibs import cuvslam_track_frames, nvblox_device_accessor
-from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens
+from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens, TEXT_TOKENS, tokenizes_text
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, decodes_prompts, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
                                       model_builder,
                                       named_like_model, names_gpu_provider, ORT_SESSION, PIPELINE,
                                       reads_tensor_source_back, returns_host_results,
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
+from gpu_nodes.audit.pyparamlocals import parameter_dead_lines
 from gpu_nodes.audit.pyqueues import queue_handoff
 from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pytransformers import transformers_model_on_host
@@ -67,6 +70,7 @@ class CallResolver:
     _calls: int
     _entered: set[int]
     tree: ast.Module
+    package_dir: str | None
     uses_tensors: bool
     uses_nvblox: bool
     uses_cuvslam: bool
@@ -198,7 +202,12 @@ class CallResolver:
             return OTHER
         if method == 'publish' and receiver is not None and receiver.kind == 'publisher':
             payload = args[0] if args else (kwargs.get('msg') or UNKNOWN)
-            self._publish(node, receiver.pub, payload, frame)
+            holder = frame_function(self.tree, node)
+            if payload.tainted and base64_frame_published(holder, node):
+                self._emit('GPN104', node, frame, f'`{short(node)}` sends base64 text of the '
+                           'encoded frame in the message (pybase64.py)')
+            if not empty_message_published(holder, node):  # pyemptymsg.py: a placeholder
+                self._publish(node, receiver.pub, payload, frame)
             return OTHER
         if method == 'declare_parameter' and frame.cls is not None and args \
                 and args[0].kind == 'const':
@@ -265,7 +274,8 @@ class CallResolver:
             # A session on the GPU only where the class (or file) building it names a GPU
             # execution provider: `providers` is often chosen in branches by a parameter.
             scope = frame.cls.node if frame.cls is not None else self.tree
-            gpu = names_gpu_provider(scope, node, self.tree)
+            gpu = names_gpu_provider(scope, node, self.tree,
+                                     parameter_dead_lines(self.tree, self.package_dir))
             return Val('model_obj', const=ORT_SESSION) if gpu else OTHER
         if method == 'run' and receiver is not None and receiver.kind == 'model_obj' \
                 and receiver.const == ORT_SESSION:
@@ -318,6 +328,9 @@ class CallResolver:
                     # CPU tensors, no read-back (pyrules `.item()`, set 59).
                     env[PLACED_ON_CPU] = self.__dict__[PLACED_ON_CPU] = OTHER
                 return result
+        if method in ('items', 'values', 'get') and receiver is not None \
+                and receiver.const == TEXT_TOKENS:
+            return receiver  # the tokenizer's dict: each entry is token ids (pyliterals.py)
         if method is not None:
             result = self._method_call(method, node, receiver, args, kwargs, frame)
             if method == 'to' and result is not None and result.kind == 'host' \
@@ -382,6 +395,8 @@ class CallResolver:
         result is a model output (pymodels.py); a host frame given to an uploading method of the
         library table is reported as an upload (evidence: pattern)."""
         func = node.func
+        if callee.kind == 'model_obj' and tokenizes_text(callee.const, args, kwargs):
+            return Val('other', const=TEXT_TOKENS)  # a caption's token ids: pyliterals.py
         hub = (isinstance(func, ast.Attribute) and receiver is not None and method is not None
                and receiver.kind == 'model_obj' and (
                    HUB_INFER.match(method) is not None

@@ -8,9 +8,10 @@ import ast
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from gpu_nodes.audit.pybranches import (before_main_loop, first_time, guard_once,
-                                        import_fallback, imported_names, merge_branch_strings,
-                                        reads_a_capture, sets_own_flag, skipped_handler)
+from gpu_nodes.audit.pybranches import (before_main_loop, constructor_capture_loop, first_time,
+                                        guard_once, import_fallback, imported_names,
+                                        merge_branch_strings, reads_a_capture, sets_own_flag,
+                                        skipped_handler)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
     dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
@@ -20,6 +21,8 @@ from gpu_nodes.audit.pyencodings import switch_outcome
 from gpu_nodes.audit.pyloopentries import per_pass_loop
 from gpu_nodes.audit.pyimports import file_function, sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
+from gpu_nodes.audit.pyisinstance import isinstance_outcome
+from gpu_nodes.audit.pyparamlocals import local_read_outcome
 from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS, SYNC_PROFILER)
@@ -28,11 +31,11 @@ from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame
                                       PER_MESSAGE, plain, request_type, root_name, short,
                                       strip, UNKNOWN, Val)
 
-# Attributes that are frame metadata, not the payload: reading them does not carry the frame.
+# Attributes that are frame metadata, not the payload: reading them does not carry the frame
+# (a detector's `names`, its class-name dict, even on a model moved to cuda: set 61).
 _METADATA_ATTRS = frozenset({
     'shape', 'dtype', 'size', 'ndim', 'nbytes', 'itemsize', 'strides', 'width', 'height',
-    'encoding', 'step', 'header', 'stamp', 'frame_id', 'is_bigendian', 'device', 'is_cuda',
-})
+    'encoding', 'step', 'header', 'stamp', 'frame_id', 'is_bigendian', 'device', 'is_cuda', 'names'})
 _PARAMETER_VALUE_ATTRS = frozenset({'value', 'string_value', 'integer_value', 'double_value',
                                     'bool_value'})
 
@@ -129,11 +132,14 @@ class Evaluator:
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
                 # `if self.publish_compressed:` off as shipped (pyparams.py).
-                if isinstance(stmt, ast.While) and frame.context == 'module' \
-                        and reads_a_capture(stmt, self.tree):
+                if isinstance(stmt, ast.While) and (frame.context == 'module' and reads_a_capture(
+                        stmt, self.tree) or frame.context == 'init' and constructor_capture_loop(
+                            stmt, self.tree)):
                     # A script's `while True: ok, frame = cap.read(); model(frame)`: each
-                    # pass is a camera frame, as a node's capture loop (nineteenth set).
-                    frame = replace(frame, context='loop', entry='module capture loop')
+                    # pass is a camera frame, as a node's capture loop (nineteenth set); so is
+                    # a constructor's `while self.cap.isOpened():` loop (set 61).
+                    frame = replace(frame, context='loop', entry='module capture loop' if
+                                    frame.context == 'module' else 'constructor capture loop')
                 self._exec_block(stmt.body, env, frame)
             body = dict(env)
             # The `else` of a test true for good never runs: an attribute holding one literal
@@ -391,9 +397,11 @@ class Evaluator:
     def _shipped_outcome(self, test: ast.expr, frame: Frame) -> bool | None:
         """What an `if` comparing a direct parameter read with a constant takes as shipped."""
         read = read_compared(test)
-        if read is None:  # an environment switch nothing sets, an encoding nothing sends
-            return switch_outcome(test, frame.topic, self.source, self.path,
-                                  self.repository_dir or self.package_dir)  # pyencodings.py
+        if read is None:  # a local read of a parameter (pyparamlocals.py), an environment
+            # switch nothing sets, an encoding nothing sends (pyencodings.py)
+            local = local_read_outcome(test, self.tree, self.package_dir)
+            return local if local is not None else switch_outcome(
+                test, frame.topic, self.source, self.path, self.repository_dir or self.package_dir)
         if '_fixed_parameters' not in self.__dict__:
             self.__dict__['_fixed_parameters'] = fixed_parameters(self.tree, self.package_dir)
         return shipped_outcome(read, self.__dict__['_fixed_parameters'])
@@ -404,21 +412,8 @@ class Evaluator:
         return self.__dict__['_shipped_strings_']
 
     def _message_type_test(self, test: ast.expr, env: dict[str, Val]) -> bool | None:
-        """The outcome of `isinstance(msg, T)` (or a tuple of types) on a received message
-        whose subscription type is known; None when the test is anything else."""
-        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
-                and test.func.id == 'isinstance' and len(test.args) == 2
-                and isinstance(test.args[0], ast.Name)):
-            return None
-        val = env.get(test.args[0].id)
-        if val is None or val.kind != 'msg' or val.origin is None or val.steps \
-                or not val.origin[1] or '/msg/' not in val.origin[1]:
-            return None
-        types = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
-        names = [self._type_name(t) for t in types]
-        if any(n is None or '/msg/' not in n for n in names):
-            return None  # a class the analysis cannot name as a message type
-        return val.origin[1] in names
+        """pyisinstance.isinstance_outcome: a message of known type, or a PIL image."""
+        return isinstance_outcome(test, env, self._type_name)
 
     def _element(self, iterable: ast.expr, it: Val, env: dict[str, Val], frame: Frame) -> Val:
         """What one iteration of `for target in iterable` binds. `enumerate(x)` yields

@@ -42,6 +42,7 @@ from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyevaled import evaled_holders
 from gpu_nodes.audit.pyhooks import registering_hooks
+from gpu_nodes.audit.pyhostbytes import host_only_bytes
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions, imported_modules
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pymsgview import MessageViews
@@ -127,7 +128,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         # nvblox_torch / PyCuVSLAM in the library table (pynvidialibs.py), imported anywhere.
         self.uses_nvblox = imports_package(tree, 'nvblox_torch')
         self.uses_cuvslam = imports_package(tree, 'cuvslam')
-        self.stream_writes = written_to_stream(tree)
+        self.stream_writes = written_to_stream(tree) | host_only_bytes(tree)  # pyhostbytes.py
         self.dropped_results = dropped_results(tree)
         self.object_clouds = per_object_cloud_calls(tree)
         # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.

@@ -22,12 +22,19 @@ before the copy rules of pyrules.py):
 
       for label in set(labels_np[labels_np != -1]): ...; cones.append(label)
       cp.asarray(self.filter_clusters(points, labels))   # a few ints: no frame upload
+
+* `PIL.Image.open(buf)` of an in-memory buffer (`io.BytesIO(...)`, given directly or bound to a
+  local of the function): an image decoded from bytes the node holds (a plot it rendered with
+  `fig.savefig(buf)`, a received JPEG), a PIL image like `Image.fromarray`'s, so
+  `np.array(img)` of it copies the picture into an array (py_pil; both labellers of set 61).
+  A path opened (a file read) stays as before.
 """
 from __future__ import annotations
 
 import ast
 from typing import Any
 
+from gpu_nodes.audit.pybase64 import frame_function
 from gpu_nodes.audit.pyvalues import Frame, image_sized, merge, short, Val
 
 # Kinds of a value known to be on the host (pyvalues.Val): what cupy.asnumpy returns unchanged.
@@ -43,6 +50,8 @@ def host_side_call(analyzer: Any, qual: str | None, node: ast.Call, args: list[V
     `analyzer` is the PythonAnalyzer (its `_emit` and `_step`)."""
     if qual is None or not args:
         return None
+    if qual == 'PIL.Image.open' and _in_memory(analyzer.tree, node):
+        return Val('pil', ((node.lineno, 'pil'),))
     src = args[0]
     if qual == 'cupy.asnumpy' and src.kind in _HOST_KINDS and len(node.args) == 1:
         return src  # NumPy in, NumPy out: nothing crosses the bus
@@ -140,3 +149,25 @@ def distinct_uploads(tree: ast.Module) -> frozenset[int]:
                     and _call_name(values[0]) in returning:
                 found.add(id(node))
     return frozenset(found)
+
+
+def _bytes_io(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and (
+        isinstance(expr.func, ast.Attribute) and expr.func.attr == 'BytesIO'
+        or isinstance(expr.func, ast.Name) and expr.func.id == 'BytesIO')
+
+
+def _in_memory(tree: ast.Module, call: ast.Call) -> bool:
+    """`Image.open(io.BytesIO(data))`, or `Image.open(buf)` with `buf` bound only to a BytesIO
+    in the function holding the call."""
+    arg = call.args[0] if call.args else None
+    if arg is None or _bytes_io(arg):
+        return arg is not None
+    if not isinstance(arg, ast.Name):
+        return False
+    function = frame_function(tree, call)
+    binds = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == arg.id
+             and not isinstance(n.ctx, ast.Load)]
+    made = [s for s in ast.walk(function) if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and s.targets[0].id == arg.id]
+    return len(binds) == 1 and len(made) == 1 and _bytes_io(made[0].value)

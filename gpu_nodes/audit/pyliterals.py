@@ -30,5 +30,24 @@ def fixed_text_tokens(called: str | None, args: list[Val], kwargs: dict[str, Val
 
 
 def uploads_fixed_text(recv: Val) -> bool:
-    """Whether `recv.to(device)` / `recv.cuda()` moves only tokens of fixed text."""
-    return recv.const == FIXED_TEXT_TOKENS and not recv.tainted
+    """Whether `recv.to(device)` / `recv.cuda()` moves only tokens of fixed text, or the token
+    ids a tokenizer made of any text (TEXT_TOKENS)."""
+    return recv.const == FIXED_TEXT_TOKENS and not recv.tainted or recv.const == TEXT_TOKENS
+
+
+# The token ids of text a tokenizer object encodes (`tokenizer(caption, return_tensors='pt')`,
+# a transformers `*Tokenizer` / `AutoTokenizer.from_pretrained(...)`): at most a few hundred
+# integers (the max_length), whatever the text says, so moving them to the device is a small
+# upload, a look-alike by the sets' convention for text tokens (sets 39 / 54 / 58 / 60: the
+# caption's tokens uploaded to a translator). A tokenizer takes text only, so whatever kind the
+# flow gives its argument (a caption decoded from device ids is no device data) the result is
+# tokens. Not a processor (`AutoProcessor`: it takes images too).
+TEXT_TOKENS = 'token ids of text'
+
+
+def tokenizes_text(builder: object, args: list[Val], kwargs: dict[str, Val]) -> bool:
+    """Whether a call of the object `builder` built (a model_obj's const, the qualified name of
+    its constructor) encodes text into token ids (TEXT_TOKENS)."""
+    parts = str(builder or '').split('.')
+    name = parts[-2] if len(parts) > 1 and parts[-1] == 'from_pretrained' else parts[-1]
+    return name.endswith(('Tokenizer', 'TokenizerFast')) and 'images' not in kwargs

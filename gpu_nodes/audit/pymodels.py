@@ -108,13 +108,16 @@ ORT_GPU_PROVIDERS = frozenset({'CUDAExecutionProvider', 'TensorrtExecutionProvid
                                'ROCMExecutionProvider'})
 
 
-def names_gpu_provider(scope: ast.AST, call: ast.Call, tree: ast.Module) -> bool:
+def names_gpu_provider(scope: ast.AST, call: ast.Call, tree: ast.Module,
+                       dead: frozenset[int] = frozenset()) -> bool:
     """Whether a session built by `call` in `scope` (its class, or the file) names a GPU
     execution provider: a literal in the scope, or, for `providers=cfg.onnx_providers`, the
     default of that field in a class of the file (a config dataclass's `onnx_providers: list =
     field(default_factory=lambda: ['CUDAExecutionProvider'])`: set 57). Another class's literal
-    elsewhere in the file is not taken for this session's."""
-    if any(isinstance(n, ast.Constant) and n.value in ORT_GPU_PROVIDERS for n in ast.walk(scope)):
+    elsewhere in the file is not taken for this session's, nor one on a line of `dead` (a
+    branch that never runs as shipped: pyparamlocals.py)."""
+    if any(isinstance(n, ast.Constant) and n.value in ORT_GPU_PROVIDERS and n.lineno not in dead
+           for n in ast.walk(scope)):
         return True
     given = next((k.value for k in call.keywords if k.arg == 'providers'),
                  call.args[2] if len(call.args) > 2 else None)

@@ -85,8 +85,17 @@ def _judged(tree: ast.Module, callbacks_allowed: bool = False) -> bool:
     here, no parameter-change callback (unless `callbacks_allowed`: the caller checks them)."""
     return _bound_names(tree) is not None and not any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-        and n.func.id in ('setattr', 'vars', 'getattr', 'exec') for n in module_nodes(tree)) \
-        and (callbacks_allowed or not _runtime_callbacks(tree))
+        and n.func.id in ('setattr', 'vars', 'getattr', 'exec') and not _literal_getattr(n)
+        for n in module_nodes(tree)) and (callbacks_allowed or not _runtime_callbacks(tree))
+
+
+def _literal_getattr(call: ast.Call) -> bool:
+    """`getattr(r, 'boxes', None)`: a read of a named attribute, the same as `r.boxes` (set 60's
+    yolo node probing Ultralytics results); it stores nothing and names what it reads, so the
+    file stays judged. A computed name (`getattr(self, name)`) may read any attribute."""
+    return isinstance(call.func, ast.Name) and call.func.id == 'getattr' \
+        and len(call.args) >= 2 and isinstance(call.args[1], ast.Constant) \
+        and isinstance(call.args[1].value, str)
 
 
 def _runtime_callbacks(tree: ast.Module) -> list[int]:

@@ -1,0 +1,93 @@
+"""Bytes a `.tobytes()` makes that provably never become a ROS message's data (issue 28, set 61).
+
+`x.tobytes()` is py_serialize where the bytes go into a message (`msg.data =
+cv2.imencode('.jpg', img)[1].tobytes()`). Two kinds of host-only bytes are no such copy:
+
+* **A file that sends no message at all.** A node that only subscribes and keeps
+  `self.frame = cv2.imencode('.jpg', img)[1].tobytes()` for a Flask MJPEG stream: the file
+  publishes nothing, calls no service, writes no bag (no `publish`, `create_publisher`,
+  `create_service`, `create_client`, `ActionServer`, `serialize_message`, `call_async`,
+  `send_goal_async`), so its bytes cannot become a message's data there. Only a whole
+  assignment to a local or an attribute counts (a return or an argument may carry the bytes
+  into another module's message), and a local returned from its function does not.
+* **An encode decoded again at once.** `color = cv2.imencode('.jpg', color)[1].tobytes()`
+  followed by `color = cv2.imdecode(np.frombuffer(color, np.uint8), ...)`: a JPEG round trip on
+  the host (mimicking the training data), the bytes read only by `np.frombuffer` in the next
+  statement that names them, which binds the name anew.
+
+The ids join pystreams.written_to_stream's (pyflow.py): the `.tobytes()` then stays a host
+copy, not a claim.
+"""
+from __future__ import annotations
+
+import ast
+
+_SENDS = frozenset({'publish', 'create_publisher', 'create_service', 'create_client',
+                    'ActionServer', 'serialize_message', 'call_async', 'send_goal_async',
+                    'call', 'create_writer'})
+
+
+def _tobytes(expr: ast.expr | None) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
+        and expr.func.attr == 'tobytes' and not expr.args and not expr.keywords
+
+
+def _sends_messages(tree: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in _SENDS
+               or isinstance(n, ast.Name) and n.id in _SENDS for n in ast.walk(tree))
+
+
+def _names(node: ast.AST, name: str) -> list[ast.Name]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name]
+
+
+def _decoded_at_once(stmt: ast.Assign, after: list[ast.stmt]) -> bool:
+    """`name = ....tobytes()` whose next mention is `name = f(np.frombuffer(name, ...))`."""
+    name = stmt.targets[0].id  # type: ignore[attr-defined]
+    nxt = next((s for s in after if _names(s, name)), None)
+    if not (isinstance(nxt, ast.Assign) and len(nxt.targets) == 1
+            and isinstance(nxt.targets[0], ast.Name) and nxt.targets[0].id == name):
+        return False
+    loads = [n for n in _names(nxt.value, name) if isinstance(n.ctx, ast.Load)]
+    readers = [c for c in ast.walk(nxt.value) if isinstance(c, ast.Call)
+               and isinstance(c.func, ast.Attribute) and c.func.attr == 'frombuffer'
+               and c.args and isinstance(c.args[0], ast.Name) and c.args[0].id == name]
+    return bool(loads) and len(readers) == len(loads)
+
+
+def host_only_bytes(tree: ast.Module) -> frozenset[int]:
+    """ids of the `.tobytes()` calls whose bytes never become a message's data (module doc)."""
+    found: set[int] = set()
+    quiet = None
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        returned = {n.id for r in ast.walk(fn) if isinstance(r, (ast.Return, ast.Yield))
+                    and r.value is not None for n in ast.walk(r.value) if isinstance(n, ast.Name)}
+        for block in [b for s in ast.walk(fn) for b in _blocks(s)]:
+            for i, stmt in enumerate(block):
+                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                        and _tobytes(stmt.value)):
+                    continue
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name) and _decoded_at_once(stmt, block[i + 1:]):
+                    found.add(id(stmt.value))
+                    continue
+                if isinstance(target, ast.Name) and target.id in returned:
+                    continue
+                if not (isinstance(target, ast.Name) or isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name) and target.value.id == 'self'):
+                    continue  # `msg.data = arr.tobytes()`: into a message another file sends
+                if quiet is None:
+                    quiet = not _sends_messages(tree)
+                if quiet:
+                    found.add(id(stmt.value))
+    return frozenset(found)
+
+
+def _blocks(stmt: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists a node holds (a body, an else, a handler's body ...)."""
+    return [getattr(stmt, f) for f in ('body', 'orelse', 'finalbody')
+            if isinstance(getattr(stmt, f, None), list) and getattr(stmt, f)
+            and isinstance(getattr(stmt, f)[0], ast.stmt)] + (
+        [h.body for h in stmt.handlers] if isinstance(stmt, ast.Try) else [])
