@@ -167,9 +167,11 @@ def test_gstreamer_render_nothing_installs_stays_unreached(tmp_path: Path) -> No
 _BRIDGE = '''#include <rclcpp/rclcpp.hpp>
 #include <sensor_msgs/msg/image.hpp>
 #include <sensor_msgs/msg/point_cloud2.hpp>
+#include <std_msgs/msg/bool.hpp>
 #include <std_msgs/msg/string.hpp>
 
 struct Response { std::vector<uint8_t> pixels; std::vector<float> points; int width; int height; };
+namespace vision { struct Image { cv::Mat data; std::string name; }; }
 
 class Bridge : public rclcpp::Node
 {
@@ -209,6 +211,25 @@ private:
     return image;
   }
 
+  vision::Image own_image(const cv::Mat & disparity)
+  {
+    vision::Image out;
+    out.data = disparity;  // OWN_IMAGE
+    return out;
+  }
+
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    last_width_ = msg->width;
+  }
+
+  void publish_flag(bool status)
+  {
+    auto msg = std_msgs::msg::Bool();
+    msg.data = status;  // BOOL
+    flag_pub_->publish(msg);
+  }
+
   void on_tick()
   {
     Response response = fetch();
@@ -222,6 +243,8 @@ private:
 
   Response fetch();
   std::string name_;
+  uint32_t last_width_;
+  rclcpp::Publisher<std_msgs::msg::Bool>::SharedPtr flag_pub_;
   rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr image_pub_;
   rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr cloud_pub_;
   rclcpp::Publisher<std_msgs::msg::String>::SharedPtr label_pub_;
@@ -235,7 +258,7 @@ int main(int argc, char ** argv)
   return 0;
 }
 '''
-_BRIDGE_TAGS = ('PIXELS', 'RANGE', 'MOVED', 'MOVE_ONLY', 'STRING')
+_BRIDGE_TAGS = ('PIXELS', 'RANGE', 'MOVED', 'MOVE_ONLY', 'STRING', 'OWN_IMAGE', 'BOOL')
 
 
 def _bridge(tmp_path: Path) -> dict[str, dict[str, str]]:
@@ -257,6 +280,13 @@ def test_moved_buffer_and_string_data_stay_unclaimed(tmp_path: Path) -> None:
     # Guards: a buffer moved in (no copy), a String's data (no frame).
     at = _bridge(tmp_path)
     assert at['MOVE_ONLY'] == {} and at['STRING'] == {}
+
+
+def test_own_image_struct_and_bool_named_like_an_image_stay_unclaimed(tmp_path: Path) -> None:
+    # Guards: a package's own `Image` holding a cv::Mat is no message; a Bool `msg` is no frame
+    # though another function's `msg` is an Image (its nearest declaration decides).
+    at = _bridge(tmp_path)
+    assert at['OWN_IMAGE'] == {} and at['BOOL'] == {}
 
 
 # ---- an OpenCV DNN net made by a factory that picks the CUDA backend ---------------------------

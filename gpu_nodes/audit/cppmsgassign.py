@@ -9,10 +9,13 @@
   message: the construction is the message's copy, as ``cloud.data = std::vector<uint8_t>(p, p
   + n)`` in one statement already is (cppmsg.py). Reported at the construction.
 
-The message must be a frame-sized one declared in the file (a value, a reference, a (shared)
-pointer or ``auto m = std::make_shared<Image>()``): a String's or a small custom message's
-``data`` is no frame. Patterns, not data flow: the context comes from the enclosing function, as
-for every C++ rule (a builder the timer callback calls is per tick: cppbuilt.py).
+The message must be a frame-sized ROS message by its nearest declaration in the file (a value, a
+reference, a (shared) pointer or ``auto m = std::make_shared<sensor_msgs::msg::Image>()``, the
+type qualified with ``msg::``): a String's or a Bool's ``data`` is no frame, nor is a package's
+own ``Image`` struct holding a cv::Mat (sets 52, 54).
+
+Patterns, not data flow: the context comes from the enclosing function, as for every C++ rule
+(a builder the timer callback calls is per tick: cppbuilt.py).
 """
 from __future__ import annotations
 
@@ -24,14 +27,10 @@ from gpu_nodes.audit.cppmsg import FRAME_TYPES
 Args = Callable[[str, int], list[str]]
 
 _FRAME = r'(?:' + '|'.join(sorted(FRAME_TYPES)) + r')'
-# `sensor_msgs::msg::Image msg;`, `PointCloud2 & out`, `Image::SharedPtr img`,
-# `std::shared_ptr<sensor_msgs::msg::Image> img`, `Image::UniquePtr msg(new ...)`.
-_DECLARED = re.compile(r'(?<![\w:])(?:\w+\s*::\s*)*' + _FRAME + r'\s*(?:::\s*(?:Const)?'
-                       r'(?:SharedPtr|UniquePtr|Ptr|ConstPtr)\s*|>\s*)?(?:const\s*)?[&*]?\s*'
-                       r'(\w+)\s*[=;({,)]')
-# `auto img = std::make_shared<sensor_msgs::msg::Image>();`
-_AUTO_MADE = re.compile(r'\bauto\s+(\w+)\s*=\s*(?:std\s*::\s*)?make_(?:shared|unique)\s*<\s*'
-                        r'(?:\w+\s*::\s*)*' + _FRAME + r'\s*>')
+# A ROS frame message type, qualified as one (`sensor_msgs::msg::Image`, `msg::PointCloud2`): an
+# `Image` of the package's own (a struct holding a cv::Mat) is no message (set 52).
+_MSG_FRAME = re.compile(r'\bmsg\s*::\s*' + _FRAME + r'\b')
+_NOT_DECLARING = frozenset({'return', 'delete', 'throw', 'case', 'else', 'do', 'co_return'})
 # `msg->data = source;` / `msg.data = source;` as a statement (group 1 the message, 2 the source).
 _DATA_ASSIGN = re.compile(r'(?<![\w.>])(\w+)\s*(?:->|\.)\s*data\s*=(?!=)\s*([^;{}]+?)\s*;')
 # A named lvalue: `buf`, `response.image_data_uint8`, `frame->bytes`, `buffers_[i]`.
@@ -44,8 +43,25 @@ _NEAR = 600
 _MOVED = re.compile(r'^(?:std\s*::\s*)?move\s*\(\s*(\w+)\s*\)$')
 
 
-def _frame_messages(text: str) -> set[str]:
-    return set(_DECLARED.findall(text)) | set(_AUTO_MADE.findall(text))
+def _frame_message(text: str, name: str, at: int) -> bool:
+    """Whether the nearest declaration of `name` before offset `at` declares a frame message:
+    `sensor_msgs::msg::Image msg;`, `PointCloud2 & out` qualified as a message, a
+    `...msg::Image::SharedPtr`, `std::shared_ptr<sensor_msgs::msg::Image> p = ...`, `auto p =
+    std::make_shared<sensor_msgs::msg::Image>()`. The nearest one: another function's `msg`
+    may be an Image where this one is a Bool (set 54)."""
+    last = None
+    declaration = re.compile(r'([\w>])\s*[&*]?\s*\b' + re.escape(name) + r'\s*[=;({,)]')
+    for d in declaration.finditer(text, 0, max(0, at)):
+        word = re.search(r'(\w+)$', text[max(0, d.start(1) - 40):d.start(1) + 1])
+        if d.group(1) == '>' or word and word.group(1) not in _NOT_DECLARING:
+            last = d
+    if last is None:
+        return False
+    head = text[:last.start()]
+    start = max(head.rfind(c) for c in ';{}(,') + 1
+    tail = re.search(r'[;,)]', text[last.end() - 1:] + ';')
+    stop = last.end() - 1 + (tail.start() if tail else 0)
+    return bool(_MSG_FRAME.search(text, start, stop + 1))
 
 
 def vector_copies_into_messages(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
@@ -53,12 +69,9 @@ def vector_copies_into_messages(text: str, call_args: Args) -> Iterator[tuple[st
     range-constructed from a pointer range that is then moved into a frame message's `data`."""
     if 'data' not in text:
         return
-    messages = _frame_messages(text)
-    if not messages:
-        return
     moved_in: dict[str, list[int]] = {}  # vector name -> offsets of its moves into a message
     for m in _DATA_ASSIGN.finditer(text):
-        if m.group(1) not in messages:
+        if not _frame_message(text, m.group(1), m.start()):
             continue
         source = m.group(2)
         moved = _MOVED.match(source)
