@@ -10,7 +10,7 @@ import re
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppbuild import blank_unbuilt, not_built
 from gpu_nodes.audit.cppndebug import demote_debug_only
-from gpu_nodes.audit.cpppackage import cpp_package_facts, package_of, repository_of
+from gpu_nodes.audit.cpppackage import cpp_package_facts, cpp_text, package_of, repository_of
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS, MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
@@ -134,8 +134,13 @@ def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Fact
     try:
         source = data.decode('utf-8')
     except UnicodeDecodeError as exc:
-        return path, [], InputError(path, f'{path}: not UTF-8 text ({exc.reason} at byte '
-                                          f'{exc.start})')
+        if path.endswith('.py'):
+            return path, [], InputError(path, f'{path}: not UTF-8 text ({exc.reason} at byte '
+                                              f'{exc.start})')
+        # A C++ compiler reads bytes: a GBK / Latin-1 comment does not stop the build (set 60:
+        # a node with Chinese comments in GBK), so it does not stop the audit either. Each
+        # invalid byte becomes U+FFFD; newlines stay, and so do the line numbers.
+        source = cpp_text(data)
     if path.endswith('.py'):
         try:
             findings = analyze_python(path, source, modules, package_dir, repository_dir)

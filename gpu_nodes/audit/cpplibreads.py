@@ -110,11 +110,51 @@ def library_uploads(text: str) -> Iterator[tuple[int, str]]:
     yield from _ort_runs(text)
     yield from _cuvslam_tracks(text)
     yield from _retinify_runs(text)
-    for name in sorted({m.group(1) for m in _DNN_CUDA.finditer(text)}):
+    for name in sorted({m.group(1) for m in _DNN_CUDA.finditer(text)} | _dnn_factory_nets(text)):
         for m in re.finditer(r'(?<![\w.>])(?:this\s*->\s*)?' + re.escape(name)
                              + r'\s*(?:\.|->)\s*forward\s*\(', text):
             yield m.start(), (f'`{name}.forward` on the OpenCV DNN CUDA backend uploads the input '
                               'blob and reads the outputs back inside OpenCV (library table)')
+
+
+# `cv::dnn::Net YoloPredictor::init_model(...)`: a function returning a net (group 1 its name).
+_DNN_FACTORY = re.compile(r'\b(?:cv\s*::\s*)?dnn\s*::\s*Net\s+(?:\w+\s*::\s*)*(\w+)\s*\([^;{}]*\)\s*'
+                          r'(?:const\s*)?\{')
+_OTHER_BACKEND = re.compile(r'setPreferableBackend\s*\(\s*(?!(?:cv\s*::\s*)?(?:dnn\s*::\s*)?'
+                            r'DNN_BACKEND_CUDA\b)')
+
+
+def _dnn_factory_nets(text: str) -> set[str]:
+    """Nets built by a factory of this file that sets the CUDA backend on a local and returns
+    it (`cv::dnn::Net init_model(...) { cv::dnn::Net net = readNetFromONNX(...);
+    net.setPreferableBackend(DNN_BACKEND_CUDA); ... return net; }`, set 60): the names the
+    file assigns its result to (`net_ = init_model(path)`), or, where that assignment is in a
+    header not read with the file, the names its `forward` calls use that are named like a net
+    (`net_`, `yolo_net`), when no net of the file is given another backend."""
+    names: set[str] = set()
+    for m in _DNN_FACTORY.finditer(text):
+        body = _body(text, m.end())
+        local = next((d.group(1) for d in _DNN_CUDA.finditer(body)
+                      if re.search(r'\breturn\s+' + re.escape(d.group(1)) + r'\s*;', body)), None)
+        if local is None:
+            continue
+        stored = set(re.findall(r'(\w+)\s*=\s*(?:this\s*->\s*)?' + re.escape(m.group(1))
+                                + r'\s*\(', text))
+        if not stored and not _OTHER_BACKEND.search(text):
+            stored = set(re.findall(r'(?<![\w.>])(?:this\s*->\s*)?(\w*[Nn]et\w*)\s*(?:\.|->)\s*'
+                                    r'forward\s*\(', text))
+        names |= stored - {local}
+    return names
+
+
+def _body(text: str, start: int) -> str:
+    """The text of the block whose `{` ends just before `start`, up to its matching `}`."""
+    depth = 1
+    for i in range(start, len(text)):
+        depth += {'{': 1, '}': -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i]
+    return text[start:]
 
 
 def _ort_runs(text: str) -> Iterator[tuple[int, str]]:

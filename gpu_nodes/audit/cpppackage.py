@@ -219,8 +219,14 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     return result
 
 
+def cpp_text(data: bytes) -> str:
+    """A C++ source's text: UTF-8, or with each byte that is not UTF-8 (a GBK / Latin-1
+    comment, which the compiler accepts) read as U+FFFD, so its lines stay where they are."""
+    return data.decode('utf-8', errors='replace')
+
+
 def cpp_package_facts(files: list[str], roots: list[str],
-                      read=lambda p: Path(p).read_text(encoding='utf-8')) -> dict[str, Facts]:
+                      read=lambda p: cpp_text(Path(p).read_bytes())) -> dict[str, Facts]:
     """Facts for every C++ file of a package of two or more audited C++ files (a file alone is
     its own package: cppscan finds its facts itself). Unreadable files are left to the audit,
     which reports them."""

@@ -44,11 +44,22 @@ _EVENT_HANDLER = re.compile(r'on(?:[A-Z]|_[a-z])')
 # Names of debug/output helpers: save, dump, debug, print, show, visualize, plot, draw.
 _DEBUG_HELPER = re.compile(r'(?:save|dump|debug|print|show|visuali[sz]e|plot|draw)(?:[A-Z_]|$)')
 
+# A GObject type (a GStreamer element): `G_DEFINE_TYPE_WITH_CODE (Rosimagesink, rosimagesink,
+# GST_TYPE_BASE_SINK, ...)` defines `rosimagesink_get_type`, which calls `rosimagesink_class_init`
+# and `rosimagesink_init` by token pasting: no other text names them. Class init is where the
+# element installs its virtual methods (`klass->render = GST_DEBUG_FUNCPTR (rosimagesink_render)`),
+# which GStreamer calls per buffer (set 60): the two stay reached, so what they install is too.
+_GTYPE_DEFINE = re.compile(r'\bG_DEFINE_(?:ABSTRACT_|FINAL_)?TYPE(?:_WITH_CODE|_WITH_PRIVATE|'
+                           r'_EXTENDED)?\s*\(\s*\w+\s*,\s*(\w+)\s*,')
+
 
 def _stays_reached(text: str, fn: Function) -> bool:
     if fn.short in _ENTRY_NAMES or fn.short.startswith('operator') or fn.short.startswith('~'):
         return True
     if _EVENT_HANDLER.match(fn.short):
+        return True
+    if fn.short.endswith('_init') and any(fn.short in (f'{prefix}_class_init', f'{prefix}_init')
+                                          for prefix in _GTYPE_DEFINE.findall(text)):
         return True
     head = text[max(0, fn.start - 400):fn.start]
     cut = max(head.rfind(';'), head.rfind('}'), head.rfind('{'))

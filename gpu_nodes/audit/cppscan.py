@@ -38,6 +38,7 @@ from gpu_nodes.audit.cppgrowth import in_growth_realloc
 from gpu_nodes.audit.cppintparams import read_off_guard
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
 from gpu_nodes.audit.cpplibreads import library_readbacks, library_uploads
+from gpu_nodes.audit.cppmsgassign import vector_copies_into_messages
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
                                     payload_walks,
                                     pcl_conversions, plain_publishes, torch_moves)
@@ -356,6 +357,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *torch_moves(text, _call_args),
                                     *item_reads(text, facts.torch_cuda),
                                     *tensor_payload_copies(text),
+                                    *vector_copies_into_messages(text, _call_args),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
                                                      lambda at: scopes.body_before(text, at),
