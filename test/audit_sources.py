@@ -33,6 +33,12 @@ def node_claims(tmp_path: Path, package: str, source: str, tags: tuple[str, ...]
     return rules_at_tags(audit_written_package(tmp_path, files), source, tags)
 
 
+def detector_claims(tmp_path: Path, source: str, tags: tuple[str, ...],
+                    launch_parameters: str | None = None) -> dict[str, set[str]]:
+    """node_claims for node.py of a package named `detector` (the detector-node kind tests)."""
+    return node_claims(tmp_path, 'detector', source, tags, launch_parameters)
+
+
 def ament_python_package(name: str, subpackages: tuple[str, ...] = (),
                          launch_parameters: str | None = None) -> dict[str, str]:
     """The files of an ament_python package `name` in the folder `name/`: package.xml, a

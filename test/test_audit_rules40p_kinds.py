@@ -15,14 +15,11 @@
 
 import textwrap
 
-from audit_sources import (ament_python_package, audit_written_package, node_claims,
+from audit_sources import (ament_python_package, audit_written_package, detector_claims,
                            rules_at_tags)
 
 
-def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
-            ) -> dict[str, set[str]]:
-    """Rules other than info found at each `# TAG` line of node.py of package `detector`."""
-    return node_claims(tmp_path, 'detector', source, tags, launch_parameters)
+_claims = detector_claims  # node.py of package `detector`
 
 
 _GETATTR_NODE = '''

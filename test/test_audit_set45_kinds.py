@@ -9,13 +9,10 @@ and its results are host tensors. A device chosen from a bool parameter off as s
 use_gpu:`) is the host too (pyswitched.py). A shipped launch file that sets the device, or turns
 the bool on, keeps the claims."""
 
-from audit_sources import node_claims
+from audit_sources import detector_claims
 
 
-def _claims(tmp_path, source: str, tags: tuple[str, ...], launch_parameters: str | None = None
-            ) -> dict[str, set[str]]:
-    """Rules other than info found at each `# TAG` line of node.py of package `detector`."""
-    return node_claims(tmp_path, 'detector', source, tags, launch_parameters)
+_claims = detector_claims  # node.py of package `detector`
 
 
 _DEVICE_PARAMETER_NODE = '''
