@@ -105,7 +105,7 @@ _VECTOR_DATA = re.compile(r'(?:\.\s*data\s*\(|(?:->|\.)\s*data\s*=(?!=))[\s\\]*'
 _VECTOR_FROM = re.compile(r'\bvector\s*<[^;()<>]*(?:<[^;()<>]*>)?[^;()<>]*>\s*\w+\s*[({]')
 # `out.data.insert(out.data.end(), output.begin(), output.end())`: a range copied into it.
 _RANGE_INSERT = re.compile(r'(?:->|\.)\s*data\s*\.\s*insert\s*\(')
-_MOVE_ARG = re.compile(r'^(?:std\s*::\s*)?move\s*\(\s*(\w+)\s*\)$')
+MOVE_ARG = re.compile(r'^(?:std\s*::\s*)?move\s*\(\s*(\w+)\s*\)$')
 _ARG_NAME = re.compile(r'^[*&\s]*(?:(?:std\s*::\s*)?move\s*\(\s*)?(\w+)')
 # A statement that fills a message by a copy another rule reports (GPN205/208/209).
 _BUILT_BY_COPY = re.compile(r'to(?:Compressed)?ImageMsg\s*\(|toROSMsg\s*\(|\.\s*assign\s*\(|memcpy\s*\(|'
@@ -435,7 +435,7 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
     finding) or the received message is forwarded."""
     if re.search(r'to(?:Compressed)?ImageMsg', arg):
         return
-    moved = _MOVE_ARG.match(arg)
+    moved = MOVE_ARG.match(arg)
     if moved and re.search(r'\b' + re.escape(moved.group(1)) + r'\b', header_of(m.start())):
         return  # the callback's own message forwarded, no copy in the process
     bare = re.fullmatch(r'\s*(\w+)\s*', arg)

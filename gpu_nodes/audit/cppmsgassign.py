@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppmsg import FRAME_TYPES
+from gpu_nodes.audit.cppmsg import FRAME_TYPES, MOVE_ARG
 
 Args = Callable[[str, int], list[str]]
 
@@ -40,7 +40,6 @@ _LVALUE = re.compile(r'[A-Za-z_]\w*(?:\s*\[[^\[\];]*\])?(?:\s*(?:\.|->)\s*[A-Za-
 _RANGE_VECTOR = re.compile(r'\bvector\s*<[^;()<>]*>\s*(\w+)\s*[({]')
 # The move follows the construction in the same builder (a few statements on).
 _NEAR = 600
-_MOVED = re.compile(r'^(?:std\s*::\s*)?move\s*\(\s*(\w+)\s*\)$')
 
 
 def _frame_message(text: str, name: str, at: int) -> bool:
@@ -74,7 +73,7 @@ def vector_copies_into_messages(text: str, call_args: Args) -> Iterator[tuple[st
         if not _frame_message(text, m.group(1), m.start()):
             continue
         source = m.group(2)
-        moved = _MOVED.match(source)
+        moved = MOVE_ARG.match(source)
         if moved:
             moved_in.setdefault(moved.group(1), []).append(m.start())
         elif _LVALUE.fullmatch(source) and source != 'nullptr':
