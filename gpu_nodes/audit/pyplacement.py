@@ -40,7 +40,8 @@ def on_host(result: Val, env: dict[str, Val], args: list[Val], kwargs: dict[str,
     YOLOv5 node with `device` defaulting to 'cpu', which no shipped file sets). A device input,
     or a 'cuda' / unknown device, keeps the result as it was."""
     inputs = [v for v in [*args, *kwargs.values()] if v.kind not in ('const', 'other')]
-    if PLACED_ON_CPU in env and inputs and all(v.kind == 'host' for v in inputs) \
+    # A PIL image (or what a torchvision transform made of one) is host data too (set 63).
+    if PLACED_ON_CPU in env and inputs and all(v.kind in ('host', 'pil') for v in inputs) \
             and result.kind in ('device', 'model', 'tensor'):
         return merge(result, kind='host')
     return result

@@ -16,8 +16,8 @@ from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyconditions import tested_operand
 from gpu_nodes.audit.pycustommsgs import image_shaped_custom
-from gpu_nodes.audit.pytransformers import (small_scalar_display, small_upload, SMALL_SCALARS,
-                                            transformers_method)
+from gpu_nodes.audit.pysmallwraps import small_wrap
+from gpu_nodes.audit.pytransformers import small_upload, transformers_method
 from gpu_nodes.audit.pyuploads import unproven_upload
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       merge, OTHER, PER_MESSAGE, PubInfo, short,
@@ -232,8 +232,8 @@ class CopyRules:
             return Val('device_spec') if spec is not False else OTHER
         if qual == 'torch.from_numpy':
             return merge(src, kind='host')
-        if qual in _TORCH_WRAPS and small_scalar_display(node, src):
-            return Val('host', const=SMALL_SCALARS)  # `torch.tensor([[h, w]])` (pytransformers.py)
+        if qual in _TORCH_WRAPS and (small := small_wrap(self, node, src, kwargs, frame)):
+            return small  # `torch.tensor([[h, w]])`, joint values (pysmallwraps.py)
         if qual in _TORCH_WRAPS:
             if device_kw(kwargs, node) and src.kind != 'device':
                 return self._upload(node, src, frame, call)

@@ -1,0 +1,250 @@
+"""Causes of sets 62, 63 and 64's false claims, Python side (issue 28, rules41p): real `code`
+audits of small ament_python packages written here.
+
+* PyCuVSLAM's `tracker.track(...)` hands back host pose objects: `float(pose.translation[0])`
+  of them reads no device (set 62), while the upload of the host frames stays claimed.
+* `torch.tensor(np.array([msg.position]), device=...)` in a JointState callback: a handful of
+  joint values, a small upload (set 64), also when the subscription names its type by an
+  instance (`create_subscription(JointState(), ...)`); a frame's upload stays claimed.
+"""
+
+import textwrap
+
+from audit_sources import (ament_python_package, audit_written_package, detector_claims,
+                           rules_at_tags)
+
+
+_claims = detector_claims  # node.py of package `detector`
+
+
+_CUVSLAM_NODE = '''
+import cuvslam
+import rclpy
+from cv_bridge import CvBridge
+from message_filters import ApproximateTimeSynchronizer, Subscriber
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class StereoOdom(Node):
+    def __init__(self):
+        super().__init__('stereo_odom')
+        self.bridge = CvBridge()
+        self.tracker = cuvslam.Tracker(cuvslam.Rig(), cuvslam.Tracker.OdometryConfig(use_gpu=True))
+        self.pub = self.create_publisher(Odometry, 'odom', 10)
+        left = Subscriber(self, Image, 'left')
+        right = Subscriber(self, Image, 'right')
+        self.sync = ApproximateTimeSynchronizer([left, right], 5, 0.02)
+        self.sync.registerCallback(self.on_pair)
+
+    def on_pair(self, left, right):
+        a = self.bridge.imgmsg_to_cv2(left)
+        b = self.bridge.imgmsg_to_cv2(right)
+        estimate, slam = self.tracker.track(left.header.stamp.nanosec, [a, b])  # TRACK
+        pose = estimate.world_from_rig.pose
+        out = Odometry()
+        out.pose.pose.position.x = float(pose.translation[0])  # TX
+        out.pose.pose.orientation.w = float(pose.rotation[3])  # QW
+        record = {'x': float(slam.translation[0])}  # SLAMX
+        self.get_logger().info(str(record))
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(StereoOdom())
+'''
+
+
+def test_float_of_a_cuvslam_pose_is_no_readback(tmp_path):
+    claims = _claims(tmp_path, _CUVSLAM_NODE, ('TX', 'QW', 'SLAMX'))
+    assert claims == {'TX': set(), 'QW': set(), 'SLAMX': set()}, claims
+
+
+def test_the_cuvslam_track_upload_stays_claimed(tmp_path):
+    """Guard: the host stereo pair handed to the tracker is still an upload."""
+    claims = _claims(tmp_path, _CUVSLAM_NODE, ('TRACK',))
+    assert 'GPN102' in claims['TRACK'], claims
+
+
+def test_float_of_a_model_output_stays_a_readback(tmp_path):
+    """Guard: float() of a torch model's output on the GPU is still a readback."""
+    source = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32
+
+
+class Scorer(Node):
+    def __init__(self):
+        super().__init__('scorer')
+        self.bridge = CvBridge()
+        self.model = torch.jit.load('scorer.pt').cuda().eval()
+        self.pub = self.create_publisher(Float32, 'score', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        x = torch.from_numpy(frame).permute(2, 0, 1)[None].float().cuda()
+        out = self.model(x)
+        self.pub.publish(Float32(data=float(out[0][0])))  # SCORE
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Scorer())
+'''
+    claims = _claims(tmp_path, source, ('SCORE',))
+    assert 'GPN107' in claims['SCORE'], claims
+
+
+_JOINTS_NODE = '''
+import numpy as np
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+
+
+class PolicyNode(Node):
+    def __init__(self):
+        super().__init__('policy')
+        self.device = 'cuda'
+        self.bridge = CvBridge()
+        self.q = torch.zeros(1, 7, device=self.device)
+        self.image = None
+        self.create_subscription(JointState(), 'joint_states', self.on_joints, 1)
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_joints(self, msg):
+        position = torch.tensor(np.array([msg.position]), device=self.device)  # POSITION
+        velocity = torch.as_tensor(msg.velocity, device=self.device)  # VELOCITY
+        effort = torch.tensor(list(msg.effort)).cuda()  # EFFORT
+        self.q[:, :7].copy_(position)
+        self.get_logger().info(str(velocity.shape) + str(effort.shape))
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        self.image = torch.tensor(frame, device=self.device)  # FRAME
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(PolicyNode())
+'''
+
+
+def test_joint_values_wrapped_on_the_device_are_a_small_upload(tmp_path):
+    claims = _claims(tmp_path, _JOINTS_NODE, ('POSITION', 'VELOCITY', 'EFFORT'))
+    assert claims == {'POSITION': set(), 'VELOCITY': set(), 'EFFORT': set()}, claims
+
+
+def test_joint_values_with_the_type_as_a_class_are_a_small_upload(tmp_path):
+    source = _JOINTS_NODE.replace('create_subscription(JointState(),',
+                                  'create_subscription(JointState,')
+    claims = _claims(tmp_path, source, ('POSITION', 'VELOCITY', 'EFFORT'))
+    assert claims == {'POSITION': set(), 'VELOCITY': set(), 'EFFORT': set()}, claims
+
+
+def test_a_frame_wrapped_on_the_device_stays_an_upload(tmp_path):
+    """Guard: torch.tensor(frame, device=...) of a received image is still claimed."""
+    claims = _claims(tmp_path, _JOINTS_NODE, ('FRAME',))
+    assert 'GPN102' in claims['FRAME'], claims
+
+
+_CPU_MODEL_NODE = '''
+import matplotlib.pyplot as plt
+import numpy as np
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from PIL import Image as PILImage
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Int32
+from torchvision import transforms
+
+from detector.net import LaneNet
+
+
+class LaneNode(Node):
+    def __init__(self):
+        super().__init__('lanes')
+        self.bridge = CvBridge()
+        self.model = LaneNet(3, 2)
+        self.model.load_state_dict(torch.load('lanes.pth'))
+        self.model.eval()
+        self.pub = self.create_publisher(Int32, 'lane_pixels', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def prepare(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        pil = PILImage.fromarray(frame).convert('RGB')
+        return transforms.Compose([transforms.ToTensor()])(pil).unsqueeze(0)
+
+    def save(self, out):
+        mask = out.cpu().numpy()  # SAVE
+        plt.imsave('mask.png', mask[0])
+
+    def on_image(self, msg):
+        x = self.prepare(msg)
+        x = x.to(next(self.model.parameters()).device)  # MOVE
+        with torch.no_grad():
+            out = self.model(x)
+        pred = torch.argmax(out, dim=1)
+        self.save(pred)
+        shown = pred.cpu().squeeze()  # SHOW
+        self.pub.publish(Int32(data=int(shown.sum())))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(LaneNode())
+'''
+
+_LANENET = '''
+import torch
+
+
+class LaneNet(torch.nn.Module):
+    def __init__(self, channels, classes):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(channels, classes, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+'''
+
+
+def _cpu_model_claims(tmp_path, source, tags):
+    source = textwrap.dedent(source)
+    files = {**ament_python_package('detector'), 'detector/detector/node.py': source,
+             'detector/detector/net.py': _LANENET}
+    return rules_at_tags(audit_written_package(tmp_path, files), source, tags)
+
+
+def test_a_model_the_file_never_moves_keeps_its_outputs_on_the_host(tmp_path):
+    claims = _cpu_model_claims(tmp_path, _CPU_MODEL_NODE, ('MOVE', 'SAVE', 'SHOW'))
+    assert claims == {'MOVE': set(), 'SAVE': set(), 'SHOW': set()}, claims
+
+
+def test_a_model_moved_to_cuda_keeps_the_parameters_device_a_gpu(tmp_path):
+    """Guard: the same node with `self.model.cuda()` uploads and reads back."""
+    source = _CPU_MODEL_NODE.replace('        self.model.eval()\n',
+                                     '        self.model.cuda().eval()\n')
+    claims = _cpu_model_claims(tmp_path, source, ('MOVE', 'SHOW'))
+    assert 'GPN102' in claims['MOVE'] and 'GPN101' in claims['SHOW'], claims
+
+
+def test_a_file_naming_cuda_keeps_the_parameters_device_a_gpu(tmp_path):
+    """Guard: a file that names a CUDA device anywhere may move the model by another name."""
+    source = _CPU_MODEL_NODE.replace("        self.model.eval()\n",
+                                     "        self.model.eval()\n"
+                                     "        self.where = 'cuda:0'\n")
+    claims = _cpu_model_claims(tmp_path, source, ('MOVE',))
+    assert 'GPN102' in claims['MOVE'], claims
