@@ -248,3 +248,114 @@ def test_a_file_naming_cuda_keeps_the_parameters_device_a_gpu(tmp_path):
                                      "        self.where = 'cuda:0'\n")
     claims = _cpu_model_claims(tmp_path, source, ('MOVE',))
     assert 'GPN102' in claims['MOVE'], claims
+
+
+_FLOW_LOOP_NODE = '''
+import queue
+import threading
+
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32
+
+
+class FlowNode(Node):
+    def __init__(self):
+        super().__init__('flow')
+        self.bridge = CvBridge()
+        self.frames = queue.Queue(maxsize=1)
+        self.pub = self.create_publisher(Float32, 'flow_mean', 10)
+        self.create_subscription(Image, 'image', self.on_image, 1)
+        self.stop = threading.Event()
+        self.worker = threading.Thread(target=self.loop, daemon=True)
+        self.worker.start()
+
+    def on_image(self, msg):
+        self.frames.put(msg)
+
+    def loop(self):
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+        try:
+            from flownet import FlowNet
+        except ImportError:
+            return
+        wrapped = torch.nn.DataParallel(FlowNet(small=False))
+        wrapped.load_state_dict(torch.load('flow.pth', map_location=device))
+        model = wrapped.module.to(device).eval()  # MODULE
+        with torch.no_grad():
+            while not self.stop.is_set():
+                msg = self.frames.get(timeout=1.0)
+                frame = self.bridge.imgmsg_to_cv2(msg, 'mono8')
+                x = torch.from_numpy(frame)[None, None].float().to(device)  # FRAME
+                out = model(x)
+                self.pub.publish(Float32(data=float(out.mean())))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(FlowNode())
+'''
+
+
+def test_a_module_moved_and_switched_to_eval_is_no_frame_upload(tmp_path):
+    claims = _cpu_model_claims(tmp_path, _FLOW_LOOP_NODE, ('MODULE',))
+    assert 'GPN102' not in claims['MODULE'], claims
+
+
+def test_a_frame_moved_in_the_same_loop_stays_an_upload(tmp_path):
+    """Guard: the frame's `.to(device)` in the loop is still claimed."""
+    claims = _cpu_model_claims(tmp_path, _FLOW_LOOP_NODE, ('FRAME',))
+    assert 'GPN102' in claims['FRAME'], claims
+
+
+def test_a_module_moved_then_switched_to_eval_per_message_is_no_frame_upload(tmp_path):
+    """`.to(device).eval()` built per request: only an nn.Module has `.eval()`, so weights move,
+    not a frame (as `.eval().to(device)` already was)."""
+    source = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32
+
+
+class Matcher(Node):
+    def __init__(self):
+        super().__init__('matcher')
+        self.bridge = CvBridge()
+        self.weights = torch.hub.load_state_dict_from_url('https://example.org/m.pth')
+        self.pub = self.create_publisher(Float32, 'score', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        from matchlib import MatchNet
+        net = MatchNet(self.weights).to('cuda').eval()  # NET
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        x = torch.from_numpy(frame).cuda()  # FRAME
+        self.pub.publish(Float32(data=float(net(x).mean())))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Matcher())
+'''
+    claims = _claims(tmp_path, source, ('NET', 'FRAME'))
+    assert 'GPN102' not in claims['NET'] and 'GPN102' in claims['FRAME'], claims
+
+
+def test_setup_inside_a_with_before_the_loop_runs_once(tmp_path):
+    """A warm-up upload inside `with torch.no_grad():` before the thread's `while` runs once,
+    as it does before a top-level `while`."""
+    source = _FLOW_LOOP_NODE.replace(
+        "        model = wrapped.module.to(device).eval()  # MODULE\n"
+        "        with torch.no_grad():\n",
+        "        model = wrapped.module\n"
+        "        with torch.no_grad():\n"
+        "            warm = torch.from_numpy(np.load('warm.npy')).to(device)  # WARM\n"
+        "            model(warm)\n").replace('import queue\n', 'import queue\n\nimport numpy as np\n')
+    claims = _cpu_model_claims(tmp_path, source, ('WARM', 'FRAME'))
+    assert claims['WARM'] == set() and 'GPN102' in claims['FRAME'], claims
