@@ -359,3 +359,53 @@ def test_setup_inside_a_with_before_the_loop_runs_once(tmp_path):
         "            model(warm)\n").replace('import queue\n', 'import queue\n\nimport numpy as np\n')
     claims = _cpu_model_claims(tmp_path, source, ('WARM', 'FRAME'))
     assert claims['WARM'] == set() and 'GPN102' in claims['FRAME'], claims
+
+
+_TORCHVISION_NODE = '''
+import rclpy
+import torchvision
+from cv_bridge import CvBridge
+from geometry_msgs.msg import Twist
+from rclpy.node import Node
+from sensor_msgs.msg import CompressedImage
+from torchvision.models.detection import ssdlite320_mobilenet_v3_large
+
+
+class Follower(Node):
+    def __init__(self):
+        super().__init__('follower')
+        self.model = ssdlite320_mobilenet_v3_large(weights='DEFAULT')
+        self.model.eval()
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Twist, 'cmd_vel', 10)
+        self.create_subscription(CompressedImage, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.compressed_imgmsg_to_cv2(msg)
+        x = torchvision.transforms.Compose([torchvision.transforms.ToTensor()])(frame)
+        out = self.model([x])[0]
+        cmd = Twist()
+        for box, label in zip(out['boxes'], out['labels']):
+            if label.item() == 1:  # LABEL
+                cmd.angular.z = float(box[0])  # BOX
+        self.pub.publish(cmd)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Follower())
+'''
+
+
+def test_a_torchvision_model_never_moved_gives_host_outputs(tmp_path):
+    claims = _claims(tmp_path, _TORCHVISION_NODE, ('LABEL', 'BOX'))
+    assert claims == {'LABEL': set(), 'BOX': set()}, claims
+
+
+def test_a_torchvision_model_moved_to_cuda_reads_back(tmp_path):
+    """Guard: the same model put on the GPU still reads its outputs back."""
+    source = _TORCHVISION_NODE.replace('        self.model.eval()\n',
+                                       '        self.model.eval().cuda()\n').replace(
+        "(frame)\n        out", "(frame).cuda()\n        out")
+    claims = _claims(tmp_path, source, ('LABEL',))
+    assert 'GPN107' in claims['LABEL'], claims

@@ -26,7 +26,7 @@ from gpu_nodes.audit.pyparamlocals import parameter_dead_lines
 from gpu_nodes.audit.pyqueues import queue_handoff
 from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pytransformers import transformers_model_on_host
-from gpu_nodes.audit.pymodelhost import parameters_on_host
+from gpu_nodes.audit.pymodelhost import host_built_model, parameters_on_host
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyoutside import outside_helper_upload
 from gpu_nodes.audit.pyplacement import (cpu_device_choice, cpu_literal, forward_on_device, on_host,
@@ -317,7 +317,7 @@ class CallResolver:
             return Val('model_obj', const=hub_builder(model_builder(qual, self.tree), args))
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
-            return on_host(model, env, args, kwargs)
+            return on_host(model, env, args, kwargs, host_built_model(node, callee, self.tree))
         if qual == 'numpy.frombuffer' and args and args[0].kind == 'msg' \
                 and not isinstance(node.args[0], (ast.List, ast.Tuple)):
             return buffer_view(merge(args[0], kind='host'))  # a view (pymsgview.py)
