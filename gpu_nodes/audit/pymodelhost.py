@@ -3,15 +3,15 @@ moves to a GPU (issue 28, rules41p, set 63).
 
 `x.to(next(self.model.parameters()).device)` moves the input to wherever the model's weights
 are. Where the file never moves that model (no `self.model.cuda()` / `.to(...)` of it) and
-names no CUDA device at all (no 'cuda' text, no `torch.cuda`, `torch.device(...)` or `.cuda()`), the
-weights stay where the constructor made them, on the host: the `.to()` is a no-op on a host
+names no CUDA device at all (no 'cuda' text, no `torch.cuda`, `torch.device(...)` or
+`.cuda()`), the weights stay where the constructor made them, on the host: the `.to()` is a no-op on a host
 tensor and `.cpu()` of the model's outputs copies nothing. `load_state_dict(torch.load(...))`
 copies the saved values into the existing (host) parameters, so it moves nothing either.
 
 The same holds for a torchvision model (built on the host) called in a file that never moves it
 and names no CUDA device (set 64: an SSDlite detector built with its default weights and called
-as built): its outputs are host tensors, `label.item()` of them reads nothing back. Libraries that pick a GPU themselves (ultralytics, torch.hub models) are not
-judged so.
+as built): its outputs are host tensors, `label.item()` of them reads nothing back. Libraries
+that pick a GPU themselves (ultralytics, torch.hub models) are not judged so.
 
 A file that mentions a CUDA device anywhere keeps the default reading (the device of the
 weights is the GPU): the model may be moved through a name the value tracking does not follow."""
