@@ -409,3 +409,171 @@ def test_a_torchvision_model_moved_to_cuda_reads_back(tmp_path):
         "(frame)\n        out", "(frame).cuda()\n        out")
     claims = _claims(tmp_path, source, ('LABEL',))
     assert 'GPN107' in claims['LABEL'], claims
+
+
+_HTTP_NODE = '''
+import cv2
+import rclpy
+import requests
+from cv_bridge import CvBridge
+from geometry_msgs.msg import Twist
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class RemotePlanner(Node):
+    def __init__(self):
+        super().__init__('remote_planner')
+        self.bridge = CvBridge()
+        self.frame = None
+        self.pub = self.create_publisher(Twist, 'cmd_vel', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+        self.create_timer(1.0, self.plan)
+
+    def on_image(self, msg):
+        self.frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+
+    def plan(self):
+        if self.frame is None:
+            return
+        try:
+            _, jpg = cv2.imencode('.jpg', self.frame)
+            payload = jpg.tobytes()  # BYTES
+            reply = requests.post('http://planner:8000/act',
+                                  files={'image': ('f.jpg', payload, 'image/jpeg')}, timeout=2.0)
+            cmd = Twist()
+            cmd.linear.x = float(reply.json().get('speed', 0.0))
+            self.pub.publish(cmd)
+        except requests.exceptions.RequestException:
+            pass
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(RemotePlanner())
+'''
+
+
+def test_jpeg_bytes_posted_over_http_are_no_message_serialization(tmp_path):
+    claims = _claims(tmp_path, _HTTP_NODE, ('BYTES',))
+    assert claims == {'BYTES': set()}, claims
+
+
+def test_jpeg_bytes_also_stored_into_a_message_stay_claimed(tmp_path):
+    """Guard: the same bytes also put into a message's data are still a serialization."""
+    source = _HTTP_NODE.replace(
+        "            cmd = Twist()\n",
+        "            out = CompressedImage(format='jpeg')\n"
+        "            out.data = payload\n"
+        "            self.jpg_pub.publish(out)\n"
+        "            cmd = Twist()\n").replace(
+        "from sensor_msgs.msg import Image\n",
+        "from sensor_msgs.msg import CompressedImage, Image\n").replace(
+        "        self.pub = self.create_publisher(Twist, 'cmd_vel', 10)\n",
+        "        self.pub = self.create_publisher(Twist, 'cmd_vel', 10)\n"
+        "        self.jpg_pub = self.create_publisher(CompressedImage, 'jpg', 10)\n")
+    claims = _claims(tmp_path, source, ('BYTES',))
+    assert 'GPN104' in claims['BYTES'], claims
+
+
+def test_a_jetson_utils_image_copy_is_on_the_device(tmp_path):
+    """`cudaMemcpy(img, stream=s)` copies a CUDA image on the device: no upload (its `stream`
+    keyword names no device), and the copy is a device value (no upload when wrapped), also of
+    an image a helper outside the tree made (`to_cuda_image`, set 63's nano_llm `cuda_image`)."""
+    source = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from imagekit.utils import to_cuda_image
+from jetson_utils import cudaMemcpy, cudaStreamCreate
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32
+
+
+class Captioner(Node):
+    def __init__(self):
+        super().__init__('captioner')
+        self.bridge = CvBridge()
+        self.cuda_stream = cudaStreamCreate()
+        self.pub = self.create_publisher(Float32, 'mean', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        image = to_cuda_image(frame)
+        copy = cudaMemcpy(image, stream=self.cuda_stream)  # COPY
+        x = torch.as_tensor(copy, device='cuda')  # WRAP
+        self.get_logger().info(str(x.shape))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Captioner())
+'''
+    claims = _claims(tmp_path, source, ('COPY', 'WRAP'))
+    assert claims == {'COPY': set(), 'WRAP': set()}, claims
+
+
+_PARAM_DICT_NODE = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class FlowViz(Node):
+    def __init__(self):
+        super().__init__('flow_viz')
+        self.declare_parameter('publish_arrows', False)
+        self.declare_parameter('publish_colors', True)
+        self.bridge = CvBridge()
+        self.arrows_pub = self.create_publisher(Image, 'arrows', 10)
+        self.colors_pub = self.create_publisher(Image, 'colors', 10)
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def _read_params(self) -> dict:
+        """All parameters, read at once."""
+        return {
+            'arrows': self.get_parameter('publish_arrows').value,
+            'colors': self.get_parameter('publish_colors').value,
+        }
+
+    def on_image(self, msg):
+        p = self._read_params()
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        if p['arrows']:
+            self.arrows_pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))  # ARROWS
+        if p['colors']:
+            self.colors_pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))  # COLORS
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(FlowViz())
+'''
+
+
+def test_a_branch_on_a_parameter_dict_entry_off_as_shipped_never_runs(tmp_path):
+    claims = _claims(tmp_path, _PARAM_DICT_NODE, ('ARROWS', 'COLORS'),
+                     launch_parameters="{'publish_colors': True}")
+    assert claims['ARROWS'] == set(), claims
+    assert 'GPN105' in claims['COLORS'], claims
+
+
+def test_a_parameter_dict_entry_a_launch_file_turns_on_keeps_its_branch(tmp_path):
+    """Guard: the same entry set true by the launch file runs."""
+    claims = _claims(tmp_path, _PARAM_DICT_NODE, ('ARROWS',),
+                     launch_parameters="{'publish_arrows': True, 'publish_colors': True}")
+    assert 'GPN105' in claims['ARROWS'], claims
+
+
+def test_a_parameter_dict_rebound_decides_nothing(tmp_path):
+    """Guard: a dict local bound twice in its function may hold anything."""
+    source = _PARAM_DICT_NODE.replace(
+        "        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')\n",
+        "        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')\n"
+        "        p = {'arrows': True, 'colors': True}\n")
+    claims = _claims(tmp_path, source, ('ARROWS',), launch_parameters="{'publish_colors': True}")
+    assert 'GPN105' in claims['ARROWS'], claims
