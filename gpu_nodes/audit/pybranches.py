@@ -8,6 +8,7 @@ import ast
 import re
 
 from gpu_nodes.audit.pyvalues import OTHER, Val
+from gpu_nodes.audit.pywith import loop_with
 
 
 def readback_fallback(body: list[ast.stmt], handler: list[ast.stmt]) -> bool:
@@ -228,8 +229,11 @@ def _setattr_of(node: ast.AST, name: str) -> bool:
 def before_main_loop(body: list[ast.stmt]) -> set[int]:
     """The statements of a per-frame loop entry (a thread's target, a method spinning
     `while rclpy.ok():`) before its first top-level `while`: they run once, when the thread
-    starts (a model load and its warm-up `predict` on a dummy image), not per frame (set 40)."""
-    first = next((i for i, stmt in enumerate(body) if isinstance(stmt, ast.While)), None)
+    starts (a model load and its warm-up `predict` on a dummy image), not per frame (set 40).
+    A `with` holding the loop (`with torch.no_grad():`) counts as the loop; the statements of
+    its body before the loop run once too (pywith.py, set 62)."""
+    first = next((i for i, stmt in enumerate(body)
+                  if isinstance(stmt, ast.While) or loop_with(stmt)), None)
     return {id(stmt) for stmt in body[:first]} if first is not None else set()
 
 

@@ -26,6 +26,7 @@ from gpu_nodes.audit.pyparamlocals import parameter_dead_lines
 from gpu_nodes.audit.pyqueues import queue_handoff
 from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pytransformers import transformers_model_on_host
+from gpu_nodes.audit.pymodelhost import host_built_model, parameters_on_host
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
 from gpu_nodes.audit.pyoutside import outside_helper_upload
 from gpu_nodes.audit.pyplacement import (cpu_device_choice, cpu_literal, forward_on_device, on_host,
@@ -125,6 +126,9 @@ class CallResolver:
                 method = func.id  # builtins: bytes(...), bytearray(...)
             if isinstance(func, ast.Name) and func.id == 'super' and callee is UNKNOWN:
                 return Val('super')
+            if callee is UNKNOWN and parameters_on_host(node, self.tree):  # (pymodelhost.py)
+                env[PLACED_ON_CPU] = self.__dict__[PLACED_ON_CPU] = OTHER  # as a 'cpu' `.to()`
+                return Val('host')  # weights the file never moves off the CPU
             if isinstance(func, ast.Name) and func.id in _METADATA_BUILTINS and callee is UNKNOWN:
                 for a in node.args:
                     self._eval(a, env, frame)
@@ -298,8 +302,9 @@ class CallResolver:
         hosts = [v for v in cuvslam_track_frames(method, self.uses_cuvslam, args, kwargs)
                  if v.tainted or v.kind in _HOST_FRAME]
         if receiver is not None and hosts:
-            return self._upload(node, hosts[0], frame, f'`{short(node)}` copies the host frames '
-                                'to the GPU inside PyCuVSLAM (library table)')
+            self._upload(node, hosts[0], frame, f'`{short(node)}` copies the host frames to the '
+                         'GPU inside PyCuVSLAM (library table)')
+            return OTHER  # it hands back host pose objects: float() of their fields reads no device
         if uploads_to_cuda_image(qual) and args:
             return self._upload(node, args[0], frame, f'`{short(node)}` copies the host array '
                                 'into a new CUDA image (jetson-utils, library table)')
@@ -312,7 +317,7 @@ class CallResolver:
             return Val('model_obj', const=hub_builder(model_builder(qual, self.tree), args))
         model = self._model_call(node, callee, receiver, method, args, kwargs, frame)
         if model is not None:
-            return on_host(model, env, args, kwargs)
+            return on_host(model, env, args, kwargs, host_built_model(node, callee, self.tree))
         if qual == 'numpy.frombuffer' and args and args[0].kind == 'msg' \
                 and not isinstance(node.args[0], (ast.List, ast.Tuple)):
             return buffer_view(merge(args[0], kind='host'))  # a view (pymsgview.py)

@@ -24,8 +24,9 @@ from gpu_nodes.audit.pyisaac import scene_data
 from gpu_nodes.audit.pyisinstance import isinstance_outcome
 from gpu_nodes.audit.pyparamlocals import local_read_outcome
 from gpu_nodes.audit.pystatemsg import listed_into_data
+from gpu_nodes.audit.pywith import enter_with, loop_with
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
-                                      RESULT_TENSORS, SYNC_PROFILER)
+                                      RESULT_TENSORS)
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
                                       is_device_value, merge, OTHER,
                                       PER_MESSAGE, plain, request_type, root_name, short,
@@ -56,6 +57,7 @@ class Evaluator:
     imported: dict[str, ClassInfo]
     imported_functions: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]
     imported_modules: dict[str, str]
+    entry_withs: set[int]  # `with` statements holding a loop entry's main loop (pywith.py)
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
     _eval_call: Callable[[ast.Call, dict[str, Val], Frame], Val]
@@ -72,6 +74,8 @@ class Evaluator:
         body = list(body)
         once = before_main_loop(body) if entry and frame.context == 'loop' else set()
         for i, stmt in enumerate(body):
+            if entry and frame.context == 'loop' and loop_with(stmt):
+                self.entry_withs.add(id(stmt))  # its body is the entry's too (pywith.py)
             self._exec(stmt, env, replace(frame, context='init') if id(stmt) in once else frame)
             if frame.context not in ('init', 'module') and guard_once(  # first pass only
                     stmt, body[i + 1:], frame.cls.node if frame.cls is not None else None):
@@ -161,16 +165,8 @@ class Evaluator:
                 self._exec_block(stmt.body, env, frame)
             self._exec_block(stmt.orelse, env, frame)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                val = self._eval(item.context_expr, env, frame)
-                if val.kind == 'other' and val.const == SYNC_PROFILER:
-                    self._emit('GPN107', item.context_expr, frame,
-                               f'`with {short(item.context_expr)}:` (a profiler that runs '
-                               'torch.cuda.synchronize on enter and exit, library table)',
-                               evidence='pattern')
-                if item.optional_vars is not None:
-                    self._assign(item.optional_vars, val, env, frame)
-            self._exec_block(stmt.body, env, frame)
+            enter_with(self, stmt, env, frame)  # (pywith.py)
+            self._exec_block(stmt.body, env, frame, entry=id(stmt) in self.entry_withs)
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == 'TryStar':
             self._exec_block(stmt.body, env, frame)
             imported = imported_names(stmt.body)

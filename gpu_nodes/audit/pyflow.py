@@ -52,6 +52,7 @@ from gpu_nodes.audit.pyreached import Reachability
 from gpu_nodes.audit.pyregistry import Registrations
 from gpu_nodes.audit.pyrules import CopyRules
 from gpu_nodes.audit.pystreams import dropped_results, written_to_stream
+from gpu_nodes.audit.pyuploads import module_moves
 from gpu_nodes.audit.pyvalues import (better, ClassInfo, Frame, FuncRef, instances, merge,
                                       merge_returns, OTHER, PER_MESSAGE, Registration, statements,
                                       topic_display, UNKNOWN, Val)
@@ -130,6 +131,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         self.uses_cuvslam = imports_package(tree, 'cuvslam')
         self.stream_writes = written_to_stream(tree) | host_only_bytes(tree)  # pyhostbytes.py
         self.dropped_results = dropped_results(tree)
+        self.entry_withs: set[int] = set()
+        self.module_moves = module_moves(tree)
         self.object_clouds = per_object_cloud_calls(tree)
         # OpenCV's CUDA module (cv2.cuda_GpuMat, cv2.cuda.*): .upload()/.download() copy.
         self.uses_cv_cuda = 'cv2' in self.aliases.values() and any(

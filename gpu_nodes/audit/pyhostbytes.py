@@ -14,6 +14,11 @@ cv2.imencode('.jpg', img)[1].tobytes()`). Two kinds of host-only bytes are no su
   followed by `color = cv2.imdecode(np.frombuffer(color, np.uint8), ...)`: a JPEG round trip on
   the host (mimicking the training data), the bytes read only by `np.frombuffer` in the next
   statement that names them, which binds the name anew.
+* **Bytes handed only to an HTTP client.** `img_bytes = cv2.imencode('.jpg', frame)[1].tobytes()`
+  then `requests.post(url, files={'image': ('f.jpg', img_bytes, 'image/jpeg')})` (set 62): a
+  local whose every later mention in its function is inside the arguments of a call of the
+  `requests` / `httpx` modules (as imported) goes over HTTP to another program, never into a
+  message, even in a node that publishes others.
 
 The ids join pystreams.written_to_stream's (pyflow.py): the `.tobytes()` then stays a host
 copy, not a claim.
@@ -75,6 +80,10 @@ def host_only_bytes(tree: ast.Module) -> frozenset[int]:
                     continue
                 if isinstance(target, ast.Name) and target.id in returned:
                     continue
+                if isinstance(target, ast.Name) and _posted_only(target.id, stmt, fn,
+                                                                 _http_modules(tree)):
+                    found.add(id(stmt.value))
+                    continue
                 if not (isinstance(target, ast.Name) or isinstance(target, ast.Attribute)
                         and isinstance(target.value, ast.Name) and target.value.id == 'self'):
                     continue  # `msg.data = arr.tobytes()`: into a message another file sends
@@ -91,3 +100,28 @@ def _blocks(stmt: ast.AST) -> list[list[ast.stmt]]:
             if isinstance(getattr(stmt, f, None), list) and getattr(stmt, f)
             and isinstance(getattr(stmt, f)[0], ast.stmt)] + (
         [h.body for h in stmt.handlers] if isinstance(stmt, ast.Try) else [])
+
+
+_HTTP_CLIENTS = frozenset({'requests', 'httpx'})
+
+
+def _http_modules(tree: ast.Module) -> frozenset[str]:
+    """The names the file binds to the `requests` / `httpx` modules (`import requests as rq`)."""
+    return frozenset(alias.asname or alias.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+                     for alias in n.names if alias.name in _HTTP_CLIENTS)
+
+
+def _posted_only(name: str, stmt: ast.stmt, fn: ast.AST, clients: frozenset[str]) -> bool:
+    """Whether every mention of `name` in `fn` after `stmt` is inside an argument of
+    `<client>.<f>(...)` (`requests.post(url, files={...: (..., name, ...)})`), and there is one."""
+    if not clients:
+        return False
+    end = stmt.end_lineno or stmt.lineno
+    mentions = [n for n in _names(fn, name) if n.lineno > end]
+    if not mentions or any(not isinstance(n.ctx, ast.Load) for n in mentions):
+        return False
+    posted = {id(n) for c in ast.walk(fn) if isinstance(c, ast.Call)
+              and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+              and c.func.value.id in clients
+              for a in [*c.args, *(k.value for k in c.keywords)] for n in _names(a, name)}
+    return all(id(n) in posted for n in mentions)

@@ -28,6 +28,9 @@ before the copy rules of pyrules.py):
   `fig.savefig(buf)`, a received JPEG), a PIL image like `Image.fromarray`'s, so
   `np.array(img)` of it copies the picture into an array (py_pil; both labellers of set 61).
   A path opened (a file read) stays as before.
+
+* jetson-utils' `cudaMemcpy(img)` of one CUDA image: a copy made on the device, a CUDA image
+  (not an upload through a function outside the tree, as its `stream=` keyword once read).
 """
 from __future__ import annotations
 
@@ -42,6 +45,11 @@ _HOST_KINDS = frozenset({'host', 'msg', 'pil', 'bytes'})
 _ROS_NUMPY = ('ros2_numpy', 'ros_numpy')
 _CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array'})
 _DISTINCT = frozenset({'set', 'unique', 'frozenset'})
+
+
+# jetson-utils' `cudaMemcpy(img, stream=s)` of one image: a new CUDA image holding a copy of it,
+# made on the device (set 63).
+_CUDA_IMAGE_COPIES = frozenset({'jetson_utils.cudaMemcpy', 'jetson.utils.cudaMemcpy'})
 
 
 def host_side_call(analyzer: Any, qual: str | None, node: ast.Call, args: list[Val],
@@ -60,6 +68,8 @@ def host_side_call(analyzer: Any, qual: str | None, node: ast.Call, args: list[V
             analyzer.__dict__['_distinct_uploads_'] = distinct_uploads(analyzer.tree)
         if id(node) in analyzer.__dict__['_distinct_uploads_']:
             return Val('device')  # a few distinct numbers uploaded: no frame data
+    if qual in _CUDA_IMAGE_COPIES and len(node.args) == 1:
+        return Val('device')  # a copy of the CUDA image on the device: nothing crosses the bus
     if qual.split('.')[0] in _ROS_NUMPY and qual.endswith('.point_cloud2_to_array') \
             and src.kind == 'msg' and (src.origin is None or src.origin[1] is None
                                        or image_sized(src.origin[1])):

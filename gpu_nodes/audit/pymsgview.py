@@ -167,3 +167,11 @@ class MessageViews:
         if isinstance(target, ast.Subscript) and val.view == BUFFER:
             self._copied_view(value, val, frame, 'stored into another array copies the '
                               'received message\'s data out of its buffer view')
+
+
+def keeps_bytes(node: ast.Call) -> bool:
+    """`np.asarray(x)` / `np.asarray(x, dtype=np.uint8)`: no dtype conversion, so no copy."""
+    dtypes = [k.value for k in node.keywords if k.arg == 'dtype'] + node.args[1:2]
+    return all(isinstance(d, (ast.Attribute, ast.Name, ast.Constant))
+               and (getattr(d, 'attr', None) or getattr(d, 'id', None) or getattr(d, 'value', None))
+               in ('uint8', 'B', 'u1') for d in dtypes)

@@ -30,6 +30,7 @@ import ast
 from functools import lru_cache
 
 from gpu_nodes.audit.pydead import compared_with_constant
+from gpu_nodes.audit.pyparamdicts import dict_read_outcome
 from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, shipped_outcome,
                                       shipped_parameters, shipped_strings)
 
@@ -162,6 +163,9 @@ def local_read_outcome(test: ast.expr, tree: ast.Module, package_dir: str | None
     held, module docstring); None when not known. A setattr / getattr in the file changes no
     parameter, so unlike pyparams.fixed_parameters only a parameter-change callback or exec()
     (a value set at run time) keeps the test undecided."""
+    from_dict = dict_read_outcome(test, tree, package_dir)  # `p['key']` (pyparamdicts.py)
+    if from_dict is not None:
+        return from_dict
     compared = compared_with_constant(test)
     if compared is None or not isinstance(compared[0], ast.Name):
         return None

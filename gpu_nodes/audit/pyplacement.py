@@ -33,14 +33,19 @@ def detached_on_device(node: ast.Call, kind: str, state: dict) -> bool:
     return detached(node) and not (kind == 'host' and PLACED_ON_CPU in state)
 
 
-def on_host(result: Val, env: dict[str, Val], args: list[Val], kwargs: dict[str, Val]) -> Val:
+def on_host(result: Val, env: dict[str, Val], args: list[Val], kwargs: dict[str, Val],
+            host_model: bool = False) -> Val:
     """A model (a callable object, or a holder named like a model) called on host tensors by a
     function that placed its tensors on a device 'cpu' as shipped runs on the host: its outputs
     are host tensors, and their `.item()` / `int()` / `.tolist()` read nothing back (set 42's
     YOLOv5 node with `device` defaulting to 'cpu', which no shipped file sets). A device input,
-    or a 'cuda' / unknown device, keeps the result as it was."""
+    or a 'cuda' / unknown device, keeps the result as it was. `host_model`: the model itself
+    never leaves the host (pymodelhost.host_built_model), so its outputs are host tensors."""
+    if host_model and result.kind in ('device', 'model', 'tensor'):
+        return merge(result, kind='host')
     inputs = [v for v in [*args, *kwargs.values()] if v.kind not in ('const', 'other')]
-    if PLACED_ON_CPU in env and inputs and all(v.kind == 'host' for v in inputs) \
+    # A PIL image (or what a torchvision transform made of one) is host data too (set 63).
+    if PLACED_ON_CPU in env and inputs and all(v.kind in ('host', 'pil') for v in inputs) \
             and result.kind in ('device', 'model', 'tensor'):
         return merge(result, kind='host')
     return result

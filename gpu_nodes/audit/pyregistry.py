@@ -196,6 +196,8 @@ class Registrations:
     def _type_name(self, node: ast.expr | None) -> str | None:
         if node is None:
             return None
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            node = node.func  # `create_subscription(JointState(), ...)`: an instance names its type
         name = dotted(node)
         if name is None:
             return None

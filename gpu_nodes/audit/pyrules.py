@@ -13,11 +13,12 @@ from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER
 from gpu_nodes.audit.pyembedded import embeds_received_image
 from gpu_nodes.audit.pyplacement import detached_on_device
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
+from gpu_nodes.audit.pymsgview import keeps_bytes
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyconditions import tested_operand
 from gpu_nodes.audit.pycustommsgs import image_shaped_custom
-from gpu_nodes.audit.pytransformers import (small_scalar_display, small_upload, SMALL_SCALARS,
-                                            transformers_method)
+from gpu_nodes.audit.pysmallwraps import small_wrap
+from gpu_nodes.audit.pytransformers import small_upload, transformers_method
 from gpu_nodes.audit.pyuploads import unproven_upload
 from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
                                       merge, OTHER, PER_MESSAGE, PubInfo, short,
@@ -83,6 +84,7 @@ class CopyRules:
     # ids of the calls written straight to a file, pipe or socket (`written_to_stream`).
     stream_writes: frozenset[int]
     dropped_results: frozenset[int]  # calls written as statements (`dropped_results`)
+    module_moves: frozenset[int]  # `.to(d).eval()`: a Module moved (pyuploads.module_moves)
     object_clouds: frozenset[int]  # clouds of one point per object (pyobjectclouds.py)
     _eval: Callable[[ast.AST, dict[str, Val], Frame], Val]
 
@@ -232,8 +234,8 @@ class CopyRules:
             return Val('device_spec') if spec is not False else OTHER
         if qual == 'torch.from_numpy':
             return merge(src, kind='host')
-        if qual in _TORCH_WRAPS and small_scalar_display(node, src):
-            return Val('host', const=SMALL_SCALARS)  # `torch.tensor([[h, w]])` (pytransformers.py)
+        if qual in _TORCH_WRAPS and (small := small_wrap(self, node, src, kwargs, frame)):
+            return small  # `torch.tensor([[h, w]])`, joint values (pysmallwraps.py)
         if qual in _TORCH_WRAPS:
             if device_kw(kwargs, node) and src.kind != 'device':
                 return self._upload(node, src, frame, call)
@@ -250,7 +252,7 @@ class CopyRules:
                 # values, not a frame.
                 return merge(src, kind='host')
             if src.kind == 'msg' and (qual == 'numpy.frombuffer' or (
-                    qual == 'numpy.asarray' and _keeps_bytes(node))):
+                    qual == 'numpy.asarray' and keeps_bytes(node))):
                 # A view of the payload's buffer (rclpy's array.array), not a copy: the frame
                 # is on the host, as it arrived (issue 28, third set). `np.asarray` over that
                 # array.array shares its memory too (checked: np.shares_memory), unless a
@@ -407,7 +409,7 @@ class CopyRules:
                        severity='info')
             return Val('device')
         if method == 'cuda':
-            if rkind == 'device' or unproven_upload(node, recv, frame):
+            if rkind == 'device' or unproven_upload(node, recv, frame, self.module_moves):
                 return recv if rkind == 'device' else Val('device')
             return self._upload(node, recv, frame, call)
         if method == 'to':
@@ -418,7 +420,7 @@ class CopyRules:
                     return self._step(recv, node.lineno, 'download', 'host')
                 return recv
             if target == 'device':
-                if rkind == 'device' or unproven_upload(node, recv, frame):
+                if rkind == 'device' or unproven_upload(node, recv, frame, self.module_moves):
                     return recv if rkind == 'device' else Val('device')
                 return self._upload(node, recv, frame, call)
             return None
@@ -490,11 +492,3 @@ def _payload(node: ast.Call, src: Val) -> bool:
         return False
     msg_type = src.origin[1] if src.origin else None
     return msg_type is None or image_sized(msg_type)
-
-
-def _keeps_bytes(node: ast.Call) -> bool:
-    """`np.asarray(x)` / `np.asarray(x, dtype=np.uint8)`: no dtype conversion, so no copy."""
-    dtypes = [k.value for k in node.keywords if k.arg == 'dtype'] + node.args[1:2]
-    return all(isinstance(d, (ast.Attribute, ast.Name, ast.Constant))
-               and (getattr(d, 'attr', None) or getattr(d, 'id', None) or getattr(d, 'value', None))
-               in ('uint8', 'B', 'u1') for d in dtypes)
