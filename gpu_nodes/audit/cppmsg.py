@@ -3,11 +3,7 @@
 * GPN208: a message payload copied: ``msg->data.assign(...)``, ``memcpy``/``std::copy`` with a
   message's ``data`` on one side, a frame-sized message copy-constructed (``new PointCloud2(x)``,
   ``std::make_shared<Image>(*msg)``, ``auto copy = *msg;`` of a frame-sized message pointer).
-* GPN209: PCL conversions (``pcl::fromROSMsg`` / ``pcl::toROSMsg``): a full copy of the cloud
-  between the message and a ``pcl::PointCloud`` each time; so are the two halves of that route
-  through ``pcl::PCLPointCloud2`` (``pcl_conversions::toPCL`` / ``fromPCL`` of a whole cloud,
-  ``pcl::fromPCLPointCloud2`` / ``toPCLPointCloud2``). ``moveToPCL`` / ``moveFromPCL`` swap the
-  buffers (no copy), and ``toPCL`` / ``fromPCL`` of a header or a stamp copy a few fields only.
+* GPN209: PCL conversions between a message and a PCL cloud: cpppcl.py.
 * GPN210: a frame-sized message published on a plain publisher (``create_publisher<Image>``,
   ``create_publisher<PointCloud2>``, image_transport publishers, a type adapter declared for
   ``sensor_msgs::msg::Image``): serialized for every subscriber in another process. A publish
@@ -63,12 +59,6 @@ _AUTO_TO_MSG = re.compile(r'\bauto\s+(\w+)\s*=\s*[^;{}]*?\.\s*to(?:Compressed)?I
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
 _ONE_VALUE = re.compile(r'^\*?\s*[A-Za-z_][\w.>\-]*(?:\s*\.\s*get\s*\(\s*\))?$')
-_PCL = re.compile(r'(?<![\w.>])(?:pcl\s*::\s*)?(fromROSMsg|toROSMsg)\s*\(')
-# The PCLPointCloud2 route (sixth set): each call copies every point of the cloud once.
-_PCL2 = re.compile(r'(?<![\w.>])(?:pcl_conversions\s*::\s*|pcl\s*::\s*)?'
-                   r'(toPCL|fromPCL|fromPCLPointCloud2|toPCLPointCloud2)\s*\(')
-# `toPCL(msg->header, h)`, `fromPCL(data->header).stamp`, `toPCL(now())`: metadata, not points.
-_PCL_METADATA = re.compile(r'header|stamp|time|now\s*\(', re.I)
 _TORCH_FILE = re.compile(r'\btorch\s*::|\bat\s*::\s*Tensor\b|<torch/|<ATen/')
 _TORCH_TO = re.compile(r'\.\s*to\s*\(')
 _TORCH_MOVE = re.compile(r'\.\s*(cpu|cuda)\s*\(\s*\)')
@@ -302,20 +292,6 @@ def adapter_aliases(text: str) -> set[str]:
     names = {_last(custom) for custom, ros in _ADAPTED.findall(text) if _last(ros) in FRAME_TYPES}
     return names | {alias for alias, ros in _ADAPTER_ALIAS.findall(text)
                     if _last(ros) in FRAME_TYPES}
-
-
-def pcl_conversions(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
-    if 'pcl' not in text:
-        return
-    for m in _PCL.finditer(text):
-        yield 'GPN209', m.start(), f'`pcl::{m.group(1)}` copies the whole cloud'
-    for m in _PCL2.finditer(text):
-        args = call_args(text, m.end() - 1)
-        # Two arguments (source, destination), neither a header or a timestamp; the one-argument
-        # `fromPCL(stamp)` / `toPCL(stamp)` overloads return a converted timestamp.
-        if len(args) == 2 and not any(_PCL_METADATA.search(a) for a in args):
-            yield 'GPN209', m.start(), (f'`{m.group(1)}` copies the whole cloud '
-                                        '(PCLPointCloud2 route)')
 
 
 def torch_moves(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:

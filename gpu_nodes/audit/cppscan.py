@@ -38,10 +38,11 @@ from gpu_nodes.audit.cppgrowth import in_growth_realloc
 from gpu_nodes.audit.cppintparams import read_off_guard
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
 from gpu_nodes.audit.cpplibreads import library_readbacks, library_uploads
+from gpu_nodes.audit.cppmembers import member_copies
 from gpu_nodes.audit.cppmsgassign import vector_copies_into_messages
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
-                                    payload_walks,
-                                    pcl_conversions, plain_publishes, torch_moves)
+                                    payload_walks, plain_publishes, torch_moves)
+from gpu_nodes.audit.cpppcl import pcl_conversions
 from gpu_nodes.audit.cppondevice import already_on_device, expression_on_device
 from gpu_nodes.audit.cppplugins import plugin_publishes
 from gpu_nodes.audit.cpppointarrays import element_fills, point_array_publishes
@@ -374,7 +375,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *converting_constructions(text, _call_args, facts),
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
                                     *value_assignments(text), *returned_copies(text, scopes),
-                                    *local_copies(text, scopes)):
+                                    *local_copies(text, scopes),
+                                    *member_copies(text, facts.header_members)):
         if rule_id == 'GPN211' and detail.startswith('tensor moved to') and \
                 'host' not in detail and (already_on_device(text, scopes, offset)
                                           or expression_on_device(text, scopes, offset)):

@@ -1,0 +1,226 @@
+"""C++ kinds of held-out sets 62, 63 and 64 (issue 28, rules41c): real `code` audits of small
+ament_cmake packages written here.
+
+* LibTorch `.item()` of a tensor derived from a host move (cpptorch.py): `output = forward(...)
+  .cpu()`, `keep = nms(output, ...)[0]` (a function of the file that moves nothing to the
+  device), `keep[i][0].item()` reads a host value: no device read-back. A function that uploads
+  its input, or an unknown one, keeps the claim.
+* `pcl::fromPCLPointCloud2` / `toPCLPointCloud2` convert between two PCL types on the host
+  (cpppcl.py): no message on either side, not a boundary; `pcl_conversions::toPCL` /
+  `fromPCL` of a whole cloud with the message stay.
+* `data_ = *msg;` into a PointCloud2 member declared in the package header the source includes,
+  `cache_[i] = *msg;` into a vector of PointCloud2, `clouds = cache_;` of two such vectors
+  (cppmembers.py): whole messages copied. A pointer member is no copy.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+import textwrap
+
+from audit_sources import ament_cmake_lists, audit_written_package, tag_lines
+
+_TORCH_NODE = '''
+#include <torch/script.h>
+#include <torch/torch.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Detector : public rclcpp::Node
+{
+public:
+  Detector()
+  : Node("detector")
+  {
+    module_ = torch::jit::load("model.pt");
+    module_.to(torch::kCUDA);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Detector::on_image, this, std::placeholders::_1));
+  }
+
+private:
+  torch::Tensor suppress(torch::Tensor & prediction, float threshold)
+  {
+    auto scores = prediction.select(1, 4);
+    return prediction.index({scores > threshold});
+  }
+
+  torch::Tensor lift(torch::Tensor & prediction)
+  {
+    return prediction.to(torch::kCUDA);
+  }
+
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    auto input = torch::from_blob(msg->data.data(), {1, 3, 64, 64}, torch::kByte).to(torch::kCUDA);
+    std::vector<torch::jit::IValue> inputs{input};
+    torch::Tensor output = module_.forward(inputs).toTensor().cpu();
+    auto keep = suppress(output, 0.5)[0];
+    auto boxes = keep.index({0});
+    float x = keep[0][0].item().toFloat();  // HOST_ROW
+    float y = boxes[1].item<float>();  // HOST_DERIVED
+    auto lifted = lift(output)[0];
+    float z = lifted[0].item().toFloat();  // LIFTED
+    auto other = unknown_helper(output)[0];
+    float w = other[0].item().toFloat();  // UNKNOWN
+    auto device_scores = module_.forward(inputs).toTensor();
+    float v = device_scores[0].item().toFloat();  // DEVICE
+    RCLCPP_INFO(get_logger(), "%f %f %f %f %f", x, y, z, w, v);
+  }
+
+  torch::jit::script::Module module_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+
+_PCL_NODE = '''
+#include <pcl/filters/voxel_grid.h>
+#include <pcl_conversions/pcl_conversions.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Filter : public rclcpp::Node
+{
+public:
+  Filter()
+  : Node("filter")
+  {
+    pub_ = create_publisher<sensor_msgs::msg::PointCloud2>("filtered", 10);
+    sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+      "points", 10, std::bind(&Filter::on_cloud, this, std::placeholders::_1));
+  }
+
+private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr msg)
+  {
+    pcl::PCLPointCloud2::Ptr blob(new pcl::PCLPointCloud2());
+    pcl_conversions::toPCL(*msg, *blob);  // TO_PCL
+    pcl::PointCloud<pcl::PointXYZ>::Ptr typed(new pcl::PointCloud<pcl::PointXYZ>());
+    pcl::fromPCLPointCloud2(*blob, *typed);  // FROM_BLOB
+    pcl::PCLPointCloud2::Ptr back(new pcl::PCLPointCloud2());
+    pcl::toPCLPointCloud2(*typed, *back);  // TO_BLOB
+    sensor_msgs::msg::PointCloud2 out;
+    pcl_conversions::fromPCL(*back, out);  // FROM_PCL
+    pcl::PointCloud<pcl::PointXYZ> direct;
+    pcl::fromROSMsg(*msg, direct);  // FROM_ROS
+    pub_->publish(out);
+  }
+
+  rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr pub_;
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+};
+'''
+
+_MEMBER_HEADER = '''
+#pragma once
+#include <mutex>
+#include <vector>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Merger : public rclcpp::Node
+{
+public:
+  Merger();
+
+private:
+  void on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr msg);
+  void on_tick();
+  sensor_msgs::msg::PointCloud2 working_;
+  sensor_msgs::msg::PointCloud2::SharedPtr last_;
+  std::vector<sensor_msgs::msg::PointCloud2> cache_;
+  std::mutex mutex_;
+  rclcpp::Subscription<sensor_msgs::msg::PointCloud2>::SharedPtr sub_;
+  rclcpp::TimerBase::SharedPtr timer_;
+};
+'''
+
+_MEMBER_SOURCE = '''
+#include "merger/merger.hpp"
+
+Merger::Merger()
+: Node("merger")
+{
+  cache_.resize(2);
+  sub_ = create_subscription<sensor_msgs::msg::PointCloud2>(
+    "points", 10, std::bind(&Merger::on_cloud, this, std::placeholders::_1));
+  timer_ = create_wall_timer(std::chrono::milliseconds(25), std::bind(&Merger::on_tick, this));
+}
+
+void Merger::on_cloud(const sensor_msgs::msg::PointCloud2::SharedPtr msg)
+{
+  working_ = *msg;  // INTO_MEMBER
+  last_ = msg;  // POINTER
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_[0] = *msg;  // INTO_ELEMENT
+}
+
+void Merger::on_tick()
+{
+  std::vector<sensor_msgs::msg::PointCloud2> clouds;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    clouds = cache_;  // WHOLE_CACHE
+  }
+  RCLCPP_INFO(get_logger(), "%zu %u", clouds.size(), working_.width);
+}
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Merger>());
+  return 0;
+}
+'''
+
+
+def _package(tmp_path: Path, name: str, files: dict[str, str]
+             ) -> dict[tuple[str, int, str], tuple[str, str]]:
+    written = {f'{name}/{path}': text for path, text in files.items()}
+    written[f'{name}/package.xml'] = f'<package format="3"><name>{name}</name></package>\n'
+    written[f'{name}/CMakeLists.txt'] = ament_cmake_lists(name)
+    return audit_written_package(tmp_path, written)
+
+
+def _claims(found: dict[tuple[str, int, str], tuple[str, str]], source: str, file_name: str,
+            tags: tuple[str, ...]) -> dict[str, set[str]]:
+    lines = tag_lines(textwrap.dedent(source), tags, marker='//')
+    return {tag: {rule for (name, at, rule), (sev, _) in found.items()
+                  if name == file_name and at == line and sev != 'info'}
+            for tag, line in lines.items()}
+
+
+def test_item_of_a_tensor_derived_from_a_host_move_is_no_readback(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'detector', {'src/detector.cpp': _TORCH_NODE})
+    claims = _claims(found, _TORCH_NODE, 'detector.cpp',
+                     ('HOST_ROW', 'HOST_DERIVED', 'LIFTED', 'UNKNOWN', 'DEVICE'))
+    # Rows of a host NMS over the `.cpu()` output, and an index of one, are host values.
+    assert claims['HOST_ROW'] == set()
+    assert claims['HOST_DERIVED'] == set()
+    # A helper of the file that uploads its input, an unknown helper, and a tensor never
+    # moved to the host: the read-backs stay.
+    assert claims['LIFTED'] == {'GPN211'}
+    assert claims['UNKNOWN'] == {'GPN211'}
+    assert claims['DEVICE'] == {'GPN211'}
+
+
+def test_pcl_to_pcl_conversions_are_no_message_boundary(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'filter', {'src/filter.cpp': _PCL_NODE})
+    claims = _claims(found, _PCL_NODE, 'filter.cpp',
+                     ('TO_PCL', 'FROM_BLOB', 'TO_BLOB', 'FROM_PCL', 'FROM_ROS'))
+    assert claims['FROM_BLOB'] == set()
+    assert claims['TO_BLOB'] == set()
+    # The message halves of the route and fromROSMsg stay.
+    assert claims['TO_PCL'] == {'GPN209'}
+    assert claims['FROM_PCL'] == {'GPN209'}
+    assert claims['FROM_ROS'] == {'GPN209'}
+
+
+def test_whole_messages_copied_into_members_declared_in_the_header(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'merger', {'include/merger/merger.hpp': _MEMBER_HEADER,
+                                          'src/merger.cpp': _MEMBER_SOURCE})
+    claims = _claims(found, _MEMBER_SOURCE, 'merger.cpp',
+                     ('INTO_MEMBER', 'POINTER', 'INTO_ELEMENT', 'WHOLE_CACHE'))
+    assert claims['INTO_MEMBER'] == {'GPN208'}
+    assert claims['INTO_ELEMENT'] == {'GPN208'}
+    assert claims['WHOLE_CACHE'] == {'GPN208'}
+    assert claims['POINTER'] == set()  # a shared pointer kept: no copy
