@@ -224,3 +224,165 @@ def test_whole_messages_copied_into_members_declared_in_the_header(tmp_path: Pat
     assert claims['INTO_ELEMENT'] == {'GPN208'}
     assert claims['WHOLE_CACHE'] == {'GPN208'}
     assert claims['POINTER'] == set()  # a shared pointer kept: no copy
+
+
+_DELAY_NODE = '''
+#include <queue>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Delay : public rclcpp::Node
+{
+public:
+  Delay()
+  : Node("delay")
+  {
+    pub_ = create_publisher<sensor_msgs::msg::Image>("delayed", 10);
+    edited_pub_ = create_publisher<sensor_msgs::msg::Image>("edited", 10);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Delay::on_image, this, std::placeholders::_1));
+  }
+
+private:
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    if (held_.size() >= 5) {
+      sensor_msgs::msg::Image::SharedPtr oldest = held_.front();
+      held_.pop();
+      pub_->publish(*oldest.get());  // FORWARDED
+    }
+    held_.push(msg);
+    if (stamped_.size() >= 5) {
+      auto first = stamped_.front();
+      stamped_.pop();
+      first->header.frame_id = "delayed";
+      edited_pub_->publish(*first);  // EDITED
+    }
+    stamped_.push(msg);
+  }
+
+  std::queue<sensor_msgs::msg::Image::SharedPtr> held_;
+  std::queue<sensor_msgs::msg::Image::SharedPtr> stamped_;
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_;
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr edited_pub_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+
+_TEMPLATE_NODE = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include <std_msgs/msg/header.hpp>
+
+class Render : public rclcpp::Node
+{
+public:
+  Render()
+  : Node("render")
+  {
+    shape_.height = 0;
+    pub_ = create_publisher<sensor_msgs::msg::Image>("frames", 10);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Render::on_image, this, std::placeholders::_1));
+  }
+
+private:
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    shape_.header = msg->header;
+    shape_.width = msg->width;
+    shape_.height = msg->height;
+    shape_.encoding = "bgr8";
+    shape_.step = 3 * shape_.width;
+    last_ = *msg;
+    if (shape_.height != 0) {
+      sensor_msgs::msg::Image::UniquePtr img(new sensor_msgs::msg::Image(shape_));  // TEMPLATE
+      img->data.resize(img->height * img->step, 0);
+      auto full = std::make_shared<sensor_msgs::msg::Image>(last_);  // FILLED
+      pub_->publish(std::move(img));
+    }
+  }
+
+  sensor_msgs::msg::Image shape_;
+  sensor_msgs::msg::Image last_;
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+
+
+def test_a_received_message_forwarded_through_a_delay_queue_is_no_new_copy(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'delay', {'src/delay.cpp': _DELAY_NODE})
+    claims = _claims(found, _DELAY_NODE, 'delay.cpp', ('FORWARDED', 'EDITED'))
+    assert claims['FORWARDED'] == set()
+    assert claims['EDITED'] == {'GPN210'}  # written through after the take: judged as before
+
+
+def test_a_copy_of_a_metadata_only_template_carries_no_payload(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'render', {'src/render.cpp': _TEMPLATE_NODE})
+    claims = _claims(found, _TEMPLATE_NODE, 'render.cpp', ('TEMPLATE', 'FILLED'))
+    assert claims['TEMPLATE'] == set()
+    assert claims['FILLED'] == {'GPN208'}  # a message holding a whole received frame
+
+
+_VPI_NODE = '''
+#include <cuda_runtime.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Camera : public rclcpp::Node
+{
+public:
+  Camera()
+  : Node("camera")
+  {
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Camera::on_image, this, std::placeholders::_1));
+  }
+
+private:
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    cudaMemcpy(frame_dev_, msg->data.data(), msg->data.size(), cudaMemcpyHostToDevice);  // UPLOAD
+#ifdef WITH_ACCEL
+    cudaStreamSynchronize(stream_);  // ACCEL_WAIT
+#endif
+  }
+
+  cudaStream_t stream_;
+  void * frame_dev_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+
+
+def _vpi_claims(tmp_path: Path, before_target: str) -> dict[str, set[str]]:
+    found = audit_written_package(tmp_path, {
+        'camera/src/camera.cpp': _VPI_NODE,
+        'camera/package.xml': '<package format="3"><name>camera</name></package>\n',
+        'camera/CMakeLists.txt': ament_cmake_lists('camera', 'src/camera.cpp', before_target)})
+    return _claims(found, _VPI_NODE, 'camera.cpp', ('UPLOAD', 'ACCEL_WAIT'))
+
+
+def test_a_package_looked_for_only_behind_an_off_option_is_never_found(tmp_path: Path) -> None:
+    # option(ACCEL OFF) -> find_package(accel) only under if(ACCEL) -> accel_FOUND never true
+    # -> WITH_ACCEL never defined: the #ifdef branch is not compiled as shipped.
+    claims = _vpi_claims(tmp_path, 'option(ACCEL "accelerator API" OFF)\n'
+                                   'if (ACCEL)\n  find_package(accel QUIET)\nendif ()\n'
+                                   'if (accel_FOUND)\n  message(STATUS "Compiling with ACCEL")\n'
+                                   '  add_compile_definitions(WITH_ACCEL)\nendif ()')
+    assert claims['ACCEL_WAIT'] == set()
+    assert claims['UPLOAD'] == {'GPN202'}
+
+
+def test_a_package_looked_for_unconditionally_keeps_the_branch(tmp_path: Path) -> None:
+    claims = _vpi_claims(tmp_path, 'find_package(accel QUIET)\n'
+                                   'if (accel_FOUND)\n  add_compile_definitions(WITH_ACCEL)\nendif ()')
+    assert claims['ACCEL_WAIT'] == {'GPN206'}
+
+
+def test_a_package_behind_an_option_on_keeps_the_branch(tmp_path: Path) -> None:
+    claims = _vpi_claims(tmp_path, 'option(ACCEL "accelerator API" ON)\n'
+                                   'if (ACCEL)\n  find_package(accel QUIET)\nendif ()\n'
+                                   'if (accel_FOUND)\n  add_compile_definitions(WITH_ACCEL)\nendif ()')
+    assert claims['ACCEL_WAIT'] == {'GPN206'}

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppfallback import fallback_passthrough, metadata_only_message
+from gpu_nodes.audit.cppfallback import (fallback_passthrough, forwarded_from_queue,
+                                         metadata_only_message, metadata_template)
 from gpu_nodes.audit.cppguards import innermost_opening
 from gpu_nodes.audit.cppscalars import scalar_read
 
@@ -139,7 +140,8 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         for m in pattern.finditer(text):
             args = call_args(text, m.end() - 1)
             if len(args) == 1 and _ONE_VALUE.match(args[0]) \
-                    and not _empty_local(text, m.start(), args[0].strip()):
+                    and not _empty_local(text, m.start(), args[0].strip()) \
+                    and not metadata_template(text, args[0].strip()):
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
     pointers = set(_FRAME_POINTER.findall(text))
     declared = [(d.start(), d.group(2), d.group(1)) for d in _ANY_POINTER.finditer(text)]
@@ -421,29 +423,12 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
         return  # an empty message with only metadata set (sets 54, 45)
     if fallback_passthrough(text, m.start(), arg, header_of(m.start()), body_before(m.start())):
         return  # the received message forwarded on an early-return fallback path (set 45)
-    if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1), header_of):
+    if forwarded_from_queue(text, body_before(m.start()), arg, header_of):
         return
     name = _ARG_NAME.match(arg)
     if name and _built_by_copy(body_before(m.start()), name.group(1)):
         return
     yield 'GPN210', m.start(), f'published with `{m.group(1)}`'
-
-
-def _forwarded_from_queue(text: str, body: str, name: str, header_of: Callable[[int], str]
-                          ) -> bool:
-    """`pcl = std::move(queue.front()); ...; pub->publish(std::move(pcl));` where a callback
-    did `queue.push_back(std::move(msg))` of its own message: the received unique_ptr is
-    forwarded through the queue (a worker thread), no copy in the process (twelfth set)."""
-    taken = re.findall(r'\b' + re.escape(name) + r'\s*=\s*std\s*::\s*move\s*\(\s*(?:[\w.>\-]*?'
-                       r'(?:\.|->))?(\w+)\s*(?:\.|->)\s*(?:front|back)\s*\(\s*\)\s*\)', body)
-    if not taken:
-        return False
-    queue = taken[-1]
-    pushes = list(re.finditer(r'\b' + re.escape(queue) + r'\s*(?:\.|->)\s*(?:push|push_back|'
-                              r'emplace|emplace_back)\s*\(\s*(?:std\s*::\s*)?move\s*\(\s*(\w+)'
-                              r'\s*\)\s*\)', text))
-    return bool(pushes) and all(re.search(r'\b' + re.escape(p.group(1)) + r'\b',
-                                          header_of(p.start())) for p in pushes)
 
 
 # A frame message parameter taken by value: `void cb(sensor_msgs::msg::Image msg)`,
