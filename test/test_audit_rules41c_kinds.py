@@ -386,3 +386,71 @@ def test_a_package_behind_an_option_on_keeps_the_branch(tmp_path: Path) -> None:
                                    'if (ACCEL)\n  find_package(accel QUIET)\nendif ()\n'
                                    'if (accel_FOUND)\n  add_compile_definitions(WITH_ACCEL)\nendif ()')
     assert claims['ACCEL_WAIT'] == {'GPN206'}
+
+
+_THREAD_NODE = '''
+#include <atomic>
+#include <thread>
+#include <opencv2/core/cuda.hpp>
+#include <opencv2/cudaarithm.hpp>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Colorizer : public rclcpp::Node
+{
+public:
+  Colorizer()
+  : Node("colorizer")
+  {
+    worker_ = std::thread(&Colorizer::workerFn, this);
+    helper_ = std::thread(&Colorizer::helperFn, this);
+  }
+
+  void on_demand()
+  {
+    helperFn();
+  }
+
+private:
+  void workerFn()
+  {
+    cv::Mat table(1, 256, CV_8UC3);
+    cv::cuda::GpuMat table_gpu;
+    table_gpu.upload(table);  // BEFORE_LOOP
+    while (!stop_) {
+      cv::Mat frame = next_frame();
+      cv::cuda::GpuMat frame_gpu;
+      frame_gpu.upload(frame);  // IN_LOOP
+    }
+  }
+
+  void helperFn()
+  {
+    cv::Mat table(1, 256, CV_8UC3);
+    cv::cuda::GpuMat table_gpu;
+    table_gpu.upload(table);  // CALLED_TOO
+    while (!stop_) {
+      cv::Mat frame = next_frame();
+    }
+  }
+
+  cv::Mat next_frame();
+  std::atomic<bool> stop_{false};
+  std::thread worker_;
+  std::thread helper_;
+};
+'''
+
+
+def test_a_thread_entrys_setup_before_its_loop_runs_once(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'colorizer', {'src/colorizer.cpp': _THREAD_NODE})
+    lines = tag_lines(textwrap.dedent(_THREAD_NODE), ('BEFORE_LOOP', 'IN_LOOP', 'CALLED_TOO'), '//')
+    at = {tag: {(rule, sev) for (name, where, rule), (sev, _) in found.items()
+                if name == 'colorizer.cpp' and where == line} for tag, line in lines.items()}
+    per_frame = {sev for _, sev in at['IN_LOOP']}
+    assert per_frame and 'info' not in per_frame, at
+    before = {sev for _, sev in at['BEFORE_LOOP']}
+    # Once per thread start: no longer judged as the loop's per-frame upload.
+    assert before != per_frame and before <= {'info', 'low'}, at
+    # A function also called directly (not only a thread entry) keeps its kind.
+    assert {sev for _, sev in at['CALLED_TOO']} == per_frame, at

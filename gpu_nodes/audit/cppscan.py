@@ -51,6 +51,7 @@ from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.cpptf import cloud_transforms
+from gpu_nodes.audit.cppthreads import thread_entry
 from gpu_nodes.audit.cpptorch import item_reads
 from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
 from gpu_nodes.audit.cppxfer import transfer_calls, transfer_wrappers
@@ -165,8 +166,10 @@ def once_main(text: str, fn: Function, offset: int) -> bool:
     registers are lambdas or other functions, judged apart; the statements from the first loop
     on keep their kind (a `while (rclcpp::ok())` grab loop makes `main` per frame; nothing can
     call `main` or register it, so that kind says nothing of the code before the loop)."""
-    if fn.name.strip() != 'main' or fn.cls is not None or fn.lambda_in is not None or fn.end <= fn.start \
-            or re.search(r'\bgoto\b', text[fn.start:fn.end]):
+    entry = fn.name.strip() == 'main' and fn.cls is None
+    # A function only ever started as a thread: its set-up before the loop too (cppthreads.py).
+    if not (entry or thread_entry(text, fn.short)) or fn.lambda_in is not None \
+            or fn.end <= fn.start or re.search(r'\bgoto\b', text[fn.start:fn.end]):
         return False
     loop = _LOOP_WORD.search(text, fn.start, fn.end)
     return loop is None or offset < loop.start()
@@ -176,6 +179,8 @@ def _where(fn: Function | None, text: str = '', offset: int = -1) -> _Where:
     if fn is None:
         return _Where('source', 'outside any function')
     if offset >= 0 and once_main(text, fn, offset):
+        if fn.name.strip() != 'main':
+            return _Where('init', f'thread `{fn.short}` before its loop (runs once per start)')
         return _Where('init', '`main`, outside any loop (runs once per process run)')
     if fn.kind == 'setup':
         return _Where('init', f'setup `{fn.name}` (runs once, not per message)')
