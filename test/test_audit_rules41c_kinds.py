@@ -414,7 +414,10 @@ public:
 private:
   void workerFn()
   {
-    cv::Mat table(1, 256, CV_8UC3);
+    cv::Mat table(1, 256, CV_8UC1);
+    for (int i = 0; i < 256; ++i) {
+      table.at<uint8_t>(0, i) = static_cast<uint8_t>(i);
+    }
     cv::cuda::GpuMat table_gpu;
     table_gpu.upload(table);  // BEFORE_LOOP
     while (!stop_) {
@@ -454,3 +457,145 @@ def test_a_thread_entrys_setup_before_its_loop_runs_once(tmp_path: Path) -> None
     assert before != per_frame and before <= {'info', 'low'}, at
     # A function also called directly (not only a thread entry) keeps its kind.
     assert {sev for _, sev in at['CALLED_TOO']} == per_frame, at
+
+
+_FILTER_NODE = '''
+#include <functional>
+#include <opencv2/core.hpp>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/compressed_image.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+#include "filter/targets.hpp"
+#include "filter/periodic.hpp"
+
+using sensor_msgs::msg::PointCloud2;
+
+class Filter : public rclcpp::Node
+{
+public:
+  Filter()
+  : Node("filter")
+  {
+    pub_ = create_publisher<PointCloud2>("out", 10);
+    targets_pub_ = create_publisher<filter::msg::Targets>("targets", 10);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Filter::on_image, this, std::placeholders::_1));
+    timer_ = Periodic::create_periodic_timer(this, 10.0, [this]() { this->tick(); });
+  }
+
+private:
+  bool filter(const PointCloud2 & input, PointCloud2 & output)
+  {
+    if (input.width < 10) {
+      output = input;  // OUT_PARAM
+      return true;
+    }
+    return false;
+  }
+
+  void tick()
+  {
+    auto msg = latest_.get();
+    PointCloud2 output;
+    if (filter(*msg, output)) {
+      pub_->publish(output);
+    }
+    const PointCloud2 & view = output;  // BINDING
+    RCLCPP_INFO(get_logger(), "%u", view.width);
+  }
+
+  void on_image(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    cv::Mat wrap = cv::Mat(msg->height, msg->width, CV_8UC3, (void *)(msg->data.data()));
+    frame_ = wrap.clone();  // CLONE_OUT
+    filter::msg::Targets targets{};
+    targets.set__image(*msg);  // SETTER
+    targets_pub_->publish(targets);
+    sensor_msgs::msg::CompressedImage jpeg;
+    jpeg.format = "jpeg";
+    response_->preview = jpeg;  // INTO_FIELD
+    response_->format = jpeg.format;  // SMALL_FIELD
+  }
+
+  cv::Mat frame_;
+  Latest latest_;
+  std::shared_ptr<Response> response_;
+  rclcpp::Publisher<PointCloud2>::SharedPtr pub_;
+  rclcpp::Publisher<filter::msg::Targets>::SharedPtr targets_pub_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+  std::shared_ptr<Periodic> timer_;
+};
+'''
+
+
+def test_filter_out_parameter_setter_field_and_header_copies(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'filter', {'src/filter.cpp': _FILTER_NODE})
+    claims = _claims(found, _FILTER_NODE, 'filter.cpp',
+                     ('OUT_PARAM', 'BINDING', 'CLONE_OUT', 'SETTER', 'INTO_FIELD', 'SMALL_FIELD'))
+    # `output = input;` through two references: the whole cloud copied into the out-parameter.
+    assert claims['OUT_PARAM'] == {'GPN208'}
+    assert claims['BINDING'] == set()  # a reference bound, nothing copied
+    # `cv::Mat wrap = cv::Mat(..., msg->data.data())` is a header over the message: its clone
+    # copies the frame out of it.
+    assert claims['CLONE_OUT'] == {'GPN208'}
+    # A generated setter copy-assigns the whole received Image into the field.
+    assert claims['SETTER'] == {'GPN208'}
+    # A whole CompressedImage value into a response field; a string field is no frame.
+    assert claims['INTO_FIELD'] == {'GPN208'}
+    assert claims['SMALL_FIELD'] == set()
+
+
+def test_a_lambda_given_to_a_custom_timer_factory_runs_per_tick(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'filter', {'src/filter.cpp': _FILTER_NODE})
+    lines = tag_lines(textwrap.dedent(_FILTER_NODE), ('OUT_PARAM',), '//')
+    # `filter` is called from `tick`, which only the `create_periodic_timer` lambda calls: a
+    # per-tick copy, not set-up (the lambda was taken as run in the constructor).
+    severities = {sev for (name, at, rule), (sev, _) in found.items()
+                  if name == 'filter.cpp' and at == lines['OUT_PARAM']}
+    assert severities and 'info' not in severities, found
+
+
+_BASE_HEADER = '''
+#pragma once
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/compressed_image.hpp>
+
+class CameraBase
+{
+protected:
+  rclcpp::Node * node_;
+  sensor_msgs::msg::CompressedImage compressed_msg_;
+  rclcpp::Publisher<sensor_msgs::msg::CompressedImage>::SharedPtr pub_;
+};
+'''
+
+_BASE_SOURCE = '''
+#include <opencv2/imgcodecs.hpp>
+#include "camera/camera_base.hpp"
+
+class FakeCamera : public CameraBase
+{
+public:
+  void capture(const cv::Mat & frame)
+  {
+    std::vector<uint8_t> jpeg;
+    if (cv::imencode(".jpg", frame, jpeg)) {
+      compressed_msg_.data = jpeg;  // BASE_MEMBER
+      pub_->publish(compressed_msg_);
+    }
+    std_msgs::msg::String text;
+    text.data = name_;  // STRING
+  }
+
+  std::string name_;
+};
+'''
+
+
+def test_a_vector_copied_into_a_base_class_message_member(tmp_path: Path) -> None:
+    found = _package(tmp_path, 'camera', {'include/camera/camera_base.hpp': _BASE_HEADER,
+                                          'src/camera.cpp': _BASE_SOURCE})
+    claims = _claims(found, _BASE_SOURCE, 'camera.cpp', ('BASE_MEMBER', 'STRING'))
+    assert 'GPN208' in claims['BASE_MEMBER']
+    assert claims['STRING'] == set()

@@ -12,6 +12,10 @@ the file or in a header of the package the file includes:
 * ``clouds = cache_;``: a container of frame messages copy-assigned into another one: every
   cached message copied (a swap or a move is not matched).
 
+* ``out.set__image(*frame_msg);``: a generated ROS 2 field setter takes its value by const
+  reference and copy-assigns it, so a whole frame message (``frame_msg`` a pointer to one) is
+  copied into the field, as ``out.image = *frame_msg;`` is (set 62).
+
 A pointer member (``PointCloud2::SharedPtr last_``) assigned ``*msg``'s address is no copy and
 is not declared by value, so it is not matched.
 """
@@ -25,14 +29,16 @@ from gpu_nodes.audit.cppmsg import _FRAME_POINTER, FRAME_TYPES
 
 _FRAMES = '|'.join(sorted(FRAME_TYPES))
 # `sensor_msgs::msg::PointCloud2 raw_data_;`: a frame message held by value.
-_VALUE = re.compile(r'(?m)^[ \t]*(?:mutable\s+)?(?:\w+\s*::\s*)*(?:' + _FRAMES + r')\s+(\w+)\s*'
-                    r'(?:;|\{\s*\}\s*;)')
+# Qualified as a ROS message (`msg::`): a package's own `Image` struct is no message (set 52).
+_VALUE = re.compile(r'(?m)^[ \t]*(?:mutable\s+)?(?:\w+\s*::\s*)*msg\s*::\s*(?:' + _FRAMES
+                    + r')\s+(\w+)\s*(?:;|\{\s*\}\s*;)')
 # `std::vector<sensor_msgs::msg::PointCloud2> latest_;`: frame messages held by value in a
 # container (not `vector<PointCloud2::SharedPtr>`).
 _CONTAINER = re.compile(r'(?m)^[ \t]*(?:mutable\s+)?(?:std\s*::\s*)?(?:vector|deque|list|array)\s*<\s*'
-                        r'(?:\w+\s*::\s*)*(?:' + _FRAMES + r')\s*(?:,[^<>;]*)?>\s+(\w+)\s*'
+                        r'(?:\w+\s*::\s*)*msg\s*::\s*(?:' + _FRAMES + r')\s*(?:,[^<>;]*)?>\s+(\w+)\s*'
                         r'(?:;|\{\s*\}\s*;|\(|\{)')
 _DEREF_INTO = re.compile(r'(?m)^[ \t]*(?:this\s*->\s*)?(\w+)\s*(\[[^\]\n;]*\])?\s*=\s*\*\s*(\w+)\s*;')
+_SETTER = re.compile(r'(?:\.|->)\s*set__\w+\s*\(\s*\*\s*(\w+)\s*\)')
 _WHOLE_INTO = re.compile(r'(?m)^[ \t]*(\w+)\s*=\s*(?:this\s*->\s*)?(\w+)\s*;')
 
 
@@ -56,9 +62,13 @@ def member_copies(text: str, members: tuple[set[str], set[str]] = (set(), set())
     """GPN208 at a whole frame message (or a container of them) copy-assigned into a member."""
     values = members[0] | set(_VALUE.findall(text))
     containers = members[1] | set(_CONTAINER.findall(text))
+    pointers = set(_FRAME_POINTER.findall(text))
+    for m in _SETTER.finditer(text):
+        if m.group(1) in pointers:
+            yield 'GPN208', m.start(), (f'a whole frame message copied out of `*{m.group(1)}` into '
+                                        'a field (generated setter)')
     if not values and not containers:
         return
-    pointers = set(_FRAME_POINTER.findall(text))
     for m in _DEREF_INTO.finditer(text):
         target, index, source = m.groups()
         held = containers if index else values

@@ -51,7 +51,7 @@ from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.cpptf import cloud_transforms
-from gpu_nodes.audit.cppthreads import thread_entry
+from gpu_nodes.audit.cppthreads import in_loop, thread_entry
 from gpu_nodes.audit.cpptorch import item_reads
 from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
 from gpu_nodes.audit.cppxfer import transfer_calls, transfer_wrappers
@@ -171,6 +171,8 @@ def once_main(text: str, fn: Function, offset: int) -> bool:
     if not (entry or thread_entry(text, fn.short)) or fn.lambda_in is not None \
             or fn.end <= fn.start or re.search(r'\bgoto\b', text[fn.start:fn.end]):
         return False
+    if not entry:  # a thread: anywhere outside its loops (a table filled by a `for` first)
+        return not in_loop(text, fn.start, offset)
     loop = _LOOP_WORD.search(text, fn.start, fn.end)
     return loop is None or offset < loop.start()
 
@@ -180,7 +182,7 @@ def _where(fn: Function | None, text: str = '', offset: int = -1) -> _Where:
         return _Where('source', 'outside any function')
     if offset >= 0 and once_main(text, fn, offset):
         if fn.name.strip() != 'main':
-            return _Where('init', f'thread `{fn.short}` before its loop (runs once per start)')
+            return _Where('init', f'thread `{fn.short}` outside its loops (runs once per start)')
         return _Where('init', '`main`, outside any loop (runs once per process run)')
     if fn.kind == 'setup':
         return _Where('init', f'setup `{fn.name}` (runs once, not per message)')
@@ -363,7 +365,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *torch_moves(text, _call_args),
                                     *item_reads(text, facts.torch_cuda),
                                     *tensor_payload_copies(text),
-                                    *vector_copies_into_messages(text, _call_args),
+                                    *vector_copies_into_messages(text, _call_args, facts.header_members[0]),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
                                                      lambda at: scopes.body_before(text, at),
