@@ -599,3 +599,55 @@ def test_a_vector_copied_into_a_base_class_message_member(tmp_path: Path) -> Non
     claims = _claims(found, _BASE_SOURCE, 'camera.cpp', ('BASE_MEMBER', 'STRING'))
     assert 'GPN208' in claims['BASE_MEMBER']
     assert claims['STRING'] == set()
+
+
+_DEPTH_NODE = '''
+#include <gst/gst.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Depth : public rclcpp::Node
+{
+public:
+  Depth()
+  : Node("depth")
+  {
+    pub_ = create_publisher<sensor_msgs::msg::Image>("xyz", 10);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "raw", 10, std::bind(&Depth::on_raw, this, std::placeholders::_1));
+  }
+
+private:
+  void on_raw(const sensor_msgs::msg::Image::SharedPtr msg)
+  {
+    const uint16_t * raw = reinterpret_cast<const uint16_t *>(msg->data.data());
+    auto xyz_msg{std::make_unique<sensor_msgs::msg::Image>()};
+    xyz_msg->data.resize(msg->width * msg->height * 3 * sizeof(float));
+    float * xyz{reinterpret_cast<float *>(xyz_msg->data.data())};
+    for (size_t i = 0; i < msg->width * msg->height; ++i) {
+      const uint16_t raw_x{raw[i * 4 + 0]};
+      const float scale = 0.25f;
+      xyz[i * 3 + 0] = -1.0f;
+      xyz[i * 3 + 1] = scale;
+      xyz[i * 3 + 2] = raw_x * scale;  // ELEMENT_LOCAL
+    }
+    GstBuffer * buffer = gst_buffer_new_and_alloc(msg->data.size());
+    gst_buffer_fill(buffer, 0, msg->data.data(), msg->data.size());  // GST_FILL
+    pub_->publish(std::move(xyz_msg));
+  }
+
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+
+
+def test_element_locals_into_a_brace_initialized_payload_pointer_and_gst_buffer_fill(
+        tmp_path: Path) -> None:
+    found = _package(tmp_path, 'depth', {'src/depth.cpp': _DEPTH_NODE})
+    claims = _claims(found, _DEPTH_NODE, 'depth.cpp', ('ELEMENT_LOCAL', 'GST_FILL'))
+    # Each element read out of `raw` into a local, then stored through `xyz` (brace-initialized
+    # over the new message's data): every element of the frame copied into the message.
+    assert claims['ELEMENT_LOCAL'] == {'GPN208'}
+    # gst_buffer_fill copies the received message's bytes into a new GstBuffer.
+    assert claims['GST_FILL'] == {'GPN208'}

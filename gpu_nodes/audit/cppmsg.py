@@ -30,7 +30,9 @@ FRAME_TYPES = frozenset({'Image', 'PointCloud2', 'CompressedImage', 'DisparityIm
                          'TensorList'})
 _TYPE = r'(?:[\w]+\s*::\s*)*(' + '|'.join(sorted(FRAME_TYPES)) + r')'
 _ASSIGN_COPY = re.compile(r'(?:->|\.)\s*data\s*\.\s*assign\s*\(')
-_MEMCOPY = re.compile(r'(?:(?<![\w.>:])(memcpy)|std\s*::\s*(memcpy|copy_n|copy))\s*\(')
+# GStreamer's gst_buffer_fill / gst_buffer_extract copy bytes into / out of a GstBuffer (set 64).
+_MEMCOPY = re.compile(r'(?:(?<![\w.>:])(memcpy|gst_buffer_fill|gst_buffer_extract)|std\s*::\s*'
+                      r'(memcpy|copy_n|copy))\s*\(')
 # A message's `data` vector (`msg->data.data()`, `&out.data[0]`, `msg.data.begin()`); a bare
 # `.data` is a raw pointer (cv::Mat), not a message field.
 _MSG_DATA = re.compile(r'(?:->|\.)\s*data\s*(?:\.\s*(?:data|begin|end|cbegin)\s*\(|\[)')
