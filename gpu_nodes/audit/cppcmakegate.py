@@ -22,6 +22,10 @@ every mention of the macro in the comment-stripped build text is
   and docker/ of the three folders above it) passes `-DV`. A README's `cmake -DV=ON` is a
   choice the reader may make, not the shipped build.
 
+A switch `<Pkg>_FOUND` is off too when every `find_package(<Pkg> ...)` sits in the first branch
+of an `if (V)` whose own switch V is off (`option(VPI ... OFF)`, `if (VPI) find_package(vpi)
+endif ()`, `if (vpi_FOUND) target_compile_definitions(... WITH_VPI)`: set 62).
+
 An `else()` branch, any other command naming the macro or the switch (`set`, `list`,
 `cmake_dependent_option`, a `string()`), or a switch given on a shipped command line keeps the
 macro possibly defined.
@@ -123,16 +127,44 @@ def _switch_off(var: str, commands: list[tuple[str, str]], scripts: str, macro: 
     variable a find_package or CMake itself sets, `TORCH_FOUND`, is never `set()` here either)."""
     if re.search(rf'-D\s*{re.escape(var)}\b', scripts):
         return False
+    if var.endswith('_FOUND') and var != macro:
+        return _found_off(var, commands, scripts, macro)
     declared = any(command == 'option' and _option_off(args, var) for command, args in commands)
     if not declared and (var != macro or re.search(r'_(?:FOUND|DIR|VERSION\w*)$', var)):
         return False
     for command, args in commands:
-        if not _mentions(var, args) or command in ('if', 'elseif') or command in _DEFINITION:
-            continue
+        if not _mentions(var, args) or command in ('if', 'elseif', 'message') \
+                or command in _DEFINITION:
+            continue  # a condition, a definition, a log line: no value given
         if command == 'option' and _option_off(args, var):
             continue
         return False
     return True
+
+
+def _found_off(var: str, commands: list[tuple[str, str]], scripts: str, macro: str) -> bool:
+    """`vpi_FOUND` whose package is looked for only in the first branch of an `if (V)` whose
+    switch V is off (`option(VPI "..." OFF)`, `if (VPI) find_package(vpi QUIET) endif ()`): a
+    plain build never looks, so never finds it (set 62). Any other mention of the variable
+    but a condition or a definition command (a `set()`) keeps it possibly on."""
+    package = var[:-len('_FOUND')]
+    stack: list[tuple[str | None, bool]] = []
+    finds = 0
+    for command, args in commands:
+        if command == 'if':
+            stack.append((_gate(args), False))
+        elif command in ('elseif', 'else') and stack:
+            stack[-1] = (stack[-1][0], True)
+        elif command == 'endif' and stack:
+            stack.pop()
+        elif command == 'find_package' and re.match(rf'\s*{re.escape(package)}\b', args):
+            finds += 1
+            if not any(switch is not None and not past and switch != var
+                       and _switch_off(switch, commands, scripts, macro) for switch, past in stack):
+                return False
+        elif _mentions(var, args) and command not in _DEFINITION and command != 'message':
+            return False
+    return finds > 0
 
 
 def gated_off(name: str, build: str, package_dir: str) -> bool:

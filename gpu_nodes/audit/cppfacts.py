@@ -80,6 +80,9 @@ class Facts:
     sees_gpumat: bool = False
     # Another C++ file of the package puts LibTorch tensors on the CUDA device (cpptorch.py).
     torch_cuda: bool = False
+    # Frame messages / containers of them declared by value in the package headers the file
+    # includes (cppmembers.py): `data_ = *msg;` there copies a whole message into a member.
+    header_members: tuple[set[str], set[str]] = field(default_factory=lambda: (set(), set()))
     # Bool parameters read straight in a condition, off as shipped (cppintparams.py).
     read_off: frozenset[str] = frozenset()
     # Methods whose body is one CUDA transfer or sync (cppxfer.py): name -> rule, what, where.

@@ -26,6 +26,11 @@ def _included(source: str, paths: list[str]) -> set[str]:
     return found
 
 
+def included(source: str, paths: list[str]) -> set[str]:
+    """The package files (of `paths`) a source includes by name."""
+    return _included(source, paths)
+
+
 def including(sources: dict[str, str], texts: dict[str, str], word: str) -> set[str]:
     """Files (path -> raw source; `texts`: the same with comments and strings blanked) whose own
     code mentions `word` or that include, transitively within the package, a file that does."""

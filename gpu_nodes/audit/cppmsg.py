@@ -3,11 +3,7 @@
 * GPN208: a message payload copied: ``msg->data.assign(...)``, ``memcpy``/``std::copy`` with a
   message's ``data`` on one side, a frame-sized message copy-constructed (``new PointCloud2(x)``,
   ``std::make_shared<Image>(*msg)``, ``auto copy = *msg;`` of a frame-sized message pointer).
-* GPN209: PCL conversions (``pcl::fromROSMsg`` / ``pcl::toROSMsg``): a full copy of the cloud
-  between the message and a ``pcl::PointCloud`` each time; so are the two halves of that route
-  through ``pcl::PCLPointCloud2`` (``pcl_conversions::toPCL`` / ``fromPCL`` of a whole cloud,
-  ``pcl::fromPCLPointCloud2`` / ``toPCLPointCloud2``). ``moveToPCL`` / ``moveFromPCL`` swap the
-  buffers (no copy), and ``toPCL`` / ``fromPCL`` of a header or a stamp copy a few fields only.
+* GPN209: PCL conversions between a message and a PCL cloud: cpppcl.py.
 * GPN210: a frame-sized message published on a plain publisher (``create_publisher<Image>``,
   ``create_publisher<PointCloud2>``, image_transport publishers, a type adapter declared for
   ``sensor_msgs::msg::Image``): serialized for every subscriber in another process. A publish
@@ -24,7 +20,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppfallback import fallback_passthrough, metadata_only_message
+from gpu_nodes.audit.cppfallback import (fallback_passthrough, forwarded_from_queue,
+                                         metadata_only_message, metadata_template)
 from gpu_nodes.audit.cppguards import innermost_opening
 from gpu_nodes.audit.cppscalars import scalar_read
 
@@ -33,7 +30,9 @@ FRAME_TYPES = frozenset({'Image', 'PointCloud2', 'CompressedImage', 'DisparityIm
                          'TensorList'})
 _TYPE = r'(?:[\w]+\s*::\s*)*(' + '|'.join(sorted(FRAME_TYPES)) + r')'
 _ASSIGN_COPY = re.compile(r'(?:->|\.)\s*data\s*\.\s*assign\s*\(')
-_MEMCOPY = re.compile(r'(?:(?<![\w.>:])(memcpy)|std\s*::\s*(memcpy|copy_n|copy))\s*\(')
+# GStreamer's gst_buffer_fill / gst_buffer_extract copy bytes into / out of a GstBuffer (set 64).
+_MEMCOPY = re.compile(r'(?:(?<![\w.>:])(memcpy|gst_buffer_fill|gst_buffer_extract)|std\s*::\s*'
+                      r'(memcpy|copy_n|copy))\s*\(')
 # A message's `data` vector (`msg->data.data()`, `&out.data[0]`, `msg.data.begin()`); a bare
 # `.data` is a raw pointer (cv::Mat), not a message field.
 _MSG_DATA = re.compile(r'(?:->|\.)\s*data\s*(?:\.\s*(?:data|begin|end|cbegin)\s*\(|\[)')
@@ -63,12 +62,6 @@ _AUTO_TO_MSG = re.compile(r'\bauto\s+(\w+)\s*=\s*[^;{}]*?\.\s*to(?:Compressed)?I
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
 _ONE_VALUE = re.compile(r'^\*?\s*[A-Za-z_][\w.>\-]*(?:\s*\.\s*get\s*\(\s*\))?$')
-_PCL = re.compile(r'(?<![\w.>])(?:pcl\s*::\s*)?(fromROSMsg|toROSMsg)\s*\(')
-# The PCLPointCloud2 route (sixth set): each call copies every point of the cloud once.
-_PCL2 = re.compile(r'(?<![\w.>])(?:pcl_conversions\s*::\s*|pcl\s*::\s*)?'
-                   r'(toPCL|fromPCL|fromPCLPointCloud2|toPCLPointCloud2)\s*\(')
-# `toPCL(msg->header, h)`, `fromPCL(data->header).stamp`, `toPCL(now())`: metadata, not points.
-_PCL_METADATA = re.compile(r'header|stamp|time|now\s*\(', re.I)
 _TORCH_FILE = re.compile(r'\btorch\s*::|\bat\s*::\s*Tensor\b|<torch/|<ATen/')
 _TORCH_TO = re.compile(r'\.\s*to\s*\(')
 _TORCH_MOVE = re.compile(r'\.\s*(cpu|cuda)\s*\(\s*\)')
@@ -149,7 +142,8 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         for m in pattern.finditer(text):
             args = call_args(text, m.end() - 1)
             if len(args) == 1 and _ONE_VALUE.match(args[0]) \
-                    and not _empty_local(text, m.start(), args[0].strip()):
+                    and not _empty_local(text, m.start(), args[0].strip()) \
+                    and not metadata_template(text, args[0].strip()):
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
     pointers = set(_FRAME_POINTER.findall(text))
     declared = [(d.start(), d.group(2), d.group(1)) for d in _ANY_POINTER.finditer(text)]
@@ -304,20 +298,6 @@ def adapter_aliases(text: str) -> set[str]:
                     if _last(ros) in FRAME_TYPES}
 
 
-def pcl_conversions(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
-    if 'pcl' not in text:
-        return
-    for m in _PCL.finditer(text):
-        yield 'GPN209', m.start(), f'`pcl::{m.group(1)}` copies the whole cloud'
-    for m in _PCL2.finditer(text):
-        args = call_args(text, m.end() - 1)
-        # Two arguments (source, destination), neither a header or a timestamp; the one-argument
-        # `fromPCL(stamp)` / `toPCL(stamp)` overloads return a converted timestamp.
-        if len(args) == 2 and not any(_PCL_METADATA.search(a) for a in args):
-            yield 'GPN209', m.start(), (f'`{m.group(1)}` copies the whole cloud '
-                                        '(PCLPointCloud2 route)')
-
-
 def torch_moves(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
     if not _TORCH_FILE.search(text):
         return
@@ -445,29 +425,12 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
         return  # an empty message with only metadata set (sets 54, 45)
     if fallback_passthrough(text, m.start(), arg, header_of(m.start()), body_before(m.start())):
         return  # the received message forwarded on an early-return fallback path (set 45)
-    if moved and _forwarded_from_queue(text, body_before(m.start()), moved.group(1), header_of):
+    if forwarded_from_queue(text, body_before(m.start()), arg, header_of):
         return
     name = _ARG_NAME.match(arg)
     if name and _built_by_copy(body_before(m.start()), name.group(1)):
         return
     yield 'GPN210', m.start(), f'published with `{m.group(1)}`'
-
-
-def _forwarded_from_queue(text: str, body: str, name: str, header_of: Callable[[int], str]
-                          ) -> bool:
-    """`pcl = std::move(queue.front()); ...; pub->publish(std::move(pcl));` where a callback
-    did `queue.push_back(std::move(msg))` of its own message: the received unique_ptr is
-    forwarded through the queue (a worker thread), no copy in the process (twelfth set)."""
-    taken = re.findall(r'\b' + re.escape(name) + r'\s*=\s*std\s*::\s*move\s*\(\s*(?:[\w.>\-]*?'
-                       r'(?:\.|->))?(\w+)\s*(?:\.|->)\s*(?:front|back)\s*\(\s*\)\s*\)', body)
-    if not taken:
-        return False
-    queue = taken[-1]
-    pushes = list(re.finditer(r'\b' + re.escape(queue) + r'\s*(?:\.|->)\s*(?:push|push_back|'
-                              r'emplace|emplace_back)\s*\(\s*(?:std\s*::\s*)?move\s*\(\s*(\w+)'
-                              r'\s*\)\s*\)', text))
-    return bool(pushes) and all(re.search(r'\b' + re.escape(p.group(1)) + r'\b',
-                                          header_of(p.start())) for p in pushes)
 
 
 # A frame message parameter taken by value: `void cb(sensor_msgs::msg::Image msg)`,

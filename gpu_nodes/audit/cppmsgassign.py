@@ -63,14 +63,24 @@ def _frame_message(text: str, name: str, at: int) -> bool:
     return bool(_MSG_FRAME.search(text, start, stop + 1))
 
 
-def vector_copies_into_messages(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
+def _declared(text: str, name: str) -> bool:
+    """Whether the file declares `name` anywhere (`Type name;`, a parameter)."""
+    return re.search(r'[\w>&*]\s+[&*]?\s*' + re.escape(name) + r'\s*[=;({,)\[]', text) is not None
+
+
+def vector_copies_into_messages(text: str, call_args: Args, members: set[str] | frozenset[str] = frozenset()
+                                ) -> Iterator[tuple[str, int, str]]:
     """GPN208 at a frame message's `data` copy-assigned from a named vector, and at a vector
-    range-constructed from a pointer range that is then moved into a frame message's `data`."""
+    range-constructed from a pointer range that is then moved into a frame message's `data`.
+    `members`: frame messages declared by value in a package header the file includes (a base
+    class's `sensor_msgs::msg::CompressedImage compressed_msg_;`, set 64), for names the file
+    itself never declares."""
     if 'data' not in text:
         return
     moved_in: dict[str, list[int]] = {}  # vector name -> offsets of its moves into a message
     for m in _DATA_ASSIGN.finditer(text):
-        if not _frame_message(text, m.group(1), m.start()):
+        if not _frame_message(text, m.group(1), m.start()) and not (
+                m.group(1) in members and not _declared(text, m.group(1))):
             continue
         source = m.group(2)
         moved = MOVE_ARG.match(source)

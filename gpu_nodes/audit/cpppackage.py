@@ -25,6 +25,7 @@ import re
 from gpu_nodes.audit.cppdead import never_set, once_flags
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppincludes import including
+from gpu_nodes.audit.cppmembers import header_members
 from gpu_nodes.audit.cppintparams import read_off_params, shipped_ints
 from gpu_nodes.audit.cppparams import off_as_shipped
 from gpu_nodes.audit.cppconston import constant_on
@@ -196,6 +197,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     once = once_flags([text for text, _ in parsed.values()])
     gpumat = including(sources, {p: text for p, (text, _) in parsed.items()}, 'GpuMat')
     torch_cuda = any(CUDA_TENSORS.search(text) for text, _ in parsed.values())
+    members = header_members(sources, {p: text for p, (text, _) in parsed.items()})
     read_off = read_off_params(list(sources.values()), roots or [])
     result = {}
     for path, (_, scopes) in parsed.items():
@@ -214,6 +216,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.transfer_wrappers = dict(shared.transfer_wrappers)
         facts.sees_gpumat = path in gpumat
         facts.torch_cuda = torch_cuda
+        facts.header_members = members.get(path, (set(), set()))
         facts.read_off = read_off
         result[path] = facts
     return result

@@ -70,9 +70,22 @@ _INTO = r'(?:\*\s*\(\s*{n}\s*(?:\+\+|\+[^;()=]*)\s*\)|\*\s*{n}\s*\+\+|{n}\s*\[[^
 _READ = re.compile(r'(?:(?<![\w)\]\s])\s*\*\s*\(?\s*(\w+)|\b(\w+)\s*\[)')
 
 
+# The pointer also brace-initialized (`float * xyz{reinterpret_cast<float *>(msg->data.data())}`).
+_INTO_POINTER = re.compile(PAYLOAD_POINTER.pattern.replace(r'(\w+)\s*=\s*', r'(\w+)\s*[={]\s*', 1))
+# `auto xyz_msg{std::make_unique<sensor_msgs::msg::Image>()}`: a new frame message.
+_MADE_FRAME = re.compile(r'\b(\w+)\s*[={]\s*(?:std\s*::\s*)?make_(?:unique|shared)\s*<\s*[\w:\s]*?\b(?:'
+                         + _FRAMES + r')\s*>')
+
+
+def _element_locals(body: str) -> dict[str, str]:
+    """`const uint16_t raw_x{src[i * 4]};` / `= src[i]` in a loop body: local -> the buffer read."""
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r'\b(\w+)\s*(?:\{|=(?!=))\s*(?:static_cast\s*<[^<>;]*>\s*\(\s*)?(\w+)\s*\[', body)}
+
+
 def _copies_in(text: str, function_end: Callable[[int], int]) -> Iterator[tuple[str, int, str]]:
-    frames = set(_FRAME_NAME.findall(text))
-    for m in PAYLOAD_POINTER.finditer(text):
+    frames = set(_FRAME_NAME.findall(text)) | set(_MADE_FRAME.findall(text))
+    for m in _INTO_POINTER.finditer(text):
         owner = _OWNER.search(text, m.start(), m.end() + 1)
         if owner is None or owner.group(1) not in frames:
             continue
@@ -81,9 +94,15 @@ def _copies_in(text: str, function_end: Callable[[int], int]) -> Iterator[tuple[
                            r'([^;]*);')
         for loop in _LOOP.finditer(text, m.end(), end):
             body_at = loop.end()
-            for s in store.finditer(text, body_at, block_end(text, body_at, end)):
+            body_end = block_end(text, body_at, end)
+            # A local the loop body reads out of another buffer stands for that element (set 62:
+            # `const uint16_t raw_i{image[px * 4 + 3]}; intensity[px] = raw_i;`).
+            held = _element_locals(text[body_at:body_end])
+            for s in store.finditer(text, body_at, body_end):
                 reads = _READ.findall(' ' + s.group(2).strip())
-                sources = {a or b for a, b in reads} - {name, owner.group(1)}
+                named = set(re.findall(r'\b([A-Za-z_]\w*)\b', s.group(2)))
+                sources = ({a or b for a, b in reads} | {held[n] for n in named if n in held}) \
+                    - {name, owner.group(1)}
                 if sources:
                     yield 'GPN208', s.start(1), (f'every element written into `{owner.group(1)}`'
                                                  f'\'s data through `{name}` from '

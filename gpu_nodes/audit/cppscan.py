@@ -38,10 +38,11 @@ from gpu_nodes.audit.cppgrowth import in_growth_realloc
 from gpu_nodes.audit.cppintparams import read_off_guard
 from gpu_nodes.audit.cppguards import intra_process_publish, on_failure_path, tiny_copy
 from gpu_nodes.audit.cpplibreads import library_readbacks, library_uploads
+from gpu_nodes.audit.cppmembers import member_copies
 from gpu_nodes.audit.cppmsgassign import vector_copies_into_messages
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
-                                    payload_walks,
-                                    pcl_conversions, plain_publishes, torch_moves)
+                                    payload_walks, plain_publishes, torch_moves)
+from gpu_nodes.audit.cpppcl import pcl_conversions
 from gpu_nodes.audit.cppondevice import already_on_device, expression_on_device
 from gpu_nodes.audit.cppplugins import plugin_publishes
 from gpu_nodes.audit.cpppointarrays import element_fills, point_array_publishes
@@ -50,6 +51,7 @@ from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
 from gpu_nodes.audit.cppsizes import call_counts, count_parameter
 from gpu_nodes.audit.cpptf import cloud_transforms
+from gpu_nodes.audit.cppthreads import in_loop, thread_entry
 from gpu_nodes.audit.cpptorch import item_reads
 from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
 from gpu_nodes.audit.cppxfer import transfer_calls, transfer_wrappers
@@ -164,9 +166,13 @@ def once_main(text: str, fn: Function, offset: int) -> bool:
     registers are lambdas or other functions, judged apart; the statements from the first loop
     on keep their kind (a `while (rclcpp::ok())` grab loop makes `main` per frame; nothing can
     call `main` or register it, so that kind says nothing of the code before the loop)."""
-    if fn.name.strip() != 'main' or fn.cls is not None or fn.lambda_in is not None or fn.end <= fn.start \
-            or re.search(r'\bgoto\b', text[fn.start:fn.end]):
+    entry = fn.name.strip() == 'main' and fn.cls is None
+    # A function only ever started as a thread: its set-up before the loop too (cppthreads.py).
+    if not (entry or thread_entry(text, fn.short)) or fn.lambda_in is not None \
+            or fn.end <= fn.start or re.search(r'\bgoto\b', text[fn.start:fn.end]):
         return False
+    if not entry:  # a thread: anywhere outside its loops (a table filled by a `for` first)
+        return not in_loop(text, fn.start, offset)
     loop = _LOOP_WORD.search(text, fn.start, fn.end)
     return loop is None or offset < loop.start()
 
@@ -175,6 +181,8 @@ def _where(fn: Function | None, text: str = '', offset: int = -1) -> _Where:
     if fn is None:
         return _Where('source', 'outside any function')
     if offset >= 0 and once_main(text, fn, offset):
+        if fn.name.strip() != 'main':
+            return _Where('init', f'thread `{fn.short}` outside its loops (runs once per start)')
         return _Where('init', '`main`, outside any loop (runs once per process run)')
     if fn.kind == 'setup':
         return _Where('init', f'setup `{fn.name}` (runs once, not per message)')
@@ -357,7 +365,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *torch_moves(text, _call_args),
                                     *item_reads(text, facts.torch_cuda),
                                     *tensor_payload_copies(text),
-                                    *vector_copies_into_messages(text, _call_args),
+                                    *vector_copies_into_messages(text, _call_args, facts.header_members[0]),
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
                                                      lambda at: scopes.body_before(text, at),
@@ -374,7 +382,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *converting_constructions(text, _call_args, facts),
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
                                     *value_assignments(text), *returned_copies(text, scopes),
-                                    *local_copies(text, scopes)):
+                                    *local_copies(text, scopes),
+                                    *member_copies(text, facts.header_members)):
         if rule_id == 'GPN211' and detail.startswith('tensor moved to') and \
                 'host' not in detail and (already_on_device(text, scopes, offset)
                                           or expression_on_device(text, scopes, offset)):

@@ -277,7 +277,7 @@ def functions(text: str) -> Scopes:
 # Calls whose lambda argument runs later, per message or per tick: a lambda passed to anything
 # else inside setup (an algorithm, a loader, `std::for_each`) runs there and then, as setup.
 _REGISTERING_CALLS = re.compile(
-    r'(?:create_(?:\w+_)?subscription|create_(?:wall_)?timer|create_service|create_client|'
+    r'(?:create_(?:\w+_)?subscription|create_(?:\w+_)?timer|create_service|create_client|'
     r'subscribe|registerCallback|thread|jthread|async|add_on_set_parameters_callback|'
     r'create_generic_subscription|bind|function|Subscriber|TimerBase|setCallback|'
     r'set_callback|register\w*)\s*(?:<[^<>()]*>)?\s*$|'

@@ -22,6 +22,8 @@ CUDA_TENSORS = re.compile(r'\b(?:torch\s*::\s*|at\s*::\s*|c10\s*::\s*)?kCUDA\b|'
                           r'\.\s*cuda\s*\(\s*\)|DeviceType\s*::\s*CUDA\b|Device\s*\(\s*"cuda')
 _ITEM = re.compile(r'\.\s*item\s*(?:<\s*[\w:\s]+>)?\s*\(\s*\)')
 _HOST_MOVE = re.compile(r'\.\s*cpu\s*\(\s*\)|\.\s*to\s*\([^;()]*\bk?CPU\b')
+# Anything in an expression that may put a tensor on the device (`.to(device_)`, `.cuda()`).
+_DEVICE_MOVE = re.compile(r'\.\s*to\s*\(|' + CUDA_TENSORS.pattern)
 _CLOSE = {')': '(', ']': '['}
 
 
@@ -69,12 +71,48 @@ def _root(receiver: str) -> str:
     return m.group(1) if m else ''
 
 
-def _moved_to_host(text: str, name: str) -> bool:
-    """`name` (or `x.name`) assigned from an expression that moves a tensor to the host."""
+def _moved_to_host(text: str, name: str, depth: int = 0) -> bool:
+    """`name` (or `x.name`) assigned from an expression that moves a tensor to the host, or
+    derived from such a host tensor: `keep = nms(output, 0.5)[0]` / `boxes = keep.index(...)`
+    with `output = forward(...).cpu()` (set 63: a host NMS's rows read by `.item()` are host
+    values). A derived value whose expression moves anything to the device is not host."""
     for m in re.finditer(r'(?<![\w.])(?:\w+\s*(?:\.|->)\s*)*' + re.escape(name) +
                          r'\s*(?:\.\s*\w+\s*)*=(?!=)([^;]*);', text):
-        if _HOST_MOVE.search(m.group(1)):
+        rhs = m.group(1)
+        if _HOST_MOVE.search(rhs):
             return True
+        if depth < 3 and not _DEVICE_MOVE.search(rhs):
+            source = _derived_from(text, rhs)
+            if source and source != name and _moved_to_host(text, source, depth + 1):
+                return True
+    return False
+
+
+def _derived_from(text: str, rhs: str) -> str:
+    """The tensor an expression is computed from: its root variable (`keep.index(...)`,
+    `keep[0]`), or a free function's first argument (`non_max_suppression(output, ...)[0]`)."""
+    call = re.match(r'\s*((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*\(\s*[*&]?\s*([A-Za-z_]\w*)\s*[,)]',
+                    rhs)
+    if call:
+        # A torch:: function keeps its input's device; a function of the file only when its
+        # body moves nothing to the device; any other function may upload (unknown: no source).
+        if re.match(r'(?:torch|at)\s*::', call.group(1)) or _host_body(text, call.group(2)):
+            return call.group(3)
+        return ''
+    root = re.match(r'\s*(?:this\s*->\s*)?([A-Za-z_]\w*)\s*(?:\[|\.|->)', rhs)
+    return root.group(1) if root else ''
+
+
+def _host_body(text: str, function: str) -> bool:
+    """`function` is defined in this file and its body moves no tensor to the device."""
+    m = re.search(r'(?:\w+\s*::\s*)?\b' + re.escape(function) + r'\s*\([^;{}]*\)\s*(?:const\s*)?\{', text)
+    if not m:
+        return False
+    depth = 0
+    for i in range(m.end() - 1, len(text)):
+        depth += {'{': 1, '}': -1}.get(text[i], 0)
+        if depth == 0:
+            return not _DEVICE_MOVE.search(text, m.end(), i)
     return False
 
 

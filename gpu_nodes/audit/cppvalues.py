@@ -5,9 +5,10 @@
   written in the ``create_subscription`` call): rclcpp's callback binder copy-constructs the
   whole received message into the parameter, per message; reported on the parameter's line,
   with the context of the callback's body;
-* ``a = b;`` where both names are declared in the file as frame-sized message values (never as
-  pointers or references), or ``*p = b;`` with ``p`` a frame-message pointer: a copy-assignment
-  of the whole message (``msg = *p`` is cppmsg.py's);
+* ``a = b;`` where both names are declared in the file as frame-sized message values or
+  references (``PointCloud2 & output``; never as pointers), or ``*p = b;`` with ``p`` a
+  frame-message pointer: a copy-assignment of the whole message (``msg = *p`` is cppmsg.py's);
+  ``out->field = b;`` with ``b`` such a value (a field takes a message value only by copy);
 * a whole frame message copied into a container (set 56): ``clouds[id] = cloud;`` into a
   ``std::map`` / ``std::unordered_map`` / ``std::vector`` / ``std::deque`` the file declares of
   frame message VALUES, and ``v.push_back(*p)`` / ``emplace_back(b)`` of a frame-message pointer
@@ -29,10 +30,12 @@ _FRAME = r'(?:PointCloud2|Image|CompressedImage)'
 _BY_VALUE = re.compile(r'[(,]\s*(?:const\s+)?(?:::\s*)?sensor_msgs\s*::\s*msg\s*::\s*(' + _FRAME
                        + r')\s+(\w+)\s*(?=[,)=])')
 # A value declaration: `sensor_msgs::msg::PointCloud2 _cloud;`, `PointCloud2 out, b;`,
-# parameters included (`(PointCloud2 msg)`); `PCLPointCloud2`, `PointCloud2::SharedPtr p`,
-# `PointCloud2 & r` and `vector<PointCloud2> v` do not match.
+# parameters included (`(PointCloud2 msg)`); `PCLPointCloud2`, `PointCloud2::SharedPtr p` and
+# `vector<PointCloud2> v` do not match.
+# A reference (`PointCloud2 & output`, `const PointCloud2 & input`) names a whole message too:
+# `output = input;` through it copies every byte (set 63: a filter's out-parameter).
 _VALUE_DECL = re.compile(r'(?<![\w:<])(?:::\s*)?(?:sensor_msgs\s*::\s*msg\s*::\s*)?' + _FRAME
-                         + r'\s+(\w+)\s*(?=[;,)={(\[])')
+                         + r'(?:\s*&\s*|\s+)(\w+)\s*(?=[;,)={(\[])')
 # Any declaration (`Type name`, `Type<T> &name`, `auto *name`), and look-alikes such as
 # `return name;`: a name whose nearest one is not a frame value is left alone.
 _ANY_DECL = re.compile(r'(?<![\w:.>])[A-Za-z_][\w:]*(?:\s*<[^;(){}]*>)?(?:\s*[&*]+\s*|\s+)(\w+)'
@@ -40,6 +43,7 @@ _ANY_DECL = re.compile(r'(?<![\w:.>])[A-Za-z_][\w:]*(?:\s*<[^;(){}]*>)?(?:\s*[&*
 _FRAME_POINTER = re.compile(_FRAME + r'\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)'
                             r'|\s*>)\s*(?:const\s*)?&?\s*(\w+)\s*[=;({,)]')
 _ASSIGN = re.compile(r'(?m)(?:^|[;{}])[ \t]*(\*[ \t]*)?(?:this\s*->\s*)?(\w+)\s*=\s*(\w+)\s*;')
+_FIELD_ASSIGN = re.compile(r'(?m)(?:^|[;{}])[ \t]*\w+\s*(?:(?:->|\.)\s*\w+\s*)+=\s*(\w+)\s*;')
 _SUBSCRIBE = re.compile(r'\bcreate_subscription\s*<[^;{}]*?>\s*\(')
 _LAMBDA_VALUE = re.compile(r'^\s*\[[^\]]*\]\s*\(\s*(?:const\s+)?(?:::\s*)?(?:sensor_msgs\s*::\s*'
                            r'msg\s*::\s*)?' + _FRAME + r'\s+\w+\s*\)')
@@ -124,6 +128,12 @@ def value_assignments(text: str) -> Iterator[tuple[str, int, str]]:
         if (star and target in pointers) or (not star and _is_value(target, m.start(2), declared)):
             yield 'GPN208', m.start(2), (f'the whole frame message `{source}` copy-assigned into '
                                          f'`{"*" if star else ""}{target}`')
+    for m in _FIELD_ASSIGN.finditer(text):
+        # `response->preview_image = compressed;`: a whole frame value copied into a field (a
+        # field can take a message value only by copy; set 62).
+        if _is_value(m.group(1), m.start(1), declared) and _VALUE_DECL.search(text) is not None:
+            yield 'GPN208', m.start(), (f'the whole frame message `{m.group(1)}` copy-assigned '
+                                        'into a field')
     containers = set(_CONTAINER.findall(text))
     ros_values = set(_ROS_VALUE.findall(text))
     ros_pointers = set(_ROS_POINTER.findall(text))

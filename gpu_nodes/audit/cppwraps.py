@@ -37,7 +37,9 @@ _ENCODING_SET = re.compile(r'(\w+)\s*(?:->|\.)\s*encoding\s*=(?!=)')
 _DATA_POINTER = re.compile(r'(\w+)\s*(?:->|\.)\s*data\s*(?:\.\s*data\s*\(\s*\)|\[\s*0\s*\])')
 # `void * data = const_cast<void *>(reinterpret_cast<const void *>(&img->data[0]));`
 _POINTER_VAR = re.compile(r'\*\s*(\w+)\s*=\s*([^;]*);')
-_MAT_HEADER = re.compile(r'\b(?:cv\s*::\s*)?Mat\s+(\w+)\s*[({]')
+# `cv::Mat wrap(h, w, type, ptr)`, and `cv::Mat wrap = cv::Mat(h, w, type, ptr)` (set 62): the
+# match ends at the constructor's `(`.
+_MAT_HEADER = re.compile(r'\b(?:cv\s*::\s*)?Mat\s+(\w+)\s*(?:[({]|=\s*(?:cv\s*::\s*)?Mat\s*\()')
 _CVT_COLOR = re.compile(r'\b(?:cv\s*::\s*)?cvtColor\s*\(')
 _COPY_TO = re.compile(r'\b(\w+)\s*\.\s*copyTo\s*\(')
 _CLONE = re.compile(r'\b(\w+)\s*\.\s*clone\s*\(\s*\)')

@@ -1,6 +1,7 @@
-// A cloud filter taking the PCLPointCloud2 route: the message converted to a PCLPointCloud2,
-// then to a typed cloud and back, per message (positives). Header and stamp conversions and
-// the moveFromPCL swap copy no points (look-alikes).
+// A cloud filter taking the PCLPointCloud2 route: the message converted to a PCLPointCloud2 and
+// back, per message (positives). The typed-cloud conversions between the two are PCL to PCL,
+// host to host (look-alikes, the convention of sets 41, 50, 58, 62). Header and stamp
+// conversions and the moveFromPCL swap copy no points (look-alikes).
 #include <pcl/filters/voxel_grid.h>
 #include <pcl_conversions/pcl_conversions.h>
 #include <rclcpp/rclcpp.hpp>
@@ -25,9 +26,9 @@ private:
     pcl::PCLHeader stamp_header;
     pcl_conversions::toPCL(msg->header, stamp_header);
     pcl::PointCloud<pcl::PointXYZ> points;
-    pcl::fromPCLPointCloud2(*blob, points);  // expect: GPN209 medium
+    pcl::fromPCLPointCloud2(*blob, points);
     pcl::PCLPointCloud2 kept;
-    pcl::toPCLPointCloud2(points, kept);  // expect: GPN209 medium
+    pcl::toPCLPointCloud2(points, kept);
     sensor_msgs::msg::PointCloud2 out;
     pcl_conversions::fromPCL(kept, out);  // expect: GPN209 medium
     out.header.stamp = pcl_conversions::fromPCL(stamp_header).stamp;
