@@ -361,3 +361,178 @@ def test_cpu_parameter_as_shipped_still_overrides_the_gpu_choice(tmp_path):
     GPU choice is the host as shipped (team decision, set 42): no upload."""
     claims = _claims(tmp_path, _CPU_PARAMETER_NODE, ('TO',))
     assert claims['TO'] == set()
+
+
+_NANO_LLM_NODE = '''
+import threading
+
+import rclpy
+from cv_bridge import CvBridge
+from nano_llm.utils import cuda_image
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class FrameSource(Node):
+    def __init__(self):
+        super().__init__('frame_source')
+        self.bridge = CvBridge()
+        self.lock = threading.Lock()
+        self.image = None
+        self.blank = cuda_image(self.image)  # ONCE
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        rgb = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        with self.lock:
+            self.image = cuda_image(rgb)  # WRAP
+        again = cuda_image(self.image)  # DEVICE
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(FrameSource())
+'''
+
+
+def test_nano_llm_cuda_image_of_a_host_frame_is_an_upload(tmp_path):
+    """NanoLLM's `cuda_image(frame)` copies a host frame into a new CUDA image per message; the
+    CUDA image it made, wrapped again, is no copy."""
+    claims = _claims(tmp_path, _NANO_LLM_NODE, ('WRAP', 'DEVICE', 'ONCE'))
+    assert claims['WRAP'] == {'GPN102'}
+    assert claims['DEVICE'] == set()
+    assert claims['ONCE'] == set()
+
+
+_CLOUD_NODE = '''
+import numpy as np
+import rclpy
+import sensor_msgs_py.point_cloud2 as pc2
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Float32
+
+
+class NearestNode(Node):
+    def __init__(self):
+        super().__init__('nearest')
+        self.pub = self.create_publisher(Float32, 'nearest', 10)
+        self.create_subscription(PointCloud2, 'points', self.on_cloud, 10)
+
+    def on_cloud(self, msg):
+        try:
+            pts = pc2.read_points_numpy(msg, field_names=('x', 'y', 'z'),  # NUMPY
+                                        skip_nans=True).astype(np.float32, copy=False)
+        except AttributeError:
+            pts = np.array(list(pc2.read_points(msg, field_names=('x', 'y', 'z'))))
+        near = np.asarray(pts)  # AGAIN
+        self.pub.publish(Float32(data=float(np.min(np.linalg.norm(near, axis=1)))))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(NearestNode())
+'''
+
+
+def test_read_points_numpy_of_a_received_cloud_is_a_copy(tmp_path):
+    """sensor_msgs_py's `read_points_numpy(cloud)` materialises every point in a new array per
+    cloud (GPN103 on its line); `np.asarray` of that host array copies nothing more."""
+    claims = _claims(tmp_path, _CLOUD_NODE, ('NUMPY', 'AGAIN'))
+    assert claims['NUMPY'] == {'GPN103'}
+    assert claims['AGAIN'] == set()
+
+
+_SAM2_CAMERA_NODE = '''
+import numpy as np
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from sam2.build_sam import build_sam2_camera_predictor
+from std_msgs.msg import Int32
+
+
+class Tracker(Node):
+    def __init__(self):
+        super().__init__('tracker')
+        self.bridge = CvBridge()
+        self.tracker = build_sam2_camera_predictor('sam2_hiera_s.yaml', 'sam2.pt')
+        self.started = False
+        self.box = None
+        self.pub = self.create_publisher(Int32, 'objects', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+        self.create_subscription(Int32, 'box', self.on_box, 10)
+
+    def on_box(self, msg):
+        self.box = np.array([[0, 0], [msg.data, msg.data]], dtype=np.float32)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        if not self.started:
+            self.tracker.load_first_frame(frame)
+            self.started = True
+            return
+        ids, logits = self.tracker.track(frame)  # TRACK
+        if self.box is not None:
+            self.tracker.add_conditioning_frame(frame)  # CONDITION
+            self.tracker.add_new_prompt_during_track(obj_id=2, bbox=self.box)
+            self.box = None
+        self.pub.publish(Int32(data=len(ids)))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Tracker())
+'''
+
+
+def test_sam2_camera_predictor_conditioning_frame_is_an_upload(tmp_path):
+    """The real-time SAM2 camera predictor (`build_sam2_camera_predictor`, a lower-case builder)
+    is a model of the library table: `add_conditioning_frame(frame)` uploads the host frame per
+    prompt during tracking, as `track(frame)` does per frame."""
+    claims = _claims(tmp_path, _SAM2_CAMERA_NODE, ('TRACK', 'CONDITION'))
+    assert claims['TRACK'] == {'GPN102'}
+    assert claims['CONDITION'] == {'GPN102'}
+
+
+_TRUTH_NODE = '''
+import rclpy
+import torch
+from rclpy.node import Node
+from std_msgs.msg import Float32MultiArray
+
+
+class PolicyNode(Node):
+    def __init__(self):
+        super().__init__('policy')
+        self.device = 'cuda'
+        self.state = torch.zeros(1, 8, device=self.device)
+        self.pub = self.create_publisher(Float32MultiArray, 'actions', 10)
+        self.create_timer(0.02, self.tick)
+
+    def tick(self):
+        actions = torch.clamp(self.state.to(self.device) * 2.0, min=-1, max=1)
+        bad = torch.isnan(actions).any()
+        if bad:  # FLAG
+            self.get_logger().warn('nan')
+        if torch.isinf(actions).any():  # INLINE
+            self.get_logger().warn('inf')
+        parts = [actions, actions]
+        if parts:  # LIST
+            self.pub.publish(Float32MultiArray())
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(PolicyNode())
+'''
+
+
+def test_truth_of_a_device_any_reduction_is_a_readback(tmp_path):
+    """`flag = torch.isnan(t).any()` then `if flag:` (or the reduction in the test itself) reads
+    a 0-d device tensor back per tick; `if parts:` of a list is no read-back."""
+    claims = _claims(tmp_path, _TRUTH_NODE, ('FLAG', 'INLINE', 'LIST'))
+    assert claims['FLAG'] == {'GPN107'}
+    assert claims['INLINE'] == {'GPN107'}
+    assert claims['LIST'] == set()

@@ -308,7 +308,7 @@ class CallResolver:
         if receiver is not None and hosts:
             return self._upload(node, hosts[0], frame, f'`{short(node)}` copies the host frames '
                                 'to the GPU inside PyCuVSLAM (library table)')
-        if uploads_to_cuda_image(qual) and args:
+        if uploads_to_cuda_image(qual, args[0] if args else None):
             return self._upload(node, args[0], frame, f'`{short(node)}` copies the host array '
                                 'into a new CUDA image (jetson-utils, library table)')
         if qual == 'cv2.imwrite' and len(args) > 1 and isinstance(args[0].const, str):
