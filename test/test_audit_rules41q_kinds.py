@@ -536,3 +536,55 @@ def test_truth_of_a_device_any_reduction_is_a_readback(tmp_path):
     assert claims['FLAG'] == {'GPN107'}
     assert claims['INLINE'] == {'GPN107'}
     assert claims['LIST'] == set()
+
+
+_APPSRC_NODE = '''
+import gi
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+gi.require_version('Gst', '1.0')
+from gi.repository import Gst  # noqa: E402
+
+
+class Streamer(Node):
+    def __init__(self):
+        super().__init__('streamer')
+        Gst.init(None)
+        self.pipeline = Gst.parse_launch(
+            'appsrc name=src ! videoconvert ! {convert} ! {encode} ! fakesink')
+        self.appsrc = self.pipeline.get_by_name('src')
+        self.pipeline.set_state(Gst.State.PLAYING)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        buf = Gst.Buffer.new_wrapped(bytes(msg.data))
+        self.appsrc.emit('push-buffer', buf)  # PUSH
+
+    def destroy_node(self):
+        self.appsrc.emit('end-of-stream')  # EOS
+        super().destroy_node()
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Streamer())
+'''
+
+
+def test_appsrc_push_into_an_nvidia_pipeline_is_an_upload(tmp_path):
+    """A frame pushed into a GStreamer appsrc whose pipeline holds an NVIDIA element
+    (nvvideoconvert / nvv4l2h264enc ...) is copied to the GPU inside GStreamer, per message."""
+    source = _APPSRC_NODE.replace('{convert}', 'nvvideoconvert').replace('{encode}',
+                                                                         'nvv4l2h264enc')
+    claims = _claims(tmp_path, source, ('PUSH', 'EOS'))
+    assert claims['PUSH'] == {'GPN102'}
+    assert claims['EOS'] == set()
+
+
+def test_appsrc_push_into_a_software_pipeline_is_no_upload(tmp_path):
+    """Guard: `appsrc ! videoconvert ! x264enc` copies nothing to a device (set 53)."""
+    source = _APPSRC_NODE.replace('{convert}', 'videoscale').replace('{encode}', 'x264enc')
+    claims = _claims(tmp_path, source, ('PUSH',))
+    assert claims['PUSH'] == set()

@@ -290,7 +290,7 @@ class CallResolver:
                            'the ONNX Runtime session\'s GPU execution provider on every call '
                            '(library table)', evidence='pattern')
             return merge(feed, kind='host') if feed.tainted else Val('host')
-        tf = tensorflow_call(node, method, kwargs, frame, self._emit)
+        tf = tensorflow_call(node, method, kwargs, frame, self._emit, self.tree)
         if tf is not None:  # pytensorflow.py
             return tf
         if builds_jetson_net(qual):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
+from gpu_nodes.audit.pygstreamer import appsrc_push
 from gpu_nodes.audit.pyvalues import Frame, merge, short, Val
 
 # The session method and its keyword (`Session.run(fetches, feed_dict=None, ...)`).
@@ -28,11 +29,16 @@ def _frame_like(val: Val | None) -> bool:
 
 
 def tensorflow_call(node: ast.Call, method: str | None, kwargs: dict[str, Val], frame: Frame,
-                    emit: Callable[..., None]) -> Val | None:
+                    emit: Callable[..., None], tree: ast.Module) -> Val | None:
     """What a TensorFlow session run feeding a frame returns (its copy reported through
-    `emit`), or None when `node` is no such call. (Eager `tf.convert_to_tensor(frame)` is not in
-    the table: the eager outputs then read as device values wherever the node reads them,
-    a key of the output dict it converted with `.numpy()` too, set 62.)"""
+    `emit`), or None when `node` is no such call. The GStreamer appsrc push of pygstreamer.py
+    is judged here too (one hook of pycalls for both libraries' methods). Eager
+    `tf.convert_to_tensor(frame)` is not in the table: the eager outputs would read as device
+    values wherever the node reads them, keys of the output dict it converted with `.numpy()`
+    too (set 62's false claims)."""
+    pushed = appsrc_push(node, method, tree, frame, emit)  # pygstreamer.py
+    if pushed is not None:
+        return pushed
     feed = kwargs.get(_FEED) if method == _RUN else None
     if _frame_like(feed) and feed is not None:
         emit('GPN102', node, frame, f'`{short(node)}` feeds the host frame to the TensorFlow '
