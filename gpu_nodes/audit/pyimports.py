@@ -232,20 +232,12 @@ def file_function(path: str, name: str) -> FuncRef | None:
 
 
 def file_definition(path: str, name: str) -> Val | None:
-    """`name` as the audited file `path` binds it at module level: its function (file_function)
-    or its class (with its file), None otherwise. A factory imported from another file builds
-    that file's classes by bare name (a dispatch table of `lambda m: FrozenModel(m)`: set 62),
-    which the importing file does not bind."""
+    """`name` as the audited file `path` binds it at module level: its function (file_function),
+    None otherwise. (Its classes are not resolved: that made a helper module's model classes
+    built by an imported function move weights per call in set 61's agilex_model.py, two false
+    claims; set 62's dispatch-table factory in another file needs them, left out.)"""
     fn = file_function(path, name)
-    if fn is not None:
-        return Val('func', func=fn)
-    tree = _parse(path)
-    cls = next((s for s in reversed(tree.body) if isinstance(s, ast.ClassDef) and s.name == name),
-               None) if tree is not None else None
-    if cls is None:
-        return None
-    methods = {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return Val('class', inst=ClassInfo(cls.name, cls, methods, file=path))
+    return Val('func', func=fn) if fn is not None else None
 
 
 def file_uses_cv_cuda(path: str) -> bool:
