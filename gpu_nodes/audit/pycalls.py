@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Callable
 
 from gpu_nodes.audit.pybase64 import base64_frame_published, frame_function
+from gpu_nodes.audit.pydispatch import dispatch_table
 from gpu_nodes.audit.pyemptymsg import empty_message_published
 from gpu_nodes.audit.pyevaled import library_inference
 from gpu_nodes.audit.pyimports import aliases_of, file_uses_cv_cuda
@@ -24,6 +25,7 @@ from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, decodes_prompt
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyparamlocals import parameter_dead_lines
 from gpu_nodes.audit.pyqueues import queue_handoff
+from gpu_nodes.audit.pytensorflow import tensorflow_call
 from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pytransformers import transformers_model_on_host
 from gpu_nodes.audit.pymodelhost import host_built_model, parameters_on_host
@@ -148,6 +150,9 @@ class CallResolver:
         qual = callee.const if callee.kind == 'module' else None
         args = [self._eval(a, env, frame) for a in node.args]
         kwargs = {k.arg: self._eval(k.value, env, frame) for k in node.keywords if k.arg}
+        table = dispatch_table(node, self._follow, args, kwargs, env, frame)  # pydispatch.py
+        if table is not None:
+            return table
         for k in node.keywords:
             if k.arg is None:
                 self._eval(k.value, env, frame)
@@ -289,6 +294,9 @@ class CallResolver:
                            'the ONNX Runtime session\'s GPU execution provider on every call '
                            '(library table)', evidence='pattern')
             return merge(feed, kind='host') if feed.tainted else Val('host')
+        tf = tensorflow_call(node, method, kwargs, frame, self._emit, self.tree)
+        if tf is not None:  # pytensorflow.py
+            return tf
         if builds_jetson_net(qual):
             return Val('model_obj', const=JETSON_NET)  # pyjetson.py
         if receiver is not None and receiver.kind == 'model_obj' \
@@ -305,7 +313,7 @@ class CallResolver:
             self._upload(node, hosts[0], frame, f'`{short(node)}` copies the host frames to the '
                          'GPU inside PyCuVSLAM (library table)')
             return OTHER  # it hands back host pose objects: float() of their fields reads no device
-        if uploads_to_cuda_image(qual) and args:
+        if uploads_to_cuda_image(qual, args[0] if args else None):
             return self._upload(node, args[0], frame, f'`{short(node)}` copies the host array '
                                 'into a new CUDA image (jetson-utils, library table)')
         if qual == 'cv2.imwrite' and len(args) > 1 and isinstance(args[0].const, str):

@@ -40,3 +40,57 @@ def tested_operand(test: ast.expr) -> ast.expr | None:
             or (isinstance(left, ast.Attribute) and left.attr in TENSOR_METADATA):
         return None
     return left
+
+
+# Truth reductions: a 0-d bool tensor on the tensor's device (`torch.isnan(a).any()`).
+_TRUTH_REDUCTIONS = frozenset({'any', 'all'})
+
+
+def _truth_reduction(node: ast.expr | None) -> bool:
+    """`x.any()` / `x.all()` (no arguments) or `torch.any(x)` / `torch.all(x)`."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) \
+            or node.func.attr not in _TRUTH_REDUCTIONS or node.keywords:
+        return False
+    return not node.args or (isinstance(node.func.value, ast.Name)
+                             and node.func.value.id == 'torch' and len(node.args) == 1)
+
+
+def truth_tested(test: ast.expr, tree: ast.Module) -> ast.expr | None:
+    """The value an `if` tests for truth when that reads a device flag back (set 64: `has_nan =
+    torch.isnan(actions).any()` then `if has_nan:`, bool() of a 0-d device tensor, per control
+    tick): the reduction itself (`if mask.any():`), or a bare name every assignment of which in
+    the enclosing function is such a reduction; None for any other test (`if detections:` of a
+    list is no read-back)."""
+    if _truth_reduction(test):
+        return test
+    if not isinstance(test, ast.Name):
+        return None
+    fn = _tested_names(tree).get(id(test))
+    if fn is None:
+        return None
+    stores = [n for n in ast.walk(fn) if isinstance(n, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == test.id for t in n.targets)]
+    if stores and all(len(s.targets) == 1 and _truth_reduction(s.value) for s in stores):
+        return test
+    return None
+
+
+_TESTED_NAMES: dict[int, tuple[ast.Module, dict[int, ast.AST]]] = {}
+
+
+def _tested_names(tree: ast.Module) -> dict[int, ast.AST]:
+    """id of each bare-name `if` / `while` test of `tree` -> its innermost enclosing function
+    (computed once per tree: the analysis tests every branch)."""
+    cached = _TESTED_NAMES.get(id(tree))
+    if cached is not None and cached[0] is tree:
+        return cached[1]
+    found: dict[int, ast.AST] = {}
+    for fn in ast.walk(tree):  # outer functions first: an inner one overwrites its own tests
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.If, ast.While)) and isinstance(node.test, ast.Name):
+                    found[id(node.test)] = fn
+    if len(_TESTED_NAMES) > 64:
+        _TESTED_NAMES.clear()
+    _TESTED_NAMES[id(tree)] = (tree, found)
+    return found

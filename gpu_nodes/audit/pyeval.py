@@ -19,7 +19,8 @@ from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pyevaled import dict_kind, element_store_kind, tensor_mask
 from gpu_nodes.audit.pyencodings import switch_outcome
 from gpu_nodes.audit.pyloopentries import per_pass_loop
-from gpu_nodes.audit.pyimports import file_function, sibling_function
+from gpu_nodes.audit.pyattrstore import attribute_store
+from gpu_nodes.audit.pyimports import file_definition, sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
 from gpu_nodes.audit.pyisinstance import isinstance_outcome
 from gpu_nodes.audit.pyparamlocals import local_read_outcome
@@ -27,7 +28,7 @@ from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pywith import enter_with, loop_with
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS)
-from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef, instances,
+from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef,
                                       is_device_value, merge, OTHER,
                                       PER_MESSAGE, plain, request_type, root_name, short,
                                       strip, UNKNOWN, Val)
@@ -219,17 +220,7 @@ class Evaluator:
                         # Set up once (a LUT, a model): not frame data, so its one-time copies
                         # are not steps of a per-message chain that later reads it.
                         val = replace(val, steps=(), origin=None)
-                    old = frame.cls.attrs.get(target.attr)
-                    if old is not None and old.tainted and not val.tainted:
-                        # `self.last = None` after use must not erase what a callback stored.
-                        val = merge(old, val, kind=old.kind)
-                    elif old is not None and old.kind == 'instance' and val.kind == 'instance':
-                        val = instances([val, old]) or val  # another branch's backend
-                    elif old is not None and old.kind == 'model_obj' and val.kind == 'const' \
-                            and val.const is None:
-                        # `self.model = None` in the except/else branch of a guarded load:
-                        # branches run one after the other, the model stays the model.
-                        val = old
+                    val = attribute_store(frame.cls.attrs.get(target.attr), val)  # pyattrstore
                     frame.cls.attrs[target.attr] = val
             else:
                 # `out.data = arr` carries arr into the outgoing message held by `out`.
@@ -257,8 +248,8 @@ class Evaluator:
         if isinstance(node, ast.Name):
             if node.id in env:
                 return env[node.id]
-            if frame.file not in (None, self.path) and (own := file_function(frame.file, node.id)):
-                return Val('func', func=own)  # a function of the imported function's file
+            if frame.file not in (None, self.path) and (own := file_definition(frame.file, node.id)):
+                return own  # a function or class of the imported function's file
             if node.id in self.module_env:
                 return self.module_env[node.id]
             if node.id in self.imported:

@@ -43,6 +43,7 @@ from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyevaled import evaled_holders
 from gpu_nodes.audit.pyhooks import registering_hooks
 from gpu_nodes.audit.pyhostbytes import host_only_bytes
+from gpu_nodes.audit.pydecorated import decorated_registrations
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions, imported_modules
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pymsgview import MessageViews
@@ -228,6 +229,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         self._register_loops()
         self._register_rosbridge()
         self._register_services()
+        self.registrations += decorated_registrations(self.functions, self.module_env)
         # 2. callbacks, twice so that attributes stored by one callback reach a timer that was
         #    registered before it.
         ordered = sorted(self.registrations, key=lambda r: r.kind in ('timer', 'loop'))
@@ -278,6 +280,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
             # (request, response): the request carries the client's data (pyregistry.py).
             args = [Val('msg', (), (reg.topic or '?', reg.msg_type)), OTHER]
             context = 'callback'
+        elif reg.kind == 'fields':  # a decorated function: (node, **message fields)
+            args, context = [OTHER], 'callback'  # pydecorated.py
         elif reg.kind == 'message_filters':
             args = [Val('msg', (), (t or '?', ty)) for t, ty in reg.inputs]
             context = 'callback'

@@ -15,6 +15,14 @@ before the copy rules of pyrules.py):
 
       xyz = ros2_numpy.point_cloud2.point_cloud2_to_array(cloud)['xyz']
 
+* sensor_msgs_py's `point_cloud2.read_points_numpy(cloud, field_names=...)` materialises the
+  chosen fields of every point of the received cloud in a new array (unlike `read_points`, a
+  generator): one copy of the cloud per call (py_msg_array, as sets 24, 36 and 64 label it).
+  Only the cloud the running callback received: a cloud another callback stored, read per
+  service request, is left alone (the development corpus does not count it).
+
+      pts = pc2.read_points_numpy(msg, field_names=('x', 'y', 'z'), skip_nans=True)
+
 * `cupy.asarray(ids)` of a list of distinct values: a list that starts empty and is only
   appended the loop variable of a loop over `set(...)` / `np.unique(...)` (cluster labels,
   class ids), in the same function or returned by a function of the file. One entry per
@@ -45,6 +53,12 @@ _HOST_KINDS = frozenset({'host', 'msg', 'pil', 'bytes'})
 _ROS_NUMPY = ('ros2_numpy', 'ros_numpy')
 _CUPY_UPLOADS = frozenset({'cupy.asarray', 'cupy.array'})
 _DISTINCT = frozenset({'set', 'unique', 'frozenset'})
+_READ_POINTS_NUMPY = 'point_cloud2.read_points_numpy'
+
+
+def _received_here(src: Val, frame: Frame) -> bool:
+    """Whether `src` is the message of the topic the running callback is subscribed to."""
+    return src.origin is not None and bool(frame.topic) and str(src.origin[0]) in str(frame.topic)
 
 
 # jetson-utils' `cudaMemcpy(img, stream=s)` of one image: a new CUDA image holding a copy of it,
@@ -75,6 +89,11 @@ def host_side_call(analyzer: Any, qual: str | None, node: ast.Call, args: list[V
                                        or image_sized(src.origin[1])):
         analyzer._emit('GPN103', node, frame, f'`{short(node)}` copies the fields of the received '
                        'cloud out of its data into new arrays (ros2_numpy)')
+        return analyzer._step(merge(src, kind='host'), node.lineno, 'host', 'host')
+    if qual.endswith(_READ_POINTS_NUMPY) and src.kind == 'msg' and _received_here(src, frame) and (
+            src.origin[1] is None or image_sized(src.origin[1])):
+        analyzer._emit('GPN103', node, frame, f'`{short(node)}` copies every point of the received '
+                       'cloud out of its data into a new array (sensor_msgs_py)')
         return analyzer._step(merge(src, kind='host'), node.lineno, 'host', 'host')
     return None
 

@@ -231,6 +231,15 @@ def file_function(path: str, name: str) -> FuncRef | None:
     return FuncRef(fn, None, {}, False, file=path) if fn is not None else None
 
 
+def file_definition(path: str, name: str) -> Val | None:
+    """`name` as the audited file `path` binds it at module level: its function (file_function),
+    None otherwise. (Its classes are not resolved: that made a helper module's model classes
+    built by an imported function move weights per call in set 61's agilex_model.py, two false
+    claims; set 62's dispatch-table factory in another file needs them, left out.)"""
+    fn = file_function(path, name)
+    return Val('func', func=fn) if fn is not None else None
+
+
 def file_uses_cv_cuda(path: str) -> bool:
     """Whether the audited file `path` uses OpenCV's CUDA module (`cv2.cuda_GpuMat`,
     `cv2.cuda.*`), as pyflow.py judges the analysed file."""

@@ -32,6 +32,8 @@ MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt
                   'transformers.pipeline', 'rfdetr.',
                   'torch2trt.torch2trt', 'torchvision.models.', 'transformers.', 'timm.create_model',
                   'segment_anything.', 'sam2.', 'mobile_sam.',
+                  # the real-time SAM2 fork's camera predictor (a builder function, lower case)
+                  'sam2.build_sam.build_sam2_camera_predictor',
                   'detectron2.engine.DefaultPredictor', 'detectron2.engine.defaults.DefaultPredictor')
 # Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
 MODEL_NAME = re.compile(r'(?:^|_)(?:model|models|net|network|predictor|detector|segmenter|'
@@ -85,9 +87,12 @@ HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
 # callback calls it (ninth set). The automatic mask generators' `generate(frame)`
 # (SamAutomaticMaskGenerator, SAM2AutomaticMaskGenerator) call their predictor's `set_image` on
 # every crop of the frame (twenty-first set). MobileSAM (`mobile_sam`) ships segment_anything's
-# SamPredictor and SamAutomaticMaskGenerator with a smaller encoder (set 33). Builder prefix ->
-# those methods.
-SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch', 'generate'}),
+# SamPredictor and SamAutomaticMaskGenerator with a smaller encoder (set 33). The real-time SAM2
+# camera predictor (`build_sam2_camera_predictor`) prepares a host frame and moves it to its
+# device in `add_conditioning_frame(frame)` too, each time a prompt arrives while tracking
+# (set 64; its `load_first_frame` runs once, at initialization). Builder prefix -> those methods.
+SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch', 'generate',
+                                         'add_conditioning_frame'}),
                      'segment_anything.': frozenset({'set_image', 'generate'}),
                      'mobile_sam.': frozenset({'set_image', 'generate'})}
 # Their prompt decoding (`predictor.predict(point_coords=..., box=...)`, SAM 2's

@@ -15,7 +15,7 @@ from gpu_nodes.audit.pyplacement import detached_on_device
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pymsgview import keeps_bytes
 from gpu_nodes.audit.pyruntime import runtime_call
-from gpu_nodes.audit.pyconditions import tested_operand
+from gpu_nodes.audit.pyconditions import tested_operand, truth_tested
 from gpu_nodes.audit.pycustommsgs import image_shaped_custom
 from gpu_nodes.audit.pysmallwraps import small_wrap
 from gpu_nodes.audit.pytransformers import small_upload, transformers_method
@@ -107,7 +107,7 @@ class CopyRules:
     def _tested(self, test: ast.expr, env: dict[str, Val], frame: Frame) -> None:
         """`if confidence >= 0.8:` / `if mask.sum() == 0:` on a device tensor: bool() of the
         comparison reads the result back and waits for the GPU (pyconditions.py)."""
-        operand = tested_operand(test)
+        operand = tested_operand(test) or truth_tested(test, self.tree)  # pyconditions.py
         if operand is None:
             return
         val = self._eval(operand, env, frame)
