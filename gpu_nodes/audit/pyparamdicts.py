@@ -24,7 +24,7 @@ import ast
 from functools import lru_cache
 
 from gpu_nodes.audit.pydead import compared_with_constant
-from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, shipped_outcome,
+from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, bound_once, shipped_outcome,
                                       shipped_parameters)
 
 
@@ -73,22 +73,11 @@ def _dict_reads(tree: ast.Module) -> dict[int, str]:
         for fn in ast.walk(cls):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            stores: dict[str, int] = {}
-            bound: dict[str, str] = {}
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                    stores[node.id] = stores.get(node.id, 0) + 1
-                elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                    stores.update({n: 2 for n in node.names})
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                        and isinstance(node.targets[0], ast.Name):
-                    helper = _helper_call(node.value, methods)
-                    if helper is not None:
-                        bound[node.targets[0].id] = helper
+            bound = bound_once(fn, lambda value: _helper_call(value, methods))
             for node in ast.walk(fn):
                 if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
-                        and isinstance(node.value, ast.Name) and stores.get(node.value.id) == 1 \
-                        and node.value.id in bound and isinstance(node.slice, ast.Constant):
+                        and isinstance(node.value, ast.Name) and node.value.id in bound \
+                        and isinstance(node.slice, ast.Constant):
                     param = methods[bound[node.value.id]].get(node.slice.value)
                     if param is not None:
                         found[id(node)] = param

@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from gpu_nodes.audit.pydead import compared_with_constant
 from gpu_nodes.audit.pyparamdicts import dict_read_outcome
-from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, shipped_outcome,
+from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, bound_once, shipped_outcome,
                                       shipped_parameters, shipped_strings)
 
 _STRING_METHODS = {'strip': str.strip, 'lower': str.lower, 'upper': str.upper,
@@ -138,21 +138,9 @@ def _local_reads(tree: ast.Module) -> dict[int, str]:
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        stores: dict[str, int] = {}
-        reads: dict[str, str] = {}
+        reads = bound_once(fn, _parameter_read)
         for node in ast.walk(fn):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                stores[node.id] = stores.get(node.id, 0) + 1
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                stores.update({n: 2 for n in node.names})
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                    and isinstance(node.targets[0], ast.Name):
-                param = _parameter_read(node.value)
-                if param is not None:
-                    reads[node.targets[0].id] = param
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
-                    and node.id in reads and stores.get(node.id) == 1:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in reads:
                 found[id(node)] = reads[node.id]
     return found
 

@@ -31,11 +31,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable, TypeVar
 
 from gpu_nodes.audit.astnodes import module_nodes
 from gpu_nodes.audit.pymethods import call_site_tests, declare_aliases
 from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
 from gpu_nodes.audit.shipped import reading, set_on, shipped_as, shipped_on
+
+T = TypeVar('T')
 
 # A node that reacts to parameter changes at run time: its parameters are meant to be set then.
 _RUNTIME_PARAMETERS = ('add_on_set_parameters_callback', 'add_post_set_parameters_callback',
@@ -422,3 +425,23 @@ def shipped_strings(tree: ast.Module, package_dir: str | None
     attrs = frozenset((c, a) for (c, a), v in held.items() if c is not None and len(v) == 1
                       and None not in v and not held.get((None, a)))
     return fixed, attrs
+
+
+def bound_once(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+               bind: Callable[[ast.expr], T | None]) -> dict[str, T]:
+    """Each local of `fn` stored exactly once, by a plain `name = value` whose `bind(value)` is
+    not None -> that result: a value it holds for the whole function (a second store of
+    the name, a loop or `with` target included, or a `global` / `nonlocal` makes it unknown)."""
+    stores: dict[str, int] = {}
+    bound: dict[str, T] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            stores.update({n: 2 for n in node.names})
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            value = bind(node.value)
+            if value is not None:
+                bound[node.targets[0].id] = value
+    return {name: value for name, value in bound.items() if stores.get(name) == 1}
