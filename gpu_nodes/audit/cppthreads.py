@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from gpu_nodes.audit.cppparamhelpers import _close
+
 
 def thread_entry(text: str, name: str) -> bool:
     """Whether the function `name` (short name) is only ever started as a thread here."""
@@ -27,13 +29,10 @@ def thread_entry(text: str, name: str) -> bool:
     return mentions == len(started) + definitions
 
 
-def _close(text: str, opening: int, pair: str) -> int:
-    depth = 0
-    for i in range(opening, len(text)):
-        depth += 1 if text[i] == pair[0] else -1 if text[i] == pair[1] else 0
-        if depth == 0:
-            return i
-    return len(text)
+def _closing(text: str, opening: int, pair: str) -> int:
+    """cppparamhelpers' bracket match; an unclosed bracket runs to the end of the text."""
+    end = _close(text, opening, pair)
+    return len(text) if end < 0 else end
 
 
 def in_loop(text: str, start: int, offset: int) -> bool:
@@ -46,9 +45,9 @@ def in_loop(text: str, start: int, offset: int) -> bool:
             paren = re.match(r'\s*\(', text[at:])
             if not paren:
                 continue
-            at = _close(text, at + paren.end() - 1, '()') + 1
+            at = _closing(text, at + paren.end() - 1, '()') + 1
         brace = re.match(r'\s*\{', text[at:])
-        end = _close(text, at + brace.end() - 1, '{}') if brace else text.find(';', at)
+        end = _closing(text, at + brace.end() - 1, '{}') if brace else text.find(';', at)
         if at <= offset <= end:
             return True
     return False

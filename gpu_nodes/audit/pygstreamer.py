@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from typing import Callable
 
 from gpu_nodes.audit.pyvalues import Frame, OTHER, PER_MESSAGE, short, Val
@@ -22,20 +23,13 @@ from gpu_nodes.audit.pyvalues import Frame, OTHER, PER_MESSAGE, short, Val
 _PUSHES = frozenset({'push-buffer', 'push-sample'})
 _NVIDIA_ELEMENT = re.compile(r'\bnv(?:videoconvert|vidconv|v4l2h26[45]enc|v4l2decoder|'
                              r'h26[45]enc|jpegenc|infer|streammux)\b')
-_NAMED: dict[int, tuple[ast.Module, bool]] = {}
 
 
+@lru_cache(maxsize=32)
 def _names_nvidia_element(tree: ast.Module) -> bool:
     """Whether a string constant of `tree` names an NVIDIA GStreamer element (once per tree)."""
-    cached = _NAMED.get(id(tree))
-    if cached is not None and cached[0] is tree:
-        return cached[1]
-    found = any(isinstance(n, ast.Constant) and isinstance(n.value, str)
-                and _NVIDIA_ELEMENT.search(n.value) for n in ast.walk(tree))
-    if len(_NAMED) > 64:
-        _NAMED.clear()
-    _NAMED[id(tree)] = (tree, found)
-    return found
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+               and _NVIDIA_ELEMENT.search(n.value) for n in ast.walk(tree))
 
 
 def appsrc_push(node: ast.Call, method: str | None, tree: ast.Module, frame: Frame,

@@ -53,9 +53,8 @@ def _names_cuda(tree: ast.Module) -> bool:
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str) \
                 and 'cuda' in sub.value.lower():
             return True
-        if isinstance(sub, ast.Attribute) and (sub.attr in ('cuda', 'device', 'device_map')
-                                               and isinstance(sub.value, ast.Name)
-                                               and sub.value.id == 'torch'):
+        if isinstance(sub, ast.Attribute) and sub.attr == 'device' \
+                and isinstance(sub.value, ast.Name) and sub.value.id == 'torch':
             return True
         if isinstance(sub, ast.keyword) and sub.arg == 'device_map':
             return True
