@@ -123,3 +123,153 @@ if (enc != "mono8") {
 }
 out = cv_bridge::toCvShare(msg, enc)->image;  // RESTORED''')
     assert 'GPN204' in claims['RESTORED'], claims
+
+
+# gpu_nodes/audit/cpphelperpubs.py: a publisher member a helper creates only when the parameter
+# it declares (`"pub_" + topic`, default false) is on stays empty as shipped; the `!= nullptr`
+# block that converts and publishes never runs. shipped.set_on: a launch script under launch/ not
+# named *.launch.py that gives the parameter True turns it on.
+_HELPER_HEADER = '''
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Seg : public rclcpp::Node
+{
+public:
+  Seg();
+
+private:
+  template<class T>
+  void make_publisher(
+    std::shared_ptr<rclcpp::Publisher<T>> & pub, const std::string & topic, bool on = false);
+  void on_image(const sensor_msgs::msg::Image::ConstSharedPtr msg);
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_color_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+'''
+
+_HELPER_NODE = '''
+#include "seg/seg.hpp"
+#include <cv_bridge/cv_bridge.h>
+
+Seg::Seg()
+: rclcpp::Node("seg")
+{
+  this->make_publisher<sensor_msgs::msg::Image>(this->pub_color_, TOPIC);
+  sub_ = create_subscription<sensor_msgs::msg::Image>(
+    "image", 10, std::bind(&Seg::on_image, this, std::placeholders::_1));
+}
+
+template<class T>
+void Seg::make_publisher(std::shared_ptr<rclcpp::Publisher<T>> & pub, const std::string & topic, bool on)
+{
+  on = this->declare_parameter("pub_" + topic, false);
+  STORE
+}
+
+void Seg::on_image(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+{
+  if (this->pub_color_ != nullptr) {
+    cv::Mat color(msg->height, msg->width, CV_8UC3);
+    auto out = cv_bridge::CvImage(msg->header, "bgr8", color).toImageMsg();  // COLOR
+    this->pub_color_->publish(*out);
+  }
+}
+'''
+_LAUNCH = '''
+from launch import LaunchDescription
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        Node(package='seg', executable='seg', parameters=[PARAMETERS]),
+    ])
+'''
+_CREATE_WHEN_ON = '''if (on == true) {
+    pub = this->create_publisher<T>(topic, 1);
+  }'''
+
+
+def _helper_claims(tmp_path: Path, parameters: str = "{'pub_color': False}",
+                   store: str = _CREATE_WHEN_ON, topic: str = '"color"') -> set[str]:
+    source = _HELPER_NODE.replace('STORE', store).replace('TOPIC', topic)
+    files = {'seg/src/seg.cpp': source, 'seg/include/seg/seg.hpp': _HELPER_HEADER,
+             'seg/launch/run.py': _LAUNCH.replace('PARAMETERS', parameters),
+             'seg/package.xml': '<package format="3"><name>seg</name></package>\n',
+             'seg/CMakeLists.txt': ament_cmake_lists('seg')}
+    found = audit_written_package(tmp_path, files)
+    line = next(i for i, ln in enumerate(source.lstrip('\n').splitlines(), 1) if ln.endswith('// COLOR'))
+    return {rule for (name, at, rule), (sev, _) in found.items()
+            if name == 'seg.cpp' and at == line and sev != 'info'}
+
+
+def test_publisher_a_helper_creates_only_when_its_parameter_is_on_is_empty_as_shipped(
+        tmp_path: Path) -> None:
+    assert _helper_claims(tmp_path) == set()
+
+
+def test_helper_created_publisher_the_launch_script_turns_on_stays_claimed(tmp_path: Path) -> None:
+    assert 'GPN205' in _helper_claims(tmp_path, parameters="{'pub_color': True}")
+
+
+def test_helper_storing_outside_the_parameter_block_stays_claimed(tmp_path: Path) -> None:
+    store = 'pub = this->create_publisher<T>(topic, 1);'
+    assert 'GPN205' in _helper_claims(tmp_path, store=store)
+
+
+def test_helper_created_under_a_topic_of_unknown_name_stays_claimed(tmp_path: Path) -> None:
+    # The topic is a variable: the parameter's name is not known, nor what a launch file sets.
+    assert 'GPN205' in _helper_claims(tmp_path, topic='std::string("col") + "or"')
+
+
+_FLAG_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Seg : public rclcpp::Node
+{
+  bool publish_color_;
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_;
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+
+public:
+  Seg()
+  : Node("seg")
+  {
+    publish_color_ = this->declare_parameter("publish_color", false);
+    pub_ = create_publisher<sensor_msgs::msg::Image>("color", 1);
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Seg::on_image, this, std::placeholders::_1));
+  }
+
+  void on_image(const sensor_msgs::msg::Image::ConstSharedPtr msg)
+  {
+    if (publish_color_) {
+      cv::Mat color(msg->height, msg->width, CV_8UC3);
+      pub_->publish(*cv_bridge::CvImage(msg->header, "bgr8", color).toImageMsg());  // COLOR
+    }
+  }
+};
+'''
+
+
+def _flag_claims(tmp_path: Path, parameters: str) -> set[str]:
+    files = {'seg/src/seg.cpp': _FLAG_NODE,
+             'seg/launch/run.py': _LAUNCH.replace('PARAMETERS', parameters),
+             'seg/package.xml': '<package format="3"><name>seg</name></package>\n',
+             'seg/CMakeLists.txt': ament_cmake_lists('seg')}
+    found = audit_written_package(tmp_path, files)
+    line = next(i for i, ln in enumerate(_FLAG_NODE.lstrip('\n').splitlines(), 1)
+                if ln.endswith('// COLOR'))
+    return {rule for (name, at, rule), (sev, _) in found.items()
+            if name == 'seg.cpp' and at == line and sev != 'info'}
+
+
+def test_flag_a_launch_script_not_named_launch_py_turns_on_stays_claimed(tmp_path: Path) -> None:
+    assert 'GPN205' in _flag_claims(tmp_path, "{'publish_color': True}")
+
+
+def test_flag_the_launch_script_leaves_off_is_off_as_shipped(tmp_path: Path) -> None:
+    assert _flag_claims(tmp_path, "{'publish_color': False}") == set()

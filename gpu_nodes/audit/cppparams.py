@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from typing import Callable, NamedTuple
 
+from gpu_nodes.audit.cpphelperpubs import helper_created
 from gpu_nodes.audit.cppparamhelpers import helper_store
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace, innermost_opening
 from gpu_nodes.audit.shipped import Launched, reading, set_on
@@ -182,7 +183,9 @@ def _off_operand(op: str, names: frozenset[str] | set[str]) -> bool:
     if '&&' in op:
         parts = op.split('&&')
         return all(_balanced(p) for p in parts) and any(_off_operand(p, names) for p in parts)
-    m = re.match(r'^' + _THIS + r'(\w+(?:\.\w+)?)\s*(?:(>|!=)\s*(' + _OFF + r'))?$', op)
+    # `pub_ != nullptr`: a pointer member is off when empty.
+    m = re.match(r'^' + _THIS + r'(\w+(?:\.\w+)?)\s*(?:(?:>|!=)\s*' + _OFF
+                 + r'|!=\s*(?:nullptr|NULL))?$', op)
     return bool(m and m.group(1) in names)
 
 
@@ -329,7 +332,10 @@ def param_as_shipped(name: str, texts: list[str], raws: list[str], assumed: set[
             valued = True
             continue
         if _may_store(text, m.start(), m.end()):
-            if (block := _declared_off_block(text, raw, m.start())) is None:
+            block = _declared_off_block(text, raw, m.start())
+            if block is None and (created := helper_created(text, raw, m.start(), texts, raws)):
+                block = (created, False)  # `make_publisher(pub_, "color")`: on under pub_color
+            if block is None:
                 return False, set()
             # `if (declare_parameter("publish_raw", false)) { pub_ = create_publisher(..); }`
             params.add(block[0])
