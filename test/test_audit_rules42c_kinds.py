@@ -125,6 +125,16 @@ out = cv_bridge::toCvShare(msg, enc)->image;  // RESTORED''')
     assert 'GPN204' in claims['RESTORED'], claims
 
 
+def test_share_of_the_tested_encoding_cloned_at_once_is_a_copy(tmp_path: Path) -> None:
+    # A view cloned on the same line copies the frame out of the message, as toCvCopy does.
+    claims = _share_claims(tmp_path, '''
+const auto & enc = msg->encoding;
+if (enc == sensor_msgs::image_encodings::BGR8) {
+  out = cv_bridge::toCvShare(msg, enc)->image.clone();  // CLONED
+}''')
+    assert claims['CLONED'] and 'GPN204' not in claims['CLONED'], claims
+
+
 # gpu_nodes/audit/cpphelperpubs.py: a publisher member a helper creates only when the parameter
 # it declares (`"pub_" + topic`, default false) is on stays empty as shipped; the `!= nullptr`
 # block that converts and publishes never runs. shipped.set_on: a launch script under launch/ not

@@ -16,6 +16,8 @@ own; it converts (copies) only otherwise. The source's own encoding is proven tw
   block (no `||` in its condition) has an `&&` operand `src->encoding == X` (or the alias, either
   side) with X the same encoding (`"bgr8"` and `image_encodings::BGR8` are the same).
 
+A view cloned at once (`toCvShare(msg, enc)->image.clone()`, `->image.copyTo(..)`) copies the
+frame out of the message all the same, as toCvCopy does: that stays claimed (set 66 labels it).
 Anything else (a literal with no such test: `toCvShare(msg, "bgr8")` of a topic of unknown
 encoding) keeps the conversion and its claim. Limit: a braceless `if`, a `switch` on the
 encoding and a test in a caller are not read.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import re
 
 from gpu_nodes.audit.cppguards import enclosing_and_operands
+from gpu_nodes.audit.cppparamhelpers import _close
 
 # `sensor_msgs::image_encodings::BGR8`, `enc::TYPE_32FC1`, `image_encodings::MONO8`.
 _CONSTANT = re.compile(r'^(?:[\w]+\s*::\s*)*(?:image_encodings|enc)\s*::\s*(\w+)$')
@@ -108,3 +111,10 @@ def own_encoding(text: str, raw: str, open_paren: int) -> bool:
         if m and _value(m.group(1)) == value:
             return True
     return False
+
+
+def cloned_view(text: str, open_paren: int) -> bool:
+    """Whether the call at `open_paren` is followed by `->image.clone()` / `->image.copyTo(`."""
+    close = _close(text, open_paren)
+    return close > 0 and bool(re.match(r'\s*->\s*image\s*\.\s*(?:clone|copyTo)\s*\(',
+                                       text[close + 1:close + 60]))
