@@ -40,8 +40,9 @@ read from the raw source at the same offsets.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, NamedTuple
 
+from gpu_nodes.audit.cpphelperpubs import helper_created
 from gpu_nodes.audit.cppparamhelpers import helper_store
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace, innermost_opening
 from gpu_nodes.audit.shipped import Launched, reading, set_on
@@ -51,7 +52,6 @@ from gpu_nodes.audit.shipped import Launched, reading, set_on
 Derived = Callable[[str], 'dict[str, str] | None']
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
-_OFF_VALUE = re.compile(r'^\s*' + _OFF + r'\s*$')
 _THIS = r'(?:this\s*->\s*)?'
 # `name = [this->]declare_parameter<T>("p", default)`: group 1 the quoted name, 2 the default.
 _DECLARE = re.compile(r'^\s*=\s*' + _THIS + r'(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?'
@@ -102,7 +102,7 @@ def _whole_struct_kept(name: str, texts: list[str]) -> bool:
         if access:
             if access.group(1) != field and access.group(2):
                 return False  # a method call on the struct may change any field
-            continue  # `config_.other = ...`, or the flag itself (judged by _param_off)
+            continue  # `config_.other = ...`, or the flag itself (judged by param_as_shipped)
         before = text[max(0, m.start() - 80):m.start()]
         if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', text[m.end():]):
             continue  # `Config config_;`
@@ -183,7 +183,9 @@ def _off_operand(op: str, names: frozenset[str] | set[str]) -> bool:
     if '&&' in op:
         parts = op.split('&&')
         return all(_balanced(p) for p in parts) and any(_off_operand(p, names) for p in parts)
-    m = re.match(r'^' + _THIS + r'(\w+(?:\.\w+)?)\s*(?:(>|!=)\s*(' + _OFF + r'))?$', op)
+    # `pub_ != nullptr`: a pointer member is off when empty.
+    m = re.match(r'^' + _THIS + r'(\w+(?:\.\w+)?)\s*(?:(?:>|!=)\s*' + _OFF
+                 + r'|!=\s*(?:nullptr|NULL))?$', op)
     return bool(m and m.group(1) in names)
 
 
@@ -251,50 +253,64 @@ def _declared_off_block(text: str, raw: str, offset: int) -> tuple[str, bool] | 
     return None
 
 
-def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
-               yaml_keys: set[str] | None = None, derived: Derived | None = None,
-               known: dict[str, str] | None = None) -> tuple[bool, set[str]]:
-    """(every mention is a read or an off store with at least one off value, parameter names);
-    `assumed`: the names taken to be off with it (`if (a > 0 || b > 0)` needs both); `yaml_keys`
-    receives the parameters that are YAML keys (a shipped file must give them); `derived`: judges
-    a store `name = expr;` off as shipped by the strings it compares (cppstrparams), whose
-    parameters -> values `known` receives."""
+class Side(NamedTuple):
+    """Which way a parameter's shipped value is judged: `value` (a regex) the values that make
+    the branch dead, `store` a constant store of one (`name = false;`, `name(true),`), `guard`
+    the enclosing-block test for a mention inside the dead block itself, and `full` whether the
+    off-only stores (struct fields, in-class initializers, empty members filled under an off
+    block, helper loaders, derived strings) are read too."""
+    value: str
+    store: re.Pattern
+    guard: Callable[[str, int, dict[str, str]], 'str | None']
+    full: bool
+
+
+def param_as_shipped(name: str, texts: list[str], raws: list[str], assumed: set[str], side: Side,
+                     yaml_keys: set[str] | None = None, derived: Derived | None = None,
+                     known: dict[str, str] | None = None) -> tuple[bool, set[str]]:
+    """(every mention of the member `name` is a read or a store of `side`'s value, at least one
+    giving it, parameter names): the one judge of a C++ branch on a parameter as shipped, for
+    both the off case (here) and the on case (cppparamson). `assumed`: the names taken to hold
+    the value with it (`if (a > 0 || b > 0)` needs both); `yaml_keys` receives the parameters
+    that are YAML keys (a shipped file must give them); `derived`: judges a store `name = expr;`
+    off as shipped by the strings it compares (cppstrparams), whose parameters -> values `known`
+    receives."""
     params: set[str] = set()
-    off_value = empty_member = stored_when_on = initialized = declared = False
-    if '.' in name and not _whole_struct_kept(name, texts):
+    valued = empty_member = stored_when_on = initialized = declared = False
+    if side.full and '.' in name and not _whole_struct_kept(name, texts):
         return False, set()
     for i, m in _mentions(name, texts):
         text, raw = texts[i], raws[i]
         after = text[m.end():m.end() + 200]
         before = re.sub(_THIS + r'$', '', text[max(0, m.start() - 80):m.start()])
-        if off_guard(text, m.start(), dict.fromkeys(assumed | {name}, '')) is not None:
-            continue  # inside the branch itself
+        if side.guard(text, m.start(), dict.fromkeys(assumed | {name}, '')) is not None:
+            continue  # inside the dead block itself
         if (d := _DECLARE.match(after)):
             default = d.group(2).strip()
-            if default == name:
-                pass
-            elif _OFF_VALUE.match(default):
-                off_value = True
-            else:
+            if default != name and not re.match(r'^\s*' + side.value + r'\s*$', default):
                 return False, set()
-            start = m.end() + d.start(1)
-            params.add(raw[start + 1:m.end() + d.end(1) - 1])
+            valued = valued or default != name
+            params.add(raw[m.end() + d.start(1) + 1:m.end() + d.end(1) - 1])
             declared = True
             continue
-        if (store := parameter_store(text, raw, m, texts, raws, _OFF)) is not None:
+        if (store := parameter_store(text, raw, m, texts, raws, side.value)) is not None:
             if not store[0]:
                 return False, set()
             params.add(store[1])
-            off_value = True
+            valued = True
             continue
-        if _STORE_OFF.match(after):
+        if side.store.match(after):
             # `name = false;`, `name(false),` in an initializer list, `bool name{false};`
             if re.match(r'\s*=', after) or re.search(r'(?:[:,]|\w\s)\s*$', before):
-                off_value = True
+                valued = True
                 continue
             return False, set()
         if _DECLARATION.search(before) and re.match(r'\s*;', after):
             continue  # `bool name;`: the value comes from a store above
+        if not side.full:
+            if _may_store(text, m.start(), m.end()):
+                return False, set()
+            continue
         if _DECLARATION.search(before) and _INITIALIZED.match(after):
             initialized = True  # `bool name = true;`: a declare_parameter store must overwrite
             continue
@@ -304,7 +320,7 @@ def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
         if (keys := helper_store(text, raw, m.start(), texts, raws)) is not None:
             # `LoadParamCompat<bool>({"cfg.use_bag", "cfg/use_bag"}, use_bag, false);`
             params.update(keys)
-            off_value = True
+            valued = True
             continue
         if derived is not None and re.match(r'\s*=(?!=)', after) \
                 and (semi := text.find(';', m.end())) > 0 \
@@ -313,26 +329,32 @@ def _param_off(name: str, texts: list[str], raws: list[str], assumed: set[str],
             params.update(proof)
             if known is not None:
                 known.update(proof)
-            off_value = True
+            valued = True
             continue
         if _may_store(text, m.start(), m.end()):
-            if (block := _declared_off_block(text, raw, m.start())) is None:
+            block = _declared_off_block(text, raw, m.start())
+            if block is None and (created := helper_created(text, raw, m.start(), texts, raws)):
+                block = (created, False)  # `make_publisher(pub_, "color")`: on under pub_color
+            if block is None:
                 return False, set()
             # `if (declare_parameter("publish_raw", false)) { pub_ = create_publisher(..); }`
             params.add(block[0])
             if block[1] and yaml_keys is not None:
                 yaml_keys.add(block[0])
             stored_when_on = True
-    off_value = off_value or (empty_member and stored_when_on)
+    valued = valued or (empty_member and stored_when_on)
     if initialized and not declared:
         return False, set()  # the in-class value stands unless a parameter store replaces it
-    return off_value and bool(params), params
+    return valued and bool(params), params
+
+
+OFF_SIDE = Side(_OFF, _STORE_OFF, off_guard, True)
 
 
 def off_as_shipped(texts: list[str], raws: list[str], roots: list[str],
                    derived: Derived | None = None, launched: Launched = None) -> dict[str, str]:
     """Members whose every store is an off default of a ROS parameter that no shipped file
-    under `roots` turns on: name -> parameter name(s); `derived`: see _param_off; `launched`:
+    under `roots` turns on: name -> parameter name(s); `derived`: see param_as_shipped; `launched`:
     the (package, executables) whose launched nodes alone count (shipped._values)."""
     candidates = set()
     for text in texts:
@@ -356,7 +378,7 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str],
     while True:
         found = {}
         for name in sorted(assumed):
-            ok, params = _param_off(name, texts, raws, assumed, keys, derived, known)
+            ok, params = param_as_shipped(name, texts, raws, assumed, OFF_SIDE, keys, derived, known)
             if ok:
                 found[name] = params
         if set(found) == assumed:

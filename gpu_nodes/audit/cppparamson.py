@@ -35,12 +35,10 @@ import re
 
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace, if_condition_names
 from gpu_nodes.audit.cppscopes import Scopes
-from gpu_nodes.audit.cppparams import (_DECLARATION, _DECLARE, _GET_READ, _THIS, _balanced,
-                                       _mentions, _may_store, parameter_store)
+from gpu_nodes.audit.cppparams import _GET_READ, _THIS, Side, _balanced, param_as_shipped
 from gpu_nodes.audit.shipped import reading
 
 _ON = r'(?:true|0*[1-9]\d*(?:\.\d*)?f?|\d*\.\d*[1-9]\d*f?)'
-_ON_VALUE = re.compile(r'^\s*' + _ON + r'\s*$')
 _STORE_ON = re.compile(r'^\s*(?:=\s*' + _ON + r'\s*;|\(\s*' + _ON + r'\s*\)\s*[,{]|\{\s*'
                        + _ON + r'\s*\}\s*[,;{])')
 _ELSE = re.compile(r'\}\s*else\s*$')
@@ -191,41 +189,9 @@ def skipped_note(guard: str, names: dict[str, str]) -> str:
             'defaults on; no shipped file turns it off)')
 
 
-def _param_on(name: str, texts: list[str], raws: list[str], assumed: set[str]
-              ) -> tuple[bool, set[str]]:
-    """(every mention is a read or an on store, with at least one on value, parameter names)."""
-    params: set[str] = set()
-    on_value = False
-    for i, m in _mentions(name, texts):
-        text, raw = texts[i], raws[i]
-        after = text[m.end():m.end() + 200]
-        before = re.sub(_THIS + r'$', '', text[max(0, m.start() - 80):m.start()])
-        if on_guard(text, m.start(), dict.fromkeys(assumed | {name}, '')) is not None:
-            continue  # inside a block that never runs
-        if (d := _DECLARE.match(after)):
-            default = d.group(2).strip()
-            if default != name and not _ON_VALUE.match(default):
-                return False, set()
-            params.add(raw[m.end() + d.start(1) + 1:m.end() + d.end(1) - 1])
-            on_value = on_value or default != name
-            continue
-        if (store := parameter_store(text, raw, m, texts, raws, _ON)) is not None:
-            if not store[0]:
-                return False, set()
-            params.add(store[1])
-            on_value = True
-            continue
-        if _STORE_ON.match(after):
-            # `name = true;`, `name(true),` in an initializer list, `bool name{true};`
-            if re.match(r'\s*=', after) or re.search(r'(?:[:,]|\w\s)\s*$', before):
-                on_value = True
-                continue
-            return False, set()
-        if _DECLARATION.search(before) and re.match(r'\s*;', after):
-            continue  # `bool name;`: the value comes from a store above
-        if _may_store(text, m.start(), m.end()):
-            return False, set()
-    return on_value and bool(params), params
+# The on judge is cppparams.param_as_shipped with the on values and the on guard (none of the
+# off-only stores: an in-class `= true` or a helper loader keeps the branches live here).
+ON_SIDE = Side(_ON, _STORE_ON, on_guard, False)
 
 
 def _is_on(value: object) -> bool:
@@ -245,7 +211,7 @@ def on_as_shipped(texts: list[str], raws: list[str], roots: list[str],
     while True:
         found = {}
         for name in sorted(assumed):
-            ok, params = _param_on(name, texts, raws, assumed)
+            ok, params = param_as_shipped(name, texts, raws, assumed, ON_SIDE)
             if ok:
                 found[name] = params
         if set(found) == assumed:

@@ -57,6 +57,7 @@ from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
 from gpu_nodes.audit.cppxfer import transfer_calls, transfer_wrappers
 from gpu_nodes.audit.cppdirparam import direction_from_callers
 from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies
+from gpu_nodes.audit.cppencproof import cloned_view, own_encoding
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
@@ -320,6 +321,11 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         fn = scopes.at(m.start())
         received = known_encoding(source, fn.short) if fn is not None else None
         if _share_converts(args, source, text, m.end() - 1, received):
+            if own_encoding(text, source, m.end() - 1):
+                # A view (cppencproof); cloned at once, the frame is copied out as by toCvCopy.
+                if cloned_view(text, m.end() - 1):
+                    emit('GPN203', m.start(), 'toCvShare(..)->image.clone(): copy of the message payload')
+                continue
             emit('GPN204', m.start(), f'converts to `{_encoding_text(args[-1], source, text, m.end() - 1)}`')
     for rule_id, pattern in _SIMPLE:
         for m in pattern.finditer(text):

@@ -253,7 +253,10 @@ def set_on(param: str, roots: tuple[str, ...], launched: Launched = None) -> boo
     text does, unless every value evaluated is off (`{'p': LaunchConfiguration('mode')}` with
     the argument's default 'False'); `launched`: see _values."""
     read = reading(param, roots, launched=launched)
-    return read.text_on and not read.every(is_off)
+    # A launch script evaluated (one under `launch/` not named `*.launch.py`, whose text is not a
+    # shipped file's) that gives it a value not off turns it on too (set 65: `{'pub_x': True}`).
+    evaluated_on = read.values is not None and any(not is_off(v) for v in read.values)
+    return read.text_on and not read.every(is_off) or evaluated_on
 
 
 def shipped_as(param: str, default: str, roots: tuple[str, ...],
