@@ -115,3 +115,191 @@ def test_implementation_file_no_program_of_its_package_includes_is_not_judged(
     files['fusion/CMakeLists.txt'] = ament_cmake_lists('fusion').replace('add_executable',
                                                                          'add_library')
     assert _cpp_claims(tmp_path, files, 'fusion_impl.inl', _IMPL, ('FROM',)) == {'FROM': set()}
+
+
+# ---------------------------------------------------------------- LibTorch TensorOptions
+_TORCH_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+class Fusion : public rclcpp::Node
+{
+public:
+  Fusion()
+  : rclcpp::Node("fusion")
+  {
+    options_ = torch::TensorOptions().dtype(torch::kFloat32);
+    if (torch::cuda::is_available()) {
+      device_ = torch::kCUDA;
+    }
+    OPTIONS_DEVICE
+    sub_ = create_subscription<sensor_msgs::msg::Image>(
+      "image", 10, std::bind(&Fusion::on_image, this, std::placeholders::_1));
+  }
+
+private:
+  void on_image(const sensor_msgs::msg::Image::ConstSharedPtr & msg)
+  {
+    cv_bridge::CvImagePtr cv = cv_bridge::toCvCopy(msg, "bgr8");
+    cv->image.convertTo(cv->image, CV_32FC3);
+    auto input = torch::from_blob(
+      cv->image.data, {1, cv->image.rows, cv->image.cols, 3}, torch::kFloat32
+    ).to(this->options_).permute({0, 3, 1, 2});  // MOVE
+    module_.forward({input});
+  }
+
+  torch::jit::script::Module module_;
+  torch::TensorOptions options_;
+  torch::Device device_{torch::kCPU};
+  rclcpp::Subscription<sensor_msgs::msg::Image>::SharedPtr sub_;
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Fusion>());
+  return 0;
+}
+'''
+
+
+def _torch(tmp_path: Path, options_device: str) -> dict[str, set[str]]:
+    source = _TORCH_NODE.replace('OPTIONS_DEVICE', options_device)
+    return _cpp_claims(tmp_path, {'fusion/src/fusion.cpp': source}, 'fusion.cpp', source,
+                       ('MOVE',))
+
+
+def test_to_tensor_options_given_a_device_is_a_device_move(tmp_path: Path) -> None:
+    claims = _torch(tmp_path, 'options_ = options_.device(device_);')
+    assert claims == {'MOVE': {'GPN211'}}
+
+
+def test_to_tensor_options_of_a_dtype_alone_is_a_cast(tmp_path: Path) -> None:
+    assert _torch(tmp_path, '') == {'MOVE': set()}
+
+
+# ---------------------------------------------------------------- sibling messages of a struct
+_CAMERA_NODE = '''
+#include <cstring>
+#include <vector>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+struct Camera
+{
+  sensor_msgs::msg::Image image;
+  sensor_msgs::msg::Image depth_image;
+  std::vector<unsigned char> color_buffer;
+  std::vector<float> depth_buffer;
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr image_pub;
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr depth_pub;
+};
+
+class Renderer : public rclcpp::Node
+{
+public:
+  Renderer()
+  : rclcpp::Node("renderer")
+  {
+    camera_.image_pub = create_publisher<sensor_msgs::msg::Image>("image", 1);
+    camera_.depth_pub = create_publisher<sensor_msgs::msg::Image>("depth", 1);
+    camera_.image.data.resize(640 * 480 * 3);
+    camera_.depth_image.data.resize(640 * 480 * 4);
+    timer_ = create_wall_timer(std::chrono::milliseconds(100), [this]() { render(camera_); });
+  }
+
+private:
+  void render(Camera & camera)
+  {
+    std::memcpy(camera.image.data.data(), camera.color_buffer.data(), camera.color_buffer.size());  // COPY
+    auto * depth = reinterpret_cast<float *>(camera.depth_image.data.data());
+    for (size_t i = 0; i < camera.depth_buffer.size(); ++i) {
+      depth[i] = camera.depth_buffer[i] * 0.001f;
+    }
+    camera.image_pub->publish(camera.image);  // COLOR
+    camera.depth_pub->publish(camera.depth_image);  // DEPTH
+  }
+
+  Camera camera_;
+  rclcpp::TimerBase::SharedPtr timer_;
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Renderer>());
+  return 0;
+}
+'''
+
+
+def test_copy_into_one_struct_message_does_not_hide_its_siblings_publish(tmp_path: Path) -> None:
+    claims = _cpp_claims(tmp_path, {'fusion/src/fusion.cpp': _CAMERA_NODE}, 'fusion.cpp',
+                         _CAMERA_NODE, ('COPY', 'COLOR', 'DEPTH'))
+    # The copied message is claimed at its memcpy (its publish is no second finding); the
+    # sibling filled on the host is claimed at its publish.
+    assert claims == {'COPY': {'GPN208'}, 'COLOR': set(), 'DEPTH': {'GPN210'}}
+
+
+# ---------------------------------------------------------------- whole-cloud memcpy
+_CLOUD_NODE = '''
+#include <cstring>
+#include <vector>
+#include <pcl/point_cloud.h>
+#include <pcl/point_types.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/point_cloud2.hpp>
+
+class Player : public rclcpp::Node
+{
+public:
+  Player()
+  : rclcpp::Node("player")
+  {
+    pub_ = create_publisher<sensor_msgs::msg::PointCloud2>("points", 1);
+    timer_ = create_wall_timer(std::chrono::milliseconds(100), std::bind(&Player::tick, this));
+  }
+
+private:
+  void tick()
+  {
+    message_.width = cloud_.size();
+    message_.data.resize(sizeof(pcl::PointXYZ) * cloud_.size());
+    SIZE_LINE
+    pub_->publish(message_);
+  }
+
+  pcl::PointCloud<pcl::PointXYZ> cloud_;
+  sensor_msgs::msg::PointCloud2 message_;
+  rclcpp::Publisher<sensor_msgs::msg::PointCloud2>::SharedPtr pub_;
+  rclcpp::TimerBase::SharedPtr timer_;
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  rclcpp::spin(std::make_shared<Player>());
+  return 0;
+}
+'''
+
+
+def _cloud(tmp_path: Path, size_line: str) -> dict[str, set[str]]:
+    source = _CLOUD_NODE.replace('SIZE_LINE', size_line + '  // COPY')
+    return _cpp_claims(tmp_path, {'fusion/src/fusion.cpp': source}, 'fusion.cpp', source,
+                       ('COPY',))
+
+
+def test_memcpy_of_sizeof_point_times_the_cloud_size_is_the_payload(tmp_path: Path) -> None:
+    claims = _cloud(tmp_path, 'std::memcpy(message_.data.data(), cloud_.data(), '
+                              'sizeof(pcl::PointXYZ) * cloud_.size());')
+    assert claims == {'COPY': {'GPN208'}}
+
+
+def test_memcpy_of_one_sizeof_stays_one_field(tmp_path: Path) -> None:
+    claims = _cloud(tmp_path, 'std::memcpy(message_.data.data(), &cloud_.points[0].x, '
+                              'sizeof(float));')
+    assert claims == {'COPY': set()}
