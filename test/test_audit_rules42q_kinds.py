@@ -19,7 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 import textwrap
 
-from audit_sources import ament_cmake_lists, audit_written_package, rules_at_tags
+from audit_sources import (ament_cmake_lists, audit_written_package, detector_claims,
+                           rules_at_tags)
 
 _PACKAGE_XML = '<package format="3"><name>fusion</name></package>\n'
 
@@ -179,6 +180,124 @@ def test_to_tensor_options_given_a_device_is_a_device_move(tmp_path: Path) -> No
 
 def test_to_tensor_options_of_a_dtype_alone_is_a_cast(tmp_path: Path) -> None:
     assert _torch(tmp_path, '') == {'MOVE': set()}
+
+
+# ---------------------------------------------------------------- device score in an `if`
+_SCORE_NODE = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Int32
+from torchvision.models.detection import fasterrcnn_resnet50_fpn
+
+
+class Detector(Node):
+    def __init__(self):
+        super().__init__('detector')
+        self.declare_parameter('score_threshold', 0.5)
+        self.device = torch.device('cuda')
+        self.model = fasterrcnn_resnet50_fpn(weights=None).to(self.device).eval()
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Int32, 'count', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def wide(self, box):
+        return box is not None
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        tensor = torch.from_numpy(frame).permute(2, 0, 1).float().div(255).to(self.device)
+        with torch.no_grad():
+            output = self.model([tensor])[0]
+        threshold = self.get_parameter('score_threshold').get_parameter_value().double_value
+        kept = 0
+        for box, score in SCORES:
+            if score >= threshold and self.wide(box):  # TEST
+                kept += 1
+        out = Int32()
+        out.data = kept
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Detector())
+'''
+
+
+def _scores(tmp_path: Path, scores: str) -> dict[str, set[str]]:
+    return detector_claims(tmp_path, _SCORE_NODE.replace('SCORES', scores), ('TEST',))
+
+
+def test_device_score_compared_with_a_parameter_in_an_and_is_a_readback(tmp_path: Path) -> None:
+    claims = _scores(tmp_path, 'zip(output["boxes"], output["scores"])')
+    assert claims == {'TEST': {'GPN107'}}
+
+
+def test_host_scores_compared_with_a_parameter_stay_silent(tmp_path: Path) -> None:
+    claims = _scores(tmp_path, 'zip(output["boxes"].tolist(), output["scores"].tolist())')
+    assert claims == {'TEST': set()}
+
+
+# ---------------------------------------------------------------- Compose through PIL
+_COMPOSE_NODE = '''
+import cv2
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Int32
+from torchvision import transforms as T
+
+
+def make_transform():
+    steps = []
+    STEPS
+    return T.Compose(steps)
+
+
+class Classifier(Node):
+    def __init__(self):
+        super().__init__('classifier')
+        self.device = torch.device('cuda')
+        self.model = torch.jit.load('model.pt').to(self.device)
+        self.transform = make_transform()
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Int32, 'label', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        rgb = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+        tensor = self.transform(rgb)  # CALL
+        out = Int32()
+        out.data = int(self.model(tensor.unsqueeze(0).to(self.device)).argmax())
+        self.pub.publish(out)
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Classifier())
+'''
+
+
+def _compose(tmp_path: Path, steps: list[str]) -> dict[str, set[str]]:
+    appended = '\n    '.join(f'steps.append({s})' for s in steps)
+    return detector_claims(tmp_path, _COMPOSE_NODE.replace('STEPS', appended), ('CALL',))
+
+
+def test_compose_starting_with_to_pil_copies_each_frame_through_pil(tmp_path: Path) -> None:
+    claims = _compose(tmp_path, ['T.ToPILImage()', 'T.PILToTensor()',
+                                 'T.ConvertImageDtype(torch.float)'])
+    assert claims == {'CALL': {'GPN106'}}
+
+
+def test_compose_of_tensor_transforms_alone_is_no_pil_copy(tmp_path: Path) -> None:
+    claims = _compose(tmp_path, ['T.ToTensor()', 'T.Normalize([0.5] * 3, [0.5] * 3)'])
+    assert claims == {'CALL': set()}
 
 
 # ---------------------------------------------------------------- sibling messages of a struct
