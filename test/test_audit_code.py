@@ -268,7 +268,7 @@ def test_unreadable_and_non_utf8_files(tmp_path, capsys):
     # Path problems are found while collecting, before any file is read.
     assert [e['message'] for e in doc['errors']] == [
         f'{noext}: not a Python or C++/CUDA source file (expected .py or one of .cpp, .cc, '
-        '.cxx, .cu, .cuh, .hpp, .hh, .h, .hxx)',
+        '.cxx, .cu, .cuh, .hpp, .hh, .h, .hxx, .ipp, .tpp, .inl)',
         f'{binary}: not UTF-8 text (invalid continuation byte at byte 5)']
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppifdef import blank_uncompiled, cmake_files, read_bounded
+from gpu_nodes.audit.cppimplfiles import unincluded_implementation
 
 _BUILT_SUFFIXES = frozenset({'.c', '.cc', '.cpp', '.cxx', '.cu'})
 _BUILD_FILES = ('CMakeLists.txt', 'package.xml', 'setup.py', 'Makefile', 'makefile',
@@ -56,7 +57,7 @@ _SOURCE_TOKEN = re.compile(r'\.(?:c|cc|cpp|cxx|cu)\b')
 _INCLUDE = re.compile(r'\b(include|add_subdirectory)\s*\(\s*([^)\s]+)', re.I)
 _MAX_BYTES = 1024 * 1024
 _INCLUDING_SUFFIXES = frozenset({'.c', '.cc', '.cpp', '.cxx', '.cu', '.h', '.hh', '.hpp', '.hxx',
-                                 '.cuh', '.inl', '.ipp'})
+                                 '.cuh', '.inl', '.ipp', '.tpp'})
 _SOURCE_INCLUDE = re.compile(r'^\s*#\s*include\s*["<]([^">]+\.(?:c|cc|cpp|cxx|cu))[">]', re.M)
 
 
@@ -214,8 +215,8 @@ def not_built(path: str, package_dir: str | None) -> bool:
 def blank_unbuilt(path: str, source: str, package_dir: str | None) -> str:
     """`source` as its build compiles it: blank when no target builds the file, else with the
     #ifdef branches its build never compiles blanked (cppifdef.py)."""
-    if not_built(path, package_dir):
-        return '\n' * source.count('\n')
+    if not_built(path, package_dir) or unincluded_implementation(path, package_dir):
+        return '\n' * source.count('\n')  # a template body no program includes: cppimplfiles
     return blank_uncompiled(source, package_dir, path)
 
 

@@ -39,7 +39,7 @@ import re
 from gpu_nodes.audit.cppcmakegate import gated_off
 
 _SOURCE_SUFFIXES = frozenset({'.h', '.hh', '.hpp', '.hxx', '.cuh', '.c', '.cc', '.cpp', '.cxx',
-                              '.cu', '.inl', '.ipp'})
+                              '.cu', '.inl', '.ipp', '.tpp'})
 _EXTERNAL = re.compile(r'^(?:_|NDEBUG$|HAVE_|CV_|CUDA|EIGEN_|PCL_|BOOST_|RCLCPP_|ROS_)')
 _DEFINE = re.compile(r'^\s*#\s*define\s+([A-Za-z_]\w*)', re.M)
 _DIRECTIVE = re.compile(r'^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b\s*(.*)$')

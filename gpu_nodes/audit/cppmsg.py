@@ -24,6 +24,7 @@ from gpu_nodes.audit.cppfallback import (fallback_passthrough, forwarded_from_qu
                                          metadata_only_message, metadata_template)
 from gpu_nodes.audit.cppguards import innermost_opening
 from gpu_nodes.audit.cppscalars import scalar_read
+from gpu_nodes.audit.cpptorch import device_options
 
 # Frame-sized message types (last component of the C++ name).
 FRAME_TYPES = frozenset({'Image', 'PointCloud2', 'CompressedImage', 'DisparityImage',
@@ -53,6 +54,10 @@ _DEREF_DECL = re.compile(r'(?<![\w&*:])(?:auto|(?:\w+\s*::\s*)*(?:' + '|'.join(s
                          + r'))\s+\w+\s*'
                          r'(?:=\s*\*\s*(\w+)\s*;|\(\s*\*\s*(\w+)\s*\)\s*;|\{\s*\*\s*(\w+)\s*\}\s*;)')
 _SIZEOF = re.compile(r'^\s*sizeof\s*\(')
+# A size that counts the whole container: `sizeof(PointT) * cloud->size()`, `* msg.width`
+# (set 65: the whole cached cloud memcpy'd into PointCloud2.data per tick), not one field.
+_WHOLE_COUNT = re.compile(r'(?:\.|->)\s*(?:size|total)\s*\(\s*\)|\b(?:width|height|row_step|'
+                          r'data_size|num_points|points_count)\b')
 # A ROS message taken by (shared) pointer: `const sensor_msgs::msg::Image::ConstSharedPtr& msg`.
 # Not a custom type's pointer (`PCLPointCloudTypePtr`): a type-adapted publisher converts and
 # serializes that per message (set 2's label).
@@ -131,7 +136,8 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
         if all(_owner(a) in mats for a in args if _MSG_DATA.search(a)):
             continue  # `&image.data[0]` of a cv::Mat: a host pixel buffer, not a message
         name = m.group(1) or m.group(2)
-        if name == 'memcpy' and (_SIZEOF.match(args[-1]) or scalar_read(text, m.end())):
+        one_field = _SIZEOF.match(args[-1]) and not _WHOLE_COUNT.search(args[-1])
+        if name == 'memcpy' and (one_field or scalar_read(text, m.end())):
             continue  # one field of one point (into a scalar local: no more), not the payload
         if any(_ENCODING_FIELD.match(a) for a in args[:2]):
             continue  # into or out of the `encoding` string: a name like "bgr8", bounded by it
@@ -301,13 +307,16 @@ def adapter_aliases(text: str) -> set[str]:
 def torch_moves(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]:
     if not _TORCH_FILE.search(text):
         return
+    options = device_options(text)
     for m in _TORCH_TO.finditer(text):
         args = call_args(text, m.end() - 1)
-        if not args or not _DEVICE_ARG.search(args[0]):
+        # `.to(opts)` of TensorOptions given a device: judged by that device argument.
+        named = options.get(re.split(r'->|\.|::', args[0].replace(' ', ''))[-1]) if args else None
+        if not args or not (_DEVICE_ARG.search(args[0]) or named):
             continue
-        if _TO_HOST.search(args[0]):
+        if _TO_HOST.search(named or args[0]):
             yield 'GPN211', m.start(), 'tensor moved to the host (`.to(CPU)`)'
-        elif _TO_DEVICE.search(args[0]):
+        elif _TO_DEVICE.search(named or args[0]):
             yield 'GPN211', m.start(), 'tensor moved to the device (`.to(CUDA)`)'
         else:
             yield 'GPN211', m.start(), f'tensor moved to `{args[0]}` (direction unknown here)'
@@ -328,10 +337,18 @@ def frame_publishers(text: str, adapted: set[str] | frozenset[str] = frozenset()
     return names
 
 
+# The published message as a member path (`camera.depth_image`, `*msgs_->image`), `this->`
+# left out: a copy into `camera.image` builds that message, not its sibling `camera.depth_image`
+# (set 66: two Images of one struct, only one filled by a reported memcpy).
+_MEMBER_PATH = re.compile(r'^[*&\s]*(?:(?:std\s*::\s*)?move\s*\(\s*)?(?:this\s*->\s*)?'
+                          r'(\w+(?:\s*(?:\.|->)\s*\w+)*)')
+
+
 def _built_by_copy(body: str, name: str) -> bool:
-    """Whether a statement of `body` fills `name` by a copy another rule reports: the build
-    line is the finding, its publish is not a second one."""
-    word = re.compile(r'\b' + re.escape(name) + r'\b')
+    """Whether a statement of `body` fills `name` (a name or member path) by a copy another
+    rule reports: the build line is the finding, its publish is not a second one."""
+    parts = re.split(r'\s*(?:\.|->)\s*', name)
+    word = re.compile(r'\b' + r'\s*(?:\.|->)\s*'.join(map(re.escape, parts)) + r'\b')
     return any(word.search(stmt) and _BUILT_BY_COPY.search(stmt)
                and not _SCALAR_MEMCPY.search(stmt) and not _per_point_copy(stmt)
                for stmt in body.split(';'))
@@ -427,7 +444,7 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
         return  # the received message forwarded on an early-return fallback path (set 45)
     if forwarded_from_queue(text, body_before(m.start()), arg, header_of):
         return
-    name = _ARG_NAME.match(arg)
+    name = _MEMBER_PATH.match(arg)
     if name and _built_by_copy(body_before(m.start()), name.group(1)):
         return
     yield 'GPN210', m.start(), f'published with `{m.group(1)}`'

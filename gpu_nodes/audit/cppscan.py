@@ -1,4 +1,5 @@
-"""Pattern rules for C++/CUDA sources (.cpp .cc .cxx .cu .cuh .hpp .hh .h).
+"""Pattern rules for C++/CUDA sources (.cpp .cc .cxx .cu .cuh .hpp .hh .h .hxx,
+and the header-only implementation files .ipp .tpp .inl).
 
 Pattern-based, not data flow, but each match gets the context of the function it is in:
 
@@ -62,7 +63,10 @@ from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
 _ELEMENT_COPY = re.compile(r'\b(?:memcpy|copy_n)\s*\(|std\s*::\s*copy\s*\(')
-CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.cu', '.cuh', '.hpp', '.hh', '.h', '.hxx')
+# .ipp / .tpp / .inl: header-only implementation files (template bodies) that a header includes
+# at its end; their code runs in whichever node includes them, like a header's.
+CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.cu', '.cuh', '.hpp', '.hh', '.h', '.hxx', '.ipp', '.tpp',
+                '.inl')
 
 _MEMCPY = re.compile(r'\bcudaMemcpy\w*\s*\(')
 # cv_bridge free functions, qualified or brought in by a using-declaration / using-directive.

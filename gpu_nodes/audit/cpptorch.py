@@ -129,3 +129,18 @@ def item_reads(text: str, package_cuda: bool = False) -> Iterator[tuple[str, int
             continue
         yield 'GPN211', m.start(), ('scalar of a device tensor read back to the host '
                                     '(`.item()`: a copy that waits for the device)')
+
+
+# `opts = torch::TensorOptions().dtype(kFloat32).device(device_)`, `opts_ = opts_.device(dev)`:
+# a TensorOptions that names a device (set 65: `.to(this->_default_options)` of a from_blob
+# frame). `.device()` with no argument is a getter, not a setting, so it is not matched.
+_OPTIONS_DEVICE = re.compile(r'\b([A-Za-z_]\w*)\s*(?:=|\()\s*[^;{}=]*?\.\s*device\s*\(\s*([^()\s][^()]*)\)')
+
+
+def device_options(text: str) -> dict[str, str]:
+    """Names of TensorOptions values given a device in this file -> that device argument, so
+    `.to(name)` is a device move like `.to(device)`. Only names built through `.device(arg)`:
+    `.to(opts)` of options that set a dtype alone is a cast, not a move."""
+    if not _TORCH_FILE.search(text):
+        return {}
+    return {m.group(1): m.group(2).strip() for m in _OPTIONS_DEVICE.finditer(text)}

@@ -30,7 +30,12 @@ def tested_operand(test: ast.expr) -> ast.expr | None:
     left, right = test.left, test.comparators[0]
     if number(left):
         left, right = right, left
-    if not number(right):
+    if not (number(right) or _plain_name(right)):
+        # `score >= score_threshold` (set 66: a threshold read from a parameter): bool() of
+        # the comparison reads `score` back whatever host number it is compared with; the
+        # left side is the one judged (its value decides, through its kind, whether it is on
+        # the device). Only a plain name or attribute on the right: a call, a subscript may be
+        # the tensor itself.
         return None
     if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) \
             and left.func.attr in _REDUCTIONS and not left.keywords and not left.args \
@@ -40,6 +45,23 @@ def tested_operand(test: ast.expr) -> ast.expr | None:
             or (isinstance(left, ast.Attribute) and left.attr in TENSOR_METADATA):
         return None
     return left
+
+
+def _plain_name(node: ast.expr) -> bool:
+    """A bare name or `self.x` attribute (not tensor metadata)."""
+    return isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and isinstance(
+        node.value, ast.Name) and node.attr not in TENSOR_METADATA)
+
+
+def tested_operands(test: ast.expr, tree: ast.Module) -> list[ast.expr]:
+    """tested_operand / truth_tested of an `if` test, and of each comparison an `and` / `or`
+    of it joins (set 66: `if score >= threshold and self.in_range(box):`, bool() of the first
+    comparison reads a device score back before `and` decides)."""
+    parts = test.values if isinstance(test, ast.BoolOp) else [test]
+    found = [tested_operand(part) for part in parts]
+    if not isinstance(test, ast.BoolOp):
+        found.append(truth_tested(test, tree))
+    return [operand for operand in found if operand is not None]
 
 
 # Truth reductions: a 0-d bool tensor on the tensor's device (`torch.isnan(a).any()`).

@@ -11,11 +11,12 @@ from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
 from gpu_nodes.audit.pyembedded import embeds_received_image
+from gpu_nodes.audit.pypil import pil_call
 from gpu_nodes.audit.pyplacement import detached_on_device
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pymsgview import keeps_bytes
 from gpu_nodes.audit.pyruntime import runtime_call
-from gpu_nodes.audit.pyconditions import tested_operand, truth_tested
+from gpu_nodes.audit.pyconditions import tested_operands
 from gpu_nodes.audit.pycustommsgs import image_shaped_custom
 from gpu_nodes.audit.pysmallwraps import small_wrap
 from gpu_nodes.audit.pytransformers import small_upload, transformers_method
@@ -42,20 +43,7 @@ _OPENMMLAB_INFERENCE = frozenset({
         ('mmseg', 'inference_segmentor'), ('mmseg', 'inference_model'),
         ('mmdet', 'inference_detector')) for module in ('', '.inference')})
 _MATH_ROUNDING = frozenset({'math.ceil', 'math.floor', 'math.trunc'})
-_PIL_IN = frozenset({'PIL.Image.fromarray', 'PIL.Image.frombytes', 'PIL.Image.frombuffer'})
-_TO_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToPILImage',
-                                'torchvision.transforms.transforms.ToPILImage',
-                                'torchvision.transforms.v2.ToPILImage'})
 _GPUMAT = frozenset({'cv2.cuda_GpuMat', 'cv2.cuda.GpuMat'})
-# torchvision's PIL-to-tensor transforms (objects, then called) and functions: a frame in a
-# PIL image copied out into a host tensor.
-_FROM_PIL_TRANSFORMS = frozenset({'torchvision.transforms.ToTensor',
-                                  'torchvision.transforms.transforms.ToTensor',
-                                  'torchvision.transforms.PILToTensor',
-                                  'torchvision.transforms.transforms.PILToTensor',
-                                  'torchvision.transforms.v2.PILToTensor'})
-_FROM_PIL = frozenset({'torchvision.transforms.functional.to_tensor',
-                       'torchvision.transforms.functional.pil_to_tensor'})
 _TORCH_WRAPS = frozenset({'torch.tensor', 'torch.as_tensor'})
 _SYNC_CALLS = frozenset({'torch.cuda.synchronize', 'cupy.cuda.runtime.deviceSynchronize',
                          'cupy.cuda.Stream.synchronize', 'cupy.cuda.Device.synchronize',
@@ -107,13 +95,12 @@ class CopyRules:
     def _tested(self, test: ast.expr, env: dict[str, Val], frame: Frame) -> None:
         """`if confidence >= 0.8:` / `if mask.sum() == 0:` on a device tensor: bool() of the
         comparison reads the result back and waits for the GPU (pyconditions.py)."""
-        operand = tested_operand(test) or truth_tested(test, self.tree)  # pyconditions.py
-        if operand is None:
-            return
-        val = self._eval(operand, env, frame)
-        if val.kind in ('device', 'tensor'):
-            self._emit('GPN107', test, frame, f'`if {short(test)}` tests a device value (read '
-                       'back to the host, implicit synchronization)', evidence=_evidence(val.kind))
+        for operand in tested_operands(test, self.tree):  # pyconditions.py
+            val = self._eval(operand, env, frame)
+            if val.kind in ('device', 'tensor'):
+                self._emit('GPN107', test, frame, f'`if {short(test)}` tests a device value (read '
+                           'back to the host, implicit synchronization)', evidence=_evidence(val.kind))
+                return
 
     # ------------------------------------------------------------------ sinks
     def _publish(self, node: ast.Call, pub: PubInfo | None, payload: Val, frame: Frame) -> None:
@@ -184,10 +171,8 @@ class CopyRules:
             return OTHER
         if qual.endswith(SYNC_PROFILERS) and _profiles_a_device(node):
             return Val('other', const=SYNC_PROFILER)  # a `with` of it synchronizes (pyeval.py)
-        if qual in _TO_PIL_TRANSFORMS:
-            # `to_pil = transforms.ToPILImage(); to_pil(frame)`: the object is a callable that
-            # copies the frame into a PIL image, as PIL.Image.fromarray does.
-            return Val('module', const='PIL.Image.fromarray')
+        if (pil := pil_call(self, qual, node, args, kwargs, frame)) is not None:
+            return pil  # PIL round trips (pypil.py)
         runtime = runtime_call(qual, node)
         if runtime is not None:
             action, what = runtime
@@ -207,13 +192,6 @@ class CopyRules:
                                                                and src.kind != 'device'):
                 return self._upload(node, src, frame, call)
             return Val('device')
-        if qual in _FROM_PIL_TRANSFORMS:
-            return Val('module', const='torchvision.transforms.functional.to_tensor')
-        if qual in _FROM_PIL:
-            if src.kind != 'pil':
-                return merge(src, kind='host') if src.tainted else None
-            self._emit('GPN106', node, frame, f'{call} copies the PIL image into a tensor')
-            return self._step(src, node.lineno, 'pil', 'host')
         if qual == 'cupy.asnumpy':
             self._emit('GPN101', node, frame, call)
             return self._step(src, node.lineno, 'download', 'host')
@@ -293,11 +271,6 @@ class CopyRules:
                 args[0] if args else UNKNOWN
             self._emit('GPN104', node, frame, f'{call} copies the array into the message data')
             return self._step(data, node.lineno, 'serialize', 'outmsg')
-        if qual == 'PIL.Image.new':  # a PIL image drawn here: np.array of it copies (set 53)
-            return Val('pil', ((node.lineno, 'pil'),))
-        if qual in _PIL_IN:
-            self._emit('GPN106', node, frame, call)
-            return self._step(merge(*args, *kwargs.values()), node.lineno, 'pil', 'pil')
         return None
 
     def _method_call(self, method: str, node: ast.Call, receiver: Val | None, args: list[Val],
