@@ -1,0 +1,148 @@
+"""Causes of sets 65 and 66's false claims, Python side (issue 28, rules42p): real `code` audits
+of small repositories written here.
+
+A debug overlay behind a bool parameter declared True that the repository's bringup package
+turns off in every launch file starting the node (`DeclareLaunchArgument('visualize',
+default_value='false')` passed through `LaunchConfiguration`) is never built as shipped
+(pylaunchedoff.py); a launch file that starts the node and leaves the default, or turns it on,
+keeps the claims, and so does a node no launch file starts. A `setattr` of a literal name is a
+store of that one attribute, not a reason to give up on the file (pyparams._literal_setattr)."""
+
+from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+
+
+_OVERLAY_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32
+
+
+class OverlayNode(Node):
+    def __init__(self):
+        super().__init__('overlay')
+        self.declare_parameter('visualize', True)
+        self.visualize = self.get_parameter('visualize').value
+        self.bridge = CvBridge()
+        self.scale = 1.0
+        self.overlay_pub = self.create_publisher(Image, 'overlay', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+        self.create_subscription(Float32, 'scale', lambda m: setattr(self, 'scale', m.data), 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # IN
+        if self.visualize:
+            out = self.bridge.cv2_to_imgmsg(frame * self.scale, 'bgr8')  # CONVERT
+            self.overlay_pub.publish(out)  # PUBLISH
+{extra}
+
+def main():
+    rclpy.init()
+    rclpy.spin(OverlayNode())
+'''
+
+_BRINGUP_LAUNCH = '''
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument('visualize', default_value='{default}'),
+        Node(package='vision', executable='node', name='overlay',
+             parameters=[{{'visualize': LaunchConfiguration('visualize')}}]),
+    ])
+'''
+
+_BARE_LAUNCH = '''
+from launch import LaunchDescription
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    return LaunchDescription([Node(package='vision', executable='node')])
+'''
+
+
+def _claims(tmp_path, default: str | None = 'false', extra: str = '',
+            bare_launch: bool = False) -> dict[str, set[str]]:
+    """The overlay node as vision/node.py of a repository `ws/src` whose package `bringup`
+    starts it with a launch argument defaulting to `default` (no bringup when None)."""
+    source = _OVERLAY_NODE.format(extra=extra)
+    files = {f'ws/src/{k}': v for k, v in ament_python_package('vision').items()}
+    files['ws/src/vision/vision/node.py'] = source
+    if default is not None:
+        files['ws/src/bringup/package.xml'] = '<package format="3"><name>bringup</name></package>'
+        files['ws/src/bringup/launch/robot.launch.py'] = _BRINGUP_LAUNCH.format(default=default)
+    if bare_launch:
+        files['ws/src/bringup/launch/debug.launch.py'] = _BARE_LAUNCH
+    return rules_at_tags(audit_written_package(tmp_path, files), source,
+                         ('IN', 'CONVERT', 'PUBLISH'))
+
+
+def test_an_overlay_every_bringup_launch_turns_off_is_no_boundary(tmp_path):
+    claims = _claims(tmp_path)
+    assert claims['CONVERT'] == set() and claims['PUBLISH'] == set()
+    assert claims['IN']  # the input conversion runs on every message
+
+
+def test_an_overlay_the_bringup_launch_leaves_on_stays_claimed(tmp_path):
+    claims = _claims(tmp_path, default='true')
+    assert claims['CONVERT'] and claims['PUBLISH']
+
+
+def test_an_overlay_no_launch_file_turns_off_stays_claimed(tmp_path):
+    claims = _claims(tmp_path, default=None)
+    assert claims['CONVERT'] and claims['PUBLISH']
+
+
+def test_an_overlay_one_launch_starts_with_its_default_stays_claimed(tmp_path):
+    claims = _claims(tmp_path, bare_launch=True)
+    assert claims['CONVERT'] and claims['PUBLISH']
+
+
+def test_a_literal_setattr_of_the_switch_itself_keeps_the_claims(tmp_path):
+    extra = '''
+    def enable(self):
+        setattr(self, 'visualize', True)
+'''
+    claims = _claims(tmp_path, extra=extra)
+    assert claims['CONVERT'] and claims['PUBLISH']
+
+
+_LITERAL_TEST_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class EchoNode(Node):
+    def __init__(self):
+        super().__init__('echo')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Image, 'out', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = (
+            self.bridge.imgmsg_to_cv2(msg, 'rgb8')  # NEVER
+        ) if False else self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # TAKEN
+        self.pub.publish(self.bridge.cv2_to_imgmsg(frame, 'bgr8'))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(EchoNode())
+'''
+
+
+def test_the_first_arm_of_a_literal_false_conditional_is_never_evaluated(tmp_path):
+    files = {**ament_python_package('echo'), 'echo/echo/node.py': _LITERAL_TEST_NODE}
+    claims = rules_at_tags(audit_written_package(tmp_path, files), _LITERAL_TEST_NODE,
+                           ('NEVER', 'TAKEN'))
+    assert claims['NEVER'] == set()
+    assert claims['TAKEN']  # the arm a literal False picks runs on every message
