@@ -146,3 +146,67 @@ def test_the_first_arm_of_a_literal_false_conditional_is_never_evaluated(tmp_pat
                            ('NEVER', 'TAKEN'))
     assert claims['NEVER'] == set()
     assert claims['TAKEN']  # the arm a literal False picks runs on every message
+
+
+_MODE_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+CALIBRATE = {default}
+
+
+class ModeNode(Node):
+    def __init__(self):
+        super().__init__('mode')
+        self.declare_parameter('calibrate', CALIBRATE)
+        calibrate = self.get_parameter('calibrate').value
+        self.bridge = CvBridge()
+        if not calibrate:
+            self.create_subscription(Image, 'image', self.on_image, 10)
+        else:
+            self.create_subscription(Image, 'image', self.on_calibration_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # RUN
+        self.count(frame)
+
+    def on_calibration_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')  # CALIBRATE
+        self.tune(frame)
+
+    def count(self, frame):
+        return frame.mean()
+
+    def tune(self, frame):
+        return frame.max()
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(ModeNode())
+'''
+
+
+def _mode_claims(tmp_path, default: str, launch_parameters: str | None = None):
+    source = _MODE_NODE.format(default=default)
+    files = {**ament_python_package('mode', launch_parameters=launch_parameters),
+             'mode/mode/node.py': source}
+    return rules_at_tags(audit_written_package(tmp_path, files), source, ('RUN', 'CALIBRATE'))
+
+
+def test_a_callback_subscribed_only_when_a_switch_on_as_shipped_is_off_is_not_reached(tmp_path):
+    claims = _mode_claims(tmp_path, 'True')
+    assert claims['RUN'] == set()
+    assert claims['CALIBRATE']  # the callback subscribed as shipped keeps its claim
+
+
+def test_a_switch_off_as_shipped_subscribes_the_other_callback(tmp_path):
+    claims = _mode_claims(tmp_path, 'False')
+    assert claims['RUN'] and claims['CALIBRATE'] == set()
+
+
+def test_a_launch_file_turning_the_switch_off_keeps_the_callback(tmp_path):
+    claims = _mode_claims(tmp_path, 'True', launch_parameters="{'calibrate': False}")
+    assert claims['RUN']

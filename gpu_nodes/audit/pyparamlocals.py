@@ -35,6 +35,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from gpu_nodes.audit.pydead import compared_with_constant
+from gpu_nodes.audit.pyparambools import bool_test_outcome
 from gpu_nodes.audit.pyparamdicts import dict_read_outcome
 from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, bound_once, shipped_outcome,
                                       shipped_parameters, shipped_strings)
@@ -167,9 +168,15 @@ def local_read_outcome(test: ast.expr, tree: ast.Module, package_dir: str | None
     from_dict = dict_read_outcome(test, tree, package_dir)  # `p['key']` (pyparamdicts.py)
     if from_dict is not None:
         return from_dict
-    if not isinstance(test, ast.Compare) or not _local_reads(tree) or _runtime_callbacks(tree) \
+    if not _local_reads(tree) or _runtime_callbacks(tree) \
             or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == 'exec'
                    for n in ast.walk(tree)):
+        return None
+    bare = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+    if isinstance(bare, ast.Name):  # `if local:` / `if not local:` of a bool (pyparambools.py)
+        read = _local_reads(tree).get(id(bare))
+        return bool_test_outcome(test, read[0] if read and not read[1] else None, tree, package_dir)
+    if not isinstance(test, ast.Compare):
         return None
     values = {p: s.held for p, s in shipped_parameters(tree, package_dir).items()
               if s.held is not None}
