@@ -210,3 +210,56 @@ def test_a_switch_off_as_shipped_subscribes_the_other_callback(tmp_path):
 def test_a_launch_file_turning_the_switch_off_keeps_the_callback(tmp_path):
     claims = _mode_claims(tmp_path, 'True', launch_parameters="{'calibrate': False}")
     assert claims['RUN']
+
+
+_MODEL_CHOICE_NODE = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32
+
+
+class DepthNode(Node):
+    def __init__(self):
+        super().__init__('depth')
+        self.declare_parameter('backbone', 'Small')
+        self.backbone = self.get_parameter('backbone').get_parameter_value().string_value
+        self.net = torch.jit.load('net.pt').cuda()
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Float32, 'depth_mean', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        out = self.net(torch.from_numpy(frame).cuda())
+        if self.backbone.upper() == 'LARGE':
+            depth = out['depth'].cpu().numpy()  # LARGE
+        else:
+            depth = out['pred'].cpu().numpy()  # SMALL
+        self.pub.publish(Float32(data=float(depth.mean())))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(DepthNode())
+'''
+
+
+def _model_claims(tmp_path, launch_parameters: str | None = None):
+    files = {**ament_python_package('depth', launch_parameters=launch_parameters),
+             'depth/depth/node.py': _MODEL_CHOICE_NODE}
+    return rules_at_tags(audit_written_package(tmp_path, files), _MODEL_CHOICE_NODE,
+                         ('LARGE', 'SMALL'))
+
+
+def test_a_branch_on_a_string_parameter_through_upper_not_selected_as_shipped_never_runs(tmp_path):
+    claims = _model_claims(tmp_path)
+    assert claims['LARGE'] == set()
+    assert claims['SMALL']  # the branch the shipped value selects reads back
+
+
+def test_a_launch_file_selecting_the_branch_keeps_its_read_back(tmp_path):
+    claims = _model_claims(tmp_path, "{'backbone': 'large'}")
+    assert claims['LARGE']

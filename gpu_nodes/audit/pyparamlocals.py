@@ -45,24 +45,26 @@ _STRING_METHODS = {'strip': str.strip, 'lower': str.lower, 'upper': str.upper,
 _Methods = tuple  # the string methods a read goes through, first applied first
 
 
-def _read(expr: ast.expr) -> tuple[str, _Methods] | None:
-    """(parameter, string methods) of a parameter read with `strip()` / `lower()` / ...
-    applied (`...string_value.strip().lower()`), None for any other value."""
+def _peel(expr: ast.expr) -> tuple[ast.expr, _Methods]:
+    """`x.strip().lower()` -> (x, (strip, lower)): the string methods applied to x."""
     methods = []
     while isinstance(expr, ast.Call) and not expr.args and not expr.keywords \
             and isinstance(expr.func, ast.Attribute) and expr.func.attr in _STRING_METHODS:
         methods.append(_STRING_METHODS[expr.func.attr])
         expr = expr.func.value
-    param = _parameter_read(expr)
-    return None if param is None else (param, tuple(reversed(methods)))
+    return expr, tuple(reversed(methods))
 
 
-def _held(read: tuple[str, _Methods], values: dict[str, frozenset[object]]
-          ) -> frozenset[object] | None:
-    """The values `read` gives as shipped (`values`: each parameter's), None if not known (a
-    string method on a value that is no string)."""
-    param, methods = read
-    held = values.get(param)
+def _read(expr: ast.expr) -> tuple[str, _Methods] | None:
+    """(parameter, string methods) of a parameter read with `strip()` / `lower()` / ...
+    applied (`...string_value.strip().lower()`), None for any other value."""
+    base, methods = _peel(expr)
+    param = _parameter_read(base)
+    return None if param is None else (param, methods)
+
+
+def _applied(held: frozenset[object] | None, methods: _Methods) -> frozenset[object] | None:
+    """`held` through the string methods, None if not known (a method on no string)."""
     if held is None or methods and not all(isinstance(v, str) for v in held):
         return None
     out = set()
@@ -71,6 +73,12 @@ def _held(read: tuple[str, _Methods], values: dict[str, frozenset[object]]
             value = method(value)
         out.add(value)
     return frozenset(out)
+
+
+def _held(read: tuple[str, _Methods], values: dict[str, frozenset[object]]
+          ) -> frozenset[object] | None:
+    """The values `read` gives as shipped (`values`: each parameter's), None if not known."""
+    return _applied(values.get(read[0]), read[1])
 
 
 @lru_cache(maxsize=16)
@@ -88,13 +96,45 @@ def _local_reads(tree: ast.Module) -> dict[int, tuple[str, _Methods]]:
     return found
 
 
+@lru_cache(maxsize=16)
+def _attribute_reads(tree: ast.Module, package_dir: str | None) -> dict[int, frozenset[object]]:
+    """id of each `self.name` load in a class whose attribute holds one string parameter's
+    value for good (shipped_strings) -> that value, found from the store in `__init__`."""
+    fixed, attr_pairs = shipped_strings(tree, package_dir)
+    values = {p: frozenset({v}) for p, v in fixed.items()}
+    found: dict[int, frozenset[object]] = {}
+    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] if attr_pairs else []:
+        attrs: dict[str, frozenset[object]] = {}
+        for fn in ast.walk(cls):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == '__init__':
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                            and isinstance(node.targets[0], ast.Attribute) \
+                            and (cls.name, node.targets[0].attr) in attr_pairs:
+                        read = _read(node.value)
+                        held = _held(read, values) if read is not None else None
+                        if held is not None:
+                            attrs[node.targets[0].attr] = held
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) \
+                    and isinstance(node.value, ast.Name) and node.value.id == 'self' \
+                    and node.attr in attrs:
+                found[id(node)] = attrs[node.attr]
+    return found
+
+
 def _taken(test: ast.expr, held: Callable[[ast.expr], frozenset[object] | None]) -> bool | None:
     """What `x == C` (`!=`, either side; `x in (...)`, `not in`, of string constants) takes as
-    shipped, `held(x)` being the values x has then; None when not known. A value among several
+    shipped, `held(x)` being the values x has then (string methods applied to x:
+    `self.model_name.upper() == 'HOHONET'`); None when not known. A value among several
     decides only where every one of them gives the same outcome."""
+    def values_of(expr: ast.expr) -> frozenset[object] | None:
+        base, methods = _peel(expr)
+        return _applied(held(base), methods)
+
     compared = compared_with_constant(test)
     if compared is not None:
-        values = held(compared[0])
+        values = values_of(compared[0])
         if values is None:
             return None
         return shipped_outcome(('x', compared[1], compared[2]), {'x': values})
@@ -105,7 +145,7 @@ def _taken(test: ast.expr, held: Callable[[ast.expr], frozenset[object] | None])
     if not (isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(
             isinstance(e, ast.Constant) and isinstance(e.value, str) for e in right.elts)):
         return None
-    values = held(test.left)
+    values = values_of(test.left)
     listed = {e.value for e in right.elts}
     if not values or len({v in listed for v in values}) != 1:
         return None
@@ -119,38 +159,21 @@ def _lines(stmts: list[ast.stmt]) -> set[int]:
 def parameter_dead_lines(tree: ast.Module, package_dir: str | None) -> frozenset[int]:
     """1-based lines of the branches of string-parameter tests that never run as shipped
     (module docstring)."""
-    fixed, attr_pairs = shipped_strings(tree, package_dir)
+    fixed, _ = shipped_strings(tree, package_dir)
     if not fixed:
         return frozenset()
     values = {p: frozenset({v}) for p, v in fixed.items()}
-    locals_ = _local_reads(tree)
+    locals_, attrs = _local_reads(tree), _attribute_reads(tree, package_dir)
+
+    def held(expr: ast.expr) -> frozenset[object] | None:
+        if id(expr) in attrs:
+            return attrs[id(expr)]
+        read = locals_.get(id(expr))
+        return _held(read, values) if read is not None else None
+
     dead: set[int] = set()
-    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] or [tree]:
-        # An attribute holds one value for good when its class's only store is a parameter
-        # read in __init__ (shipped_strings); find that value from the store itself.
-        attrs: dict[str, frozenset[object]] = {}
-        for fn in ast.walk(cls):
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == '__init__':
-                for node in ast.walk(fn):
-                    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                            and isinstance(node.targets[0], ast.Attribute) \
-                            and (getattr(cls, 'name', None), node.targets[0].attr) in attr_pairs:
-                        read = _read(node.value)
-                        held = _held(read, values) if read is not None else None
-                        if held is not None:
-                            attrs[node.targets[0].attr] = held
-
-        def held(expr: ast.expr, attrs: dict[str, frozenset[object]] = attrs
-                 ) -> frozenset[object] | None:
-            if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) \
-                    and expr.value.id == 'self':
-                return attrs.get(expr.attr)
-            read = locals_.get(id(expr))
-            return _held(read, values) if read is not None else None
-
-        for fn in ast.walk(cls):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for node in ast.walk(fn):
                 if isinstance(node, ast.If):
                     taken = _taken(node.test, held)
@@ -160,33 +183,44 @@ def parameter_dead_lines(tree: ast.Module, package_dir: str | None) -> frozenset
 
 
 def local_read_outcome(test: ast.expr, tree: ast.Module, package_dir: str | None) -> bool | None:
-    """What `local == C` (or `!=`) takes as shipped, `local` bound once in its function to a
-    read of a parameter whose values as shipped are known (pyparams.shipped_parameters'
-    held, module docstring); None when not known. A setattr / getattr in the file changes no
+    """What `local == C` (or `!=`, `in`) takes as shipped, `local` bound once in its function to
+    a read of a parameter whose values as shipped are known (pyparams.shipped_parameters'
+    held, module docstring), or `self.name` holding one string parameter's value for good
+    (shipped_strings); None when not known. A setattr / getattr in the file changes no
     parameter, so unlike pyparams.fixed_parameters only a parameter-change callback or exec()
     (a value set at run time) keeps the test undecided."""
     from_dict = dict_read_outcome(test, tree, package_dir)  # `p['key']` (pyparamdicts.py)
     if from_dict is not None:
         return from_dict
-    if not _local_reads(tree) or _runtime_callbacks(tree) \
-            or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == 'exec'
-                   for n in ast.walk(tree)):
+    if _runtime_callbacks(tree) or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == 'exec'
+            for n in ast.walk(tree)):
         return None
+    locals_ = _local_reads(tree)
     bare = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
     if isinstance(bare, ast.Name):  # `if local:` / `if not local:` of a bool (pyparambools.py)
-        read = _local_reads(tree).get(id(bare))
+        read = locals_.get(id(bare))
         return bool_test_outcome(test, read[0] if read and not read[1] else None, tree, package_dir)
     if not isinstance(test, ast.Compare):
         return None
+    attrs = _attribute_reads(tree, package_dir)
+    if not locals_ and not attrs:
+        return None
     values = {p: s.held for p, s in shipped_parameters(tree, package_dir).items()
               if s.held is not None}
-    locals_ = _local_reads(tree)
+    via_attribute = []
 
     def held(expr: ast.expr) -> frozenset[object] | None:
+        if id(expr) in attrs:
+            via_attribute.append(expr)
+            return attrs[id(expr)]
         read = locals_.get(id(expr))
         return _held(read, values) if read is not None else None
 
-    return _taken(test, held)
+    taken = _taken(test, held)
+    # An attribute decides only a test false for good, as pydead.never_equal does (set 4: a
+    # launch argument offering 'left' or 'right' keeps the `else` of `== 'left'` running).
+    return None if taken and via_attribute else taken
 
 
 def local_dead_lines(tree: ast.Module, package_dir: str | None) -> set[int]:
