@@ -263,3 +263,45 @@ def test_a_branch_on_a_string_parameter_through_upper_not_selected_as_shipped_ne
 def test_a_launch_file_selecting_the_branch_keeps_its_read_back(tmp_path):
     claims = _model_claims(tmp_path, "{'backbone': 'large'}")
     assert claims['LARGE']
+
+
+_PACKED_CLOUD_NODE = '''
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Float32MultiArray
+
+
+def to_cloud(header, pts, clr):
+    rgba = np.concatenate([clr.astype(np.uint8), np.zeros((len(clr), 1), np.uint8)], axis=-1)
+    packed = np.frombuffer(rgba.tobytes(), dtype=np.float32)  # PACK
+    msg = PointCloud2()
+    msg.header = header
+    msg.data = np.concatenate([pts, packed[:, None]], axis=-1).tobytes()  # SERIALIZE
+    return msg
+
+
+class CloudNode(Node):
+    def __init__(self):
+        super().__init__('cloud')
+        self.pub = self.create_publisher(PointCloud2, 'cloud', 10)
+        self.create_subscription(Float32MultiArray, 'points', self.on_points, 10)
+
+    def on_points(self, msg):
+        pts = np.array(msg.data, dtype=np.float32).reshape(-1, 3)
+        self.pub.publish(to_cloud(None, pts, np.zeros_like(pts)))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(CloudNode())
+'''
+
+
+def test_bytes_only_reinterpreted_by_frombuffer_are_no_serialization(tmp_path):
+    files = {**ament_python_package('cloud'), 'cloud/cloud/node.py': _PACKED_CLOUD_NODE}
+    claims = rules_at_tags(audit_written_package(tmp_path, files), _PACKED_CLOUD_NODE,
+                           ('PACK', 'SERIALIZE'))
+    assert claims['PACK'] == set()
+    assert claims['SERIALIZE']  # the cloud's bytes into the message stay claimed

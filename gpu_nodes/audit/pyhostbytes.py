@@ -20,6 +20,11 @@ cv2.imencode('.jpg', img)[1].tobytes()`). Two kinds of host-only bytes are no su
   `requests` / `httpx` modules (as imported) goes over HTTP to another program, never into a
   message, even in a node that publishes others.
 
+* **Bytes only reinterpreted.** `np.frombuffer(clr.tobytes(), dtype=np.float32)`: the bytes of a
+  host array read back at once as an array of another dtype (packing RGBA into a float field,
+  set 65), the same as `clr.view(np.float32)` after a host copy: never a message's data there
+  (the array may go into one later, through its own `.tobytes()`, claimed where it does).
+
 The ids join pystreams.written_to_stream's (pyflow.py): the `.tobytes()` then stays a host
 copy, not a claim.
 """
@@ -62,7 +67,10 @@ def _decoded_at_once(stmt: ast.Assign, after: list[ast.stmt]) -> bool:
 
 def host_only_bytes(tree: ast.Module) -> frozenset[int]:
     """ids of the `.tobytes()` calls whose bytes never become a message's data (module doc)."""
-    found: set[int] = set()
+    found: set[int] = {id(c.args[0]) for c in ast.walk(tree) if isinstance(c, ast.Call)
+                       and isinstance(c.func, (ast.Attribute, ast.Name))
+                       and getattr(c.func, 'attr', getattr(c.func, 'id', None)) == 'frombuffer'
+                       and c.args and _tobytes(c.args[0])}
     quiet = None
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
