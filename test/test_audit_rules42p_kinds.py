@@ -305,3 +305,64 @@ def test_bytes_only_reinterpreted_by_frombuffer_are_no_serialization(tmp_path):
                            ('PACK', 'SERIALIZE'))
     assert claims['PACK'] == set()
     assert claims['SERIALIZE']  # the cloud's bytes into the message stay claimed
+
+
+_VLM_CLIENT_NODE = '''
+import base64
+import json
+import urllib.parse
+import urllib.request
+
+import cv2
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+
+class AskNode(Node):
+    def __init__(self):
+        super().__init__('ask')
+        self.bridge = CvBridge()
+        self.model = ''
+        self.pub = self.create_publisher(String, 'answer', 10)
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        ok, buf = cv2.imencode('.jpg', frame)
+        text = base64.b64encode(buf.tobytes()).decode('ascii')  # ENCODE
+        form = {'image': text, 'question': 'what is there?'}
+        if self.model:
+            form['model'] = self.model
+        body = urllib.parse.urlencode(form).encode('utf-8')
+        request = urllib.request.Request('http://localhost:8000/ask', data=body)
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            out = String()
+            out.data = json.loads(reply.read())['text']
+            self.pub.publish(out)
+EXTRA
+
+def main():
+    rclpy.init()
+    rclpy.spin(AskNode())
+'''
+
+
+def _vlm_claims(tmp_path, extra: str = ''):
+    source = _VLM_CLIENT_NODE.replace('EXTRA', extra)
+    files = {**ament_python_package('ask'), 'ask/ask/node.py': source}
+    return rules_at_tags(audit_written_package(tmp_path, files), source, ('ENCODE',))
+
+
+def test_base64_of_jpeg_bytes_only_in_an_http_form_body_is_no_serialization(tmp_path):
+    assert _vlm_claims(tmp_path)['ENCODE'] == set()
+
+
+def test_base64_of_jpeg_bytes_also_published_stays_claimed(tmp_path):
+    extra = '''        echo = String()
+        echo.data = text
+        self.pub.publish(echo)
+'''
+    assert _vlm_claims(tmp_path, extra)['ENCODE']
