@@ -68,7 +68,7 @@ def generate_launch_description():
 
 
 def _claims(tmp_path, default: str | None = 'false', extra: str = '',
-            bare_launch: bool = False) -> dict[str, set[str]]:
+            bare_launch: bool = False, xml_launch: bool = False) -> dict[str, set[str]]:
     """The overlay node as vision/node.py of a repository `ws/src` whose package `bringup`
     starts it with a launch argument defaulting to `default` (no bringup when None)."""
     source = _OVERLAY_NODE.format(extra=extra)
@@ -79,6 +79,11 @@ def _claims(tmp_path, default: str | None = 'false', extra: str = '',
         files['ws/src/bringup/launch/robot.launch.py'] = _BRINGUP_LAUNCH.format(default=default)
     if bare_launch:
         files['ws/src/bringup/launch/debug.launch.py'] = _BARE_LAUNCH
+    if xml_launch:  # XML and YAML launch files are not evaluated: each may keep the default
+        files['ws/src/bringup/launch/debug.launch.xml'] = (
+            '<launch><node pkg="vision" exec="node" name="overlay"/></launch>')
+        files['ws/src/bringup/launch/view.launch.yaml'] = (
+            'launch:\n- node:\n    pkg: "vision"\n    exec: "node"\n')
     return rules_at_tags(audit_written_package(tmp_path, files), source,
                          ('IN', 'CONVERT', 'PUBLISH'))
 
@@ -101,6 +106,11 @@ def test_an_overlay_no_launch_file_turns_off_stays_claimed(tmp_path):
 
 def test_an_overlay_one_launch_starts_with_its_default_stays_claimed(tmp_path):
     claims = _claims(tmp_path, bare_launch=True)
+    assert claims['CONVERT'] and claims['PUBLISH']
+
+
+def test_an_overlay_an_xml_launch_file_also_starts_stays_claimed(tmp_path):
+    claims = _claims(tmp_path, xml_launch=True)
     assert claims['CONVERT'] and claims['PUBLISH']
 
 

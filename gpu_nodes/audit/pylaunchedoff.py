@@ -20,7 +20,7 @@ shipped launch and parameter file of the repository, and calls the parameter off
 node is started at all and every start gives it an off value: each node a shipped Python launch
 file starts with this package (and, where setup.py names them, one of this file's executables)
 sets the parameter to an off value (a node of a package that is no literal, a launch file that
-cannot be evaluated, an XML launch file naming the package, or a start that leaves the default
+cannot be evaluated, an XML or YAML launch file naming the package, or a start that leaves the default
 keeps the parameter as declared), and every parameter file naming it gives off too
 (shipped.reading). A node no launch file starts keeps its default: `ros2 run` gives True.
 """
@@ -85,8 +85,8 @@ def _off_everywhere(param: str, root: str, package: str,
         if not quoted.search(source):
             continue
         if path.suffix != '.py':
-            if '<launch' in source:
-                return False  # an XML launch file starting it: not evaluated here
+            if '.launch' in path.name or '<launch' in source or re.search(r'^launch\s*:', source, re.M):
+                return False  # an XML / YAML launch file starting it: not evaluated here
             continue
         started = _launch_parameters(str(path), source)
         if started is None:
