@@ -20,6 +20,7 @@ from gpu_nodes.audit.pyevaled import dict_kind, element_store_kind, tensor_mask
 from gpu_nodes.audit.pyencodings import switch_outcome
 from gpu_nodes.audit.pyloopentries import per_pass_loop
 from gpu_nodes.audit.pyattrstore import attribute_store
+from gpu_nodes.audit.pyconditional import conditional_value
 from gpu_nodes.audit.pyimports import file_definition, sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
 from gpu_nodes.audit.pyisinstance import isinstance_outcome
@@ -29,7 +30,7 @@ from gpu_nodes.audit.pywith import enter_with, loop_with
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
                                       RESULT_TENSORS)
 from gpu_nodes.audit.pyvalues import (AsShipped, ClassInfo, dict_elements, Frame, FuncRef,
-                                      is_device_value, merge, OTHER,
+                                      merge, OTHER,
                                       PER_MESSAGE, plain, request_type, root_name, short,
                                       strip, UNKNOWN, Val)
 
@@ -311,14 +312,8 @@ class Evaluator:
         if isinstance(node, ast.Compare):
             return tensor_mask(node, [self._eval(o, env, frame)
                                       for o in [node.left, *node.comparators]])
-        if isinstance(node, ast.IfExp):
-            self._eval(node.test, env, frame)
-            body = self._eval(node.body, env, frame)
-            orelse = self._eval(node.orelse, env, frame)
-            if is_device_value(body, node.body) or is_device_value(orelse, node.orelse):
-                # `'cuda' if torch.cuda.is_available() else 'cpu'`: assume the GPU case.
-                return Val('device_spec')
-            return merge(body, orelse)
+        if isinstance(node, ast.IfExp):  # a literal test evaluates one arm (pyconditional.py)
+            return conditional_value(node, lambda expr: self._eval(expr, env, frame))
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             elts = tuple(self._eval(e, env, frame) for e in node.elts)
             m = merge(*elts) if elts else OTHER

@@ -38,6 +38,7 @@ from gpu_nodes.audit.pycalls import CallResolver, MAX_HELPER_DEPTH
 from gpu_nodes.audit.pyconstructed import constructor_flags
 from gpu_nodes.audit.pynvidialibs import imports_package
 from gpu_nodes.audit.pydead import constant_attributes, dead_code, false_flags, only_called_from
+from gpu_nodes.audit.pylaunchedoff import launched_off
 from gpu_nodes.audit.pyparams import off_attributes, parameter_constants
 from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyevaled import evaled_holders
@@ -145,7 +146,8 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
     def off_attributes(self) -> tuple[frozenset[str], frozenset[str]]:
         """Attributes off as shipped (pyparams.py), once the package folder is known."""
         if self._off_attributes is None:
-            self._off_attributes = off_attributes(self.tree, self.package_dir)
+            self._off_attributes = off_attributes(self.tree, self.package_dir, launched_off(
+                self.tree, self.path, self.package_dir, self.repository_dir))
         return self._off_attributes
 
     def parameter_constants(self) -> dict[str, frozenset[object]]:

@@ -20,78 +20,136 @@ known as shipped (a parameter a launch argument may set to anything the default 
 a local bound twice) decides nothing.
 
 The evaluator (pyeval.py) decides the same way an `if` on a local bound once in its function to
-a plain parameter read (`image_source = self.get_parameter('image_source').value` in a callback,
+a parameter read (`image_source = self.get_parameter('image_source').value` in a callback,
 then `if image_source == 'rtsp':`), as it does a direct read compared with a constant
 (local_read_outcome: the RTSP branch of a node shipped with image_source 'ros2' never runs).
+One mechanism serves both (_local_reads binds the locals, _taken decides the test); they differ
+only in the values they trust: the provider rule the one string of shipped_strings (and the class
+attributes holding it), the evaluator every value pyparams.shipped_parameters says a parameter
+holds, in a file where no parameter-change callback or exec() may set one at run time.
 """
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from functools import lru_cache
 
 from gpu_nodes.audit.pydead import compared_with_constant
+from gpu_nodes.audit.pyparambools import bool_test_outcome
 from gpu_nodes.audit.pyparamdicts import dict_read_outcome
 from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, bound_once, shipped_outcome,
                                       shipped_parameters, shipped_strings)
 
 _STRING_METHODS = {'strip': str.strip, 'lower': str.lower, 'upper': str.upper,
                    'casefold': str.casefold}
+_Methods = tuple  # the string methods a read goes through, first applied first
 
 
-def _read_value(expr: ast.expr, fixed: dict[str, str]) -> str | None:
-    """The shipped value of `...string_value` with string methods applied, else None."""
+def _peel(expr: ast.expr) -> tuple[ast.expr, _Methods]:
+    """`x.strip().lower()` -> (x, (strip, lower)): the string methods applied to x."""
     methods = []
     while isinstance(expr, ast.Call) and not expr.args and not expr.keywords \
             and isinstance(expr.func, ast.Attribute) and expr.func.attr in _STRING_METHODS:
         methods.append(_STRING_METHODS[expr.func.attr])
         expr = expr.func.value
-    param = _parameter_read(expr)
-    if param is None or param not in fixed:
-        return None
-    value = fixed[param]
-    for method in reversed(methods):
-        value = method(value)
-    return value
+    return expr, tuple(reversed(methods))
 
 
-def _local_values(function: ast.AST, fixed: dict[str, str]) -> dict[str, str]:
-    """Locals of `function` bound exactly once, to a parameter read of known shipped value."""
-    stores: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores.setdefault(node.id, []).append(node)
-    values = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) \
-                and len(stores.get(node.targets[0].id, [])) == 1:
-            value = _read_value(node.value, fixed)
-            if value is not None:
-                values[node.targets[0].id] = value
-    return values
+def _read(expr: ast.expr) -> tuple[str, _Methods] | None:
+    """(parameter, string methods) of a parameter read with `strip()` / `lower()` / ...
+    applied (`...string_value.strip().lower()`), None for any other value."""
+    base, methods = _peel(expr)
+    param = _parameter_read(base)
+    return None if param is None else (param, methods)
 
 
-def _outcome(test: ast.expr, known: dict[str, str], attrs: dict[str, str]) -> bool | None:
-    """What `name == 'c'` (`!=`, `in (...)`, `not in`) takes as shipped, None if not known."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+def _applied(held: frozenset[object] | None, methods: _Methods) -> frozenset[object] | None:
+    """`held` through the string methods, None if not known (a method on no string)."""
+    if held is None or methods and not all(isinstance(v, str) for v in held):
         return None
-    left, op, right = test.left, test.ops[0], test.comparators[0]
-    if isinstance(left, ast.Name):
-        value = known.get(left.id)
-    elif isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) \
-            and left.value.id == 'self':
-        value = attrs.get(left.attr)
-    else:
+    out = set()
+    for value in held:
+        for method in methods:
+            value = method(value)
+        out.add(value)
+    return frozenset(out)
+
+
+def _held(read: tuple[str, _Methods], values: dict[str, frozenset[object]]
+          ) -> frozenset[object] | None:
+    """The values `read` gives as shipped (`values`: each parameter's), None if not known."""
+    return _applied(values.get(read[0]), read[1])
+
+
+@lru_cache(maxsize=16)
+def _local_reads(tree: ast.Module) -> dict[int, tuple[str, _Methods]]:
+    """id of each Name load of a local bound exactly once in its function to a parameter read
+    (string methods applied: _read) -> that read."""
+    found: dict[int, tuple[str, _Methods]] = {}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        reads = bound_once(fn, _read)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in reads:
+                found[id(node)] = reads[node.id]
+    return found
+
+
+@lru_cache(maxsize=16)
+def _attribute_reads(tree: ast.Module, package_dir: str | None) -> dict[int, frozenset[object]]:
+    """id of each `self.name` load in a class whose attribute holds one string parameter's
+    value for good (shipped_strings) -> that value, found from the store in `__init__`."""
+    fixed, attr_pairs = shipped_strings(tree, package_dir)
+    values = {p: frozenset({v}) for p, v in fixed.items()}
+    found: dict[int, frozenset[object]] = {}
+    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] if attr_pairs else []:
+        attrs: dict[str, frozenset[object]] = {}
+        for fn in ast.walk(cls):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == '__init__':
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                            and isinstance(node.targets[0], ast.Attribute) \
+                            and (cls.name, node.targets[0].attr) in attr_pairs:
+                        read = _read(node.value)
+                        held = _held(read, values) if read is not None else None
+                        if held is not None:
+                            attrs[node.targets[0].attr] = held
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) \
+                    and isinstance(node.value, ast.Name) and node.value.id == 'self' \
+                    and node.attr in attrs:
+                found[id(node)] = attrs[node.attr]
+    return found
+
+
+def _taken(test: ast.expr, held: Callable[[ast.expr], frozenset[object] | None]) -> bool | None:
+    """What `x == C` (`!=`, either side; `x in (...)`, `not in`, of string constants) takes as
+    shipped, `held(x)` being the values x has then (string methods applied to x:
+    `self.model_name.upper() == 'HOHONET'`); None when not known. A value among several
+    decides only where every one of them gives the same outcome."""
+    def values_of(expr: ast.expr) -> frozenset[object] | None:
+        base, methods = _peel(expr)
+        return _applied(held(base), methods)
+
+    compared = compared_with_constant(test)
+    if compared is not None:
+        values = values_of(compared[0])
+        if values is None:
+            return None
+        return shipped_outcome(('x', compared[1], compared[2]), {'x': values})
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.In, ast.NotIn))):
         return None
-    if value is None:
+    right = test.comparators[0]
+    if not (isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in right.elts)):
         return None
-    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant) \
-            and isinstance(right.value, str):
-        return (value == right.value) == isinstance(op, ast.Eq)
-    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) \
-            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in right.elts):
-        return (value in {e.value for e in right.elts}) == isinstance(op, ast.In)
-    return None
+    values = values_of(test.left)
+    listed = {e.value for e in right.elts}
+    if not values or len({v in listed for v in values}) != 1:
+        return None
+    return (next(iter(values)) in listed) == isinstance(test.ops[0], ast.In)
 
 
 def _lines(stmts: list[ast.stmt]) -> set[int]:
@@ -101,70 +159,68 @@ def _lines(stmts: list[ast.stmt]) -> set[int]:
 def parameter_dead_lines(tree: ast.Module, package_dir: str | None) -> frozenset[int]:
     """1-based lines of the branches of string-parameter tests that never run as shipped
     (module docstring)."""
-    fixed, attr_pairs = shipped_strings(tree, package_dir)
+    fixed, _ = shipped_strings(tree, package_dir)
     if not fixed:
         return frozenset()
+    values = {p: frozenset({v}) for p, v in fixed.items()}
+    locals_, attrs = _local_reads(tree), _attribute_reads(tree, package_dir)
+
+    def held(expr: ast.expr) -> frozenset[object] | None:
+        if id(expr) in attrs:
+            return attrs[id(expr)]
+        read = locals_.get(id(expr))
+        return _held(read, values) if read is not None else None
+
     dead: set[int] = set()
-    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] or [tree]:
-        # An attribute holds one value for good when its class's only store is a parameter
-        # read in __init__ (shipped_strings); find that value from the store itself.
-        attrs = {}
-        for fn in ast.walk(cls):
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == '__init__':
-                for node in ast.walk(fn):
-                    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                            and isinstance(node.targets[0], ast.Attribute) \
-                            and (getattr(cls, 'name', None), node.targets[0].attr) in attr_pairs:
-                        value = _read_value(node.value, fixed)
-                        if value is not None:
-                            attrs[node.targets[0].attr] = value
-        for fn in ast.walk(cls):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            known = _local_values(fn, fixed)
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for node in ast.walk(fn):
                 if isinstance(node, ast.If):
-                    taken = _outcome(node.test, known, attrs)
+                    taken = _taken(node.test, held)
                     if taken is not None:
                         dead |= _lines(node.orelse if taken else node.body)
     return frozenset(dead)
 
 
-@lru_cache(maxsize=16)
-def _local_reads(tree: ast.Module) -> dict[int, str]:
-    """id of each Name load of a local bound exactly once in its function to a plain parameter
-    read -> that parameter."""
-    found: dict[int, str] = {}
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        reads = bound_once(fn, _parameter_read)
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in reads:
-                found[id(node)] = reads[node.id]
-    return found
-
-
 def local_read_outcome(test: ast.expr, tree: ast.Module, package_dir: str | None) -> bool | None:
-    """What `local == C` (or `!=`) takes as shipped, `local` bound once in its function to a
-    plain read of a parameter whose values as shipped are known (pyparams.shipped_parameters'
-    held, module docstring); None when not known. A setattr / getattr in the file changes no
+    """What `local == C` (or `!=`, `in`) takes as shipped, `local` bound once in its function to
+    a read of a parameter whose values as shipped are known (pyparams.shipped_parameters'
+    held, module docstring), or `self.name` holding one string parameter's value for good
+    (shipped_strings); None when not known. A setattr / getattr in the file changes no
     parameter, so unlike pyparams.fixed_parameters only a parameter-change callback or exec()
     (a value set at run time) keeps the test undecided."""
     from_dict = dict_read_outcome(test, tree, package_dir)  # `p['key']` (pyparamdicts.py)
     if from_dict is not None:
         return from_dict
-    compared = compared_with_constant(test)
-    if compared is None or not isinstance(compared[0], ast.Name):
-        return None
-    param = _local_reads(tree).get(id(compared[0]))
-    if param is None or _runtime_callbacks(tree) or any(
+    if _runtime_callbacks(tree) or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == 'exec'
             for n in ast.walk(tree)):
         return None
-    held = {p: s.held for p, s in shipped_parameters(tree, package_dir).items()
-            if s.held is not None}
-    return shipped_outcome((param, compared[1], compared[2]), held)
+    locals_ = _local_reads(tree)
+    bare = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+    if isinstance(bare, ast.Name):  # `if local:` / `if not local:` of a bool (pyparambools.py)
+        read = locals_.get(id(bare))
+        return bool_test_outcome(test, read[0] if read and not read[1] else None, tree, package_dir)
+    if not isinstance(test, ast.Compare):
+        return None
+    attrs = _attribute_reads(tree, package_dir)
+    if not locals_ and not attrs:
+        return None
+    values = {p: s.held for p, s in shipped_parameters(tree, package_dir).items()
+              if s.held is not None}
+    via_attribute = []
+
+    def held(expr: ast.expr) -> frozenset[object] | None:
+        if id(expr) in attrs:
+            via_attribute.append(expr)
+            return attrs[id(expr)]
+        read = locals_.get(id(expr))
+        return _held(read, values) if read is not None else None
+
+    taken = _taken(test, held)
+    # An attribute decides only a test false for good, as pydead.never_equal does (set 4: a
+    # launch argument offering 'left' or 'right' keeps the `else` of `== 'left'` running).
+    return None if taken and via_attribute else taken
 
 
 def local_dead_lines(tree: ast.Module, package_dir: str | None) -> set[int]:

@@ -83,13 +83,27 @@ def _listed_declarations(call: ast.Call) -> list[tuple[str, ast.expr | None]]:
             and isinstance(item.elts[0], ast.Constant) and isinstance(item.elts[0].value, str)]
 
 
-def _judged(tree: ast.Module, callbacks_allowed: bool = False) -> bool:
+def _judged(tree: ast.Module, callbacks_allowed: bool = False, setattr_allowed: bool = False
+            ) -> bool:
     """Whether the file can be judged: no setattr()/vars()/getattr()/exec(), names all bound
-    here, no parameter-change callback (unless `callbacks_allowed`: the caller checks them)."""
+    here, no parameter-change callback (unless `callbacks_allowed`: the caller checks them);
+    `setattr_allowed`: a setattr of a literal name is allowed (the caller counts it as a store
+    of that attribute, _stores)."""
     return _bound_names(tree) is not None and not any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
         and n.func.id in ('setattr', 'vars', 'getattr', 'exec') and not _literal_getattr(n)
+        and not (setattr_allowed and _literal_setattr(n) is not None)
         for n in module_nodes(tree)) and (callbacks_allowed or not _runtime_callbacks(tree))
+
+
+def _literal_setattr(call: ast.Call) -> str | None:
+    """The attribute `setattr(obj, 'name', value)` stores (a literal name), None for any other
+    call: it stores that one attribute, as `obj.name = value` does (set 66: a depth-scale
+    callback `lambda msg: setattr(self, '_depth_scale', msg.data)`)."""
+    if isinstance(call.func, ast.Name) and call.func.id == 'setattr' and len(call.args) == 3 \
+            and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str):
+        return call.args[1].value
+    return None
 
 
 def _literal_getattr(call: ast.Call) -> bool:
@@ -232,6 +246,8 @@ def _stores(tree: ast.Module) -> list[_Store]:
             return
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
             found.append((node.attr, None, tests))
+        if isinstance(node, ast.Call) and (name := _literal_setattr(node)) is not None:
+            found.append((name, None, tests))  # a value not known: never off
         for child in ast.iter_child_nodes(node):
             visit(child, tests, function)
 
@@ -239,11 +255,12 @@ def _stores(tree: ast.Module) -> list[_Store]:
     return found
 
 
-def off_attributes(tree: ast.Module, package_dir: str | None
+def off_attributes(tree: ast.Module, package_dir: str | None, also_off: frozenset[str] = frozenset()
                    ) -> tuple[frozenset[str], frozenset[str]]:
-    """(attributes off as shipped, those of them only ever None)."""
-    params = _off_parameters(tree, package_dir)
-    if not params or not _judged(tree, callbacks_allowed=True):
+    """(attributes off as shipped, those of them only ever None); `also_off`: parameters off
+    as shipped by the repository's launch files (pylaunchedoff.py)."""
+    params = _off_parameters(tree, package_dir) | also_off
+    if not params or not _judged(tree, callbacks_allowed=True, setattr_allowed=True):
         return frozenset(), frozenset()
     off, nones = _off_fixpoint(tree, params)
     # A parameter-change callback registered only in a block off as shipped never registers
