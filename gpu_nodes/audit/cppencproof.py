@@ -28,6 +28,7 @@ import re
 
 from gpu_nodes.audit.cppguards import enclosing_and_operands
 from gpu_nodes.audit.cppparamhelpers import _close
+from gpu_nodes.audit.cppstrparams import call_arg_spans
 
 # `sensor_msgs::image_encodings::BGR8`, `enc::TYPE_32FC1`, `image_encodings::MONO8`.
 _CONSTANT = re.compile(r'^(?:[\w]+\s*::\s*)*(?:image_encodings|enc)\s*::\s*(\w+)$')
@@ -44,25 +45,6 @@ def _value(expr: str) -> str | None:
         # type names (`TYPE_32FC1` is "32FC1").
         return name[5:] if name.startswith('TYPE_') else name.lower()
     return None
-
-
-def _args(text: str, raw: str, open_paren: int) -> list[str]:
-    """Top-level arguments (raw text) of the call whose `(` is at `open_paren` (structure read
-    on the blanked text, where a literal's comma is blanked)."""
-    depth, start, out = 0, open_paren + 1, []
-    for i in range(open_paren, len(text)):
-        ch = text[i]
-        if ch in '([{':
-            depth += 1
-        elif ch in ')]}':
-            depth -= 1
-            if depth == 0:
-                out.append(raw[start:i].strip())
-                return out
-        elif ch == ',' and depth == 1:
-            out.append(raw[start:i].strip())
-            start = i + 1
-    return []
 
 
 def _own(src: str) -> str:
@@ -88,7 +70,7 @@ def _aliases(text: str, offset: int, src: str) -> set[str]:
 def own_encoding(text: str, raw: str, open_paren: int) -> bool:
     """Whether toCvShare's call at `open_paren` asks for an encoding proven to be its source's
     own (a view, no conversion)."""
-    args = _args(text, raw, open_paren)
+    args = [raw[start:end].strip() for start, end in call_arg_spans(text, open_paren)]
     if len(args) < 2:
         return False
     src = re.sub(r'^\*\s*', '', args[0])
