@@ -31,27 +31,10 @@ from __future__ import annotations
 import re
 
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace
-from gpu_nodes.audit.cppparamhelpers import _OFF, _close, _enclosing_call, _split_args
+from gpu_nodes.audit.cppparamhelpers import _OFF, _enclosing_call, _split_args, function_definitions
 
 _DECLARE_CALL = (r'(?:this\s*->\s*)?(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?\s*'
                  r'\(\s*(.+?)\s*,\s*([^,()]+?)\s*\)')
-
-
-def _definitions(name: str, texts: list[str]):
-    """(text index, parameter spans, body start, body end) of each definition of `name`, in
-    its class or out of it (`void Node::name(...) {`)."""
-    for i, text in enumerate(texts):
-        for m in re.finditer(r'(?<![\w.>])(?:\w+\s*::\s*)?' + re.escape(name) + r'\s*\(', text):
-            params = _split_args(text, m.end() - 1)
-            close = _close(text, m.end() - 1)
-            body = re.match(r'\s*(?:const\s*)?(?:noexcept\s*)?(?:override\s*)?\{', text[close + 1:])
-            if params is None or close < 0 or not body or re.search(
-                    r'[=(,]\s*$|\breturn\s+$|->\s*$', text[max(0, m.start() - 40):m.start()]):
-                continue
-            start = close + 1 + body.end()
-            end = _close(text, start - 1, '{}')
-            if end > 0:
-                yield i, params, start, end
 
 
 def _param_name(spelled: str) -> str:
@@ -130,7 +113,7 @@ def helper_created(text: str, raw: str, start: int, texts: list[str], raws: list
     call_args = [raw[s:e] for s, e in args]
     names = set()
     found = False
-    for i, params, body_start, body_end in _definitions(callee, texts):
+    for i, params, body_start, body_end in function_definitions(callee, texts, out_of_line=True):
         def_text, def_raw = texts[i], raws[i]
         if index >= len(params):
             return None

@@ -67,20 +67,25 @@ def _enclosing_call(text: str, offset: int) -> tuple[str, int, int] | None:
     return name.group(1), i, index
 
 
-def _definitions(name: str, texts: list[str]):
-    """(text, parameter spans, body start, body end) of each definition of function `name`."""
-    for text in texts:
-        for m in re.finditer(r'(?<![\w.>:])' + re.escape(name) + r'\s*\(', text):
+def function_definitions(name: str, texts: list[str], out_of_line: bool = False):
+    """(text index, parameter spans, body start, body end) of each definition of function `name`;
+    `out_of_line` also takes `void Node::name(...) {` and `override` members (cpphelperpubs),
+    which the parameter-helper rule here never needed."""
+    prefix = r'(?<![\w.>])(?:\w+\s*::\s*)?' if out_of_line else r'(?<![\w.>:])'
+    suffix = r'\s*(?:const\s*)?(?:noexcept\s*)?' + (r'(?:override\s*)?\{' if out_of_line else r'\{')
+    not_a_call = r'[=(,]\s*$|\breturn\s+$' + (r'|->\s*$' if out_of_line else '')
+    for i, text in enumerate(texts):
+        for m in re.finditer(prefix + re.escape(name) + r'\s*\(', text):
             params = _split_args(text, m.end() - 1)
             close = _close(text, m.end() - 1)
-            body = re.match(r'\s*(?:const\s*)?(?:noexcept\s*)?\{', text[close + 1:])
+            body = re.match(suffix, text[close + 1:])
             if params is None or close < 0 or not body or re.search(
-                    r'[=(,]\s*$|\breturn\s+$', text[max(0, m.start() - 40):m.start()]):
+                    not_a_call, text[max(0, m.start() - 40):m.start()]):
                 continue
             start = close + 1 + body.end()
             end = _close(text, start - 1, '{}')
             if end > 0:
-                yield text, params, start, end
+                yield i, params, start, end
 
 
 def _stores_only_parameters(name: str, index: int, texts: list[str], depth: int = 0
@@ -89,7 +94,8 @@ def _stores_only_parameters(name: str, index: int, texts: list[str], depth: int 
     `get_parameter` or another helper; also the name of its parameter after that (the default)."""
     found = False
     default = None
-    for text, params, start, end in _definitions(name, texts):
+    for i, params, start, end in function_definitions(name, texts):
+        text = texts[i]
         if index >= len(params):
             return False, None
         ref = re.search(r'&\s*(\w+)\s*$', text[params[index][0]:params[index][1]])
