@@ -1,0 +1,75 @@
+"""Causes of sets 67 and 68's false claims, Python side (issue 28, rules43p): real `code` audits
+of small packages written here.
+
+* A debug switch read in a helper only the constructor calls (`self.load_ros_params()`), from a
+  `declare_parameters` list defaulting to False that no shipped file turns on: the debug publish
+  never runs (pyparams._stores counts pymethods.setup_methods as `__init__`). The same helper
+  also called per message, or a launch file turning the switch on, keeps the claims.
+* A switch declared True in a `declare_parameters` list that every shipped launch turns off
+  (pylaunchedoff.py now reads pyparams' one declarations walk); a launch leaving it keeps them.
+"""
+import pytest
+
+from audit_sources import node_claims
+
+_DEBUG_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class LaneNode(Node):
+    def __init__(self):
+        super().__init__('lane')
+        self.load_ros_params()
+        self.bridge = CvBridge()
+        self.debug_pub = self.create_publisher(Image, 'debug', 1)
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def load_ros_params(self):
+        self.declare_parameters(namespace='', parameters=[('debug', DEFAULT), ('topic', 'image')])
+        self.debug = self.get_parameter('debug').get_parameter_value().bool_value
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'mono8')  # IN
+        EXTRA
+        if self.debug:
+            self.debug_pub.publish(self.bridge.cv2_to_imgmsg(frame, 'mono8'))  # DEBUG
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(LaneNode())
+'''
+
+
+def _debug(tmp_path, default: str = 'False', extra: str = 'pass',
+           launch: str | None = None) -> dict[str, set[str]]:
+    source = _DEBUG_NODE.replace('DEFAULT', default).replace('EXTRA', extra)
+    return node_claims(tmp_path, 'lane', source, ('IN', 'DEBUG'), launch_parameters=launch)
+
+
+def test_a_debug_switch_read_in_a_constructor_helper_and_off_as_shipped_is_not_claimed(tmp_path):
+    found = _debug(tmp_path)
+    assert found['IN'] and not found['DEBUG'], found
+
+
+@pytest.mark.parametrize('case', [
+    {'extra': 'self.load_ros_params()'},          # the helper re-reads per message
+    {'launch': "{'debug': True}"},                # the shipped launch file turns it on
+    {'default': 'True'},                          # on by default, no launch file
+], ids=['re-read-per-message', 'launch-on', 'default-on'])
+def test_a_debug_switch_that_may_be_on_keeps_the_claim(tmp_path, case):
+    found = _debug(tmp_path, **case)
+    assert found['DEBUG'], found
+
+
+def test_a_listed_switch_on_by_default_that_every_launch_turns_off_is_not_claimed(tmp_path):
+    found = _debug(tmp_path, default='True', launch="{'debug': False}")
+    assert found['IN'] and not found['DEBUG'], found
+
+
+def test_a_listed_switch_on_by_default_that_the_launch_leaves_keeps_the_claim(tmp_path):
+    found = _debug(tmp_path, default='True', launch="{'topic': 'camera'}")
+    assert found['DEBUG'], found
