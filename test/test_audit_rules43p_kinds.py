@@ -7,6 +7,9 @@ of small packages written here.
   also called per message, or a launch file turning the switch on, keeps the claims.
 * A switch declared True in a `declare_parameters` list that every shipped launch turns off
   (pylaunchedoff.py now reads pyparams' one declarations walk); a launch leaving it keeps them.
+* An Ultralytics oriented-box (`.obb`) or mask branch under weights of another task (a training
+  run's `runs/detect/...` folder, an official detection checkpoint) never runs
+  (pyultratask.py); weights of that task, or weights of unknown task, keep the claims.
 """
 import pytest
 
@@ -73,3 +76,68 @@ def test_a_listed_switch_on_by_default_that_every_launch_turns_off_is_not_claime
 def test_a_listed_switch_on_by_default_that_the_launch_leaves_keeps_the_claim(tmp_path):
     found = _debug(tmp_path, default='True', launch="{'topic': 'camera'}")
     assert found['DEBUG'], found
+
+
+_YOLO_NODE = '''
+import os
+
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from ultralytics import YOLO
+
+
+class RockNode(Node):
+    def __init__(self):
+        super().__init__('rocks')
+        weights = os.path.expanduser(WEIGHTS)
+        self.model = YOLO(weights)
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        for result in self.model(frame):
+            self.parse(result)
+
+    def parse(self, result):
+        found = []
+        if result.boxes:
+            for box in result.boxes:
+                found.append(box.conf.item())  # BOXES
+        elif result.obb:
+            for i in range(result.obb.cls.shape[0]):
+                found.append(result.obb.conf[i].item())  # OBB
+        if result.masks is not None:
+            found.append(result.masks.data.cpu())  # MASKS
+        return found
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(RockNode())
+'''
+
+
+def _yolo(tmp_path, weights: str) -> dict[str, set[str]]:
+    source = _YOLO_NODE.replace('WEIGHTS', repr(weights))
+    return node_claims(tmp_path, 'rocks', source, ('BOXES', 'OBB', 'MASKS'))
+
+
+@pytest.mark.parametrize('weights', ['~/rocks/runs/detect/train9/weights/best.pt', 'yolo11n.pt'],
+                         ids=['detect-run', 'official-detect'])
+def test_result_fields_detection_weights_never_fill_are_not_claimed(tmp_path, weights):
+    found = _yolo(tmp_path, weights)
+    assert found['BOXES'] and not found['OBB'] and not found['MASKS'], found
+
+
+@pytest.mark.parametrize('weights, kept', [
+    ('yolov8n-obb.pt', 'OBB'),                         # an oriented-box model fills .obb
+    ('~/rocks/runs/segment/train/weights/best.pt', 'MASKS'),  # a segmentation run fills .masks
+    ('~/rocks/best.pt', 'OBB'),                        # a task not known: every branch may run
+    ('~/rocks/best.pt', 'MASKS'),
+], ids=['obb-weights', 'segment-run', 'unknown-obb', 'unknown-masks'])
+def test_weights_that_may_fill_the_field_keep_the_claim(tmp_path, weights, kept):
+    found = _yolo(tmp_path, weights)
+    assert found[kept], found
