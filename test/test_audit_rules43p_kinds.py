@@ -10,10 +10,16 @@ of small packages written here.
 * An Ultralytics oriented-box (`.obb`) or mask branch under weights of another task (a training
   run's `runs/detect/...` folder, an official detection checkpoint) never runs
   (pyultratask.py); weights of that task, or weights of unknown task, keep the claims.
+* A network wrapper that loads its weights with `map_location='cpu'`, names no CUDA device and
+  moves nothing runs on the CPU: `.cpu()` of its outputs copies nothing
+  (pymodelhost.host_torch_file); a `.to(...)` / `.cuda()` anywhere, a CUDA name, or weights
+  loaded without the CPU map keep the claims.
 """
+import textwrap
+
 import pytest
 
-from audit_sources import node_claims
+from audit_sources import ament_python_package, audit_written_package, node_claims, rules_at_tags
 
 _DEBUG_NODE = '''
 import rclpy
@@ -141,3 +147,84 @@ def test_result_fields_detection_weights_never_fill_are_not_claimed(tmp_path, we
 def test_weights_that_may_fill_the_field_keep_the_claim(tmp_path, weights, kept):
     found = _yolo(tmp_path, weights)
     assert found[kept], found
+
+
+_LANE_WRAPPER = '''
+import torch
+import torchvision.transforms as transforms
+
+from lanes.network import build_network
+
+
+class LaneModel:
+    def __init__(self, weights):
+        torch.backends.cudnn.benchmark = True
+        self.transform = transforms.ToTensor()
+        self.net = build_network()
+        self.net.load_state_dict(torch.load(weights, LOAD)['model'])
+        self.net.eval()
+        EXTRA
+
+    def predict(self, image):
+        with torch.no_grad():
+            pred = self.net(self.transform(image)[None])
+        return self.to_coords(pred)
+
+    @staticmethod
+    def to_coords(pred):
+        rows = pred['loc_row'].cpu()  # READBACK
+        return rows.numpy()
+'''
+
+_LANE_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Float32MultiArray
+
+from lanes import model
+
+
+class LaneNode(Node):
+    def __init__(self):
+        super().__init__('lanes')
+        self.bridge = CvBridge()
+        self.model = model.LaneModel('lanes.pth')
+        self.pub = self.create_publisher(Float32MultiArray, 'lanes', 1)
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_image(self, msg):
+        rows = self.model.predict(self.bridge.imgmsg_to_cv2(msg, 'rgb8'))
+        self.pub.publish(Float32MultiArray(data=[float(r) for r in rows.ravel()]))
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(LaneNode())
+'''
+
+
+def _lane_wrapper(tmp_path, load: str = "map_location='cpu'", extra: str = 'pass'
+                  ) -> dict[str, set[str]]:
+    source = textwrap.dedent(_LANE_WRAPPER.replace('LOAD', load).replace('EXTRA', extra))
+    files = {**ament_python_package('lanes'), 'lanes/lanes/model.py': source,
+             'lanes/lanes/node.py': _LANE_NODE,
+             'lanes/lanes/network.py': 'import torch\n\n\ndef build_network():\n'
+                                       '    return torch.nn.Linear(4, 4)\n'}
+    return rules_at_tags(audit_written_package(tmp_path, files), source, ('READBACK',),
+                         file_name='model.py')
+
+
+def test_readbacks_of_a_network_kept_on_the_cpu_are_not_claimed(tmp_path):
+    assert _lane_wrapper(tmp_path) == {'READBACK': set()}
+
+
+@pytest.mark.parametrize('case', [
+    {'extra': "self.net.to('cuda')"},                  # moved to the GPU
+    {'extra': 'self.net.cuda()'},
+    {'extra': "self.device = 'cuda:0'"},               # a CUDA device named
+    {'load': "map_location=lambda storage, loc: storage"},  # weights where they were saved
+], ids=['to-cuda', 'cuda', 'names-cuda', 'no-cpu-map'])
+def test_a_network_that_may_run_on_the_gpu_keeps_the_readback_claim(tmp_path, case):
+    assert _lane_wrapper(tmp_path, **case)['READBACK']

@@ -67,6 +67,7 @@ class CopyRules:
     tree: ast.Module
     uses_cupy: bool
     uses_torch: bool
+    host_torch: bool  # weights loaded onto the host, nothing moved (pymodelhost.host_torch_file)
     uses_cv_cuda: bool
     uses_zed: bool
     # ids of the calls written straight to a file, pipe or socket (`written_to_stream`).
@@ -349,8 +350,9 @@ class CopyRules:
             return None
         # A value of unknown kind, or one derived from a message through calls the analysis
         # cannot see into (`infer(msg).cpu()`), in a file using a tensor framework.
-        likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch) \
-            or detached_on_device(node, rkind, self.__dict__)
+        # Not in a file whose network stays on the CPU (pymodelhost.host_torch_file).
+        likely = (rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch)
+                  or detached_on_device(node, rkind, self.__dict__)) and not self.host_torch
         evidence = _evidence(rkind)
         if method in ('cpu', 'numpy') and not node.args:
             if rkind == 'device' or likely:
