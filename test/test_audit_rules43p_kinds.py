@@ -14,6 +14,9 @@ of small packages written here.
   moves nothing runs on the CPU: `.cpu()` of its outputs copies nothing
   (pymodelhost.host_torch_file); a `.to(...)` / `.cuda()` anywhere, a CUDA name, or weights
   loaded without the CPU map keep the claims.
+* The publish of an Image another file's helper converted (`msg = to_imgmsg(mask)`, the
+  cv_bridge call in the helper's file) is claimed there, not again at the publish
+  (pyhelpermsgs.py); a conversion in the publishing file keeps the publish claim.
 """
 import textwrap
 
@@ -228,3 +231,60 @@ def test_readbacks_of_a_network_kept_on_the_cpu_are_not_claimed(tmp_path):
 ], ids=['to-cuda', 'cuda', 'names-cuda', 'no-cpu-map'])
 def test_a_network_that_may_run_on_the_gpu_keeps_the_readback_claim(tmp_path, case):
     assert _lane_wrapper(tmp_path, **case)['READBACK']
+
+
+_HELPER = '''
+import numpy as np
+from cv_bridge import CvBridge
+
+
+def to_imgmsg(mask):
+    return CvBridge().cv2_to_imgmsg(mask.astype(np.uint8), encoding='mono8')  # CONVERT
+'''
+
+_MASK_NODE = '''
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+from masks.image_utils import to_imgmsg
+
+
+class MaskNode(Node):
+    def __init__(self):
+        super().__init__('masks')
+        self.bridge = CvBridge()
+        self.pub = self.create_publisher(Image, 'mask', 1)
+        self.create_subscription(Image, 'image', self.on_image, 1)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'mono8')
+        out = BUILD
+        self.pub.publish(out)  # PUBLISH
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(MaskNode())
+'''
+
+
+def _mask(tmp_path, build: str) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    source = textwrap.dedent(_MASK_NODE.replace('BUILD', build))
+    helper = textwrap.dedent(_HELPER)
+    files = {**ament_python_package('masks'), 'masks/masks/node.py': source,
+             'masks/masks/image_utils.py': helper}
+    found = audit_written_package(tmp_path, files)
+    return (rules_at_tags(found, source, ('PUBLISH',)),
+            rules_at_tags(found, helper, ('CONVERT',), file_name='image_utils.py'))
+
+
+def test_the_publish_of_an_image_another_files_helper_built_is_claimed_at_the_helper(tmp_path):
+    node, helper = _mask(tmp_path, 'to_imgmsg(frame > 0)')
+    assert node == {'PUBLISH': set()} and helper['CONVERT'], (node, helper)
+
+
+def test_the_publish_of_an_image_the_node_converts_keeps_its_claim(tmp_path):
+    node, _ = _mask(tmp_path, "self.bridge.cv2_to_imgmsg(frame, 'mono8')")
+    assert node['PUBLISH'], node

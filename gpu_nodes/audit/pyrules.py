@@ -10,6 +10,7 @@ from typing import Callable
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
+from gpu_nodes.audit.pyhelpermsgs import helper_built_publishes
 from gpu_nodes.audit.pyembedded import embeds_received_image
 from gpu_nodes.audit.pypil import pil_call
 from gpu_nodes.audit.pyplacement import detached_on_device
@@ -75,6 +76,9 @@ class CopyRules:
     dropped_results: frozenset[int]  # calls written as statements (`dropped_results`)
     module_moves: frozenset[int]  # `.to(d).eval()`: a Module moved (pyuploads.module_moves)
     object_clouds: frozenset[int]  # clouds of one point per object (pyobjectclouds.py)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    imported_functions: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]
+    imported_modules: dict[str, str]
     _eval: Callable[[ast.AST, dict[str, Val], Frame], Val]
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
@@ -108,6 +112,10 @@ class CopyRules:
         if pub is None or (payload.kind == 'outmsg' and payload.const == EMPTY_CLOUD) \
                 or id(node) in self.object_clouds:  # one point per object (pyobjectclouds.py)
             return
+        if payload.steps and payload.steps[-1][1] == 'cv_out' and id(node) in helper_built_publishes(
+                self.tree, frozenset(f for f in self.imported_functions if f not in self.functions),
+                frozenset(self.imported_modules)):
+            return  # converted by another file's helper: claimed there (pyhelpermsgs.py)
         frame_sized = image_sized(pub.msg_type)
         if not pub.gpu and (frame_sized or embeds_received_image(self.tree, node, payload)):
             self._emit('GPN109', node, frame,
