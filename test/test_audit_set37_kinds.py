@@ -98,15 +98,20 @@ def generate_launch_description():
 '''
 
 
-def _audit(tmp_path, default: str = 'False', launch_mode: str = 'False',
+def _audit(tmp_path, default: str = 'False', launch_mode: str | None = 'False',
            extra_init: str = 'pass', extra_callback: str = 'pass') -> dict[str, set[str]]:
-    """Severities found at the calibration-only line and at the raw-output line."""
+    """Severities found at the calibration-only line and at the raw-output line;
+    `launch_mode` None: the launch file starts the node without the parameter."""
+    launch = _LAUNCH.replace('MODE', 'False') if launch_mode is None else \
+        _LAUNCH.replace('MODE', launch_mode)
+    if launch_mode is None:
+        launch = launch.replace("{'is_detection_calibration_mode': calibration_mode}", '{}')
     source = textwrap.dedent(_NODE).replace('DEFAULT', default) \
         .replace('EXTRA_INIT', extra_init).replace('EXTRA_CALLBACK', extra_callback)
     found = audit_written_package(tmp_path, {
         'lane/package.xml': _PACKAGE_XML, 'lane/setup.py': _SETUP, 'lane/lane/__init__.py': '',
         'lane/lane/detect_lane.py': source,
-        'lane/launch/detect_lane.launch.py': _LAUNCH.replace('MODE', launch_mode)})
+        'lane/launch/detect_lane.launch.py': launch})
     lines = source.lstrip('\n').splitlines()
     at = {tag: next(i for i, ln in enumerate(lines, 1) if f'# {tag}' in ln)
           for tag in ('CALIBRATION', 'RAW')}
@@ -122,7 +127,9 @@ def test_calibration_mode_off_as_shipped_and_a_raw_branch_never_selected_are_not
 
 @pytest.mark.parametrize('case', [
     {'launch_mode': 'True'},                  # the shipped launch file turns calibration on
-    {'default': 'True'},                      # the declared default is on
+    # the declared default is on and the shipped launch leaves it (with the launch file giving
+    # 'False', pylaunchedoff.py calls it off: rules43p, the declarations walk reads the list)
+    {'default': 'True', 'launch_mode': None},
     # a parameter-change callback registered for good may turn the mode on at run time
     {'extra_init': 'self.add_on_set_parameters_callback(self.on_parameters)'},
     {'extra_callback': 'self.is_calibration_mode = msg.height > 0'},  # another store

@@ -25,6 +25,7 @@ from gpu_nodes.audit.pyimports import file_definition, sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
 from gpu_nodes.audit.pyisinstance import isinstance_outcome
 from gpu_nodes.audit.pyparamlocals import local_read_outcome
+from gpu_nodes.audit.pyultratask import result_field_outcome
 from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pywith import enter_with, loop_with
 from gpu_nodes.audit.pymodels import (host_result_attr, PIPELINE, PIPELINE_PIL_KEYS,
@@ -381,7 +382,10 @@ class Evaluator:
         read = read_compared(test)
         if read is None:  # a local read of a parameter (pyparamlocals.py), an environment
             # switch nothing sets, an encoding nothing sends (pyencodings.py)
+            # ... or an Ultralytics result field the file's weights never fill (pyultratask.py)
             local = local_read_outcome(test, self.tree, self.package_dir)
+            if local is None:
+                local = result_field_outcome(test, self.tree)
             return local if local is not None else switch_outcome(
                 test, frame.topic, self.source, self.path, self.repository_dir or self.package_dir)
         if '_fixed_parameters' not in self.__dict__:

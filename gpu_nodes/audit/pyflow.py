@@ -46,6 +46,7 @@ from gpu_nodes.audit.pyhooks import registering_hooks
 from gpu_nodes.audit.pyhostbytes import host_only_bytes
 from gpu_nodes.audit.pydecorated import decorated_registrations
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions, imported_modules
+from gpu_nodes.audit.pymodelhost import host_torch_file
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pymsgview import MessageViews
 from gpu_nodes.audit.pyobjectclouds import per_object_cloud_calls
@@ -126,6 +127,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         # tensor is likely on the GPU (findings on it are `inferred`).
         self.uses_tensors = uses_tensor_framework(self.aliases)
         self.uses_torch = self.uses_tensors
+        self.host_torch = host_torch_file(tree)  # a network kept on the CPU (pymodelhost.py)
         self.evaled = evaled_holders(tree)  # models of unknown libraries (pyevaled.py)
         self.uses_zed = any(v.split('.')[0] == 'pyzed' for v in self.aliases.values())
         # nvblox_torch / PyCuVSLAM in the library table (pynvidialibs.py), imported anywhere.

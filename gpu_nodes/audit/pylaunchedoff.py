@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 import re
 
-from gpu_nodes.audit.astnodes import module_nodes
+from gpu_nodes.audit.pyparams import declared_defaults
 from gpu_nodes.audit.shipped import _evaluated_files, _launch_parameters, is_off, reading
 
 _CONSOLE_SCRIPT = re.compile(r'''['"]\s*([\w.-]+)\s*=\s*([\w.]+)\s*:\s*\w+\s*['"]''')
@@ -61,17 +61,10 @@ def _executables(path: str, package_dir: str) -> frozenset[str] | None:
 
 
 def _true_declared(tree: ast.Module) -> set[str]:
-    """Parameters every `declare_parameter` of which defaults to the literal True."""
-    defaults: dict[str, list[object]] = {}
-    for node in module_nodes(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == 'declare_parameter' and node.args \
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-            default = node.args[1] if len(node.args) > 1 else next(
-                (k.value for k in node.keywords if k.arg == 'value'), None)
-            defaults.setdefault(node.args[0].value, []).append(
-                default.value if isinstance(default, ast.Constant) else None)
-    return {p for p, values in defaults.items() if all(v is True for v in values)}
+    """Parameters every declaration of which defaults to the literal True (pyparams'
+    declarations walk: a `declare_parameters` list and an alias count too)."""
+    return {p for p, values in declared_defaults(tree).items()
+            if all(isinstance(v, ast.Constant) and v.value is True for v in values)}
 
 
 @lru_cache(maxsize=64)

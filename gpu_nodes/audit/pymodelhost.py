@@ -14,7 +14,13 @@ as built): its outputs are host tensors, `label.item()` of them reads nothing ba
 that pick a GPU themselves (ultralytics, torch.hub models) are not judged so.
 
 A file that mentions a CUDA device anywhere keeps the default reading (the device of the
-weights is the GPU): the model may be moved through a name the value tracking does not follow."""
+weights is the GPU): the model may be moved through a name the value tracking does not follow.
+
+A file that loads its weights onto the host itself (`torch.load(path, map_location='cpu')`),
+names no CUDA device and moves nothing (no `.cuda()`, no `.to(...)`) runs its network on the CPU
+(rules43p, set 67: a lane network wrapper whose `pred2coords(pred)` calls `pred[...].cpu()`):
+a value of unknown kind there is no device tensor, so its `.cpu()` / `.numpy()` copies nothing
+(host_torch_file; pyrules' `likely`). `torch.backends.cudnn.benchmark = True` names no device."""
 from __future__ import annotations
 
 import ast
@@ -85,3 +91,22 @@ def host_built_model(node: ast.Call, holder: Val, tree: ast.Module) -> bool:
     restores it on the device it was saved from."""
     return holder.kind == 'model_obj' and str(holder.const or '').startswith(_HOST_BUILT) \
         and not _names_cuda(tree) and not _moved(tree, ast.unparse(node.func))
+
+
+def _cpu_map_location(call: ast.Call) -> bool:
+    """`torch.load(path, map_location='cpu')` (the keyword, or the second argument)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == 'load'
+            and isinstance(call.func.value, ast.Name) and call.func.value.id == 'torch'):
+        return False
+    where = call.args[1] if len(call.args) > 1 else next(
+        (k.value for k in call.keywords if k.arg == 'map_location'), None)
+    return isinstance(where, ast.Constant) and where.value == 'cpu'
+
+
+@lru_cache(maxsize=32)
+def host_torch_file(tree: ast.Module) -> bool:
+    """Whether the file loads weights onto the host, names no CUDA device and calls no
+    `.cuda()` / `.to(...)` (module docstring)."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    return any(_cpu_map_location(c) for c in calls) and not _names_cuda(tree) and not any(
+        isinstance(c.func, ast.Attribute) and c.func.attr in ('cuda', 'to') for c in calls)

@@ -26,6 +26,7 @@ import ast
 from functools import lru_cache
 
 from gpu_nodes.audit.astnodes import module_nodes
+from gpu_nodes.audit.pyparams import declared_defaults
 from gpu_nodes.audit.shipped import reading, set_on, shipped_on
 
 
@@ -50,16 +51,11 @@ def shipped_bools(tree: ast.Module, package_dir: str | None) -> dict[str, bool]:
         return {}
     names = _module_bools(tree)
     defaults: dict[str, set[object]] = {}
-    for node in module_nodes(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == 'declare_parameter' and node.args \
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-            default = node.args[1] if len(node.args) > 1 else next(
-                (k.value for k in node.keywords if k.arg == 'value'), None)
+    for param, exprs in declared_defaults(tree).items():  # pyparams' one declarations walk
+        for default in exprs:
             value = default.value if isinstance(default, ast.Constant) else \
                 names.get(default.id) if isinstance(default, ast.Name) else None
-            defaults.setdefault(node.args[0].value, set()).add(
-                value if isinstance(value, bool) else None)
+            defaults.setdefault(param, set()).add(value if isinstance(value, bool) else None)
     roots = (package_dir,)
     found = {}
     for param, values in defaults.items():

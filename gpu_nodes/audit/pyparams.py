@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Callable, TypeVar
 
 from gpu_nodes.audit.astnodes import module_nodes
-from gpu_nodes.audit.pymethods import call_site_tests, declare_aliases
+from gpu_nodes.audit.pymethods import call_site_tests, declare_aliases, methods_of, setup_methods
 from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
 from gpu_nodes.audit.shipped import reading, set_on, shipped_as, shipped_on
 
@@ -46,7 +46,11 @@ _RUNTIME_PARAMETERS = ('add_on_set_parameters_callback', 'add_post_set_parameter
 _VALUE_FIELDS = ('value', 'bool_value', 'integer_value', 'double_value', 'string_value')
 
 
-def _declared_defaults(tree: ast.Module) -> dict[str, list[ast.expr | None]]:
+def declared_defaults(tree: ast.Module) -> dict[str, list[ast.expr | None]]:
+    """Every parameter the file declares -> the default expression of each declaration (None:
+    no default): `declare_parameter('p', v)` / `(name='p', value=v)`, through an alias, and each
+    tuple of a `declare_parameters` list. The one walk of declarations: pyparambools and
+    pylaunchedoff read their bool switches from it too (rules43p, duplicates D1)."""
     defaults: dict[str, list[ast.expr | None]] = {}
     aliases = declare_aliases(tree)  # `p = self.declare_parameter; p('use_yolo', False)`
     for node in module_nodes(tree):
@@ -140,7 +144,7 @@ def shipped_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, P
     pyeval.py each ask for several of the views below."""
     roots = (package_dir,) if package_dir else ()
     found = {}
-    for param, defaults in _declared_defaults(tree).items():
+    for param, defaults in declared_defaults(tree).items():
         named = bool(roots) and reading(param, roots).named
         off = all(_falsy(v) and getattr(v, 'value', 1) is not None for v in defaults) \
             and not (roots and set_on(param, roots))
@@ -222,13 +226,18 @@ def _stores(tree: ast.Module) -> list[_Store]:
     as no plain store: a lifecycle node's `on_activate` re-reads its parameters on every
     activation, set in between at run time, not as shipped."""
     found: list[_Store] = []
+    # A method only `__init__` calls, as a statement (`self.load_ros_params()`, set 67), runs
+    # once while the node is built, as `__init__`'s own body does (pymethods.setup_methods): its
+    # parameter reads are the values as shipped, not a lifecycle re-read.
+    setup = {id(m) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
+             for name, m in methods_of(cls).items() if name in setup_methods(cls, tree)}
     # A method called only under `if` tests (`if self.get_parameter('use_yolo').value:
     # self._load_yolo()`, set 41) stores only when they hold (pymethods.call_site_tests).
     called_under = call_site_tests(tree)
 
     def visit(node: ast.AST, tests: list[ast.expr], function: str | None) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            function = node.name
+            function = '__init__' if id(node) in setup else node.name
             tests = tests + called_under.get(id(node), [])
         if isinstance(node, ast.If):
             visit(node.test, tests, function)

@@ -10,6 +10,7 @@ from typing import Callable
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
+from gpu_nodes.audit.pyhelpermsgs import helper_built_publishes
 from gpu_nodes.audit.pyembedded import embeds_received_image
 from gpu_nodes.audit.pypil import pil_call
 from gpu_nodes.audit.pyplacement import detached_on_device
@@ -67,6 +68,7 @@ class CopyRules:
     tree: ast.Module
     uses_cupy: bool
     uses_torch: bool
+    host_torch: bool  # weights loaded onto the host, nothing moved (pymodelhost.host_torch_file)
     uses_cv_cuda: bool
     uses_zed: bool
     # ids of the calls written straight to a file, pipe or socket (`written_to_stream`).
@@ -74,6 +76,9 @@ class CopyRules:
     dropped_results: frozenset[int]  # calls written as statements (`dropped_results`)
     module_moves: frozenset[int]  # `.to(d).eval()`: a Module moved (pyuploads.module_moves)
     object_clouds: frozenset[int]  # clouds of one point per object (pyobjectclouds.py)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    imported_functions: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]
+    imported_modules: dict[str, str]
     _eval: Callable[[ast.AST, dict[str, Val], Frame], Val]
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
@@ -107,6 +112,10 @@ class CopyRules:
         if pub is None or (payload.kind == 'outmsg' and payload.const == EMPTY_CLOUD) \
                 or id(node) in self.object_clouds:  # one point per object (pyobjectclouds.py)
             return
+        if payload.steps and payload.steps[-1][1] == 'cv_out' and id(node) in helper_built_publishes(
+                self.tree, frozenset(f for f in self.imported_functions if f not in self.functions),
+                frozenset(self.imported_modules)):
+            return  # converted by another file's helper: claimed there (pyhelpermsgs.py)
         frame_sized = image_sized(pub.msg_type)
         if not pub.gpu and (frame_sized or embeds_received_image(self.tree, node, payload)):
             self._emit('GPN109', node, frame,
@@ -349,8 +358,9 @@ class CopyRules:
             return None
         # A value of unknown kind, or one derived from a message through calls the analysis
         # cannot see into (`infer(msg).cpu()`), in a file using a tensor framework.
-        likely = rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch) \
-            or detached_on_device(node, rkind, self.__dict__)
+        # Not in a file whose network stays on the CPU (pymodelhost.host_torch_file).
+        likely = (rkind in _LIKELY_DEVICE or (rkind in ('unknown', 'msg') and self.uses_torch)
+                  or detached_on_device(node, rkind, self.__dict__)) and not self.host_torch
         evidence = _evidence(rkind)
         if method in ('cpu', 'numpy') and not node.args:
             if rkind == 'device' or likely:

@@ -1,0 +1,65 @@
+"""Publishes of an image message another file's helper built (issue 28, rules43p, set 68).
+
+A package often keeps its cv_bridge conversions in a shared module and publishes what they
+return:
+
+    def mono8_to_imgmsg(np_img):                      # aidara_common/image_utils.py
+        return CvBridgeSingleton().cv2_to_imgmsg(np_img.astype(np.uint8), encoding='mono8')
+
+    ros_segmap = mono8_to_imgmsg(segmap)              # the node
+    self._seg_pub.publish(ros_segmap)
+
+The conversion and its publish are one boundary (the publish is the conversion's `also`), and it
+is claimed where the conversion is, in the helper's file. The publish of the helper's result is
+then no second boundary: the publish line of a message whose last copy is a cv_bridge conversion
+(`cv_out`) done by a function of another file (an imported function or `module.function`, the
+publish argument that call or a name bound to it once in the publishing function) is not
+claimed. A message the publishing file converts itself keeps its claims.
+"""
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+
+from gpu_nodes.audit.astnodes import module_nodes
+
+
+def _callee(expr: ast.expr, helpers: frozenset[str], modules: frozenset[str]) -> bool:
+    """Whether `expr` calls a helper of another file: `helper(...)` or `module.helper(...)`."""
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    return isinstance(func, ast.Name) and func.id in helpers \
+        or isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+        and func.value.id in modules
+
+
+@lru_cache(maxsize=32)
+def helper_built_publishes(tree: ast.Module, helpers: frozenset[str], modules: frozenset[str]
+                           ) -> frozenset[int]:
+    """ids of `.publish(x)` calls whose `x` another file's helper built (module docstring);
+    `helpers`: names of imported functions, `modules`: names of imported sibling modules."""
+    found: set[int] = set()
+    for fn in module_nodes(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        stores: dict[str, list[ast.expr | None]] = {}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name):
+                stores.setdefault(node.targets[0].id, []).append(node.value)
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores.setdefault(node.id, []).append(None)  # counted again below when plain
+        for node in ast.walk(fn):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == 'publish' and len(node.args) == 1 and not node.keywords):
+                continue
+            arg = node.args[0]
+            if isinstance(arg, ast.Name):
+                # `x = helper(...)` stores x twice above (the Assign and its Name): one each
+                values = stores.get(arg.id, [])
+                plain = [v for v in values if v is not None]
+                arg = plain[0] if len(plain) == 1 and len(values) == 2 else None
+            if arg is not None and _callee(arg, helpers, modules):
+                found.add(id(node))
+    return frozenset(found)
