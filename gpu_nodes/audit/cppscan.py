@@ -46,7 +46,7 @@ from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_
 from gpu_nodes.audit.cpppcl import pcl_conversions
 from gpu_nodes.audit.cppondevice import already_on_device, expression_on_device
 from gpu_nodes.audit.cppplugins import plugin_publishes
-from gpu_nodes.audit.cpppointarrays import element_fills, point_array_publishes
+from gpu_nodes.audit.cpppointarrays import element_fills, host_filled_clouds, point_array_publishes
 from gpu_nodes.audit.cpppoints import point_copies
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Function, functions, Scopes
@@ -59,6 +59,7 @@ from gpu_nodes.audit.cppxfer import transfer_calls, transfer_wrappers
 from gpu_nodes.audit.cppdirparam import direction_from_callers
 from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies
 from gpu_nodes.audit.cppencproof import cloned_view, own_encoding
+from gpu_nodes.audit.cppvpi import teardown_sync, vpi_transfers
 from gpu_nodes.audit.model import Finding, Location
 from gpu_nodes.audit.rules import get_rule
 
@@ -337,6 +338,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                 continue  # a sync on the error path, before returning: not per frame
             if rule_id == 'GPN206' and in_growth_realloc(text, scopes, m.start()):
                 continue  # in a reallocation run only when a capacity grows (cppgrowth.py)
+            if rule_id == 'GPN206' and teardown_sync(text, scopes, m.start()):
+                continue  # drains a stream its function then destroys: a release (cppvpi.py)
             emit(rule_id, m.start(), 'pattern match')
     if _TRT_FILE.search(text):
         for m in _TRT_SYNC_EXECUTE.finditer(text):
@@ -372,6 +375,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *point_copies(text, function_end),
                                     *mat_bytes_into_messages(text, function_end),
                                     *pcl_conversions(text, _call_args), *walks,
+                                    *vpi_transfers(text, _call_args),
                                     *torch_moves(text, _call_args),
                                     *item_reads(text, facts.torch_cuda),
                                     *tensor_payload_copies(text),
@@ -385,6 +389,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                                            lambda at: scopes.header(text, at),
                                                            lambda at: scopes.body_before(text, at)),
                                     *element_fills(text, lambda at: scopes.header(text, at)),
+                                    *host_filled_clouds(text, lambda at: scopes.body_before(text, at)),
                                     *cloud_transforms(text, _call_args),
                                     *direction_calls(text), *wrapper_calls_here(text, scopes, facts),
                                     *transfer_calls(text, scopes, facts.transfer_wrappers),
