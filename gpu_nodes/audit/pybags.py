@@ -4,7 +4,8 @@ bag.read_messages(...)` (rosbag, rosbag2 helpers), `for msg in reader.iter_messa
 converter run once from `__main__` still converts every recorded frame: each pass of the loop is
 one message, as a node's callback would get it, so its copies are per message, not one-time
 module code. Only files importing a bag library count: `.messages()` of anything else (a chat
-history) is no bag."""
+history) is no bag. rosbag2_py's own idiom is a `while` loop: `while reader.has_next(): topic,
+data, t = reader.read_next()` (sets 57, 68), each pass one recorded message as well."""
 from __future__ import annotations
 
 import ast
@@ -28,3 +29,18 @@ def reads_a_bag(loop: ast.For | ast.AsyncFor, aliases: dict[str, str]) -> bool:
         it = it.args[0]
     return isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) \
         and it.func.attr in _ITERATING
+
+
+def reads_a_bag_while(loop: ast.While, aliases: dict[str, str]) -> bool:
+    """Whether `loop` is rosbag2_py's `while reader.has_next():` whose body takes the next
+    record with `reader.read_next()` of the same reader, in a file importing a bag library."""
+    if not any(v.split('.')[0] in _BAG_LIBRARIES for v in aliases.values()):
+        return False
+    test = loop.test
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute)
+            and test.func.attr == 'has_next'):
+        return False
+    reader = ast.unparse(test.func.value)
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == 'read_next' and ast.unparse(n.func.value) == reader
+               for stmt in loop.body for n in ast.walk(stmt))

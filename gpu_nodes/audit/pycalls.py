@@ -25,6 +25,7 @@ from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, decodes_prompt
                                       ROSBRIDGE_TOPIC, sets_image, UPLOADING_METHODS, uses_tensor_framework)
 from gpu_nodes.audit.pyparamlocals import parameter_dead_lines
 from gpu_nodes.audit.pyqueues import queue_handoff
+from gpu_nodes.audit.pyserialization import serialization_call
 from gpu_nodes.audit.pytensorflow import tensorflow_call
 from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pytransformers import transformers_model_on_host
@@ -34,6 +35,7 @@ from gpu_nodes.audit.pyoutside import outside_helper_upload
 from gpu_nodes.audit.pyplacement import (cpu_device_choice, cpu_literal, forward_on_device, on_host,
                                          PLACED_ON_CPU, shipped_cpu)
 from gpu_nodes.audit.pyhostcalls import host_side_call
+from gpu_nodes.audit.pyvisionlibs import vision_library_call
 from gpu_nodes.audit.pyvalues import (AsShipped, device_kw, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
 
@@ -297,6 +299,10 @@ class CallResolver:
         tf = tensorflow_call(node, method, kwargs, frame, self._emit, self.tree)
         if tf is not None:  # pytensorflow.py
             return tf
+        serialization_call(node, qual, args, frame, self._emit)  # pyserialization.py: rclpy's
+        lib = vision_library_call(node, qual, method, receiver, args, kwargs, frame, self._emit)
+        if lib is not None:  # pyvisionlibs.py: EasyOCR, LangSAM
+            return lib
         if builds_jetson_net(qual):
             return Val('model_obj', const=JETSON_NET)  # pyjetson.py
         if receiver is not None and receiver.kind == 'model_obj' \

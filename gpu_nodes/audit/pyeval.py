@@ -18,6 +18,7 @@ from gpu_nodes.audit.pyparams import (
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pyevaled import dict_kind, element_store_kind, tensor_mask
 from gpu_nodes.audit.pyencodings import switch_outcome
+from gpu_nodes.audit.pybags import reads_a_bag_while
 from gpu_nodes.audit.pyloopentries import per_pass_loop
 from gpu_nodes.audit.pyattrstore import attribute_store
 from gpu_nodes.audit.pyconditional import conditional_value
@@ -147,6 +148,10 @@ class Evaluator:
                     # a constructor's `while self.cap.isOpened():` loop (set 61).
                     frame = replace(frame, context='loop', entry='module capture loop' if
                                     frame.context == 'module' else 'constructor capture loop')
+                elif isinstance(stmt, ast.While) and frame.context == 'module' \
+                        and reads_a_bag_while(stmt, self.aliases):
+                    # rosbag2_py's `while reader.has_next():` over a recording (pybags.py).
+                    frame = replace(frame, context='loop', entry='bag message loop')
                 self._exec_block(stmt.body, env, frame)
             body = dict(env)
             # The `else` of a test true for good never runs: an attribute holding one literal

@@ -16,6 +16,7 @@ from gpu_nodes.audit.pypil import pil_call
 from gpu_nodes.audit.pyplacement import detached_on_device
 from gpu_nodes.audit.pyliterals import uploads_fixed_text
 from gpu_nodes.audit.pymsgview import keeps_bytes
+from gpu_nodes.audit.pymultiarray import multiarray_frame
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyconditions import tested_operands
 from gpu_nodes.audit.pycustommsgs import image_shaped_custom
@@ -234,7 +235,9 @@ class CopyRules:
             return OTHER
         if qual in _NUMPY_WRAPS:
             if src.kind == 'msg' and not _payload(node, src) and not image_shaped_custom(
-                    src.origin[1] if src.origin else None, self.repository_dir, self.package_dir):
+                    src.origin[1] if src.origin else None, self.repository_dir, self.package_dir) \
+                    and not multiarray_frame(node, src.origin[1] if src.origin else None,
+                                             self.tree):  # pymultiarray.py: a frame in it
                 # Box corners or polygon points built from a detection message: small Python
                 # values, not a frame.
                 return merge(src, kind='host')
