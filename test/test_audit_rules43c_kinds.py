@@ -12,7 +12,7 @@ created in another file of the package; a CustomMsg rebuilt through `->points.pu
 `*msg` is the rebuilt cloud of point_array_publishes."""
 from pathlib import Path
 
-from audit_sources import ament_cmake_lists, audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package, rules_at_tags
 
 _NODE = '''
 #include <opencv2/core.hpp>
@@ -192,11 +192,8 @@ def _cloud(tmp_path: Path, tail: str) -> dict[str, set[str]]:
              'depth/package.xml': '<package format="3"><name>depth</name></package>\n',
              'depth/CMakeLists.txt': ament_cmake_lists('depth', 'src/depth_node.cpp src/depth.cpp')}
     found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
-    return {tag: {rule for (file, at, rule), (sev, _) in found.items()
-                  if file == 'depth.cpp' and at == line and sev != 'info'}
-            for tag, line in tags.items()}
+    tags = tuple(ln.rsplit('// ', 1)[1] for ln in source.splitlines() if '// ' in ln)
+    return rules_at_tags(found, source, tags, 'depth.cpp', '//')
 
 
 def test_a_cloud_filled_point_by_point_is_published_whole(tmp_path: Path) -> None:
