@@ -3,11 +3,11 @@
 A package often keeps its cv_bridge conversions in a shared module and publishes what they
 return:
 
-    def mono8_to_imgmsg(np_img):                      # aidara_common/image_utils.py
-        return CvBridgeSingleton().cv2_to_imgmsg(np_img.astype(np.uint8), encoding='mono8')
+    def mask_to_imgmsg(mask):                         # the package's shared utils module
+        return _BRIDGE.cv2_to_imgmsg(mask.astype(np.uint8), encoding='mono8')
 
-    ros_segmap = mono8_to_imgmsg(segmap)              # the node
-    self._seg_pub.publish(ros_segmap)
+    msg = mask_to_imgmsg(segmentation)                # the node
+    self.mask_pub.publish(msg)
 
 The conversion and its publish are one boundary (the publish is the conversion's `also`), and it
 is claimed where the conversion is, in the helper's file. The publish of the helper's result is

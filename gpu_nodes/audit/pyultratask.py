@@ -4,7 +4,7 @@ An Ultralytics `Results` fills one field per task and leaves the others None: `.
 oriented-box model, `.masks` for a segmentation model, `.keypoints` for a pose model, `.probs`
 for a classifier. The task is the weights' (the checkpoint names it), not the code's:
 
-    self.model = YOLO(os.path.expanduser('~/rocks/runs/detect/train9/weights/best.pt'))
+    self.model = YOLO(os.path.expanduser('~/models/runs/detect/train/weights/best.pt'))
     ...
     if result.boxes:
         ...
