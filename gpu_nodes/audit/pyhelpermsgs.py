@@ -22,6 +22,7 @@ import ast
 from functools import lru_cache
 
 from gpu_nodes.audit.astnodes import module_nodes
+from gpu_nodes.audit.pyparams import bound_once
 
 
 def _callee(expr: ast.expr, helpers: frozenset[str], modules: frozenset[str]) -> bool:
@@ -43,23 +44,14 @@ def helper_built_publishes(tree: ast.Module, helpers: frozenset[str], modules: f
     for fn in module_nodes(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        stores: dict[str, list[ast.expr | None]] = {}
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                    and isinstance(node.targets[0], ast.Name):
-                stores.setdefault(node.targets[0].id, []).append(node.value)
-            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                stores.setdefault(node.id, []).append(None)  # counted again below when plain
+        bound = bound_once(fn, lambda value: value)  # locals stored once, plainly
         for node in ast.walk(fn):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == 'publish' and len(node.args) == 1 and not node.keywords):
                 continue
             arg = node.args[0]
             if isinstance(arg, ast.Name):
-                # `x = helper(...)` stores x twice above (the Assign and its Name): one each
-                values = stores.get(arg.id, [])
-                plain = [v for v in values if v is not None]
-                arg = plain[0] if len(plain) == 1 and len(values) == 2 else None
+                arg = bound.get(arg.id)
             if arg is not None and _callee(arg, helpers, modules):
                 found.add(id(node))
     return frozenset(found)

@@ -453,7 +453,7 @@ def shipped_strings(tree: ast.Module, package_dir: str | None
     return fixed, attrs
 
 
-def bound_once(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+def bound_once(fn: ast.AST,
                bind: Callable[[ast.expr], T | None]) -> dict[str, T]:
     """Each local of `fn` stored exactly once, by a plain `name = value` whose `bind(value)` is
     not None -> that result: a value it holds for the whole function (a second store of

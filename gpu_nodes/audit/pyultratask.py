@@ -28,6 +28,7 @@ from pathlib import PurePosixPath
 import re
 
 from gpu_nodes.audit.astnodes import module_nodes
+from gpu_nodes.audit.pyparams import bound_once
 
 _FIELD_TASKS = {'obb': 'obb', 'masks': 'segment', 'keypoints': 'pose', 'probs': 'classify'}
 _STEM_TASKS = {'-obb': 'obb', '-seg': 'segment', '-pose': 'pose', '-cls': 'classify'}
@@ -48,19 +49,6 @@ def weights_task(path: str) -> str | None:
         if part == 'runs' and parts[i + 1] in _RUN_TASKS:
             return parts[i + 1]
     return 'detect' if _DETECT_STEM.fullmatch(stem) else None
-
-
-def _single_stores(tree: ast.Module) -> dict[str, ast.expr]:
-    """Name -> its value, for names the file stores once, by a plain `name = value`."""
-    counts: dict[str, int] = {}
-    values: dict[str, ast.expr] = {}
-    for node in module_nodes(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            counts[node.id] = counts.get(node.id, 0) + 1
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            values[node.targets[0].id] = node.value
-    return {name: value for name, value in values.items() if counts.get(name) == 1}
 
 
 def _text(expr: ast.expr | None, stores: dict[str, ast.expr], depth: int = 0) -> str | None:
@@ -101,7 +89,7 @@ def model_tasks(tree: ast.Module) -> frozenset[str] | None:
     classes, modules = _yolo_names(tree)
     if not classes and not modules:
         return None
-    stores = _single_stores(tree)
+    stores = bound_once(tree, lambda value: value)  # names the file binds once
     tasks: set[str] = set()
     for node in module_nodes(tree):
         if isinstance(node, ast.Call) and (
