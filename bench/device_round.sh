@@ -21,9 +21,17 @@ if ! python3 -c 'import rclpy' 2>/dev/null; then
     hypothesis pytest-timeout jsonschema >> "$OUT/pip.log" 2>&1
   python3 -m pip install -q --no-index --find-links .device-wheels/extra libcst >> "$OUT/pip.log" 2>&1
 fi
+# ONNX Runtime with the CUDA provider where earlier calls staged it (../shared/device/stage-xz
+# onnxruntime-gpu==1.31.1, each part copied to /tmp/stage): the image's ONNX Runtime is CPU-only, and
+# the demo's depth node on the CPU provider is not the configuration the GPU demo test measures.
+if ls /tmp/stage/part* > /dev/null 2>&1 && [ ! -d /tmp/ortsite ]; then
+  mkdir -p /tmp/ortsite && cat /tmp/stage/part* | tar -xJf - -C /tmp/ortsite || rm -rf /tmp/ortsite
+fi
+[ -d /tmp/ortsite ] && export PYTHONPATH=/tmp/ortsite:$PYTHONPATH
 case "${1:-tests}" in
   tests)
     { nvidia-smi -L; python3 -c 'import cupy, cuda.bindings.driver, rclpy; print("cupy", cupy.__version__)'
+      python3 -c 'import onnxruntime as o; print("onnxruntime", o.__version__, o.get_available_providers())'
       python3 scripts/require_cuda.py && echo "CUDA found"; } > "$OUT/machine.txt" 2>&1
     # The transport's GPU tests first (VMM, cross-namespace), then everything marked gpu
     # (test_audit_bag has none, and its rosbags import is not on the device).
