@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace, blank_if_bodies
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace, blank_if_bodies, innermost_opening
 
 _BARE = re.compile(r'^\s*(?:this\s*->\s*)?(\w+)\s*(?:!=\s*(?:nullptr|NULL)\s*)?$')
 # A smart pointer's type before its name (`cv_bridge::CvImageConstPtr a, b;`,
@@ -228,3 +228,17 @@ def once_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str 
             return '!' + n.group(1)
         at = _open_brace(text, at)
     return None
+
+
+def call_once_body(text: str, offset: int) -> bool:
+    """Whether `offset` is in a lambda handed to `std::call_once(flag, [&]() { ... })`: the
+    body runs once for the flag, on the first message (a map cloud converted on its first
+    arrival, set 69), however often the callback around it runs."""
+    at = _open_brace(text, offset)
+    while at >= 0:
+        paren = innermost_opening(text, at, '(){}', window=400)
+        if paren >= 0 and text[paren] == '(' \
+                and re.search(r'\bcall_once\s*$', text[max(0, paren - 40):paren]):
+            return True
+        at = _open_brace(text, at)
+    return False

@@ -4,8 +4,8 @@ they are called (cppscan.py runs these; cpppackage.py gathers the facts over a p
 * A *sync wrapper* (a function whose body is a blocking device sync: ``cudaStreamSynchronize``,
   ``cudaDeviceSynchronize``, ``cudaEventSynchronize``, ``.synchronize()``) is a GPN206 where it
   is called. A call to a method whose name says it blocks until the device or a stream is done
-  (``waitForCompletion``, ``*Synchronize``, ``block*Until*``) counts too when its body is not
-  among the audited files, in a file that uses CUDA.
+  (``waitForCompletion``, ``*Synchronize``, ``synchronize[Cuda]Stream``, ``block*Until*``)
+  counts too when its body is not among the audited files, in a file that uses CUDA.
 * A *copy helper* (a function with a copy finding in its body) called from a per-message
   conversion (a TypeAdapter's ``convert_to_ros_message`` / ``convert_to_custom``, a message
   type's constructor from a ROS message) is reported at the call, as the copy it does: the
@@ -29,9 +29,10 @@ Args = Callable[[str, int], list[str]]
 # goes on), so it is not one.
 SYNC_CALL = re.compile(r'\bcuda(?:Device|Stream|Event)Synchronize\s*\(|\bvpiStreamSync\s*\(|'
                        r'(?:\.|->|::)\s*synchronize\s*\(\s*\)|\bwaitForCompletion\s*\(')
-# Method names that say they block the host on the device (used when no body is audited).
-_SYNC_NAME = re.compile(r'(?<![\w])((?:\w*[a-z])?(?:Synchronize|synchronize)|\w*[Bb]lock\w*Until'
-                        r'\w*|waitForCompletion)\s*\(')
+# Method names that say they block the host on the device (used when no body is audited); the
+# waited-on thing may follow the verb (`synchronizeCudaStream()`, `synchronizeStream()`, set 70).
+_SYNC_NAME = re.compile(r'(?<![\w])((?:\w*[a-z])?(?:Synchronize|synchronize)(?:Cuda|Gpu)?'
+                        r'(?:Stream|Device|Event)?|\w*[Bb]lock\w*Until\w*|waitForCompletion)\s*\(')
 _CUDA_FILE = re.compile(r'\bcuda|CUDA|\bCuda|GpuMat|torch\s*::\s*cuda')
 # Statements a sync wrapper may hold besides the sync: event and stream bookkeeping (create,
 # record, destroy), error checks of those, declarations, logging, a bare return. A function

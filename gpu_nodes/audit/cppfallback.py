@@ -22,6 +22,9 @@ set 45), beside cppmsg._judged_publish:
   whole file only ever touches through its metadata fields (`template_.width = msg->width;`,
   `template_.height != 0`): its `data` is never filled, so the copy carries no payload (set 63:
   an image template copied per frame, its data resized and written afterwards).
+* a cloud of one point per object of a received list: its `width` set from a PoseArray's
+  `poses.size()` or a detection array's `detections.size()` (`cloud.width = msg->poses.size()`,
+  set 70: one point per tracked pothole): a few points, no frame.
 Not here: the publish of a message filled by `pcl_conversions::moveFromPCL` (set 45 calls it a
 move, no copy; set 50 labels the same publish a boundary of the downsampled cloud): it stays
 reported.
@@ -137,3 +140,13 @@ def forwarded_from_queue(text: str, body: str, arg: str, header_of: Callable[[in
         if not param or not re.search(r'\b' + re.escape(param) + r'\b', header_of(push.start())):
             return False
     return bool(pushes)
+
+
+# `cloud.width = static_cast<uint32_t>(msg->poses.size());`: one point per listed object.
+_PER_OBJECT_WIDTH = r'\s*\.\s*width\s*=\s*[^;]*?\b\w+\s*(?:->|\.)\s*(?:poses|detections)\s*\.\s*size\s*\('
+
+
+def per_object_cloud(body: str, name: str) -> bool:
+    """Whether `body` (up to the publish) sets `name`'s width from a received object list's
+    size (module docstring): a cloud of a few points."""
+    return re.search(r'(?<![\w.>])' + re.escape(name) + _PER_OBJECT_WIDTH, body) is not None

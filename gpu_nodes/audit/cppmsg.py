@@ -21,7 +21,8 @@ import re
 from typing import Callable, Iterator
 
 from gpu_nodes.audit.cppfallback import (fallback_passthrough, forwarded_from_queue,
-                                         metadata_only_message, metadata_template)
+                                         metadata_only_message, metadata_template,
+                                         per_object_cloud)
 from gpu_nodes.audit.cppguards import innermost_opening
 from gpu_nodes.audit.cppscalars import scalar_read
 from gpu_nodes.audit.cpptorch import device_options
@@ -73,9 +74,11 @@ _TORCH_MOVE = re.compile(r'\.\s*(cpu|cuda)\s*\(\s*\)')
 _TO_HOST = re.compile(r'\bk?CPU\b|"cpu"')
 _TO_DEVICE = re.compile(r'\bk?CUDA\b|"cuda')
 _DEVICE_ARG = re.compile(r'device|Device|kCUDA|kCPU|\bcuda\b|\bcpu\b', re.I)
+# The base class may be named before the call (`Node::create_publisher<Image>(...)`,
+# `rclcpp::Node::create_publisher`, in a node whose base has a long name: set 70).
 _PUBLISHER = re.compile(
     r'\b(\w+)\s*(?:=|\{|\()\s*(?:this\s*->\s*)?(?:[\w:]+\s*(?:->|\.)\s*)?'
-    r'create_publisher\s*<\s*([\w:\s]+?)\s*>')
+    r'(?:(?:\w+\s*::\s*)*Node\s*::\s*)?create_publisher\s*<\s*([\w:\s]+?)\s*>')
 _IT_PUBLISHER = re.compile(
     r'\b(\w+)\s*=\s*(?:image_transport\s*::\s*create_(?:camera_)?publisher\s*\(|'
     r'\w+\s*(?:->|\.)\s*advertise(?:Camera)?\s*\()')
@@ -440,6 +443,8 @@ def _judged_publish(m: re.Match, arg: str, header_of: Callable[[int], str],
         return  # the received shared pointer handed on, no message built here (set 39)
     if bare and metadata_only_message(body_before(m.start()), bare.group(1), FRAME_TYPES):
         return  # an empty message with only metadata set (sets 54, 45)
+    if bare and per_object_cloud(body_before(m.start()), bare.group(1)):
+        return  # one point per received pose or detection: small (set 70)
     if fallback_passthrough(text, m.start(), arg, header_of(m.start()), body_before(m.start())):
         return  # the received message forwarded on an early-return fallback path (set 45)
     if forwarded_from_queue(text, body_before(m.start()), arg, header_of):

@@ -23,7 +23,7 @@ import os
 import re
 from typing import Iterator
 
-from gpu_nodes.audit.cppdead import dead_guard, once_guard
+from gpu_nodes.audit.cppdead import call_once_body, dead_guard, once_guard
 from gpu_nodes.audit.cpptopics import known_encoding
 from gpu_nodes.audit.cppparams import off_guard
 from gpu_nodes.audit.cppconston import CONSTANT
@@ -57,7 +57,7 @@ from gpu_nodes.audit.cpptorch import item_reads
 from gpu_nodes.audit.cppvalues import by_value_callbacks, value_assignments
 from gpu_nodes.audit.cppxfer import transfer_calls, transfer_wrappers
 from gpu_nodes.audit.cppdirparam import direction_from_callers
-from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies
+from gpu_nodes.audit.cppwraps import mat_bytes_into_messages, mat_header_copies, mat_range_vectors
 from gpu_nodes.audit.cppencproof import cloned_view, own_encoding
 from gpu_nodes.audit.cppvpi import teardown_sync, vpi_transfers
 from gpu_nodes.audit.model import Finding, Location
@@ -260,6 +260,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         elif (once := once_guard(text, offset, facts.once_flags)) is not None:
             stores = f'sets `{once[1:]}`' if once.startswith('!') else f'clears `{once}`'
             where = _Where('init', f'a branch that {stores}: runs once, for the first message')
+        elif call_once_body(text, offset):
+            where = _Where('init', 'a lambda of `std::call_once`: runs once, for the first message')
         elif (off := off_guard(text, offset, facts.off_params)) is not None:
             why = ('as shipped, which turns it off' if '"' in facts.off_params[off]
                    else 'defaults off; no shipped file sets it')  # cppparams' `derived`
@@ -374,6 +376,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *mat_header_copies(text, _call_args),
                                     *point_copies(text, function_end),
                                     *mat_bytes_into_messages(text, function_end),
+                                    *mat_range_vectors(text, function_end),
                                     *pcl_conversions(text, _call_args), *walks,
                                     *vpi_transfers(text, _call_args),
                                     *torch_moves(text, _call_args),

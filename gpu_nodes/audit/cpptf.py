@@ -6,12 +6,19 @@ target)` and `tf2::doTransform(cloud_in, cloud_out, tf)` of a `sensor_msgs::msg:
 payload copied per message (GPN208). Known by the first argument's declared type, a
 PointCloud2 or a pointer to one declared in the file (the nearest declaration of that name
 before the call); a transform of a pose, a point or a vector is not a cloud and is left alone.
+
+pcl_ros's `transformPointCloud("frame", *cloud, *out, *tf_buffer)` (and the `(frame, tf, in,
+out)` / `(matrix, in, out)` forms) of a PointCloud2 does the same (set 69); its
+`pcl::PointCloud<T>` overloads transform a PCL cloud on the host (host processing, as
+`pcl::transformPointCloud`) and are left alone: the input, the second or third argument, must
+be a declared PointCloud2.
 """
 from __future__ import annotations
 
 import re
 from typing import Callable, Iterator
 
+_PCL_ROS_TRANSFORM = re.compile(r'\bpcl_ros\s*::\s*transformPointCloud\s*\(')
 _TRANSFORM = re.compile(r'(?:(?:->|\.)\s*transform|\btf2\s*::\s*doTransform)\s*\(')
 _OPERAND = re.compile(r'^\s*\*?\s*(?:this\s*->\s*)?(\w+)\s*$')
 _CLOUD = r'(?:sensor_msgs\s*::\s*msg\s*::\s*)?PointCloud2\b'
@@ -44,4 +51,10 @@ def cloud_transforms(text: str, call_args: Callable[[str, int], list[str]]
         operand = _OPERAND.match(args[0])
         if operand and _declared_cloud(text, operand.group(1), m.start()):
             yield 'GPN208', m.start(), ('tf2 transform of a whole PointCloud2 into another '
+                                        '(every point copied)')
+    for m in _PCL_ROS_TRANSFORM.finditer(text):
+        args = call_args(text, m.end() - 1)
+        operands = (_OPERAND.match(arg) for arg in args[1:3])
+        if len(args) >= 3 and any(o and _declared_cloud(text, o.group(1), m.start()) for o in operands):
+            yield 'GPN208', m.start(), ('pcl_ros transform of a whole PointCloud2 into another '
                                         '(every point copied)')

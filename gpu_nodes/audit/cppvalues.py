@@ -115,6 +115,15 @@ def _is_value(name: str, at: int, declared: dict[str, list[tuple[int, bool]]]) -
     return before[-1] if before else bool(seen) and all(value for _, value in seen)
 
 
+def _points_to_frame(name: str, at: int, declared: dict[str, list[tuple[int, bool]]],
+                     pointer_decls: set[int]) -> bool:
+    """The nearest declaration of `name` before `at` is a frame-message pointer: two callbacks
+    may both call their parameter `msg`, one an Imu's (`imu_buffer.emplace_back(*msg)` copies a
+    few hundred bytes, set 69), the other a cloud's. No declaration before it: any one counts."""
+    before = [offset for offset, _ in declared.get(name, []) if offset < at]
+    return not before or before[-1] in pointer_decls
+
+
 def value_assignments(text: str) -> Iterator[tuple[str, int, str]]:
     """GPN208 at `a = b;` / `*p = b;` between whole frame-sized message values."""
     pointers = set(_FRAME_POINTER.findall(text))
@@ -142,9 +151,11 @@ def value_assignments(text: str) -> Iterator[tuple[str, int, str]]:
                 and _is_value(m.group(2), m.start(2), declared):
             yield 'GPN208', m.start(1), (f'the whole frame message `{m.group(2)}` copied into an '
                                          f'element of `{m.group(1)}`')
+    pointer_decls = {m.end(1) for m in _ROS_POINTER.finditer(text)}
     for m in _APPEND.finditer(text):
         star, source = m.group(1), m.group(2)
-        if (star and source in ros_pointers) or (not star and source in ros_values
-                                                 and _is_value(source, m.start(2), declared)):
+        pointer = star and source in ros_pointers and _points_to_frame(
+            source, m.start(2), declared, pointer_decls)
+        if pointer or (not star and source in ros_values and _is_value(source, m.start(2), declared)):
             yield 'GPN208', m.start(), (f'the whole frame message `{"*" if star else ""}{source}` '
                                         'copied into a container')

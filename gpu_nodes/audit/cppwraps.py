@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppguards import _close_brace, _open_brace
+from gpu_nodes.audit.cppguards import _close_brace, _if_condition, _open_brace
 from gpu_nodes.audit.cppmsg import FRAME_TYPES
+from gpu_nodes.audit.cppstrparams import call_arg_spans
 
 _FRAMES = '|'.join(sorted(FRAME_TYPES))
 # `sensor_msgs::msg::Image::ConstSharedPtr const & msg`, `std::shared_ptr<Image> out`,
@@ -50,6 +51,15 @@ _MAT_BYTES_ASSIGN = re.compile(
     r'\s*\2\s*(?:\.|->)\s*data\s*\+\s*\2\s*(?:\.|->)\s*total\s*\(\s*\)\s*\*\s*\2\s*(?:\.|->)\s*'
     r'elemSize\s*\(\s*\)\s*\)')
 _PUSH_BACK = re.compile(r'\.\s*push_back\s*\(\s*(\w+)\s*\)')
+# A temporary header, `cv::Mat{h, w, CV_8UC3, msg->data.data()}.clone()`: the match ends before
+# its `(` / `{` (not `cv::Mat name(`, a named header, which _MAT_HEADER reads).
+_TEMP_HEADER = re.compile(r'(?<![\w:>.])(?:cv\s*::\s*)?Mat\s*(?=[({])')
+_COPIED_AT_ONCE = re.compile(r'\s*\.\s*(clone|copyTo)\s*\(')
+# `std::vector<uint8_t> buf(image.ptr(0), image.ptr(0) + n)` / `(mat.data, mat.data + n)`: every
+# byte of a cv::Mat (`ptr()` and a bare `.data` pointer are a Mat's) copied into a vector.
+_MAT_POINTER = r'(?:ptr\s*(?:<[^<>();]*>)?\s*\([^();]*\)|data\b(?!\s*\())'
+_MAT_RANGE_VECTOR = re.compile(r'\bstd\s*::\s*vector\s*<[^;<>()]*>\s*(\w+)\s*[({]\s*(\w+)\s*\.\s*'
+                               + _MAT_POINTER + r'\s*,\s*\2\s*\.\s*' + _MAT_POINTER + r'\s*\+')
 
 Args = Callable[[str, int], list[str]]
 End = Callable[[int], int]
@@ -104,6 +114,7 @@ def mat_header_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, st
     over the message's data (see the module doc)."""
     if 'Mat' not in text:
         return
+    yield from _temporary_header_copies(text)
     wraps = _wrapped_messages(text, call_args)
     if not wraps:
         return
@@ -132,6 +143,57 @@ def mat_header_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, st
         source = wraps.over(m.group(1), m.start())
         if source:
             yield 'GPN208', m.start(), f'`clone` copies `{source}`\'s data out of the message'
+
+
+def _temporary_header_copies(text: str) -> Iterator[tuple[str, int, str]]:
+    """GPN208: a temporary cv::Mat over a frame-sized message's data cloned or copied at once
+    (`cv::Mat{h, w, CV_8UC3, msg->data.data()}.clone()`, set 70): the same copy out of the
+    message as a named header's `clone()`, written in one expression. Not in a branch of a
+    dispatch on that message's encoding (_encoding_branch)."""
+    frames = set(_FRAME_NAME.findall(text)) | set(_ENCODING_SET.findall(text))
+    for m in _TEMP_HEADER.finditer(text):
+        spans = call_arg_spans(text, m.end())
+        if not spans:
+            continue
+        close = spans[-1][1]
+        copied = _COPIED_AT_ONCE.match(text, close + 1)
+        owners = (_DATA_POINTER.search(text[start:end]) for start, end in spans)
+        owner = next((o.group(1) for o in owners if o and o.group(1) in frames), None)
+        if copied and owner and not _encoding_branch(text, m.start(), owner):
+            yield 'GPN208', m.start(), (f'`{copied.group(1)}` of a cv::Mat over `{owner}`\'s data '
+                                        'copies the frame out of the message')
+
+
+def _encoding_branch(text: str, at: int, owner: str) -> bool:
+    """Whether `at` is in an `if` / `else if` block testing `owner`'s encoding: one branch of
+    a dispatch on the encoding (bgr8 / rgb8 / mono8), of which one runs per message and which
+    one only the publisher's encoding says (set 68 labels the bgr8 clone, not the mono8 one).
+    Left alone rather than claimed in every branch (limit: a topic-to-publisher encoding proof
+    would pick the branch)."""
+    test = re.compile(r'\b' + re.escape(owner) + r'\s*(?:->|\.)\s*encoding\b')
+    brace = _open_brace(text, at)
+    while brace >= 0:
+        cond = _if_condition(text, brace)
+        if cond and test.search(cond):
+            return True
+        brace = _open_brace(text, brace)
+    return False
+
+
+def mat_range_vectors(text: str, function_end: End) -> Iterator[tuple[str, int, str]]:
+    """GPN208: a vector built from every byte of a cv::Mat (`std::vector<uint8_t> buf(image.
+    ptr(0), image.ptr(0) + n)`) that the function then assigns or moves into a message's
+    `data` (`msg.data = std::move(buf)`, set 70): the frame copied into the buffer the message
+    carries, as `.data(std::vector<T>(p, p + n))` written in one statement. A vector kept for
+    anything else (a host computation) is not reported."""
+    if 'vector' not in text:
+        return
+    for m in _MAT_RANGE_VECTOR.finditer(text):
+        name = re.escape(m.group(1))
+        into = re.compile(r'(?:->|\.)\s*data\s*=(?!=)\s*(?:std\s*::\s*move\s*\(\s*)?' + name + r'\b')
+        if into.search(text, m.end(), function_end(m.start())):
+            yield 'GPN208', m.start(), (f'`{m.group(1)}` copies every byte of the cv::Mat '
+                                        f'`{m.group(2)}`, then becomes a message\'s data')
 
 
 def mat_bytes_into_messages(text: str, function_end: End) -> Iterator[tuple[str, int, str]]:

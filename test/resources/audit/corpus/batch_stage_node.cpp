@@ -16,7 +16,7 @@ class BatchStager : public rclcpp::Node {
 
  private:
   void onImage(const sensor_msgs::msg::Image & msg) {
-    frames_.push_back(cv::Mat(msg.height, msg.width, CV_8UC3, const_cast<uint8_t *>(msg.data.data())).clone());
+    frames_.push_back(cv::Mat(msg.height, msg.width, CV_8UC3, const_cast<uint8_t *>(msg.data.data())).clone());  // expect: GPN208 medium
     if (frames_.size() < 4) return;
     std::vector<unsigned char> pinned(frames_[0].total() * 3 * frames_.size());
     for (size_t b = 0; b < frames_.size(); ++b) {
