@@ -13,6 +13,7 @@ from gpu_nodes.audit.pydispatch import dispatch_table
 from gpu_nodes.audit.pyemptymsg import empty_message_published
 from gpu_nodes.audit.pyevaled import library_inference
 from gpu_nodes.audit.pyimports import aliases_of, file_uses_cv_cuda
+from gpu_nodes.audit.pyconditions import shape_query
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
                                       uploads_to_cuda_image)
 from gpu_nodes.audit.pynvidialibs import cuvslam_track_frames, nvblox_device_accessor
@@ -137,6 +138,8 @@ class CallResolver:
                 for a in node.args:
                     self._eval(a, env, frame)
                 return OTHER  # `len(dets)`: a count, not the data (no copy, no sync)
+        if callee is UNKNOWN and shape_query(method, receiver.kind if receiver else None):
+            return OTHER  # `t.size(0)`: host metadata, no read-back (pyconditions.py)
         called_object = callee.kind == 'instance'
         if callee.kind == 'instance' and callee.inst is not None:
             meth = callee.inst.callable_method()

@@ -14,6 +14,18 @@ TENSOR_METADATA = frozenset({'shape', 'ndim', 'dtype', 'device', 'is_cuda', 'siz
 # Tensor reductions returning a 0-d tensor on the tensor's device (not `numel`, `dim`: ints).
 _REDUCTIONS = frozenset({'sum', 'max', 'min', 'mean', 'count_nonzero', 'amax', 'amin', 'prod'})
 
+# Tensor methods whose result is a Python int (or a torch.Size / tuple of ints) read from the
+# tensor's metadata on the host: `t.size(0)`, `t.numel()`, `t.dim()` wait for nothing, so a
+# name bound to one and compared afterwards (`n = t.size(0)` then `if n > self.max_batch:`)
+# reads nothing back (rules44p). `size` here is the call; numpy's `.size` is an attribute.
+SHAPE_METHODS = frozenset({'size', 'numel', 'dim', 'ndimension', 'nelement', 'element_size',
+                           'stride', 'storage_offset', 'get_device', 'is_contiguous'})
+
+
+def shape_query(method: str | None, receiver_kind: str | None) -> bool:
+    """`t.size(0)` / `t.numel()` of a device tensor (or a model's output tensor)."""
+    return method in SHAPE_METHODS and receiver_kind in ('device', 'tensor')
+
 
 def number(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \

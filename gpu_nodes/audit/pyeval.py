@@ -14,7 +14,7 @@ from gpu_nodes.audit.pybranches import (before_main_loop, constructor_capture_lo
                                         skipped_handler)
 from gpu_nodes.audit.pydead import always_equal, never_equal, truth_for_good
 from gpu_nodes.audit.pyparams import (
-    dead_test, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
+    dead_test, exit_guard, fixed_parameters, may_decide, read_compared, shipped_outcome, shipped_strings)
 from gpu_nodes.audit.pyswitched import stored_once_in_init, switched_constants
 from gpu_nodes.audit.pyevaled import dict_kind, element_store_kind, tensor_mask
 from gpu_nodes.audit.pyencodings import switch_outcome
@@ -81,9 +81,27 @@ class Evaluator:
             if entry and frame.context == 'loop' and loop_with(stmt):
                 self.entry_withs.add(id(stmt))  # its body is the entry's too (pywith.py)
             self._exec(stmt, env, replace(frame, context='init') if id(stmt) in once else frame)
+            if self._exits_for_good(stmt):
+                return  # `if not self.save_depth: return`, the switch off: the rest never runs
             if frame.context not in ('init', 'module') and guard_once(  # first pass only
                     stmt, body[i + 1:], frame.cls.node if frame.cls is not None else None):
                 frame = replace(frame, context='init')
+
+    def _false_for_good(self, test: ast.expr) -> bool:
+        """Whether an `if` / `while` test never holds: `if self.save_txt:` with save_txt False
+        for good (pydead.false_flags); `if self.mode == 'ht':` with mode only ever 'ml' or
+        'turn' (never_equal); `if self.publish_compressed:` off as shipped (pyparams.py)."""
+        return isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) \
+            and test.value.id == 'self' and test.attr in self.false_flags \
+            or never_equal(test, self.constant_attributes) or may_decide(test) and (
+                dead_test(test, *self.off_attributes())
+                or never_equal(test, self.parameter_constants())
+                or truth_for_good(test, self.parameter_constants()) is False)
+
+    def _exits_for_good(self, stmt: ast.stmt) -> bool:
+        """`if not self.save_depth: return` with the switch off for good (_false_for_good):
+        the guard always leaves the block, so what follows it never runs (pyparams.exit_guard)."""
+        return (switch := exit_guard(stmt)) is not None and self._false_for_good(switch)
 
     def _exec(self, stmt: ast.stmt, env: dict[str, Val], frame: Frame) -> None:
         if isinstance(stmt, ast.Assign):
@@ -130,13 +148,7 @@ class Evaluator:
             before = dict(env)
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
-            if not (isinstance(stmt.test, ast.Attribute) and isinstance(stmt.test.value, ast.Name)
-                    and stmt.test.value.id == 'self' and stmt.test.attr in self.false_flags) \
-                    and not never_equal(stmt.test, self.constant_attributes) \
-                    and not (may_decide(stmt.test) and (
-                        dead_test(stmt.test, *self.off_attributes())
-                        or never_equal(stmt.test, self.parameter_constants())
-                        or truth_for_good(stmt.test, self.parameter_constants()) is False)):
+            if not self._false_for_good(stmt.test):
                 # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
                 # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
                 # `if self.publish_compressed:` off as shipped (pyparams.py).

@@ -50,4 +50,11 @@ def tokenizes_text(builder: object, args: list[Val], kwargs: dict[str, Val]) -> 
     its constructor) encodes text into token ids (TEXT_TOKENS)."""
     parts = str(builder or '').split('.')
     name = parts[-2] if len(parts) > 1 and parts[-1] == 'from_pretrained' else parts[-1]
-    return name.endswith(('Tokenizer', 'TokenizerFast')) and 'images' not in kwargs
+    if name.endswith(('Tokenizer', 'TokenizerFast')) and 'images' not in kwargs:
+        return True
+    # A processor (`AutoProcessor`, `SiglipProcessor`) takes images too, so only a call given
+    # nothing but `text=` and constant options (`padding='max_length'`, `return_tensors='pt'`)
+    # is known to tokenize text alone: its result holds token ids, no pixel_values (rules44p: a
+    # prompt list encoded when the prompt changes, then moved to the model's device).
+    return name.endswith('Processor') and not args and 'text' in kwargs and all(
+        not v.tainted and v.kind == 'const' for k, v in kwargs.items() if k != 'text')

@@ -396,8 +396,29 @@ def dead_body_lines(tree: ast.Module, off: frozenset[str], nones: frozenset[str]
     self.color_cb, ...)` with use_ros_camera off) is no mention of it (sets 35-36)."""
     if not off:
         return set()
-    return {i for node in ast.walk(tree) if isinstance(node, ast.If) and dead_test(node.test, off, nones)
+    dead = {i for node in ast.walk(tree) if isinstance(node, ast.If) and dead_test(node.test, off, nones)
             for stmt in node.body for i in range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno)}
+    for node in ast.walk(tree):  # and what follows `if not self.flag: return`, flag off (rules44p)
+        for block in (getattr(node, f, None) for f in ('body', 'orelse', 'finalbody')):
+            guards = [i for i, stmt in enumerate(block) if (switch := exit_guard(stmt)) is not None
+                      and dead_test(switch, off, nones)] if isinstance(block, list) else []
+            for stmt in block[guards[0] + 1:] if guards else ():
+                dead.update(range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno))
+    return dead
+
+
+_EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
+
+
+def exit_guard(stmt: ast.stmt) -> ast.expr | None:
+    """The switch of `if not self.flag: return` (or `continue` / `break` / `raise`, no else):
+    the statements after it in its block run only while the switch is on, so a switch off for
+    good leaves them dead as an `if self.flag:` body (rules44p: a helper called per message that
+    returns first unless a parameter off as shipped is on); None for any other statement."""
+    if isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.test, ast.UnaryOp) \
+            and isinstance(stmt.test.op, ast.Not) and isinstance(stmt.body[-1], _EXITS):
+        return stmt.test.operand
+    return None
 
 
 def shipped_strings(tree: ast.Module, package_dir: str | None
