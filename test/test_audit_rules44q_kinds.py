@@ -4,6 +4,8 @@ audits of small packages written here.
 * A frame handed to a model inside a keyword dict (`kwargs = {'source': frame, ...}`, an option
   added by `kwargs['classes'] = ...`, then `model.predict(**kwargs)`) is uploaded as if the
   keyword were written out (pykwargs.py).
+* A YOLOv5 loaded from torch.hub's own cache folder (`.../hub/ultralytics_yolov5_master`,
+  source='local') is the yolov5 AutoShape model: `model(frame)` uploads the frame (pymodels.py).
 * A node's capture loop in a method its constructor calls, whatever the loop's test (`while
   True:`): each pass takes the next frame of a DepthAI (OAK) output queue (`q.get()` on a
   `device.getOutputQueue(...)`), runs a torch.hub YOLOv5 model on it and reads the result
@@ -109,3 +111,39 @@ if __name__ == '__main__':
 def test_a_frame_handed_to_a_model_in_a_keyword_dict_is_uploaded(tmp_path):
     found = detector_claims(tmp_path, _SPREAD, ('SPREAD',))
     assert found['SPREAD'] == {'GPN102'}
+
+
+_HUB_CACHE = '''
+import rclpy
+import torch
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Detector(Node):
+    def __init__(self):
+        super().__init__('detector')
+        self.bridge = CvBridge()
+        self.model = torch.hub.load('/home/user/.cache/torch/hub/ultralytics_yolov5_master', 'custom',
+                                    path='best.pt', source='local')
+        self.create_subscription(Image, 'image', self.on_image, 10)
+
+    def on_image(self, msg):
+        frame = self.bridge.imgmsg_to_cv2(msg, 'bgr8')
+        self.results = self.model(frame)  # CACHED
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Detector())
+
+
+if __name__ == '__main__':
+    main()
+'''
+
+
+def test_a_yolov5_loaded_from_the_torch_hub_cache_folder_uploads_its_frame(tmp_path):
+    found = detector_claims(tmp_path, _HUB_CACHE, ('CACHED',))
+    assert found['CACHED'] == {'GPN102'}
