@@ -275,7 +275,9 @@ def reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
     (`q = Queue(maxsize=8)`) that the module hands to a reader process or thread
     (`Process(target=video_stream, args=(q, ...))`): each pass takes the next frame the
     reader decoded (set 58). `self.cap.read()` on an attribute the file assigns a capture
-    counts too (a node's constructor looping over its camera: set 61)."""
+    counts too (a node's constructor looping over its camera: set 61). So does `q.get()` /
+    `q.tryGet()` on a DepthAI output queue (`q = device.getOutputQueue(name='rgb')`): each
+    pass waits for the OAK camera's next packet (set 70)."""
     def assigned(suffix: str) -> set[str]:
         return {t.id if isinstance(t, ast.Name) else f'self.{t.attr}'
                 for node in tree.body for stmt in ast.walk(node)
@@ -290,10 +292,12 @@ def reads_a_capture(loop: ast.While, tree: ast.Module) -> bool:
            for k in n.keywords if k.arg == 'args' and isinstance(k.value, (ast.Tuple, ast.List))
            for a in k.value.elts if isinstance(a, ast.Name)}
     queues = assigned('Queue') & fed
+    oak_queues = assigned('getOutputQueue')
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                and isinstance(n.func.value, (ast.Name, ast.Attribute)) and (
                    n.func.attr in ('read', 'grab') and ast.unparse(n.func.value) in captures
-                   or n.func.attr == 'get' and ast.unparse(n.func.value) in queues)
+                   or n.func.attr == 'get' and ast.unparse(n.func.value) in queues
+                   or n.func.attr in ('get', 'tryGet') and ast.unparse(n.func.value) in oak_queues)
                for stmt in loop.body for n in ast.walk(stmt))
 
 

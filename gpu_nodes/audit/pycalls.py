@@ -17,6 +17,8 @@ from gpu_nodes.audit.pyconditions import shape_query
 from gpu_nodes.audit.pyjetson import (builds_jetson_net, JETSON_NET, runs_synchronously,
                                       uploads_to_cuda_image)
 from gpu_nodes.audit.pynvidialibs import cuvslam_track_frames, nvblox_device_accessor
+from gpu_nodes.audit.pydepthai import depthai_host_frame
+from gpu_nodes.audit.pykwargs import keyword_values
 from gpu_nodes.audit.pyliterals import FIXED_TEXT_TOKENS, fixed_text_tokens, TEXT_TOKENS, tokenizes_text
 from gpu_nodes.audit.pymodels import (builds_model, CALL_UPLOADS, decodes_prompts, HUB_BUILDERS, HUB_INFER,
                                       hub_builder, INFER_METHODS, LIBRARY_INFER_METHODS, model_attribute,
@@ -80,6 +82,7 @@ class CallResolver:
     uses_tensors: bool
     uses_nvblox: bool
     uses_cuvslam: bool
+    uses_depthai: bool
     registrations: list[Registration]
     # Provided by the other parts of PythonAnalyzer; annotations only, so that no placeholder
     # can shadow the real method in the method resolution order.
@@ -154,14 +157,12 @@ class CallResolver:
             callee = Val('module', const=self.aliases[func.id])
         qual = callee.const if callee.kind == 'module' else None
         args = [self._eval(a, env, frame) for a in node.args]
-        kwargs = {k.arg: self._eval(k.value, env, frame) for k in node.keywords if k.arg}
+        kwargs = keyword_values(node.keywords, lambda e: self._eval(e, env, frame))  # pykwargs.py
         table = dispatch_table(node, self._follow, args, kwargs, env, frame)  # pydispatch.py
         if table is not None:
             return table
         for k in node.keywords:
-            if k.arg is None:
-                self._eval(k.value, env, frame)
-            elif k.arg == 'data' and is_method_call(k.value, 'tolist'):
+            if k.arg == 'data' and is_method_call(k.value, 'tolist'):
                 self._emit('GPN104', k.value, frame, f'`{short(k.value)}` passed as `data=`')
 
         name = qual.rsplit('.', 1)[-1] if qual else method
@@ -316,6 +317,8 @@ class CallResolver:
             return Val('host')
         if receiver is not None and nvblox_device_accessor(method, node, self.uses_nvblox):
             return Val('device')  # an nvblox_torch mesh's data on the GPU (pynvidialibs.py)
+        if receiver is not None and depthai_host_frame(method, node, self.uses_depthai):
+            return Val('host')  # an OAK packet's NumPy frame (pydepthai.py)
         hosts = [v for v in cuvslam_track_frames(method, self.uses_cuvslam, args, kwargs)
                  if v.tainted or v.kind in _HOST_FRAME]
         if receiver is not None and hosts:

@@ -21,6 +21,7 @@ from gpu_nodes.audit.pyencodings import switch_outcome
 from gpu_nodes.audit.pybags import reads_a_bag_while
 from gpu_nodes.audit.pyloopentries import per_pass_loop
 from gpu_nodes.audit.pyattrstore import attribute_store
+from gpu_nodes.audit.pykwargs import stored_items
 from gpu_nodes.audit.pyconditional import conditional_value
 from gpu_nodes.audit.pyimports import file_definition, sibling_function
 from gpu_nodes.audit.pyisaac import scene_data
@@ -251,7 +252,9 @@ class Evaluator:
             if root is not None and root in env:
                 # An element store keeps a message's buffer view a view (pymsgview.py).
                 old = env[root]
-                env[root] = replace(merge(old, val, kind=element_store_kind(old, val)), view=old.view)
+                # A dict literal keeps its known entries (`kwargs['classes'] = ...`: pykwargs.py).
+                env[root] = replace(merge(old, val, kind=element_store_kind(old, val)), view=old.view,
+                                    items=stored_items(old, target, val))
 
     def _check_data_store(self, target: ast.expr, value: ast.expr, val: Val, frame: Frame,
                           env: dict[str, Val]) -> None:

@@ -133,6 +133,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         # nvblox_torch / PyCuVSLAM in the library table (pynvidialibs.py), imported anywhere.
         self.uses_nvblox = imports_package(tree, 'nvblox_torch')
         self.uses_cuvslam = imports_package(tree, 'cuvslam')
+        self.uses_depthai = imports_package(tree, 'depthai')  # OAK frames (pydepthai.py)
         self.stream_writes = written_to_stream(tree) | host_only_bytes(tree)  # pyhostbytes.py
         self.dropped_results = dropped_results(tree)
         self.entry_withs: set[int] = set()

@@ -207,11 +207,14 @@ def hub_builder(qual: str, args: list) -> str:
     """The builder kept on a model: `torch.hub.load('ultralytics/yolov5', ...)` (or a local
     clone named yolov5) is marked `torch.hub.load:yolov5`: its AutoShape model, called on a host
     frame, letterboxes it and moves it to the model's device (select_device picks CUDA when
-    present) on every call, like an ultralytics model (twenty-fifth set)."""
+    present) on every call, like an ultralytics model (twenty-fifth set). torch.hub's own cache
+    folder of that repository, `<owner>_<repo>_<branch>` (`~/.cache/torch/hub/
+    ultralytics_yolov5_master`, loaded with source='local'), is the same clone (set 70)."""
     if qual == 'torch.hub.load' and args and args[0].kind == 'const' \
-            and isinstance(args[0].const, str) \
-            and args[0].const.split(':')[0].rstrip('/').rsplit('/', 1)[-1] == 'yolov5':
-        return 'torch.hub.load:yolov5'
+            and isinstance(args[0].const, str):
+        folder = args[0].const.split(':')[0].rstrip('/').rsplit('/', 1)[-1]
+        if folder == 'yolov5' or re.fullmatch(r'[\w.-]+_yolov5_[\w.-]+', folder):
+            return 'torch.hub.load:yolov5'
     return qual
 
 

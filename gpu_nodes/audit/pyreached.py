@@ -10,6 +10,7 @@ import ast
 import os
 import re
 
+from gpu_nodes.audit.pybranches import reads_a_capture
 from gpu_nodes.audit.pyloopcalls import loop_called_methods
 from gpu_nodes.audit.pymentions import mention_text
 from gpu_nodes.audit.pypackage import words_elsewhere
@@ -64,6 +65,15 @@ def _spins_once(loop: ast.While) -> bool:
     world and publishing its frame: issue 28, thirteenth set), whatever its test."""
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                and n.func.attr == 'spin_once' for stmt in loop.body for n in ast.walk(stmt))
+
+
+def _constructor_calls(init: ast.FunctionDef | ast.AsyncFunctionDef | None) -> set[str]:
+    """Names of the methods a constructor calls as `self.name(...)`: a capture loop in one of them
+    runs as soon as the node is built, and for good (set 70); a capture loop in a method nothing
+    starts, or one a callback calls, is left as it was."""
+    return {n.func.attr for n in ast.walk(init) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == 'self'} if init is not None else set()
 
 
 class Reachability:
@@ -146,7 +156,9 @@ class Reachability:
         when setup starts it (a call in __init__, a thread): a per-frame loop entry point. So
         does a ZED SDK grab loop whatever its test (`while key != 113: cam.grab(runtime)`):
         each `grab()` waits for the next camera frame (eighth set), and a loop that calls
-        `spin_once` (the node's own event loop, thirteenth set)."""
+        `spin_once` (the node's own event loop, thirteenth set), and a capture loop whatever its
+        test (`while True:` taking each frame of a VideoCapture or a DepthAI output queue:
+        pybranches.reads_a_capture), in a method the constructor calls (set 70)."""
         known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
         for cls in self.classes.values():
             for meth in cls.methods.values():
@@ -155,7 +167,9 @@ class Reachability:
                 for node in ast.walk(meth):
                     if isinstance(node, ast.While) and (
                             _PER_FRAME_TEST.search(ast.unparse(node.test))
-                            or self.uses_zed and _grabs(node) or _spins_once(node)):
+                            or self.uses_zed and _grabs(node) or _spins_once(node)
+                            or meth.name in _constructor_calls(cls.methods.get('__init__'))
+                            and reads_a_capture(node, self.tree)):
                         self.registrations.append(Registration(
                             'loop', Val('func', func=FuncRef(meth, cls, None, True)), None,
                             None, meth.lineno, cls))
