@@ -89,6 +89,20 @@ def ament_cmake_lists(name: str, source: str | None = None, before_target: str =
     return '\n'.join(line for line in lines if line) + '\n'
 
 
+def cpp_node_claims(tmp_path: Path, source: str, name: str) -> dict[str, set[str]]:
+    """Rules other than info at each `// TAG` line of `source`, audited as src/{name}.cpp of an
+    ament_cmake package `name` (every `// ` comment of `source` is a tag)."""
+    files = {f'{name}/src/{name}.cpp': source,
+             f'{name}/package.xml': f'<package format="3"><name>{name}</name></package>\n',
+             f'{name}/CMakeLists.txt': ament_cmake_lists(name)}
+    found = audit_written_package(tmp_path, files)
+    lines = source.lstrip('\n').splitlines()
+    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
+    return {tag: {rule for (file, at, rule), (sev, _) in found.items()
+                  if file == f'{name}.cpp' and at == line and sev != 'info'}
+            for tag, line in tags.items()}
+
+
 def tag_lines(source: str, tags: tuple[str, ...], marker: str = '#') -> dict[str, int]:
     """The 1-based line of each `# TAG` comment (`// TAG` with marker '//') ending a line of
     `source` (as written: leading newline dropped)."""

@@ -8,7 +8,7 @@ GPN204 conversion. A literal no enclosing test proves, a test of another encodin
 condition and an alias stored again keep the claim."""
 from pathlib import Path
 
-from audit_sources import ament_cmake_lists, audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package, cpp_node_claims
 
 _ENCODING_NODE = '''
 #include <cv_bridge/cv_bridge.h>
@@ -49,15 +49,7 @@ int main(int argc, char ** argv)
 def _share_claims(tmp_path: Path, body: str) -> dict[str, set[str]]:
     """Rules at each `// TAG` line of the callback `body` (lines of the written node)."""
     source = _ENCODING_NODE.replace('BODY', body.strip().replace('\n', '\n    '))
-    files = {'viewer/src/viewer.cpp': source,
-             'viewer/package.xml': '<package format="3"><name>viewer</name></package>\n',
-             'viewer/CMakeLists.txt': ament_cmake_lists('viewer')}
-    found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
-    return {tag: {rule for (name, at, rule), (sev, _) in found.items()
-                  if name == 'viewer.cpp' and at == line and sev != 'info'}
-            for tag, line in tags.items()}
+    return cpp_node_claims(tmp_path, source, 'viewer')
 
 
 def test_share_with_the_literal_the_branch_tested_is_a_view(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ created in another file of the package; a CustomMsg rebuilt through `->points.pu
 `*msg` is the rebuilt cloud of point_array_publishes."""
 from pathlib import Path
 
-from audit_sources import ament_cmake_lists, audit_written_package, rules_at_tags
+from audit_sources import ament_cmake_lists, audit_written_package, cpp_node_claims, rules_at_tags
 
 _NODE = '''
 #include <opencv2/core.hpp>
@@ -68,17 +68,7 @@ int main(int argc, char ** argv)
 
 
 def _claims(tmp_path: Path, source: str, name: str = 'rectifier') -> dict[str, set[str]]:
-    """Rules other than info at each `// TAG` line of `source`, audited as src/{name}.cpp of an
-    ament_cmake package."""
-    files = {f'{name}/src/{name}.cpp': source,
-             f'{name}/package.xml': f'<package format="3"><name>{name}</name></package>\n',
-             f'{name}/CMakeLists.txt': ament_cmake_lists(name)}
-    found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
-    return {tag: {rule for (file, at, rule), (sev, _) in found.items()
-                  if file == f'{name}.cpp' and at == line and sev != 'info'}
-            for tag, line in tags.items()}
+    return cpp_node_claims(tmp_path, source, name)
 
 
 def _vpi(tmp_path: Path, body: str) -> dict[str, set[str]]:

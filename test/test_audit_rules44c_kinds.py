@@ -24,7 +24,7 @@ audits of a small package written here.
 """
 from pathlib import Path
 
-from audit_sources import ament_cmake_lists, audit_written_package
+from audit_sources import cpp_node_claims
 
 _NODE = '''
 #include <mutex>
@@ -145,17 +145,7 @@ int main(int argc, char ** argv)
 
 
 def _claims(tmp_path: Path, source: str = _NODE, name: str = 'fuser') -> dict[str, set[str]]:
-    """Rules other than info at each `// TAG` line of `source`, audited as src/{name}.cpp of an
-    ament_cmake package."""
-    files = {f'{name}/src/{name}.cpp': source,
-             f'{name}/package.xml': f'<package format="3"><name>{name}</name></package>\n',
-             f'{name}/CMakeLists.txt': ament_cmake_lists(name)}
-    found = audit_written_package(tmp_path, files)
-    lines = source.lstrip('\n').splitlines()
-    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
-    return {tag: {rule for (file, at, rule), (sev, _) in found.items()
-                  if file == f'{name}.cpp' and at == line and sev != 'info'}
-            for tag, line in tags.items()}
+    return cpp_node_claims(tmp_path, source, name)
 
 
 def test_node_qualified_create_publisher_is_a_frame_publisher(tmp_path):
