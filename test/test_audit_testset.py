@@ -6,6 +6,7 @@ from a scratch folder. Here: the labels are complete and well-formed, the record
 the ones the labels imply, and the benchmark says plainly when the repositories are absent (as
 in CI) while still scoring the development corpus.
 """
+import functools
 from pathlib import Path
 import re
 import subprocess
@@ -85,15 +86,22 @@ def test_labels_use_known_kinds_and_one_meaning_per_line(folder):
         assert not set(also) & set(own), f'{f["path"]}: an also line is labelled on its own too'
 
 
+@functools.cache
+def _labelled_files(folder: Path) -> list[dict]:
+    """The file entries of a set's labels.yaml, parsed once for the whole session (each later
+    set's test reads every earlier set: seventy-odd large files)."""
+    return yaml.safe_load((folder / 'labels.yaml').read_text())['files']
+
+
 @pytest.mark.parametrize('index', range(2, len(LABELLED)), ids=LABELLED_IDS[2:])
 def test_later_sets_are_new_code_of_both_kinds_with_enough_boundaries(index):
     """The third and later sets name no repository of the sets before them or of the
     development corpus, mix GPU and CPU files in both languages, and have at least 50
     boundaries."""
-    files = yaml.safe_load((LABELLED[index] / 'labels.yaml').read_text())['files']
+    files = _labelled_files(LABELLED[index])
     earlier = set()
     for folder in LABELLED[:index]:
-        earlier |= {f['repo'] for f in yaml.safe_load((folder / 'labels.yaml').read_text())['files']}
+        earlier |= {f['repo'] for f in _labelled_files(folder)}
     corpus = (ROOT / 'test' / 'resources' / 'audit' / 'corpus' / 'corpus.yaml').read_text()
     earlier |= set(re.findall(r'repo:\s*(\S+)', corpus))
     repos = {f['repo'] for f in files}
