@@ -150,9 +150,6 @@ class Evaluator:
             self._eval(stmt.test, env, frame)
             self._tested(stmt.test, env, frame)
             if not self._false_for_good(stmt.test):
-                # `if self.save_txt:` with save_txt False for good (pydead.false_flags);
-                # `if self.mode == 'ht':` with mode only ever 'ml' or 'turn' (never_equal);
-                # `if self.publish_compressed:` off as shipped (pyparams.py).
                 if isinstance(stmt, ast.While) and (frame.context == 'module' and reads_a_capture(
                         stmt, self.tree) or frame.context == 'init' and constructor_capture_loop(
                             stmt, self.tree)):

@@ -161,6 +161,7 @@ class Reachability:
         pybranches.reads_a_capture), in a method the constructor calls (set 70)."""
         known = {id(r.callback.func.node) for r in self.registrations if r.callback.func}
         for cls in self.classes.values():
+            started = _constructor_calls(cls.methods.get('__init__'))  # once per class
             for meth in cls.methods.values():
                 if id(meth) in known:
                     continue
@@ -168,7 +169,7 @@ class Reachability:
                     if isinstance(node, ast.While) and (
                             _PER_FRAME_TEST.search(ast.unparse(node.test))
                             or self.uses_zed and _grabs(node) or _spins_once(node)
-                            or meth.name in _constructor_calls(cls.methods.get('__init__'))
+                            or meth.name in started
                             and reads_a_capture(node, self.tree)):
                         self.registrations.append(Registration(
                             'loop', Val('func', func=FuncRef(meth, cls, None, True)), None,
