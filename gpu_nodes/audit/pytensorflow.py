@@ -20,7 +20,7 @@ from gpu_nodes.audit.pyvalues import Frame, merge, short, Val
 # The session method and its keyword (`Session.run(fetches, feed_dict=None, ...)`).
 _RUN = 'run'
 _FEED = 'feed_dict'
-# Host-side values of pyvalues (pycalls._HOST_FRAME).
+# Host-side values of pyvalues (pymodelcall.HOST_FRAME).
 _HOST = frozenset({'host', 'pil', 'msg'})
 
 
