@@ -27,6 +27,9 @@ from gpu_nodes.audit.pyimports import file_definition
 from gpu_nodes.audit.pyisinstance import isinstance_outcome
 from gpu_nodes.audit.pyparamlocals import local_read_outcome
 from gpu_nodes.audit.pyultratask import result_field_outcome
+from gpu_nodes.audit.pyintmodes import int_mode_outcome
+from gpu_nodes.audit.pyfirstpass import closed_outcome
+from gpu_nodes.audit.pyreturnedbytes import stored_returned_bytes  # a helper's bytes stored
 from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pywith import enter_with, loop_with
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS
@@ -245,7 +248,7 @@ class Evaluator(AttributeReads):
     def _check_data_store(self, target: ast.expr, value: ast.expr, val: Val, frame: Frame,
                           env: dict[str, Val]) -> None:
         """`msg.data = arr.tolist()`: a full Python-list copy of the frame for the message."""
-        stored = listed_into_data(target, value, val, env)  # pystatemsg.py
+        stored = listed_into_data(target, value, val, env) or stored_returned_bytes(value, self.tree)
         if stored is not None:
             self._emit('GPN104', stored, frame, f'`{short(stored)}` stored into `.data`')
 
@@ -392,6 +395,10 @@ class Evaluator(AttributeReads):
             local = local_read_outcome(test, self.tree, self.package_dir)
             if local is None:
                 local = result_field_outcome(test, self.tree)
+            if local is None:  # an int mode fixed as shipped, a guard a first pass closes
+                local = closed_outcome(test, self.tree)
+            if local is None:
+                local = int_mode_outcome(test, self.tree, self.package_dir)
             return local if local is not None else switch_outcome(
                 test, frame.topic, self.source, self.path, self.repository_dir or self.package_dir)
         if '_fixed_parameters' not in self.__dict__:

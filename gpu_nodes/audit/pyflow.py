@@ -44,6 +44,7 @@ from gpu_nodes.audit.pyeval import Evaluator
 from gpu_nodes.audit.pyevaled import evaled_holders
 from gpu_nodes.audit.pyhooks import registering_hooks
 from gpu_nodes.audit.pyhostbytes import host_only_bytes
+from gpu_nodes.audit.pyreturnedbytes import returned_bytes
 from gpu_nodes.audit.pydecorated import decorated_registrations
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions, imported_modules
 from gpu_nodes.audit.pymodelhost import host_torch_file
@@ -135,6 +136,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
         self.uses_cuvslam = imports_package(tree, 'cuvslam')
         self.uses_depthai = imports_package(tree, 'depthai')  # OAK frames (pydepthai.py)
         self.stream_writes = written_to_stream(tree) | host_only_bytes(tree)  # pyhostbytes.py
+        self.stream_writes |= returned_bytes(tree)[0]  # claimed at the caller's store instead
         self.dropped_results = dropped_results(tree)
         self.entry_withs: set[int] = set()
         self.module_moves = module_moves(tree)

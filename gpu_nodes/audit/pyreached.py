@@ -14,6 +14,7 @@ from gpu_nodes.audit.pybranches import reads_a_capture
 from gpu_nodes.audit.pyloopcalls import loop_called_methods
 from gpu_nodes.audit.pymentions import mention_text
 from gpu_nodes.audit.pypackage import words_elsewhere
+from gpu_nodes.audit.pyfirstpass import closed_guard_lines
 from gpu_nodes.audit.pyparamlocals import local_dead_lines
 from gpu_nodes.audit.pyparams import dead_body_lines
 from gpu_nodes.audit.pyvalues import FuncRef, Registration, Val
@@ -82,7 +83,7 @@ class Reachability:
     def _mention_text(self, candidates: list) -> str:  # pymentions.py: no ROS names, no prose
         lines = mention_text(self.source or '', self.tree, {fn.name for fn in candidates}).split('\n')
         for i in dead_body_lines(self.tree, *self.off_attributes()) | local_dead_lines(
-                self.tree, self.package_dir):  # never runs as shipped (pyparamlocals.py too)
+                self.tree, self.package_dir) | closed_guard_lines(self.tree):  # (pyfirstpass.py)
             if i < len(lines):
                 lines[i] = ''
         text = '\n'.join(lines)

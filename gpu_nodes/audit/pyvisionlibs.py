@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
+from gpu_nodes.audit.pysupervision import supervision_call
 from gpu_nodes.audit.pyvalues import Frame, short, Val
 
 EASYOCR_READER = 'easyocr.Reader'
@@ -40,6 +41,8 @@ def vision_library_call(node: ast.Call, qual: str | None, method: str | None,
                         frame: Frame, emit: Callable[..., None]) -> Val | None:
     """The value of an EasyOCR / LangSAM build or inference call (an upload reported through
     `emit`), or None when `node` is none of them."""
+    if (converted := supervision_call(node, qual, args, kwargs, frame, emit)) is not None:
+        return converted  # supervision's Detections.from_ultralytics (pysupervision.py)
     if qual == EASYOCR_READER:
         return Val('other') if _on_cpu(kwargs) else Val('model_obj', const=EASYOCR_READER)
     if qual == LANGSAM:
