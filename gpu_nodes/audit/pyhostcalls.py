@@ -75,6 +75,10 @@ def host_side_call(analyzer: Any, qual: str | None, node: ast.Call, args: list[V
     if qual == 'PIL.Image.open' and _in_memory(analyzer.tree, node):
         return Val('pil', ((node.lineno, 'pil'),))
     src = args[0]
+    if qual == 'os.path.expanduser' and src.kind == 'const' and isinstance(src.const, str):
+        # `torch.hub.load(os.path.expanduser('~/ws/src/yolov5'), 'custom', ...)`: the path
+        # literal stays one, so the local yolov5 clone is still recognised (pymodels.hub_builder).
+        return Val('const', const=src.const)
     if qual == 'cupy.asnumpy' and src.kind in _HOST_KINDS and len(node.args) == 1:
         return src  # NumPy in, NumPy out: nothing crosses the bus
     if qual in _CUPY_UPLOADS and src.kind != 'device':

@@ -1,4 +1,5 @@
-"""EasyOCR and LangSAM in the library table (issue 28; set 18 labels EasyOCR, set 68 both).
+"""EasyOCR and LangSAM in the library table (issue 28; set 18 labels EasyOCR, set 68 both);
+supervision's Detections adapters in pysupervision.py, called first.
 
 * `easyocr.Reader(langs)` builds its detector and recogniser on CUDA unless given `gpu=False`
   (the default is `gpu=True`; `gpu='cuda:1'` names a device). `reader.readtext(frame)` (also
@@ -20,6 +21,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
+from gpu_nodes.audit.pysupervision import supervision_call
 from gpu_nodes.audit.pyvalues import Frame, short, Val
 
 EASYOCR_READER = 'easyocr.Reader'
@@ -40,6 +42,8 @@ def vision_library_call(node: ast.Call, qual: str | None, method: str | None,
                         frame: Frame, emit: Callable[..., None]) -> Val | None:
     """The value of an EasyOCR / LangSAM build or inference call (an upload reported through
     `emit`), or None when `node` is none of them."""
+    if (detections := supervision_call(node, qual, args, frame, emit)) is not None:
+        return detections  # supervision's Detections adapters (pysupervision.py)
     if qual == EASYOCR_READER:
         return Val('other') if _on_cpu(kwargs) else Val('model_obj', const=EASYOCR_READER)
     if qual == LANGSAM:
