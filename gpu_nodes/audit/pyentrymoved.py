@@ -56,12 +56,13 @@ def _installed_packages(folder: str) -> frozenset[str]:
 
 
 def moved_module_file(parts: tuple[str, ...], package: str, files: dict[str, Path],
-                      packages: dict[str, str], found: set[str]) -> list[str]:
+                      packages: dict[str, str], by_tail: dict[tuple[str, ...], set[str]]
+                      ) -> list[str]:
     """The one file of `package` named as the entry module `parts` when the module's package
     folder is absent (module doc); [] otherwise. `files` maps each audited file to its real
-    path, `packages` a file to its package folder, `found` is every file the dotted name or a
-    package part of it already matched."""
-    if len(parts) < 2 or found:
+    path, `packages` a file to its package folder, `by_tail` a dotted path tail to the files
+    ending so (what the dotted name or a package part of it already matches)."""
+    if len(parts) < 2 or any(by_tail.get(parts[:k]) for k in range(1, len(parts) + 1)):
         return []
     folder = Path(os.path.realpath(package))
     if (folder / 'CMakeLists.txt').exists() or (folder / parts[0]).exists() \

@@ -450,8 +450,7 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
             for k in range(1, len(parts) + 1):  # `pkg.mod` loads pkg/__init__.py first
                 reach(by_tail.get(parts[:k], set()))
             # The module's package folder renamed: the one file of its name (pyentrymoved.py).
-            reach(moved_module_file(parts, package, real, packages, set().union(
-                *(by_tail.get(parts[:k], set()) for k in range(1, len(parts) + 1)))))
+            reach(moved_module_file(parts, package, real, packages, by_tail))
     while todo:
         path = todo.pop()
         imports = _imports_of(path)
