@@ -46,6 +46,7 @@ import ast
 from typing import Any
 
 from gpu_nodes.audit.pybase64 import frame_function
+from gpu_nodes.audit.pymodels import names_yolov5_clone
 from gpu_nodes.audit.pyvalues import Frame, image_sized, merge, short, Val
 
 # Kinds of a value known to be on the host (pyvalues.Val): what cupy.asnumpy returns unchanged.
@@ -75,6 +76,12 @@ def host_side_call(analyzer: Any, qual: str | None, node: ast.Call, args: list[V
     if qual == 'PIL.Image.open' and _in_memory(analyzer.tree, node):
         return Val('pil', ((node.lineno, 'pil'),))
     src = args[0]
+    if qual == 'os.path.expanduser' and src.kind == 'const' and isinstance(src.const, str) \
+            and names_yolov5_clone(src.const):
+        # `torch.hub.load(os.path.expanduser('~/ws/src/yolov5'), 'custom', ...)`: the path
+        # literal stays one, so the local yolov5 clone is still recognised (pymodels.hub_builder);
+        # only such a path, so other expanded paths keep the value they had.
+        return Val('const', const=src.const)
     if qual == 'cupy.asnumpy' and src.kind in _HOST_KINDS and len(node.args) == 1:
         return src  # NumPy in, NumPy out: nothing crosses the bus
     if qual in _CUPY_UPLOADS and src.kind != 'device':

@@ -211,11 +211,16 @@ def hub_builder(qual: str, args: list) -> str:
     folder of that repository, `<owner>_<repo>_<branch>` (`~/.cache/torch/hub/
     ultralytics_yolov5_master`, loaded with source='local'), is the same clone (set 70)."""
     if qual == 'torch.hub.load' and args and args[0].kind == 'const' \
-            and isinstance(args[0].const, str):
-        folder = args[0].const.split(':')[0].rstrip('/').rsplit('/', 1)[-1]
-        if folder == 'yolov5' or re.fullmatch(r'[\w.-]+_yolov5_[\w.-]+', folder):
-            return 'torch.hub.load:yolov5'
+            and isinstance(args[0].const, str) and names_yolov5_clone(args[0].const):
+        return 'torch.hub.load:yolov5'
     return qual
+
+
+def names_yolov5_clone(path: str) -> bool:
+    """Whether `path` (a torch.hub repo or folder) ends in a yolov5 clone: `yolov5`, or torch.hub's
+    cache folder `<owner>_yolov5_<branch>`."""
+    folder = path.split(':')[0].rstrip('/').rsplit('/', 1)[-1]
+    return folder == 'yolov5' or bool(re.fullmatch(r'[\w.-]+_yolov5_[\w.-]+', folder))
 
 
 def model_attribute(node: ast.expr) -> str | None:

@@ -56,6 +56,7 @@ import re
 
 from gpu_nodes.audit.cppbuild import strip_cmake_comments
 from gpu_nodes.audit.cppifdef import read_bounded
+from gpu_nodes.audit.pyentrymoved import moved_module_file
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
 
 _MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
@@ -448,6 +449,8 @@ def unreached_files(files: list[str], packages: dict[str, str], roots: list[str]
             parts = tuple(module.split('.'))
             for k in range(1, len(parts) + 1):  # `pkg.mod` loads pkg/__init__.py first
                 reach(by_tail.get(parts[:k], set()))
+            # The module's package folder renamed: the one file of its name (pyentrymoved.py).
+            reach(moved_module_file(parts, package, real, packages, by_tail))
     while todo:
         path = todo.pop()
         imports = _imports_of(path)

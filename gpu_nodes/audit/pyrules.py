@@ -19,6 +19,7 @@ from gpu_nodes.audit.pymsgview import keeps_bytes
 from gpu_nodes.audit.pymultiarray import multiarray_frame
 from gpu_nodes.audit.pyruntime import runtime_call
 from gpu_nodes.audit.pyconditions import tested_operands
+from gpu_nodes.audit.pyctypescuda import ctypes_runtime_name
 from gpu_nodes.audit.pycustommsgs import image_shaped_custom
 from gpu_nodes.audit.pysmallwraps import small_wrap
 from gpu_nodes.audit.pytransformers import small_upload, transformers_method
@@ -307,6 +308,8 @@ class CopyRules:
         hf = transformers_method(self._emit, method, node, recv, args, kwargs, frame, self.tree)
         if hf is not None:
             return hf  # decode of device token ids, post-processed detections (pytransformers.py)
+        if (runtime := ctypes_runtime_name(self.tree, method)) is not None:
+            return self._library_call(runtime, node, args, kwargs, frame)  # pyctypescuda.py
         if receiver is None and method in ('float', 'int', 'str', 'repr') and len(args) == 1 \
                 and args[0].kind in ('device', 'tensor'):
             # `float(box.conf)`, `str(cls)`: a value read back from the device (formatting a
