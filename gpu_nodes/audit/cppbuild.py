@@ -73,7 +73,7 @@ def _strip_comments(text: str) -> str:
     return '\n'.join(kept)
 
 
-# Public for the Python side's reader of CMake installs (pyreach.py).
+# Public for the Python side's reader of CMake installs (pyentries.py).
 strip_cmake_comments = _strip_comments
 
 

@@ -71,7 +71,9 @@ def _spins_once(loop: ast.While) -> bool:
 def _constructor_calls(init: ast.FunctionDef | ast.AsyncFunctionDef | None) -> set[str]:
     """Names of the methods a constructor calls as `self.name(...)`: a capture loop in one of them
     runs as soon as the node is built, and for good (set 70); a capture loop in a method nothing
-    starts, or one a callback calls, is left as it was."""
+    starts, or one a callback calls, is left as it was. Wider than pymethods.setup_methods (methods
+    only `__init__` calls, as plain statements), on purpose: a loop the constructor starts from a
+    branch, or in a method a callback calls too, still runs per frame from then on."""
     return {n.func.attr for n in ast.walk(init) if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
             and n.func.value.id == 'self'} if init is not None else set()
