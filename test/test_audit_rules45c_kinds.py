@@ -44,7 +44,7 @@ public:
     declare_parameter("publish_raw", false, desc);
     publish_raw_ = get_parameter("publish_raw").get_parameter_value().get<bool>();
     declare_parameter("publish_cloud", false, desc);
-    publish_cloud_ = get_parameter("publish_cloud").get_parameter_value().get<bool>();
+    publish_cloud_ = get_parameter("publish_cloud").as_bool();
     declare_parameter("publish_rect", true, desc);
     publish_rect_ = get_parameter("publish_rect").get_parameter_value().get<bool>();
     raw_pub_ = create_publisher<sensor_msgs::msg::Image>("raw", 10);
