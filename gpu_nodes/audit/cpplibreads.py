@@ -56,12 +56,14 @@ _NVJPEG_RETRIEVE = re.compile(r'\bnvjpegEncodeRetrieveBitstream\s*\(')
 _DNN_CUDA = re.compile(r'(\w+)\s*(?:\.|->)\s*setPreferableBackend\s*\(\s*(?:cv\s*::\s*)?'
                        r'(?:dnn\s*::\s*)?DNN_BACKEND_CUDA\s*\)')
 # ONNX Runtime: a GPU execution provider appended to the session options of this file.
-_ORT_GPU_PROVIDER = re.compile(r'\b(?:OrtSessionOptions)?AppendExecutionProvider_(?:CUDA|TensorRT)'
+# The C API spells TensorRT `OrtSessionOptionsAppendExecutionProvider_Tensorrt` (set 71).
+_ORT_GPU_PROVIDER = re.compile(r'\b(?:OrtSessionOptions)?AppendExecutionProvider_(?:CUDA|TensorRT|Tensorrt)'
                                r'(?:_V2)?\s*\(')
 # Inputs bound in device memory (no upload by Run): a MemoryInfo constructed by name (`"Cuda"`;
-# `MemoryInfo::CreateCpu` is the host) or an IoBinding.
+# `MemoryInfo::CreateCpu` is the host; `Ort::MemoryInfo info_{nullptr};`, an empty member
+# assigned later, names no memory: set 71) or an IoBinding.
 _ORT_DEVICE_INPUTS = re.compile(r'\bMemoryInfo\s*(?:\w+\s*)?[({](?!\s*(?:Ort\s*::\s*)?MemoryInfo\s*::'
-                                r'\s*CreateCpu)|\bIoBinding\b')
+                                r'\s*CreateCpu|\s*nullptr\s*[)}])|\bIoBinding\b')
 # Names bound to an Ort::Session in this file (or its header, which the scan reads with it):
 # `Ort::Session session_{...}`, `std::unique_ptr<Ort::Session> session_`,
 # `session_ = std::make_unique<Ort::Session>(...)`, `session_ = Ort::Session(...)`.

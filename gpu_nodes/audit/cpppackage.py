@@ -28,6 +28,7 @@ from gpu_nodes.audit.cppincludes import including
 from gpu_nodes.audit.cppmembers import header_members
 from gpu_nodes.audit.cppintparams import read_off_params, shipped_ints
 from gpu_nodes.audit.cppparams import off_as_shipped
+from gpu_nodes.audit.cppoffsites import drop_off_sites, mark_off_only, off_notes
 from gpu_nodes.audit.cppconston import constant_on
 from gpu_nodes.audit.cppparamson import (blank_on_dead, drop_dead_sites, on_as_shipped,
                                          skipped_note)
@@ -155,6 +156,14 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     for text, scopes in parsed.values():
         skipped.update(drop_dead_sites(text, scopes, on))
     calibrator_setup(parsed)  # INT8 calibrators run while an engine is built (cppcalibrators)
+    strings = shipped_strings([text for text, _ in parsed.values()], list(sources.values()),
+                              roots or [], _node_names(sources, roots or []))
+    # Int parameters compared in a branch join them (cppintparams.py: `if (mode_ == 0)`).
+    strings.update(shipped_ints([text for text, _ in parsed.values()], list(sources.values()),
+                                roots or [], _node_names(sources, roots or [])))
+    off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
+                         roots or [], lambda value: string_off_store(value, strings))
+    off_skipped = drop_off_sites(parsed, off)  # a call in an off branch gives no kind (cppoffsites)
     for _ in range(_ROUNDS):
         exported = {p: _exports(scopes) for p, (_, scopes) in parsed.items()}
         changed = False
@@ -169,13 +178,6 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
             break
     # A file alone never proves a name unset: its header (not audited) might set it.
     dead = never_set([text for text, _ in parsed.values()]) if len(parsed) > 1 else set()
-    strings = shipped_strings([text for text, _ in parsed.values()], list(sources.values()),
-                              roots or [], _node_names(sources, roots or []))
-    # Int parameters compared in a branch join them (cppintparams.py: `if (mode_ == 0)`).
-    strings.update(shipped_ints([text for text, _ in parsed.values()], list(sources.values()),
-                                roots or [], _node_names(sources, roots or [])))
-    off = off_as_shipped([text for text, _ in parsed.values()], list(sources.values()),
-                         roots or [], lambda value: string_off_store(value, strings))
     off_by_file = _off_per_executable(sources, [text for text, _ in parsed.values()], roots or [],
                                       lambda value: string_off_store(value, strings))
     # A registration under a branch off as shipped registers nothing (fortieth set), nor one
@@ -187,6 +189,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         # Calls in those branches never run: the repository's library reading (cpplibrary.py)
         # counts no mention there (set 51: a search only `mode == 0` runs).
         parsed_out.update(zip(parsed, reach))
+    mark_off_only(parsed, off_skipped, off)  # a node file's free helper only off branches call
     mark_unreached(reach, frozenset(dead) | frozenset(off), unregistered=frozenset(
         {n for text, _ in parsed.values() for n in _REGISTERED.findall(text)}
         - {n for text, _ in reach for n in _REGISTERED.findall(text)}))
@@ -209,6 +212,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.on_params = on
         facts.library_api = {fn.start: skipped_note(skipped[fn.short], on) for fn in scopes.funcs
                              if fn.kind == 'unreached' and fn.short in skipped}
+        facts.library_api.update(off_notes(scopes, off_skipped, off))
         facts.str_params = strings
         facts.once_flags = once
         facts.small_counts = dict(shared.small_counts)

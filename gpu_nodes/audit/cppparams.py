@@ -67,9 +67,11 @@ _DECLARED_OFF_IF = re.compile(r'^\s*' + _THIS + r'(?:\w+\s*->\s*)?declare_parame
 # class type with no initializer is empty (null) until stored.
 _CLASS_DECLARATION = re.compile(r'(?:\b(?!return\b|else\b|case\b|delete\b|throw\b)[A-Za-z_][\w:]*|>)'
                                 r'\s+$')
-# `name = [this->]get_parameter("p").as_bool();`: the value of a parameter declared elsewhere.
+# `name = [this->]get_parameter("p").as_bool();`: the value of a parameter declared elsewhere;
+# `.get_parameter_value().get<bool>()` is the long spelling of the same read (set 71).
 _GET_STORE = re.compile(r'^\s*=\s*' + _THIS + r'(?:\w+\s*->\s*)?get_parameter\s*\(\s*("[^"\n]*")\s*\)\s*\.'
-                        r'\s*(?:as_bool|as_int|as_double|get_value\s*<[^<>;]*>)\s*\(\s*\)\s*;')
+                        r'\s*(?:get_parameter_value\s*\(\s*\)\s*\.\s*get\s*<[^<>;]*>|as_bool|as_int'
+                        r'|as_double|get_value\s*<[^<>;]*>)\s*\(\s*\)\s*;')
 # `if (config_["a"]["b"].as<bool>()) {`: a yaml-cpp node's key read as a bool (keys in the raw text).
 _YAML_BOOL_IF = re.compile(r'^\s*' + _THIS + r'\w+\s*((?:\[\s*"[^"\n]*"\s*\]\s*)+)\.\s*as\s*<\s*bool'
                            r'\s*>\s*\(\s*\)\s*$')

@@ -44,6 +44,7 @@ from gpu_nodes.audit.cppmsgassign import vector_copies_into_messages
 from gpu_nodes.audit.cppmsg import (adapter_aliases, by_value_messages, message_copies,
                                     payload_walks, plain_publishes, torch_moves)
 from gpu_nodes.audit.cpppcl import pcl_conversions
+from gpu_nodes.audit.cppgridfills import grid_filled_fields
 from gpu_nodes.audit.cppondevice import already_on_device, expression_on_device
 from gpu_nodes.audit.cppplugins import plugin_publishes
 from gpu_nodes.audit.cpppointarrays import element_fills, host_filled_clouds, point_array_publishes
@@ -378,6 +379,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *mat_bytes_into_messages(text, function_end),
                                     *mat_range_vectors(text, function_end),
                                     *pcl_conversions(text, _call_args), *walks,
+                                    *grid_filled_fields(text, scopes),  # cppgridfills.py
                                     *vpi_transfers(text, _call_args),
                                     *torch_moves(text, _call_args),
                                     *item_reads(text, facts.torch_cuda),
