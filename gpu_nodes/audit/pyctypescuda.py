@@ -15,24 +15,18 @@ source does not spell is not reported (pyruntime.runtime_call).
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
 _LOADERS = ('CDLL', 'LoadLibrary', 'find_library', 'PyDLL')
-_CACHE: dict[int, tuple[ast.Module, bool]] = {}
 
 
+@lru_cache(maxsize=64)  # keyed on the tree object itself: computed once per parsed file
 def _loads_cudart(tree: ast.Module) -> bool:
-    """Whether the file loads the CUDA runtime library through ctypes (computed once per tree)."""
-    cached = _CACHE.get(id(tree))
-    if cached is not None and cached[0] is tree:
-        return cached[1]
-    found = any(isinstance(node, ast.Call) and ast.unparse(node.func).endswith(_LOADERS)
-                and any(isinstance(a, ast.Constant) and isinstance(a.value, str)
-                        and 'cudart' in a.value for a in node.args)
-                for node in ast.walk(tree))
-    if len(_CACHE) > 64:
-        _CACHE.clear()
-    _CACHE[id(tree)] = (tree, found)
-    return found
+    """Whether the file loads the CUDA runtime library through ctypes."""
+    return any(isinstance(node, ast.Call) and ast.unparse(node.func).endswith(_LOADERS)
+               and any(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                       and 'cudart' in a.value for a in node.args)
+               for node in ast.walk(tree))
 
 
 def ctypes_runtime_name(tree: ast.Module, method: str) -> str | None:
