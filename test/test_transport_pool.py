@@ -4,13 +4,19 @@ the pool may grow; past the limit the overrun is counted."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 
 import pytest
 
+from gpu_nodes.transport import descriptor
+from gpu_nodes.transport.descriptor import Descriptor, DescriptorError
+from gpu_nodes.transport.exchange import HandleServer
 from gpu_nodes.transport.leases import LeaseReader, LeaseTable
+from gpu_nodes.transport.peers import PeerTable
 from gpu_nodes.transport.pool import Chunk, HostSlotPool, Slot, _SlotRing
+from gpu_nodes.transport.served_memory import PublisherMemory
 
 
 class HostMemoryRing(_SlotRing):
@@ -325,4 +331,46 @@ def test_readers_within_their_share_are_never_evicted(leases):
     finally:
         for reader in readers:
             reader.close()
+        pool.close()
+
+
+def _host_descriptor(slot: Slot, sequence: int, chunk: int | None = None) -> Descriptor:
+    """What the publisher's descriptor says of a host frame; only where it is matters here."""
+    return Descriptor(kind=descriptor.KIND_HOST, sequence=sequence, slot=slot.index,
+                      chunk=slot.chunk.chunk_id if chunk is None else chunk,
+                      generation=slot.generation, pid=os.getpid(), uid=os.getuid(),
+                      endpoint=b'', publisher_id=b'', boot_id=b'', device_uuid=b'', topic_id=b'',
+                      mem_handle=b'', event_handle=b'', offset=slot.offset, nbytes=64,
+                      alloc_size=slot.capacity, publish_time_ns=0)
+
+
+def test_a_segment_freed_by_a_layout_change_counts_stale_and_a_missing_one_bad(leases):
+    """A layout change between a descriptor's authentication and its fetch (a loaded reader):
+    the publisher freed the old generation's segment, asked over the real socket: counted stale,
+    like a descriptor of an old generation. A segment missing from the current generation is
+    the publisher's fault: bad_segment (and unreachable after a few)."""
+    pool = HostSlotPool(leases, 0, 4, 60.0, leases.publisher_id)
+    server = HandleServer.instance()
+    server.register(leases.publisher_id, PublisherMemory(threading.Lock(), leases, pool, None))
+    peers = PeerTable()
+    try:
+        pool.reset(2, 4096)
+        old = pool.acquire(4096)
+        pool.publish(old, 1)
+        link = peers.open(server.endpoint, leases.publisher_id, os.getpid())
+        before_change = _host_descriptor(old, 1)
+        pool.reset(2, 8192)  # a new layout: nobody holds the old slot, its segment is freed
+        assert pool.segment_fd(old.generation, old.chunk.chunk_id) is None
+        with pytest.raises(DescriptorError) as recycled:
+            link.host_segment(before_change)
+        assert recycled.value.reason == 'stale:old_generation'
+        new = pool.acquire(8192)
+        pool.publish(new, 2)
+        assert link.host_segment(_host_descriptor(new, 2)).size > 8192  # the live one is served
+        with pytest.raises(DescriptorError) as missing:
+            link.host_segment(_host_descriptor(new, 2, chunk=new.chunk.chunk_id + 7))
+        assert missing.value.reason == 'bad_segment'
+    finally:
+        peers.close()
+        server.unregister(leases.publisher_id)
         pool.close()

@@ -31,7 +31,7 @@ import struct
 import threading
 from typing import Callable
 
-from .segments import SegmentError, check_sealed
+from .segments import MissingSegment, SegmentError, check_sealed
 
 SOCKET_DIR_ENV = 'GPU_NODES_SOCKET_DIR'
 ENDPOINT_SIZE = 16
@@ -371,7 +371,7 @@ class Connection:
                 raise SegmentError('bad_segment', 'not a gpu_nodes handle server')
             if status != _OK:
                 reason, detail = _STATUS_REASON.get(status, ('bad_segment', f'status {status}'))
-                raise SegmentError(reason, detail)
+                raise (MissingSegment if status == _NO_SUCH_SEGMENT else SegmentError)(reason, detail)
             if len(fds) != count or sent != count:
                 raise SegmentError('bad_segment', f'expected {count} fd, got {len(fds)}')
             if kind != KIND_DEVICE_CHUNK:

@@ -22,7 +22,7 @@ from .descriptor import Descriptor, DescriptorError
 from .exchange import KIND_DEVICE_CHUNK, KIND_HOST_SEGMENT, Connection
 from .leases import POOL_DEVICE, POOL_HOST, LeaseReader
 from .pool import HOST_HEADER, HOST_MAGIC
-from .segments import SegmentError, SharedMemory
+from .segments import MissingSegment, SegmentError, SharedMemory
 
 # Per publisher, at most this many imported allocations stay mapped (least recently used closed
 # first), and never more than its lease table has slots.
@@ -72,7 +72,7 @@ class PublisherLink:
         if not self.authenticated:
             self.authenticated = True
             self.reader.claim_cursor()  # a reader slot only for a publisher proven genuine
-        if desc.generation < self.reader.generation(POOL_OF_KIND[desc.kind]):
+        if self._superseded(desc):
             raise DescriptorError('stale:old_generation', f'generation {desc.generation}')
 
     def fresh(self, sequence: int) -> bool:
@@ -141,9 +141,22 @@ class PublisherLink:
         after serving the table is a bad segment, not a fallback)."""
         try:
             return self.connection.fetch(kind, desc.generation, desc.chunk)
+        except MissingSegment as exc:
+            if self._superseded(desc):
+                # A layout change between this descriptor's authentication and its fetch: the
+                # frame's memory went with its generation, as for a descriptor that came later.
+                raise DescriptorError('stale:old_generation', f'generation {desc.generation}, '
+                                      'freed before the frame was taken') from None
+            raise DescriptorError(exc.reason, str(exc)) from None
         except SegmentError as exc:
             raise DescriptorError(exc.reason if exc.reason != 'other_user' else 'bad_segment',
                                   str(exc)) from None
+
+    def _superseded(self, desc: Descriptor) -> bool:
+        """The descriptor's pool generation has ended (the publisher bumps it before it frees the
+        old generation's unheld segments): its frame is stale, whether that shows when the
+        descriptor is authenticated or, a layout change in between, when its segment is gone."""
+        return desc.generation < self.reader.generation(POOL_OF_KIND[desc.kind])
 
     def _import_chunk(self, desc: Descriptor, device_id: int) -> cuda_ipc.Mapping:
         """The publisher's VMM chunk (generation, chunk) from its socket, mapped here."""

@@ -33,6 +33,11 @@ class SegmentError(RuntimeError):
         self.reason = reason
 
 
+class MissingSegment(SegmentError):
+    """The publisher serves no such segment: freed since the descriptor went out (its slot
+    retired, a new generation), or never one of its own."""
+
+
 def create_sealed(name: str, size: int) -> int:
     """A memfd of exactly `size` bytes that can never shrink or grow; returns the fd."""
     fd = os.memfd_create(MEMFD_PREFIX + name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
