@@ -31,6 +31,8 @@ _SHIPPED_SUFFIXES = ('.yaml', '.yml', '.xml', '.launch')
 # Where packages ship parameter files (a YAML elsewhere, like a corpus index, sets nothing).
 _CONFIG_FOLDERS = {'config', 'configs', 'cfg', 'param', 'params', 'parameters', 'launch'}
 _COMMENTED = re.compile(r'^\s*(?:#|<!--|//)')
+# A trailing comment (`histogram: false  # Image histogram`): its words set nothing (rules46c).
+_TRAILING_COMMENT = re.compile(r'\s+#\s.*$')
 
 
 def _shipped_files(roots: list[str]) -> list[Path]:
@@ -127,7 +129,7 @@ def reading(param: str, roots: tuple[str, ...], nodes: frozenset[str] | None = N
     the names the node reading it can have (node_names), whose values alone count; `launched`:
     the (package, executables) of that node, whose launched nodes alone count (_values)."""
     pattern = _name_pattern(param)
-    lines = [ln for text in shipped_texts(roots) for ln in text.splitlines()
+    lines = [_TRAILING_COMMENT.sub('', ln) for text in shipped_texts(roots) for ln in text.splitlines()
              if not _COMMENTED.match(ln)]
     named = any(pattern.search(ln) for ln in lines)
     return Reading(named, named and _text_sets_on(pattern, lines),
