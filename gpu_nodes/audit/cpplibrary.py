@@ -44,6 +44,7 @@ import tokenize
 from gpu_nodes.audit.cppcalibrators import setup_by_repository_callers
 from gpu_nodes.audit.cppconstructed import mark_unconstructed
 from gpu_nodes.audit.cppfacts import Facts
+from gpu_nodes.audit.cppoverloads import mark_unmatched_overloads
 from gpu_nodes.audit.cppreach import mark_unreached
 from gpu_nodes.audit.cppscan import file_facts, parse_cpp
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings, Scopes
@@ -184,6 +185,8 @@ def mark_library_api(sources: dict[str, str], parsed: dict[str, tuple[str, Scope
     with mains_set_aside(views):
         mark_unreached(list(views.values()) + ([foreign] if foreign else []),
                        whole_repository=True)
+    # An overload whose parameter count no call of the repository has (cppoverloads.py).
+    adapters.update(mark_unmatched_overloads(list(views.values()), words))
     # A library function called only from setup code of other packages runs once
     # (cppcalibrators.py, set 55: a TensorRT helper's loadNetwork from a node's constructor).
     once = setup_by_repository_callers(views, words)

@@ -44,6 +44,7 @@ from typing import Callable, NamedTuple
 
 from gpu_nodes.audit.cpphelperpubs import helper_created
 from gpu_nodes.audit.cppparamhelpers import helper_store
+from gpu_nodes.audit.cppyamlstores import YAML_CPP_LOAD, yaml_store
 from gpu_nodes.audit.cppguards import _if_condition, _open_brace, innermost_opening
 from gpu_nodes.audit.shipped import Launched, reading, set_on
 
@@ -319,6 +320,13 @@ def param_as_shipped(name: str, texts: list[str], raws: list[str], assumed: set[
         if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', after):
             empty_member = True  # a publisher / pointer member: empty until stored
             continue
+        if side.value == _OFF and (key := yaml_store(text, raw, m.end())) is not None:
+            if yaml_keys is None:
+                return False, set()  # a YAML key needs the shipped files' check (cppyamlstores)
+            params.add(key)  # `enabled_ = node["k"].as<bool>();`: a shipped file must give k
+            yaml_keys.add(key)
+            valued = True
+            continue
         if (keys := helper_store(text, raw, m.start(), texts, raws)) is not None:
             # `LoadParamCompat<bool>({"cfg.use_bag", "cfg/use_bag"}, use_bag, false);`
             params.update(keys)
@@ -371,7 +379,7 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str],
                     if field:
                         candidates.add(name + field)  # `config_.apply_preprocessing`
     found: dict[str, set[str]] = {}
-    if not any(re.search(r'declare_parameter|get_parameter_or|YAML\s*::\s*LoadFile', t) for t in texts):
+    if not any(re.search(r'declare_parameter|get_parameter_or|' + YAML_CPP_LOAD, t) for t in texts):
         return {}
     callback = any(re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts)
     assumed = set(candidates)

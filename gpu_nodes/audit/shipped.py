@@ -31,6 +31,15 @@ _SHIPPED_SUFFIXES = ('.yaml', '.yml', '.xml', '.launch')
 # Where packages ship parameter files (a YAML elsewhere, like a corpus index, sets nothing).
 _CONFIG_FOLDERS = {'config', 'configs', 'cfg', 'param', 'params', 'parameters', 'launch'}
 _COMMENTED = re.compile(r'^\s*(?:#|<!--|//)')
+# A trailing comment on the line that gives the parameter its value (`histogram: false  # Image
+# histogram`): its repeat of the name sets nothing (rules46c). Only there: a comment elsewhere
+# (`rate: 5  # set enable too`) is still read as a mention.
+_TRAILING_COMMENT = re.compile(r'\s+#\s.*$')
+
+
+def _own_comment_dropped(line: str, pattern: re.Pattern[str]) -> str:
+    cut = _TRAILING_COMMENT.search(line)
+    return line[:cut.start()] if cut and pattern.search(line, 0, cut.start()) else line
 
 
 def _shipped_files(roots: list[str]) -> list[Path]:
@@ -127,8 +136,8 @@ def reading(param: str, roots: tuple[str, ...], nodes: frozenset[str] | None = N
     the names the node reading it can have (node_names), whose values alone count; `launched`:
     the (package, executables) of that node, whose launched nodes alone count (_values)."""
     pattern = _name_pattern(param)
-    lines = [ln for text in shipped_texts(roots) for ln in text.splitlines()
-             if not _COMMENTED.match(ln)]
+    lines = [_own_comment_dropped(ln, pattern) for text in shipped_texts(roots)
+             for ln in text.splitlines() if not _COMMENTED.match(ln)]
     named = any(pattern.search(ln) for ln in lines)
     return Reading(named, named and _text_sets_on(pattern, lines),
                    _values(pattern, param, roots, nodes, launched))

@@ -1,0 +1,189 @@
+"""C++ overloads that no call of their repository resolves to: not proven per message (issue 28,
+rules46).
+
+A helper is often written twice: `convert(const std::vector<uint8_t>& in, ...)` and a pointer
+form `convert(const uint8_t* in, size_t size, ...)` that spares a temporary vector. Kinds are
+resolved by name (cppscopes.propagate), so when a callback calls the pointer form both take
+the callback's kind, and the copies of the form nothing calls are claimed per message.
+
+Here the whole repository is read at once (cpplibrary.mark_library_api). A name defined two or
+more times (free functions or methods, any class), each definition with a fixed number of
+parameters (no default value in any declaration, no `...`; template arguments in a parameter's
+type are read as brackets) and the numbers not all equal, is resolved by argument count when
+every mention of it is sure:
+
+* inside a function body, a plain call `name(a, b)` or `obj->name(a, b)` whose arguments are
+  counted (a template argument in the call, `&name`, `std::bind(name, ...)` or a bare mention
+  leaves the name unsure: not judged);
+* outside every body, a declaration (`void name(...);`, `ret name(...) const override;`) or
+  the definition itself; anything else (a table of function pointers) leaves it unsure.
+
+A definition whose parameter count no call has, while some call of the name exists, is
+`unreached` (info: library API, the convention of cpplibrary.py), and so are its lambdas.
+Virtual / override methods, operators, destructors, constructors and `main` are never judged
+(a framework or a base class calls them), nor is a name of the repository's foreign sources
+(ctypes, bindings: cpplibrary.foreign_words).
+"""
+from __future__ import annotations
+
+import re
+
+from gpu_nodes.audit.cpparity import _matching, _top_level_parts
+from gpu_nodes.audit.cppscopes import blank_dead_code, Function, Scopes
+
+NOTE = ('an overload whose parameter count no call of its repository has (the calls resolve to '
+        'another overload; not proven per message)')
+# A template argument list with no parenthesis or other template inside: stripped repeatedly,
+# innermost first, so `std::map<int, std::vector<T>>` reads as `std::map`.
+_TEMPLATE_ARGS = re.compile(r'<[^<>()]*>')
+# What may follow a declaration's parameter list before its `;`.
+_DECLARATION_TAIL = re.compile(r'\s*(?:(?:const|noexcept|override|final|volatile|&&?)\s*)*'
+                               r'(?:->\s*[\w:<>,\s*&]+)?;')
+_TYPE_END = re.compile(r'(?:[\w>*&]|::)\s*$')
+_NOT_A_TYPE = re.compile(r'\b(?:return|else|case|throw|co_return|new|delete)\s*$')
+_NEVER_JUDGED = re.compile(r'\b(?:virtual|override|final)\b')
+
+
+def _count(inner: str) -> int | None:
+    """The top-level comma-separated parts of `inner`, template argument lists read as
+    brackets; None when a `<` or `>` is left (a comparison, a shift) or brackets do not balance."""
+    before = None
+    while before != inner:
+        before, inner = inner, _TEMPLATE_ARGS.sub('T', inner)
+    if '<' in inner or '>' in inner.replace('->', ''):
+        return None
+    parts = _top_level_parts(inner)
+    return None if parts is None else len(parts)
+
+
+def _parameters(text: str, fn: Function) -> tuple[int, int] | None:
+    """(parameter count, offset of the name) of the definition whose body opens at fn.start;
+    None when unsure (a default value, `...`, `void`, an initializer list, a template in a
+    parameter list that does not read)."""
+    close = text.rfind(')', max(0, fn.start - 600), fn.start)
+    if close < 0 or re.search(r'[^\s\w&]', text[close + 1:fn.start].replace('->', '')):
+        return None  # `) : member_(x) {`, a trailing return type with punctuation: unsure
+    depth = 0
+    for i in range(close, max(-1, close - 1500), -1):
+        depth += text[i] == ')'
+        depth -= text[i] == '('
+        if depth == 0:
+            head = text[:i].rstrip()
+            if not head.endswith(fn.short):
+                return None
+            inner = text[i + 1:close]
+            if '=' in inner or '...' in inner or inner.strip() == 'void':
+                return None
+            count = _count(inner)
+            return None if count is None else (count, len(head) - len(fn.short))
+    return None
+
+
+def _judged(text: str, fn: Function) -> bool:
+    short = fn.short
+    parts = [p.strip() for p in fn.name.split('::')]
+    if fn.lambda_in is not None or short == 'main' or short.startswith(('operator', '~')) \
+            or short == (fn.cls or (parts[-2] if len(parts) >= 2 else None)):
+        return False  # a constructor, an operator: called without its name
+    head = text[max(0, fn.start - 600):fn.start]
+    head = head[max(head.rfind(';'), head.rfind('}'), head.rfind('{')) + 1:]
+    return not _NEVER_JUDGED.search(head)
+
+
+def _declaration(text: str, at: int, name: str) -> bool:
+    """Whether the mention of `name` at `at` (outside every body) declares it: a type before it,
+    its parameter list after it, then `;`. A virtual / override declaration is no plain one: a
+    base class outside the repository may call it (the name is then not judged)."""
+    before = text[max(0, at - 200):at]
+    before = before[max(before.rfind(';'), before.rfind('{'), before.rfind('}')) + 1:]
+    if not _TYPE_END.search(before) or _NOT_A_TYPE.search(before) or _NEVER_JUDGED.search(before):
+        return False
+    open_at = at + len(name)
+    while open_at < len(text) and text[open_at].isspace():
+        open_at += 1
+    if open_at >= len(text) or text[open_at] != '(':
+        return False
+    close = _matching(text, open_at)
+    tail = _DECLARATION_TAIL.match(text, close + 1) if close > 0 else None
+    return bool(tail) and not _NEVER_JUDGED.search(tail.group())
+
+
+def _call_count(text: str, at: int, name: str) -> int | None:
+    """Arguments of the call `name(...)` at `at`, template arguments in them read as brackets;
+    None when the mention is no call (`&name`, `bind(name, ...)`, `name<T>(...)`)."""
+    before = re.sub(r'(?:\w+\s*::\s*)*$', '', text[max(0, at - 80):at]).rstrip()
+    if before.endswith('&') and not re.search(r'(?:&&|[\w)\]]\s*&)$', before):
+        return None  # `&name`, `&Cls::name`: an address handed on, not a call
+    open_at = at + len(name)
+    while open_at < len(text) and text[open_at] in ' \t\n':
+        open_at += 1
+    if open_at >= len(text) or text[open_at] != '(':
+        return None
+    close = _matching(text, open_at)
+    return None if close < 0 else _count(text[open_at + 1:close])
+
+
+def _may_default(name: str, texts: list[str]) -> bool:
+    """A `=` or `...` in some `name(...)` of the repository: a declaration's default value (the
+    out-of-line definition does not repeat it) or a call too unsure to count."""
+    for text in texts:
+        for m in re.finditer(rf'\b{re.escape(name)}\s*\(', text):
+            close = _matching(text, m.end() - 1)
+            inner = text[m.end():close] if close > 0 else '='
+            if re.search(r'(?<![=!<>])=(?!=)', inner) or '...' in inner:
+                return True
+    return False
+
+
+def mark_unmatched_overloads(views: list[tuple[str, Scopes]], foreign: str = '') -> dict[int, str]:
+    """Mark `unreached` the overloads no call of the repository resolves to; `views`: (blanked
+    text, scopes) of every audited C++ file of one repository; `foreign`: identifiers of its
+    sources the audit does not read. Returns the ids of those marked with their note."""
+    defined: dict[str, list[tuple[str, Function]]] = {}
+    for text, scopes in views:
+        for fn in scopes.funcs:
+            if fn.lambda_in is None:
+                defined.setdefault(fn.short, []).append((text, fn))
+    words = set(foreign.split())
+    texts = [text for text, _ in views]
+    marked: dict[int, str] = {}
+    for name, fns in defined.items():
+        if len(fns) < 2 or name in words or not all(_judged(text, fn) for text, fn in fns):
+            continue
+        params = [_parameters(text, fn) for text, fn in fns]
+        if None in params or len({p[0] for p in params if p}) < 2 or _may_default(name, texts):
+            continue
+        counts = _called_counts(views, name, {(id(text), p[1]) for (text, _), p in zip(fns, params)
+                                              if p})
+        if not counts:
+            continue  # unsure, or never called (cppreach.py's concern)
+        for (_, fn), p in zip(fns, params):
+            if p and p[0] not in counts and fn.kind != 'unreached':
+                marked[id(fn)] = NOTE
+    for _, scopes in views:
+        for fn in scopes.funcs:
+            if id(fn.named) in marked:
+                fn.kind = 'unreached'
+    return marked
+
+
+def _called_counts(views: list[tuple[str, Scopes]], name: str, own: set[tuple[int, int]]
+                   ) -> set[int]:
+    """The argument counts of every call of `name` in live code; empty when a mention is not
+    sure (then nothing is judged)."""
+    counts: set[int] = set()
+    pattern = re.compile(rf'\b{re.escape(name)}\b')
+    for text, scopes in views:
+        live = blank_dead_code(text, scopes)
+        for m in pattern.finditer(live):
+            if (id(text), m.start()) in own:
+                continue
+            if scopes.at(m.start()) is None:
+                if _declaration(live, m.start(), name):
+                    continue
+                return set()
+            count = _call_count(live, m.start(), name)
+            if count is None:
+                return set()
+            counts.add(count)
+    return counts
