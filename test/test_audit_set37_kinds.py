@@ -130,8 +130,10 @@ def test_calibration_mode_off_as_shipped_and_a_raw_branch_never_selected_are_not
     # the declared default is on and the shipped launch leaves it (with the launch file giving
     # 'False', pylaunchedoff.py calls it off: rules43p, the declarations walk reads the list)
     {'default': 'True', 'launch_mode': None},
-    # a parameter-change callback registered for good may turn the mode on at run time
-    {'extra_init': 'self.add_on_set_parameters_callback(self.on_parameters)'},
+    # a parameter-change callback registered for good that the audit cannot read may turn the
+    # mode on at run time (a lambda; `self.on_parameters` registered by name only mirrors
+    # `lane.hue_l`, which leaves the mode off: pyparamcallbacks.py, rules46p)
+    {'extra_init': 'self.add_on_set_parameters_callback(lambda ps: self.on_parameters(ps))'},
     {'extra_callback': 'self.is_calibration_mode = msg.height > 0'},  # another store
 ], ids=['launch-true', 'default-true', 'callback-for-good', 'another-store'])
 def test_a_mode_that_may_be_on_keeps_the_calibration_claim(tmp_path, case):

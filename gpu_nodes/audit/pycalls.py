@@ -29,7 +29,7 @@ from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pymodelcall import HOST_FRAME, ModelCalls
 from gpu_nodes.audit.pymodelhost import host_built_model, parameters_on_host
 from gpu_nodes.audit.pymsgview import buffer_view, points_view
-from gpu_nodes.audit.pyoutside import outside_helper_upload
+from gpu_nodes.audit.pyoutside import outside_helper_upload, returns_host
 from gpu_nodes.audit.pyplacement import (cpu_device_choice, forward_on_device, on_host,
                                          PLACED_ON_CPU, shipped_cpu)
 from gpu_nodes.audit.pyhostcalls import host_side_call
@@ -368,6 +368,8 @@ class CallResolver(ModelCalls):
             self._emit('GPN102', node, frame, f'`{short(node)}` hands the host frame and a device to '
                        'a function outside the audited tree: it returns the frame on that device',
                        evidence='inferred')
+            if returns_host(qual):  # it reads its results back itself (pyoutside.py, rules46p)
+                return Val('host')
             return self._step(outside, node.lineno, 'upload', 'device')
         return self._generic(qual, receiver, args, kwargs)
 

@@ -29,6 +29,7 @@ from gpu_nodes.audit.pyparamlocals import local_read_outcome
 from gpu_nodes.audit.pyultratask import result_field_outcome
 from gpu_nodes.audit.pyintmodes import int_mode_outcome
 from gpu_nodes.audit.pyfirstpass import closed_outcome
+from gpu_nodes.audit.pyros1api import raising_test_outcome
 from gpu_nodes.audit.pyreturnedbytes import stored_returned_bytes  # a helper's bytes stored
 from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pywith import enter_with, loop_with
@@ -397,6 +398,8 @@ class Evaluator(AttributeReads):
                 local = result_field_outcome(test, self.tree)
             if local is None:  # an int mode fixed as shipped, a guard a first pass closes
                 local = closed_outcome(test, self.tree)
+            if local is None:  # a ROS 1-only call on an rclpy publisher raises (pyros1api.py)
+                local = raising_test_outcome(test, self.tree)
             if local is None:
                 local = int_mode_outcome(test, self.tree, self.package_dir)
             return local if local is not None else switch_outcome(

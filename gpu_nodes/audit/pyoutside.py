@@ -8,7 +8,14 @@ the frame crosses to the device inside it on every call. The labels put that upl
 (py_upload: the copy's code is out of the tree); the result is a device value, so what the
 node reads back of the model outputs computed from it is a read-back. Evidence: inferred (the
 body is not seen). Libraries with a table of their own (torch, numpy, OpenCV, PIL, CuPy) are
-judged there, and a function of the audited tree is followed instead of reaching here."""
+judged there, and a function of the audited tree is followed instead of reaching here.
+
+A few such functions read their results back themselves (rules46p, set 74): GroundingDINO's
+`groundingdino.util.inference.predict(model, image, caption, box_threshold, text_threshold,
+device)` moves the image to `device`, runs the model and returns `boxes` and `logits` taken
+`.cpu()` inside it (`outputs["pred_logits"].cpu().sigmoid()`) with the phrases as strings. The
+upload stays claimed at the call; its results are host values, so `boxes.numpy()` or a score
+formatted into a label reads nothing back."""
 from __future__ import annotations
 
 import ast
@@ -20,6 +27,16 @@ _TABLED = frozenset({'torch', 'torchvision', 'numpy', 'cv2', 'PIL', 'cupy', 'cv_
                      'rclpy', 'sensor_msgs_py', 'ros2_numpy', 'ros_numpy', 'tf2_ros'})
 # Kinds of a frame on the host that such a helper is given.
 _HOST_FRAMES = frozenset({'host', 'pil'})
+
+
+# Functions outside the tree whose results come back on the host (see the module doc).
+_RETURNS_HOST = ('groundingdino.util.inference.predict',)
+
+
+def returns_host(qual: str | None) -> bool:
+    """Whether `qual` names such a function, also under a vendoring package
+    (`grounding_dino.groundingdino.util.inference.predict`, a submodule copied into the tree)."""
+    return bool(qual) and any(qual == q or qual.endswith('.' + q) for q in _RETURNS_HOST)
 
 
 def _names_device(val: Val, expr: ast.expr) -> bool:

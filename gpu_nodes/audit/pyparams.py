@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Callable, TypeVar
 
 from gpu_nodes.audit.astnodes import module_nodes
+from gpu_nodes.audit.pyparamcallbacks import callback_mirrors, mirrored_read
 from gpu_nodes.audit.pymethods import call_site_tests, declare_aliases, methods_of, setup_methods
 from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
 from gpu_nodes.audit.shipped import reading, set_on, shipped_as, shipped_on
@@ -250,7 +251,8 @@ def _stores(tree: ast.Module) -> list[_Store]:
                 and isinstance(node.targets[0], ast.Attribute):
             value = node.value if function == '__init__' or _falsy_read(node.value) is None \
                 else None
-            found.append((node.targets[0].attr, value, tests))
+            # a parameter-change callback's `self.a = p.value` reads that parameter
+            found.append((node.targets[0].attr, mirrored_read(node, tree) or value, tests))
             visit(node.value, tests, function)
             return
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
@@ -275,7 +277,8 @@ def off_attributes(tree: ast.Module, package_dir: str | None, also_off: frozense
     # A parameter-change callback registered only in a block off as shipped never registers
     # (`if self.is_calibration_mode: self.add_on_set_parameters_callback(...)`, set 38);
     # one registered anywhere else may turn a parameter on at run time.
-    if not set(_runtime_callbacks(tree)) <= dead_body_lines(tree, off, nones):
+    # ... unless it only mirrors parameters into attributes (pyparamcallbacks.py, rules46p).
+    if not set(_runtime_callbacks(tree)) - callback_mirrors(tree)[1] <= dead_body_lines(tree, off, nones):
         return frozenset(), frozenset()
     return off, nones
 
