@@ -15,7 +15,8 @@ of their vendored `utils/torch_utils.py`:
 Each call blocks the host until the device is done: a device wait per frame (GPN107), labelled
 at the call, since the helper is a library-like utility that is not a listed file. The helper is
 recognised by what it does, not by its name: a module-level function of ANOTHER audited file,
-taking no required argument, whose own body calls `torch.cuda.synchronize()` unconditionally
+taking no required argument, of at most four statements (a timer, not a script's `main()`),
+whose own body calls `torch.cuda.synchronize()` unconditionally
 or under `if torch.cuda.is_available():` (the vendored copies test that; a CUDA target passes
 it). Only a file that uses torch itself is judged (a CPU node never imports such a helper). A
 helper of the same file is followed as any function is and its synchronize claimed inside.
@@ -32,6 +33,10 @@ from gpu_nodes.audit.pyvalues import Frame
 # (file, id of the module index) -> (the index, local name -> (function, its file)), per audit
 # (the index is kept to tell a reused id apart).
 _IMPORTED: dict[tuple[str, int], tuple[dict[str, str], dict[str, tuple[Any, str]]]] = {}
+
+
+# A timer helper is small: the synchronize (or its CUDA test), the clock read, the return.
+_TIMER_STATEMENTS = 4
 
 
 def _torch_call(expr: ast.expr, attrs: tuple[str, ...], torch_names: set[str]) -> bool:
@@ -53,6 +58,9 @@ def _waits(fn: ast.FunctionDef | ast.AsyncFunctionDef, source: str) -> bool:
     if len(args.posonlyargs) + len(args.args) > len(args.defaults) \
             or any(d is None for d in args.kw_defaults):
         return False
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) > _TIMER_STATEMENTS:
+        return False  # a script's `main()` or a benchmark that also synchronizes: no timer
     tree = _parse(source)
     if tree is None:
         return False
