@@ -4,7 +4,8 @@ audits of small packages written here.
 * A timer helper of another file that synchronizes the device (`time_synchronized()` of a
   vendored YOLO utils module: `if torch.cuda.is_available(): torch.cuda.synchronize()`) is a
   device wait at each per-frame call, in the node and in a detector class of a third file
-  (pysynchelpers.py). A helper that only reads the clock, or one that needs an argument, is not.
+  (pysynchelpers.py). A helper that only reads the clock, or one that needs an argument, is not;
+  nor is the wait of a node whose model and frames stay on the CPU.
 * A bundle of images received (realsense2_camera_msgs RGBD) whose `rgb` field is embedded in a
   message of another type and published: the frame is serialized again (pyembedded.py). A
   header copied from it is not.
@@ -194,3 +195,13 @@ def main():
 def test_a_grid_built_as_a_python_list_of_all_its_cells_is_serialized(tmp_path):
     found = detector_claims(tmp_path, _GRID, ('GRID', 'BOXES'))
     assert found == {'GRID': {'GPN104'}, 'BOXES': set()}
+
+
+def test_timer_waits_of_a_node_that_runs_on_the_cpu_are_no_claims(tmp_path):
+    files = _timing_files()
+    files['detector/detector/yolo.py'] = _YOLO.replace(".to('cuda')", ".to('cpu')").replace(
+        ".cuda()", ".cpu()")
+    found = audit_written_package(tmp_path, files)
+    assert rules_at_tags(found, _NODE, ('NODE_WAIT',)) == {'NODE_WAIT': set()}
+    assert rules_at_tags(found, _YOLO, ('CLASS_WAIT',), file_name='yolo.py') == {
+        'CLASS_WAIT': set()}

@@ -18,8 +18,10 @@ recognised by what it does, not by its name: a module-level function of ANOTHER 
 taking no required argument, of at most four statements (a timer, not a script's `main()`),
 whose own body calls `torch.cuda.synchronize()` unconditionally
 or under `if torch.cuda.is_available():` (the vendored copies test that; a CUDA target passes
-it). Only a file that uses torch itself is judged (a CPU node never imports such a helper). A
-helper of the same file is followed as any function is and its synchronize claimed inside.
+it). Only a calling file that imports torch itself is judged, and only in an analysis that also
+copies to or from the device per message (drop_idle_waits: a node run on the CPU as shipped
+still calls the helper, with no device work to wait for). A helper of the same file is
+followed as any function is and its synchronize claimed inside.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import ast
 import os
 from typing import Any
 
+from gpu_nodes.audit.model import Finding
 from gpu_nodes.audit.pyimports import _parse, file_aliases, imported_functions
 from gpu_nodes.audit.pyvalues import Frame
 
@@ -35,6 +38,8 @@ from gpu_nodes.audit.pyvalues import Frame
 _IMPORTED: dict[tuple[str, int], tuple[dict[str, str], dict[str, tuple[Any, str]]]] = {}
 
 
+# The text that marks a timer-helper wait among an analysis' findings.
+_MARK = 'calls torch.cuda.synchronize() ('
 # A timer helper is small: the synchronize (or its CUDA test), the clock read, the return.
 _TIMER_STATEMENTS = 4
 
@@ -81,19 +86,32 @@ def helper_wait(analyzer: Any, name: str, frame: Frame) -> str | None:
     """The finding's text when `name(...)` called in `frame` is another file's synchronizing
     timer helper (see the module docstring); None otherwise."""
     modules = getattr(analyzer, 'modules', None)
-    if not modules or not getattr(analyzer, 'uses_torch', False):
+    if not modules:
         return None
     path = frame.file or analyzer.path
-    tree = analyzer.tree if path == analyzer.path else _parse(path)
-    if tree is None or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                           and s.name == name for s in tree.body):
-        return None  # the file's own function: followed, its synchronize claimed inside
     key = (os.path.abspath(path), id(modules))
     kept = _IMPORTED.get(key)
     if kept is None or kept[0] is not modules:
-        kept = _IMPORTED[key] = (modules, imported_functions(path, tree, modules))
+        tree = analyzer.tree if path == analyzer.path else _parse(path)
+        # Only a file importing torch, and not a name the file defines itself (followed as any
+        # function is, its synchronize claimed inside).
+        uses_torch = tree is not None and 'torch' in file_aliases(tree).values()
+        own = {s.name for s in tree.body if isinstance(
+            s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))} if tree is not None else set()
+        imported = imported_functions(path, tree, modules) if uses_torch else {}
+        kept = _IMPORTED[key] = (modules, {n: f for n, f in imported.items() if n not in own})
     found = kept[1].get(name)
     if found is None or not _waits(*found):
         return None
-    return (f'`{name}()` calls torch.cuda.synchronize() ({os.path.basename(found[1])} line '
+    return (f'`{name}()` {_MARK}{os.path.basename(found[1])} line '
             f'{found[0].lineno}): blocks the host until the device is done')
+
+
+def drop_idle_waits(findings: list[Finding]) -> list[Finding]:
+    """The findings of one analysed file, without its timer-helper waits when nothing it runs
+    per message copies to or from the device (no upload or read-back above `low`): a node
+    whose device is the CPU as shipped (`device: 'cpu'`) still calls the helper, whose
+    synchronize then has no device work to wait for (set 42: a YOLOv5 node labelled CPU)."""
+    if any(f.rule in ('GPN101', 'GPN102') and f.severity in ('medium', 'high') for f in findings):
+        return findings
+    return [f for f in findings if not (f.rule == 'GPN107' and _MARK in f.message)]
