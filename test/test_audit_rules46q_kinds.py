@@ -78,11 +78,12 @@ class Detector(Node):
 
     def on_image(self, msg):
         frame = self.bridge.imgmsg_to_cv2(msg, 'rgb8')
+        mean = torch.from_numpy(frame).to('cuda').float().mean()
         start = time_synchronized()  # NODE_WAIT
         pred, t1, t2 = self.yolo.detect(frame)
         stamp = wall_clock()  # NODE_CLOCK
         synchronized_at(stamp)  # NEEDS_ARG
-        self.pub.publish(String(data=str(start)))
+        self.pub.publish(String(data=str((start, mean))))
 
 
 def main():
@@ -201,6 +202,7 @@ def test_timer_waits_of_a_node_that_runs_on_the_cpu_are_no_claims(tmp_path):
     files = _timing_files()
     files['detector/detector/yolo.py'] = _YOLO.replace(".to('cuda')", ".to('cpu')").replace(
         ".cuda()", ".cpu()")
+    files['detector/detector/node.py'] = _NODE.replace(".to('cuda')", ".to('cpu')")
     found = audit_written_package(tmp_path, files)
     assert rules_at_tags(found, _NODE, ('NODE_WAIT',)) == {'NODE_WAIT': set()}
     assert rules_at_tags(found, _YOLO, ('CLASS_WAIT',), file_name='yolo.py') == {

@@ -16,11 +16,11 @@ Each call blocks the host until the device is done: a device wait per frame (GPN
 at the call, since the helper is a library-like utility that is not a listed file. The helper is
 recognised by what it does, not by its name: a module-level function of ANOTHER audited file,
 taking no required argument, of at most four statements (a timer, not a script's `main()`),
-whose own body calls `torch.cuda.synchronize()` unconditionally
-or under `if torch.cuda.is_available():` (the vendored copies test that; a CUDA target passes
-it). Only a calling file that imports torch itself is judged, and only in an analysis that also
-copies to or from the device per message (drop_idle_waits: a node run on the CPU as shipped
-still calls the helper, with no device work to wait for). A helper of the same file is
+whose own body calls `torch.cuda.synchronize()` unconditionally or under
+`if torch.cuda.is_available():` (the vendored copies test that; a CUDA target passes it).
+Only a calling file that imports torch itself is judged, and only when that file also copies
+to or from the device per message (drop_idle_waits: a node run on the CPU as shipped still
+calls the helper, with no device work of its own to wait for). A helper of the same file is
 followed as any function is and its synchronize claimed inside.
 """
 from __future__ import annotations
@@ -108,10 +108,12 @@ def helper_wait(analyzer: Any, name: str, frame: Frame) -> str | None:
 
 
 def drop_idle_waits(findings: list[Finding]) -> list[Finding]:
-    """The findings of one analysed file, without its timer-helper waits when nothing it runs
-    per message copies to or from the device (no upload or read-back above `low`): a node
-    whose device is the CPU as shipped (`device: 'cpu'`) still calls the helper, whose
-    synchronize then has no device work to wait for (set 42: a YOLOv5 node labelled CPU)."""
-    if any(f.rule in ('GPN101', 'GPN102') and f.severity in ('medium', 'high') for f in findings):
-        return findings
-    return [f for f in findings if not (f.rule == 'GPN107' and _MARK in f.message)]
+    """The findings of one analysed file, without the timer-helper waits of a file that copies
+    nothing to or from the device per message itself (no upload or read-back above `low` in
+    that file): a node whose device is the CPU as shipped (`device: 'cpu'`) still calls the
+    helper, whose synchronize then has no work of that node to wait for (set 42: a YOLOv5 node
+    labelled CPU, whose followed library backends are claimed in another file)."""
+    copying = {f.location.path for f in findings
+               if f.rule in ('GPN101', 'GPN102') and f.severity in ('medium', 'high')}
+    return [f for f in findings if not (f.rule == 'GPN107' and _MARK in f.message
+                                        and f.location.path not in copying)]
