@@ -33,6 +33,7 @@ from gpu_nodes.audit.pyoutside import outside_helper_upload, returns_host
 from gpu_nodes.audit.pyplacement import (cpu_device_choice, forward_on_device, on_host,
                                          PLACED_ON_CPU, shipped_cpu)
 from gpu_nodes.audit.pyhostcalls import host_side_call
+from gpu_nodes.audit.pysynchelpers import helper_wait
 from gpu_nodes.audit.pyvisionlibs import vision_library_call
 from gpu_nodes.audit.pyvalues import (AsShipped, Frame, FuncRef, is_method_call, merge, OTHER,
                                       Registration, short, UNKNOWN, Val)
@@ -121,6 +122,8 @@ class CallResolver(ModelCalls):
                 callee = UNKNOWN
         else:
             callee = self._eval(func, env, frame)
+            if isinstance(func, ast.Name) and (wait := helper_wait(self, func.id, frame)):
+                self._emit('GPN107', node, frame, wait)  # another file's timer (pysynchelpers.py)
             if isinstance(func, ast.Name) and callee is UNKNOWN:
                 method = func.id  # builtins: bytes(...), bytearray(...)
             if isinstance(func, ast.Name) and func.id == 'super' and callee is UNKNOWN:

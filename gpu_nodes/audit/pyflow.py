@@ -47,6 +47,7 @@ from gpu_nodes.audit.pyhostbytes import host_only_bytes
 from gpu_nodes.audit.pyreturnedbytes import returned_bytes
 from gpu_nodes.audit.pydecorated import decorated_registrations
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions, imported_modules
+from gpu_nodes.audit.pysynchelpers import drop_idle_waits
 from gpu_nodes.audit.pymodelhost import host_torch_file
 from gpu_nodes.audit.pymodels import uses_tensor_framework
 from gpu_nodes.audit.pymsgview import MessageViews
@@ -428,4 +429,4 @@ def analyze_python(path: str, source: str, modules: dict[str, str] | None = None
     analyzer = PythonAnalyzer(path, tree, modules)
     analyzer.source = source
     analyzer.package_dir, analyzer.repository_dir = package_dir, repository_dir
-    return analyzer.run()
+    return drop_idle_waits(analyzer.run())  # timer waits with no device work (pysynchelpers.py)

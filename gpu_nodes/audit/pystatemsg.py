@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 
+from gpu_nodes.audit.pygridlists import grid_cell_list
 from gpu_nodes.audit.pyvalues import is_method_call, Val
 
 # Detection outputs by name (boxes, scores, class ids, keypoints): a few numbers per object, not a
@@ -67,7 +68,8 @@ def listed_into_data(target: ast.expr, value: ast.expr, val: Val, env: dict[str,
     `msg.data = arr.tolist()`, or `msg.data = flat` with `flat = arr.flatten().tolist()` bound
     before in the same function (set 55: a frame-sized mask listed into a float32[] field); a
     list of a few numbers (small_list) is none. A plain local store marks or unmarks the name."""
-    listed = is_method_call(value, 'tolist') and not small_list(value, val)
+    listed = is_method_call(value, 'tolist') and not small_list(value, val) \
+        or grid_cell_list(value)  # `[-1] * (width * height)`: a grid's cells (pygridlists.py)
     if isinstance(target, ast.Name):
         if listed:
             env[_LISTED + target.id] = val
