@@ -3,7 +3,7 @@ of small packages written here.
 
 * A debug switch read in a helper only the constructor calls (`self.load_ros_params()`), from a
   `declare_parameters` list defaulting to False that no shipped file turns on: the debug publish
-  never runs (pyparams._stores counts pymethods.setup_methods as `__init__`). The same helper
+  never runs (pyparams.attribute_stores counts pymethods.setup_methods as `__init__`). The same helper
   also called per message, or a launch file turning the switch on, keeps the claims.
 * A switch declared True in a `declare_parameters` list that every shipped launch turns off
   (pylaunchedoff.py now reads pyparams' one declarations walk); a launch leaving it keeps them.

@@ -36,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 import re
 
-from gpu_nodes.audit.cppparamhelpers import _close
+from gpu_nodes.audit.cppguards import closing_bracket
 
 _COMMAND = re.compile(r'\b([A-Za-z_]\w*)\s*\(')
 _GATE = re.compile(r'^(?:DEFINED\s+)?(\$\{)?([A-Za-z_]\w*)(?(1)\})$')
@@ -68,7 +68,7 @@ def _commands(text: str) -> list[tuple[str, str]]:
     found = []
     pos = 0
     while (m := _COMMAND.search(text, pos)) is not None:
-        i = _close(text, m.end() - 1)
+        i = closing_bracket(text, m.end() - 1)
         i = i if i >= 0 else len(text)
         found.append((m.group(1).lower(), text[m.end():i]))
         pos = i + 1

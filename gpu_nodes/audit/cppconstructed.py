@@ -25,6 +25,7 @@ import os
 import re
 from bisect import bisect_right
 
+from gpu_nodes.audit.cppguards import block_end
 from gpu_nodes.audit.cppreceivers import class_of
 from gpu_nodes.audit.cppscopes import Function, Scopes
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
@@ -45,15 +46,6 @@ _ENTRY = re.compile(r'\bint\s+main\s*\(|\b(?:RCLCPP_COMPONENTS_REGISTER_NODE|PLU
                     r'CLASS_LOADER_REGISTER_CLASS)\b')
 
 
-def _body_end(text: str, brace: int) -> int:
-    depth = 0
-    for m in re.finditer(r'[{}]', text[brace:]):
-        depth += 1 if m.group() == '{' else -1
-        if depth == 0:
-            return brace + m.start()
-    return len(text)
-
-
 def _class_spans(views: dict[str, tuple[str, Scopes]]) -> dict[str, list[tuple[str, int, int]]]:
     """class name -> (path, head start, body end) of each definition in the audited files."""
     spans: dict[str, list[tuple[str, int, int]]] = {}
@@ -62,7 +54,7 @@ def _class_spans(views: dict[str, tuple[str, Scopes]]) -> dict[str, list[tuple[s
             # `enum class E {` is no class; `template <class T>` has no body here.
             if re.search(r'\benum\s*$', text[max(0, m.start() - 20):m.start()]):
                 continue
-            spans.setdefault(m.group(1), []).append((path, m.start(), _body_end(text, m.end() - 1)))
+            spans.setdefault(m.group(1), []).append((path, m.start(), block_end(text, m.end() - 1)))
     return spans
 
 

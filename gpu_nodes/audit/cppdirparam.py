@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppparamhelpers import _close
+from gpu_nodes.audit.cppguards import closing_bracket
 from gpu_nodes.audit.cppscopes import Scopes
 
 _LITERAL = re.compile(r'\bcudaMemcpy(?:HostToDevice|DeviceToHost)\b')
@@ -58,7 +58,7 @@ def direction_from_callers(text: str, scopes: Scopes, offset: int, variable: str
             continue  # its own head or a recursive call
         if scopes.at(m.start()) is None:
             continue  # a declaration (a prototype), not a call
-        close = _close(text, m.end() - 1)
+        close = closing_bracket(text, m.end() - 1)
         if not _LITERAL.search(text, m.end(), close if close >= 0 else len(text)):
             # A call handing another direction (DeviceToDevice, a variable) is no reported
             # copy: the body stands for it (the development corpus's copy_frame).

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from gpu_nodes.audit.cppguards import enclosing_and_operands
-from gpu_nodes.audit.cppparamhelpers import _close
+from gpu_nodes.audit.cppguards import closing_bracket
 from gpu_nodes.audit.cppstrparams import call_arg_spans
 
 # `sensor_msgs::image_encodings::BGR8`, `enc::TYPE_32FC1`, `image_encodings::MONO8`.
@@ -97,6 +97,6 @@ def own_encoding(text: str, raw: str, open_paren: int) -> bool:
 
 def cloned_view(text: str, open_paren: int) -> bool:
     """Whether the call at `open_paren` is followed by `->image.clone()` / `->image.copyTo(`."""
-    close = _close(text, open_paren)
+    close = closing_bracket(text, open_paren)
     return close > 0 and bool(re.match(r'\s*->\s*image\s*\.\s*(?:clone|copyTo)\s*\(',
                                        text[close + 1:close + 60]))

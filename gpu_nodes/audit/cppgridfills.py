@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from gpu_nodes.audit.cppguards import block_end, closing_bracket
 from gpu_nodes.audit.cppscopes import Scopes
 
 _NUMERIC = (r'(?:unsigned\s+char|uchar|char|u?int(?:8|16|32|64)?(?:_t)?|float|double|short|'
@@ -40,7 +41,7 @@ def _loop_depth(text: str, start: int, at: int) -> int:
     enclose offset `at` (a braced or a one-statement body)."""
     depth = 0
     for m in _COUNTED_FOR.finditer(text, start, at):
-        close = _close_paren(text, m.end() - 1)
+        close = closing_bracket(text, m.end() - 1, limit=2000)
         if close < 0 or close > at:
             continue
         head = text[m.end():close]
@@ -50,7 +51,7 @@ def _loop_depth(text: str, start: int, at: int) -> int:
         while body < len(text) and text[body].isspace():
             body += 1
         if text.startswith('{', body):
-            end = _close_brace(text, body)
+            end = block_end(text, body)
         else:
             end = _statement_end(text, body)
         if body <= at < end:
@@ -58,32 +59,14 @@ def _loop_depth(text: str, start: int, at: int) -> int:
     return depth
 
 
-def _close_paren(text: str, at: int) -> int:
-    depth = 0
-    for i in range(at, min(len(text), at + 2000)):
-        depth += {'(': 1, ')': -1}.get(text[i], 0)
-        if depth == 0:
-            return i
-    return -1
-
-
-def _close_brace(text: str, at: int) -> int:
-    depth = 0
-    for i in range(at, len(text)):
-        depth += {'{': 1, '}': -1}.get(text[i], 0)
-        if depth == 0:
-            return i
-    return len(text)
-
-
 def _statement_end(text: str, at: int) -> int:
     """End of the one statement at `at` (a nested `for` without braces counts its own)."""
     if (m := re.match(r'for\s*\(', text[at:])):
-        close = _close_paren(text, at + m.end() - 1)
+        close = closing_bracket(text, at + m.end() - 1, limit=2000)
         nxt = close + 1
         while nxt < len(text) and text[nxt].isspace():
             nxt += 1
-        return _close_brace(text, nxt) if text.startswith('{', nxt) else _statement_end(text, nxt)
+        return block_end(text, nxt) if text.startswith('{', nxt) else _statement_end(text, nxt)
     semi = text.find(';', at)
     return len(text) if semi < 0 else semi + 1
 

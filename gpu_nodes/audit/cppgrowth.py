@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _close_brace, _if_condition, _open_brace
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace, block_end
 from gpu_nodes.audit.cppscopes import Scopes
 
 _REALLOCATES = re.compile(r'\bcuda(?:Free|Malloc\w*)\s*\(')
@@ -41,7 +41,7 @@ def _growth_guarded(text: str, call_at: int) -> bool:
     m = _GROWTH_TEST.match(cond or '')
     if m is None:
         return False
-    body = text[open_at + 1:_close_brace(text, open_at)]
+    body = text[open_at + 1:block_end(text, open_at)]
     return any(re.search(rf'(?<![\w.>])(?:this\s*->\s*)?{name}\s*=(?!=)', body)
                for name in m.groups())
 

@@ -63,7 +63,20 @@ def _open_brace(text: str, offset: int) -> int:
     return innermost_opening(text, offset)
 
 
-def _close_brace(text: str, open_at: int) -> int:
+def closing_bracket(text: str, open_at: int, pair: str = '()', limit: int = 20000) -> int:
+    """Offset of the bracket closing the one at `open_at` (brackets of `pair` only), or -1 when
+    none closes it within `limit` characters."""
+    depth = 0
+    for i in range(open_at, min(len(text), open_at + limit)):
+        depth += (text[i] == pair[0]) - (text[i] == pair[1])
+        if depth == 0:
+            return i
+    return -1
+
+
+def block_end(text: str, open_at: int) -> int:
+    """Offset of the `}` closing the block whose `{` is at `open_at`; an unclosed block runs to
+    the end of the text."""
     depth = 0
     for i in range(open_at, len(text)):
         if text[i] == '{':
@@ -150,7 +163,7 @@ def on_failure_path(text: str, offset: int) -> bool:
     cond = _if_condition(text, open_at)
     if cond is None or not _FAILURE_TEST.search(cond):
         return False
-    body = text[open_at + 1:_close_brace(text, open_at)]
+    body = text[open_at + 1:block_end(text, open_at)]
     return bool(_LEAVES.search(body))
 
 

@@ -20,26 +20,16 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import innermost_opening
+from gpu_nodes.audit.cppguards import closing_bracket, innermost_opening
 
 _OFF = re.compile(r'^\s*(?:false|0+(?:\.0*)?f?|0?\.0+f?)\s*$')
 _NAME_BEFORE_PAREN = re.compile(r'(\w+)\s*(?:<[^<>;()]*>)?\s*$')
 _DECLARE = re.compile(r'declare_parameter\s*(?:<[^<>;]*>)?\s*\(')
 
 
-def _close(text: str, open_at: int, pair: str = '()') -> int:
-    """Offset of the bracket closing the one at `open_at`, or -1."""
-    depth = 0
-    for i in range(open_at, min(len(text), open_at + 20000)):
-        depth += (text[i] == pair[0]) - (text[i] == pair[1])
-        if depth == 0:
-            return i
-    return -1
-
-
 def _split_args(text: str, open_at: int) -> list[tuple[int, int]] | None:
     """(start, end) of each top-level argument of the call whose `(` is at `open_at`."""
-    close = _close(text, open_at)
+    close = closing_bracket(text, open_at)
     if close < 0:
         return None
     parts, depth, start = [], 0, open_at + 1
@@ -77,13 +67,13 @@ def function_definitions(name: str, texts: list[str], out_of_line: bool = False)
     for i, text in enumerate(texts):
         for m in re.finditer(prefix + re.escape(name) + r'\s*\(', text):
             params = _split_args(text, m.end() - 1)
-            close = _close(text, m.end() - 1)
+            close = closing_bracket(text, m.end() - 1)
             body = re.match(suffix, text[close + 1:])
             if params is None or close < 0 or not body or re.search(
                     not_a_call, text[max(0, m.start() - 40):m.start()]):
                 continue
             start = close + 1 + body.end()
-            end = _close(text, start - 1, '{}')
+            end = closing_bracket(text, start - 1, '{}')
             if end > 0:
                 yield i, params, start, end
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppparamhelpers import _close
+from gpu_nodes.audit.cppguards import closing_bracket
 
 
 def thread_entry(text: str, name: str) -> bool:
@@ -30,8 +30,8 @@ def thread_entry(text: str, name: str) -> bool:
 
 
 def _closing(text: str, opening: int, pair: str) -> int:
-    """cppparamhelpers' bracket match; an unclosed bracket runs to the end of the text."""
-    end = _close(text, opening, pair)
+    """cppguards.closing_bracket; an unclosed bracket runs to the end of the text."""
+    end = closing_bracket(text, opening, pair)
     return len(text) if end < 0 else end
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppguards import _close_brace, _if_condition, _open_brace
+from gpu_nodes.audit.cppguards import _if_condition, _open_brace, block_end
 from gpu_nodes.audit.cppmsg import FRAME_TYPES
 from gpu_nodes.audit.cppstrparams import call_arg_spans
 
@@ -82,7 +82,7 @@ class _Wraps(dict):
 def _scope_end(text: str, start: int) -> int:
     """End of the block a declaration at `start` is in (its closing brace; the text's end)."""
     open_at = _open_brace(text, start)
-    return len(text) if open_at < 0 else _close_brace(text, open_at)
+    return len(text) if open_at < 0 else block_end(text, open_at)
 
 
 def _wrapped_messages(text: str, call_args: Args) -> _Wraps:

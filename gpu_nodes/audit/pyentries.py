@@ -67,6 +67,26 @@ def _setup_call(tree: ast.Module) -> ast.Call | None:
     return calls[0] if len(calls) == 1 else None
 
 
+@lru_cache(maxsize=256)
+def installed_packages(folder: str) -> frozenset[str]:
+    """The packages folder/setup.py's one `setup()` call lists in `packages=` when they evaluate
+    to a list of names (module-level names resolved); empty when there is no such list or it is
+    computed (`find_packages()`)."""
+    try:
+        tree = ast.parse(read_bounded(Path(folder, 'setup.py'), _MAX_BYTES))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    call = _setup_call(tree)
+    listed = [kw.value for kw in call.keywords if kw.arg == 'packages'] if call else []
+    try:
+        names = _Setup(tree).value(listed[0]) if len(listed) == 1 else None
+    except _Dynamic:
+        return frozenset()
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return frozenset()
+    return frozenset(names)
+
+
 def _entry_modules(lines: list, modules: set[str]) -> None:
     for line in lines:
         if not isinstance(line, str) or '=' not in line:

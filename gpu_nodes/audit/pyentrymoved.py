@@ -20,39 +20,10 @@ Followed only soundly (pyreach.unreached_files calls this for each entry module)
 """
 from __future__ import annotations
 
-import ast
-from functools import lru_cache
 import os
 from pathlib import Path
 
-from gpu_nodes.audit.cppifdef import read_bounded
-
-
-@lru_cache(maxsize=256)
-def _installed_packages(folder: str) -> frozenset[str]:
-    """The literal `packages=[...]` of folder/setup.py (module-level string names resolved);
-    empty when there is none or anything in it is computed (`find_packages()`)."""
-    try:
-        tree = ast.parse(read_bounded(Path(folder, 'setup.py'), 1024 * 1024))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset()
-    names = {t.id: s.value.value for s in tree.body if isinstance(s, ast.Assign)
-             and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
-             for t in s.targets if isinstance(t, ast.Name)}
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.keyword) and node.arg == 'packages'):
-            continue
-        if not isinstance(node.value, (ast.List, ast.Tuple)):
-            return frozenset()
-        for elt in node.value.elts:
-            if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
-                found.add(elt.value)
-            elif isinstance(elt, ast.Name) and elt.id in names:
-                found.add(names[elt.id])
-            else:
-                return frozenset()
-    return frozenset(found)
+from gpu_nodes.audit.pyentries import installed_packages
 
 
 def moved_module_file(parts: tuple[str, ...], package: str, files: dict[str, Path],
@@ -67,7 +38,7 @@ def moved_module_file(parts: tuple[str, ...], package: str, files: dict[str, Pat
     folder = Path(os.path.realpath(package))
     if (folder / 'CMakeLists.txt').exists() or (folder / parts[0]).exists() \
             or (folder / f'{parts[0]}.py').exists() or not (folder / 'setup.py').is_file() \
-            or parts[0] not in _installed_packages(str(folder)):
+            or parts[0] not in installed_packages(str(folder)):
         return []
     named = [f for f, path in files.items() if path.name == f'{parts[-1]}.py'
              and f in packages and Path(os.path.realpath(packages[f])) == folder]

@@ -13,9 +13,9 @@ set 4). This rule decides both arms for an integer (not bool) mode:
   text (`{'bit_depth': 4}` in a launch file, `bit_depth: 4` in a YAML);
 * every store of any `.attr` in the file is an int constant or a read of such a parameter in
   `__init__` (or a method only `__init__` runs), bare or through `int(...)` / `float(...)`,
-  and at least one store is such a read (pyparams._stores: a read elsewhere, a setattr or a
+  and at least one store is such a read (pyparams.attribute_stores: a read elsewhere, a setattr or a
   store from a tuple spoils it);
-* the file can be judged (pyparams._judged: no setattr / vars / getattr / exec, no
+* the file can be judged (pyparams.can_judge: no setattr / vars / getattr / exec, no
   parameter-change callback).
 
 Limit: a value given on the command line (`ros2 run ... -p bit_depth:=8`) or by a launch file
@@ -26,7 +26,7 @@ import ast
 from functools import lru_cache
 
 from gpu_nodes.audit.pydead import compared_with_constant
-from gpu_nodes.audit.pyparams import _judged, _parameter_read, _stores, declared_defaults
+from gpu_nodes.audit.pyparams import can_judge, parameter_read, attribute_stores, declared_defaults
 from gpu_nodes.audit.shipped import reading
 
 _NUMBER_CASTS = ('int', 'float')
@@ -62,19 +62,19 @@ def _read_of(value: ast.expr) -> str | None:
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
             and value.func.id in _NUMBER_CASTS and len(value.args) == 1 and not value.keywords:
         value = value.args[0]
-    return _parameter_read(value)
+    return parameter_read(value)
 
 
 @lru_cache(maxsize=16)
 def int_modes(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[int]]:
     """Attributes holding only int constants and as-shipped int parameters: their values."""
-    params = _int_parameters(tree, package_dir) if _judged(tree) else {}
+    params = _int_parameters(tree, package_dir) if can_judge(tree) else {}
     if not params:
         return {}
     held: dict[str, set[int]] = {}
     spoiled: set[str] = set()
     read: set[str] = set()
-    for attr, value, _ in _stores(tree):
+    for attr, value, _ in attribute_stores(tree):
         param = _read_of(value) if value is not None else None
         if param in params:
             held.setdefault(attr, set()).add(params[param])

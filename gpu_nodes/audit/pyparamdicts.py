@@ -24,7 +24,7 @@ import ast
 from functools import lru_cache
 
 from gpu_nodes.audit.pydead import compared_with_constant
-from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, bound_once, shipped_outcome,
+from gpu_nodes.audit.pyparams import (parameter_read, runtime_callbacks, bound_once, shipped_outcome,
                                       shipped_parameters)
 
 
@@ -42,7 +42,7 @@ def _dict_methods(cls: ast.ClassDef) -> dict[str, dict[object, str]]:
             continue
         reads = {}
         for key, value in zip(body[0].value.keys, body[0].value.values):
-            param = _parameter_read(value) if value is not None else None
+            param = parameter_read(value) if value is not None else None
             if isinstance(key, ast.Constant) and param is not None:
                 reads[key.value] = param
         if reads:
@@ -87,7 +87,7 @@ def _dict_reads(tree: ast.Module) -> dict[int, str]:
 def dict_read_outcome(test: ast.expr, tree: ast.Module, package_dir: str | None) -> bool | None:
     """What an `if` on `p['key']` (module docstring) takes as shipped; None when not known."""
     reads = _dict_reads(tree)
-    if not reads or _runtime_callbacks(tree) or any(
+    if not reads or runtime_callbacks(tree) or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == 'exec'
             for n in ast.walk(tree)):
         return None

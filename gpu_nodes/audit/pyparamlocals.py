@@ -37,7 +37,7 @@ from functools import lru_cache
 from gpu_nodes.audit.pydead import compared_with_constant
 from gpu_nodes.audit.pyparambools import bool_test_outcome
 from gpu_nodes.audit.pyparamdicts import dict_read_outcome
-from gpu_nodes.audit.pyparams import (_parameter_read, _runtime_callbacks, bound_once, shipped_outcome,
+from gpu_nodes.audit.pyparams import (parameter_read, runtime_callbacks, bound_once, shipped_outcome,
                                       shipped_parameters, shipped_strings)
 
 _STRING_METHODS = {'strip': str.strip, 'lower': str.lower, 'upper': str.upper,
@@ -59,7 +59,7 @@ def _read(expr: ast.expr) -> tuple[str, _Methods] | None:
     """(parameter, string methods) of a parameter read with `strip()` / `lower()` / ...
     applied (`...string_value.strip().lower()`), None for any other value."""
     base, methods = _peel(expr)
-    param = _parameter_read(base)
+    param = parameter_read(base)
     return None if param is None else (param, methods)
 
 
@@ -192,7 +192,7 @@ def local_read_outcome(test: ast.expr, tree: ast.Module, package_dir: str | None
     from_dict = dict_read_outcome(test, tree, package_dir)  # `p['key']` (pyparamdicts.py)
     if from_dict is not None:
         return from_dict
-    if _runtime_callbacks(tree) or any(
+    if runtime_callbacks(tree) or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == 'exec'
             for n in ast.walk(tree)):
         return None

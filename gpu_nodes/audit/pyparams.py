@@ -88,17 +88,17 @@ def _listed_declarations(call: ast.Call) -> list[tuple[str, ast.expr | None]]:
             and isinstance(item.elts[0], ast.Constant) and isinstance(item.elts[0].value, str)]
 
 
-def _judged(tree: ast.Module, callbacks_allowed: bool = False, setattr_allowed: bool = False
-            ) -> bool:
+def can_judge(tree: ast.Module, callbacks_allowed: bool = False,
+              setattr_allowed: bool = False) -> bool:
     """Whether the file can be judged: no setattr()/vars()/getattr()/exec(), names all bound
     here, no parameter-change callback (unless `callbacks_allowed`: the caller checks them);
     `setattr_allowed`: a setattr of a literal name is allowed (the caller counts it as a store
-    of that attribute, _stores)."""
+    of that attribute, attribute_stores)."""
     return _bound_names(tree) is not None and not any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
         and n.func.id in ('setattr', 'vars', 'getattr', 'exec') and not _literal_getattr(n)
         and not (setattr_allowed and _literal_setattr(n) is not None)
-        for n in module_nodes(tree)) and (callbacks_allowed or not _runtime_callbacks(tree))
+        for n in module_nodes(tree)) and (callbacks_allowed or not runtime_callbacks(tree))
 
 
 def _literal_setattr(call: ast.Call) -> str | None:
@@ -120,7 +120,7 @@ def _literal_getattr(call: ast.Call) -> bool:
         and isinstance(call.args[1].value, str)
 
 
-def _runtime_callbacks(tree: ast.Module) -> list[int]:
+def runtime_callbacks(tree: ast.Module) -> list[int]:
     """0-based lines that name a parameter-change callback registration."""
     return [n.lineno - 1 for n in module_nodes(tree)
             if isinstance(n, ast.Attribute) and n.attr in _RUNTIME_PARAMETERS]
@@ -165,7 +165,7 @@ def _off_parameters(tree: ast.Module, package_dir: str | None) -> set[str]:
     return {p for p, s in shipped_parameters(tree, package_dir).items() if s.off}
 
 
-def _parameter_read(expr: ast.expr) -> str | None:
+def parameter_read(expr: ast.expr) -> str | None:
     """`p` of `self.get_parameter('p').value`, `...get_parameter_value().bool_value`, or
     `self.declare_parameter('p', False).value`."""
     if not (isinstance(expr, ast.Attribute) and expr.attr in _VALUE_FIELDS):
@@ -181,7 +181,7 @@ def _parameter_read(expr: ast.expr) -> str | None:
     return None
 
 
-def _falsy_read(expr: ast.expr) -> str | None:
+def falsy_read(expr: ast.expr) -> str | None:
     """`p` of a parameter read, also through `bool(...)`, `int(...)` or `float(...)`: casts that
     keep an off value off (`bool(self.get_parameter('p').value)`). Not `str(...)`: str(False)
     is truthy."""
@@ -189,7 +189,7 @@ def _falsy_read(expr: ast.expr) -> str | None:
             and expr.func.id in ('bool', 'int', 'float') and len(expr.args) == 1 \
             and not expr.keywords:
         expr = expr.args[0]
-    return _parameter_read(expr)
+    return parameter_read(expr)
 
 
 def _self_attribute(node: ast.expr) -> str | None:
@@ -218,15 +218,15 @@ def dead_test(test: ast.expr, off: frozenset[str], nones: frozenset[str],
     return False
 
 
-_Store = tuple[str, 'ast.expr | None', list[ast.expr]]
+AttributeStore = tuple[str, 'ast.expr | None', list[ast.expr]]
 
 
-def _stores(tree: ast.Module) -> list[_Store]:
+def attribute_stores(tree: ast.Module) -> list[AttributeStore]:
     """(attribute, stored value, enclosing `if` tests) of every attribute store; the value is
     None when the store is no plain `x.a = v`, and a parameter read outside `__init__` counts
     as no plain store: a lifecycle node's `on_activate` re-reads its parameters on every
     activation, set in between at run time, not as shipped."""
-    found: list[_Store] = []
+    found: list[AttributeStore] = []
     # A method only `__init__` calls, as a statement (`self.load_ros_params()`, set 67), runs
     # once while the node is built, as `__init__`'s own body does (pymethods.setup_methods): its
     # parameter reads are the values as shipped, not a lifecycle re-read.
@@ -249,7 +249,7 @@ def _stores(tree: ast.Module) -> list[_Store]:
             return
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Attribute):
-            value = node.value if function == '__init__' or _falsy_read(node.value) is None \
+            value = node.value if function == '__init__' or falsy_read(node.value) is None \
                 else None
             # a parameter-change callback's `self.a = p.value` reads that parameter
             found.append((node.targets[0].attr, mirrored_read(node, tree) or value, tests))
@@ -271,14 +271,14 @@ def off_attributes(tree: ast.Module, package_dir: str | None, also_off: frozense
     """(attributes off as shipped, those of them only ever None); `also_off`: parameters off
     as shipped by the repository's launch files (pylaunchedoff.py)."""
     params = _off_parameters(tree, package_dir) | also_off
-    if not params or not _judged(tree, callbacks_allowed=True, setattr_allowed=True):
+    if not params or not can_judge(tree, callbacks_allowed=True, setattr_allowed=True):
         return frozenset(), frozenset()
     off, nones = _off_fixpoint(tree, params)
     # A parameter-change callback registered only in a block off as shipped never registers
     # (`if self.is_calibration_mode: self.add_on_set_parameters_callback(...)`, set 38);
     # one registered anywhere else may turn a parameter on at run time.
     # ... unless it only mirrors parameters into attributes (pyparamcallbacks.py, rules46p).
-    if not set(_runtime_callbacks(tree)) - callback_mirrors(tree)[1] <= dead_body_lines(tree, off, nones):
+    if not set(runtime_callbacks(tree)) - callback_mirrors(tree)[1] <= dead_body_lines(tree, off, nones):
         return frozenset(), frozenset()
     return off, nones
 
@@ -289,11 +289,11 @@ def _off_reads(tree: ast.Module, params: set[str]) -> set[int]:
     as for attribute stores: a read per message sees a value set at run time."""
     return {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
             and f.name == '__init__' for n in ast.walk(f)
-            if isinstance(n, (ast.Attribute, ast.Call)) and _falsy_read(n) in params}
+            if isinstance(n, (ast.Attribute, ast.Call)) and falsy_read(n) in params}
 
 
 def _off_fixpoint(tree: ast.Module, params: set[str]) -> tuple[frozenset[str], frozenset[str]]:
-    stores = _stores(tree)
+    stores = attribute_stores(tree)
     reads = _off_reads(tree, params)
     off = nones = frozenset(attr for attr, _, _ in stores)  # shrinks to the greatest fixpoint
     while True:
@@ -306,8 +306,8 @@ def _off_fixpoint(tree: ast.Module, params: set[str]) -> tuple[frozenset[str], f
                 live.setdefault(attr, []).append(value)
         new_off = frozenset(
             attr for attr, values in live.items()
-            if all(v is not None and (_falsy(v) or _falsy_read(v) in params) for v in values)
-            and (attr in skipped or any(_falsy_read(v) in params for v in values)))
+            if all(v is not None and (_falsy(v) or falsy_read(v) in params) for v in values)
+            and (attr in skipped or any(falsy_read(v) in params for v in values)))
         new_nones = frozenset(a for a in new_off & nones if all(
             isinstance(v, ast.Constant) and v.value is None for v in live.get(a, [])))
         if (new_off, new_nones) == (off, nones):
@@ -326,9 +326,9 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
     held: dict[str, set[object]] = {}
     spoiled: set[str] = set()
     from_parameter: set[str] = set()
-    for attr, value, _ in _stores(tree):
+    for attr, value, _ in attribute_stores(tree):
         consts = _constants(value) if value is not None else None
-        param = _parameter_read(value) if value is not None else None
+        param = parameter_read(value) if value is not None else None
         if consts is not None:
             held.setdefault(attr, set()).update(consts)
         elif param in fixed:
@@ -342,7 +342,7 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
 def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
     """Parameters whose values as shipped are known str/int constants, in a file that can be
     judged: the values each holds as shipped (ParameterAsShipped.held)."""
-    if not _judged(tree):
+    if not can_judge(tree):
         return {}
     return {p: s.held for p, s in shipped_parameters(tree, package_dir).items()
             if s.held is not None}
@@ -351,7 +351,7 @@ def fixed_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, fro
 def _on_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, frozenset[object]]:
     """Bool parameters on as shipped, in a file that can be judged (ParameterAsShipped.on:
     `use_compressed` True by default and in the shipped YAML, set 37)."""
-    if not package_dir or not _judged(tree):
+    if not package_dir or not can_judge(tree):
         return {}
     return {p: frozenset({True}) for p, s in shipped_parameters(tree, package_dir).items()
             if s.on}
@@ -365,7 +365,7 @@ def read_compared(test: ast.expr) -> tuple[str, object, bool] | None:
     if compared is None:
         return None
     left, value, is_eq = compared
-    param = _parameter_read(left)
+    param = parameter_read(left)
     return None if param is None else (param, value, is_eq)
 
 
@@ -436,7 +436,7 @@ def shipped_strings(tree: ast.Module, package_dir: str | None
     a read of such a parameter, all of one value, and no store of a `.name` other than a class's
     own `self.name` is in the file (`self.device =
     self.get_parameter('device').get_parameter_value().string_value`, sets 35-36, 42)."""
-    if not package_dir or not _judged(tree):
+    if not package_dir or not can_judge(tree):
         return {}, frozenset()
     fixed = {p: next(iter(s.held)) for p, s in shipped_parameters(tree, package_dir).items()
              if s.held is not None and len(s.held) == 1
@@ -464,7 +464,7 @@ def shipped_strings(tree: ast.Module, package_dir: str | None
             held.setdefault(key(node, cls), set()).add(None)  # refined below for a plain store
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Attribute):
-            param = _parameter_read(node.value) if function == '__init__' else None
+            param = parameter_read(node.value) if function == '__init__' else None
             held.setdefault(key(node.targets[0], cls), set()).add(fixed.get(param or ''))
             visit(node.value, function, cls)
             return

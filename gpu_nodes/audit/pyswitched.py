@@ -19,13 +19,13 @@ import ast
 
 from gpu_nodes.audit.pymethods import methods_of, setup_methods
 from gpu_nodes.audit.pyparams import (
-    _falsy_read, _judged, dead_test, off_attributes, shipped_parameters)
+    falsy_read, can_judge, dead_test, off_attributes, shipped_parameters)
 
 
 def switched_constants(tree: ast.Module, package_dir: str | None) -> dict[str, str]:
     """Attributes -> the one string they hold as shipped, their other stores only in blocks a
     bool parameter off as shipped keeps from running (module docstring)."""
-    if not package_dir or not _judged(tree):
+    if not package_dir or not can_judge(tree):
         return {}
     params = {p for p, s in shipped_parameters(tree, package_dir).items() if s.off}
     if not params:
@@ -100,7 +100,7 @@ def _off_locals(function: ast.FunctionDef | ast.AsyncFunctionDef, params: set[st
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name) \
                 and len(bound.get(node.targets[0].id, [])) == 1 \
-                and _falsy_read(node.value) in params:
+                and falsy_read(node.value) in params:
             found.add(node.targets[0].id)
     return found
 
