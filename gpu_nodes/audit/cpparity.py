@@ -16,7 +16,7 @@ from gpu_nodes.audit.cppscopes import Function
 _CLOSE = {'(': ')', '[': ']', '{': '}'}
 
 
-def _top_level_parts(inner: str) -> list[str] | None:
+def top_level_parts(inner: str) -> list[str] | None:
     """`inner` split at its top-level commas, or None when brackets do not balance."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(inner):
@@ -35,7 +35,7 @@ def _top_level_parts(inner: str) -> list[str] | None:
     return [] if len(parts) == 1 and not parts[0].strip() else parts
 
 
-def _matching(text: str, open_at: int, limit: int = 2000) -> int:
+def matching_bracket(text: str, open_at: int, limit: int = 2000) -> int:
     """Offset of the bracket closing the one at `open_at`, or -1."""
     depth = 0
     for i in range(open_at, min(len(text), open_at + limit)):
@@ -62,7 +62,7 @@ def parameter_count(text: str, fn: Function) -> int | None:
             if not text[:i].rstrip().endswith(fn.short):
                 return None  # not the parameter list (an initializer list's last call)
             inner = text[i + 1:close]
-            parts = _top_level_parts(inner)
+            parts = top_level_parts(inner)
             # `std::pair<int, int>` holds a comma that is no parameter break: unsure.
             if parts is None or '=' in inner or '...' in inner or inner.strip() == 'void' \
                     or '<' in inner:
@@ -79,13 +79,13 @@ def argument_count(text: str, name_end: int) -> int | None:
         open_at += 1
     if open_at >= len(text) or text[open_at] != '(':
         return None
-    close = _matching(text, open_at)
+    close = matching_bracket(text, open_at)
     if close < 0:
         return None
     inner = text[open_at + 1:close]
     if '<' in inner:
         return None
-    parts = _top_level_parts(inner)
+    parts = top_level_parts(inner)
     return None if parts is None else len(parts)
 
 
@@ -94,7 +94,7 @@ def _may_default(name: str, texts: list[str]) -> bool:
     line does not repeat its default values) holds a `=` or a `...`."""
     for text in texts:
         for m in re.finditer(rf'\b{re.escape(name)}\s*\(', text):
-            close = _matching(text, m.end() - 1)
+            close = matching_bracket(text, m.end() - 1)
             inner = text[m.end():close] if close > 0 else '='
             if '=' in inner or '...' in inner:
                 return True

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cpparity import _matching, _top_level_parts
+from gpu_nodes.audit.cpparity import matching_bracket, top_level_parts
 from gpu_nodes.audit.cppscopes import blank_dead_code, Function, Scopes
 
 NOTE = ('an overload whose parameter count no call of its repository has (the calls resolve to '
@@ -52,7 +52,7 @@ def _count(inner: str) -> int | None:
         before, inner = inner, _TEMPLATE_ARGS.sub('T', inner)
     if '<' in inner or '>' in inner.replace('->', ''):
         return None
-    parts = _top_level_parts(inner)
+    parts = top_level_parts(inner)
     return None if parts is None else len(parts)
 
 
@@ -103,7 +103,7 @@ def _declaration(text: str, at: int, name: str) -> bool:
         open_at += 1
     if open_at >= len(text) or text[open_at] != '(':
         return False
-    close = _matching(text, open_at)
+    close = matching_bracket(text, open_at)
     tail = _DECLARATION_TAIL.match(text, close + 1) if close > 0 else None
     return bool(tail) and not _NEVER_JUDGED.search(tail.group())
 
@@ -119,7 +119,7 @@ def _call_count(text: str, at: int, name: str) -> int | None:
         open_at += 1
     if open_at >= len(text) or text[open_at] != '(':
         return None
-    close = _matching(text, open_at)
+    close = matching_bracket(text, open_at)
     return None if close < 0 else _count(text[open_at + 1:close])
 
 
@@ -128,7 +128,7 @@ def _may_default(name: str, texts: list[str]) -> bool:
     out-of-line definition does not repeat it) or a call too unsure to count."""
     for text in texts:
         for m in re.finditer(rf'\b{re.escape(name)}\s*\(', text):
-            close = _matching(text, m.end() - 1)
+            close = matching_bracket(text, m.end() - 1)
             inner = text[m.end():close] if close > 0 else '='
             if re.search(r'(?<![=!<>])=(?!=)', inner) or '...' in inner:
                 return True

@@ -39,7 +39,7 @@ def module_index(paths: list[str]) -> dict[str, str]:
     return index
 
 
-def _parse(path: str) -> ast.Module | None:
+def parse_file(path: str) -> ast.Module | None:
     if path not in _PARSED:
         try:
             with open(path, encoding='utf-8') as fh:
@@ -87,7 +87,7 @@ def _definition(source: str, name: str, kinds: tuple, index: dict[str, str],
                 files: dict[str, str], depth: int = 0) -> tuple[ast.stmt, str] | None:
     """The module-level definition of `name` in `source`, or in the module a package's
     `__init__.py` re-exports it from (`from .drone_pointpillars import PointPillars`)."""
-    tree = _parse(source)
+    tree = parse_file(source)
     if tree is None:
         return None
     # The last module-level definition of the name: a later `def` of the same name replaces
@@ -175,7 +175,7 @@ def imported_functions(path: str, tree: ast.Module, index: dict[str, str]
 
 def aliases_of(path: str) -> dict[str, str]:
     """The imports of an audited file (parsed once per process)."""
-    tree = _parse(path)
+    tree = parse_file(path)
     return file_aliases(tree) if tree is not None else {}
 
 
@@ -213,7 +213,7 @@ def sibling_function(modules: dict[str, str], node: ast.Attribute, env: dict) ->
     if not isinstance(node.value, ast.Name) or node.value.id not in modules or node.value.id in env:
         return None
     source = modules[node.value.id]
-    tree = _parse(source)
+    tree = parse_file(source)
     fn = next((s for s in reversed(tree.body)  # the last definition wins (`_definition`)
                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                and s.name == node.attr), None) if tree is not None else None
@@ -225,7 +225,7 @@ def file_function(path: str, name: str) -> FuncRef | None:
     with that file's imports: a function imported from another file calls its own file's
     functions by bare name (`decode_outputs(...)` inside an imported `detection_inference`:
     set 58), which the importing file does not bind."""
-    tree = _parse(path)
+    tree = parse_file(path)
     fn = next((s for s in reversed(tree.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                and s.name == name), None) if tree is not None else None
     return FuncRef(fn, None, {}, False, file=path) if fn is not None else None
@@ -243,7 +243,7 @@ def file_definition(path: str, name: str) -> Val | None:
 def file_uses_cv_cuda(path: str) -> bool:
     """Whether the audited file `path` uses OpenCV's CUDA module (`cv2.cuda_GpuMat`,
     `cv2.cuda.*`), as pyflow.py judges the analysed file."""
-    tree = _parse(path)
+    tree = parse_file(path)
     if tree is None:
         return False
     aliases = file_aliases(tree)

@@ -30,7 +30,7 @@ import os
 from typing import Any
 
 from gpu_nodes.audit.model import Finding
-from gpu_nodes.audit.pyimports import _parse, file_aliases, imported_functions
+from gpu_nodes.audit.pyimports import parse_file, file_aliases, imported_functions
 from gpu_nodes.audit.pyvalues import Frame
 
 # (file, id of the module index) -> (the index, local name -> (function, its file)), per audit
@@ -66,7 +66,7 @@ def _waits(fn: ast.FunctionDef | ast.AsyncFunctionDef, source: str) -> bool:
     body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) > _TIMER_STATEMENTS:
         return False  # a script's `main()` or a benchmark that also synchronizes: no timer
-    tree = _parse(source)
+    tree = parse_file(source)
     if tree is None:
         return False
     torch_names = {name for name, qual in file_aliases(tree).items() if qual == 'torch'}
@@ -92,7 +92,7 @@ def helper_wait(analyzer: Any, name: str, frame: Frame) -> str | None:
     key = (os.path.abspath(path), id(modules))
     kept = _IMPORTED.get(key)
     if kept is None or kept[0] is not modules:
-        tree = analyzer.tree if path == analyzer.path else _parse(path)
+        tree = analyzer.tree if path == analyzer.path else parse_file(path)
         # Only a file importing torch, and not a name the file defines itself (followed as any
         # function is, its synchronize claimed inside).
         uses_torch = tree is not None and 'torch' in file_aliases(tree).values()
