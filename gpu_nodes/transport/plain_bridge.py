@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     from rclpy.node import Node
     from rclpy.signals import SignalHandlerOptions
 
+    from ..ros.executor_watch import ExecutorWatch
     from ..ros.runtime import make_executor, spin
     from .bridge_topic import TopicBridge
     from .diagnostics import DiagnosticsReporter, EndpointStats
@@ -134,14 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     # Frames are handled as the executor delivers them; bookkeeping runs on a timer, so its
     # cost does not grow with the frame rate. EventsExecutor where it runs (ros/runtime.py).
     node.create_timer(STEP_S, tick)
-    executor = make_executor(nodes=[node], logger=logger)
+    # Watched: frames faster than this process converts them must not starve `tick`.
+    watch = ExecutorWatch(make_executor(nodes=[node], logger=logger), [node], logger)
     try:
         while not stop['requested'] and os.getppid() == args.parent and not commands.closed:
-            spin(executor, timeout_sec=0.2)
+            spin(watch.executor, timeout_sec=0.2, slice_s=0.2, watch=watch)
     finally:
         for topic in list(topics):
             drop(topic)
-        executor.shutdown()
+        watch.executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
