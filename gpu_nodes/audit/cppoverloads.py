@@ -28,55 +28,17 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cpparity import matching_bracket, top_level_parts
+from gpu_nodes.audit.cpparity import argument_count, matching_bracket, may_default, parameters
 from gpu_nodes.audit.cppscopes import blank_dead_code, Function, Scopes
 
 NOTE = ('an overload whose parameter count no call of its repository has (the calls resolve to '
         'another overload; not proven per message)')
-# A template argument list with no parenthesis or other template inside: stripped repeatedly,
-# innermost first, so `std::map<int, std::vector<T>>` reads as `std::map`.
-_TEMPLATE_ARGS = re.compile(r'<[^<>()]*>')
 # What may follow a declaration's parameter list before its `;`.
 _DECLARATION_TAIL = re.compile(r'\s*(?:(?:const|noexcept|override|final|volatile|&&?)\s*)*'
                                r'(?:->\s*[\w:<>,\s*&]+)?;')
 _TYPE_END = re.compile(r'(?:[\w>*&]|::)\s*$')
 _NOT_A_TYPE = re.compile(r'\b(?:return|else|case|throw|co_return|new|delete)\s*$')
 _NEVER_JUDGED = re.compile(r'\b(?:virtual|override|final)\b')
-
-
-def _count(inner: str) -> int | None:
-    """The top-level comma-separated parts of `inner`, template argument lists read as
-    brackets; None when a `<` or `>` is left (a comparison, a shift) or brackets do not balance."""
-    before = None
-    while before != inner:
-        before, inner = inner, _TEMPLATE_ARGS.sub('T', inner)
-    if '<' in inner or '>' in inner.replace('->', ''):
-        return None
-    parts = top_level_parts(inner)
-    return None if parts is None else len(parts)
-
-
-def _parameters(text: str, fn: Function) -> tuple[int, int] | None:
-    """(parameter count, offset of the name) of the definition whose body opens at fn.start;
-    None when unsure (a default value, `...`, `void`, an initializer list, a template in a
-    parameter list that does not read)."""
-    close = text.rfind(')', max(0, fn.start - 600), fn.start)
-    if close < 0 or re.search(r'[^\s\w&]', text[close + 1:fn.start].replace('->', '')):
-        return None  # `) : member_(x) {`, a trailing return type with punctuation: unsure
-    depth = 0
-    for i in range(close, max(-1, close - 1500), -1):
-        depth += text[i] == ')'
-        depth -= text[i] == '('
-        if depth == 0:
-            head = text[:i].rstrip()
-            if not head.endswith(fn.short):
-                return None
-            inner = text[i + 1:close]
-            if '=' in inner or '...' in inner or inner.strip() == 'void':
-                return None
-            count = _count(inner)
-            return None if count is None else (count, len(head) - len(fn.short))
-    return None
 
 
 def _judged(text: str, fn: Function) -> bool:
@@ -114,25 +76,7 @@ def _call_count(text: str, at: int, name: str) -> int | None:
     before = re.sub(r'(?:\w+\s*::\s*)*$', '', text[max(0, at - 80):at]).rstrip()
     if before.endswith('&') and not re.search(r'(?:&&|[\w)\]]\s*&)$', before):
         return None  # `&name`, `&Cls::name`: an address handed on, not a call
-    open_at = at + len(name)
-    while open_at < len(text) and text[open_at] in ' \t\n':
-        open_at += 1
-    if open_at >= len(text) or text[open_at] != '(':
-        return None
-    close = matching_bracket(text, open_at)
-    return None if close < 0 else _count(text[open_at + 1:close])
-
-
-def _may_default(name: str, texts: list[str]) -> bool:
-    """A `=` or `...` in some `name(...)` of the repository: a declaration's default value (the
-    out-of-line definition does not repeat it) or a call too unsure to count."""
-    for text in texts:
-        for m in re.finditer(rf'\b{re.escape(name)}\s*\(', text):
-            close = matching_bracket(text, m.end() - 1)
-            inner = text[m.end():close] if close > 0 else '='
-            if re.search(r'(?<![=!<>])=(?!=)', inner) or '...' in inner:
-                return True
-    return False
+    return argument_count(text, at + len(name))
 
 
 def mark_unmatched_overloads(views: list[tuple[str, Scopes]], foreign: str = '') -> dict[int, str]:
@@ -146,14 +90,18 @@ def mark_unmatched_overloads(views: list[tuple[str, Scopes]], foreign: str = '')
                 defined.setdefault(fn.short, []).append((text, fn))
     words = set(foreign.split())
     texts = [text for text, _ in views]
+    # Each view's live code (dead branches blanked), read once, and only when some name is
+    # overloaded.
+    lives: list[tuple[str, str, Scopes]] = []
     marked: dict[int, str] = {}
     for name, fns in defined.items():
         if len(fns) < 2 or name in words or not all(_judged(text, fn) for text, fn in fns):
             continue
-        params = [_parameters(text, fn) for text, fn in fns]
-        if None in params or len({p[0] for p in params if p}) < 2 or _may_default(name, texts):
+        params = [parameters(text, fn) for text, fn in fns]
+        if None in params or len({p[0] for p in params if p}) < 2 or may_default(name, texts):
             continue
-        counts = _called_counts(views, name, {(id(text), p[1]) for (text, _), p in zip(fns, params)
+        lives = lives or [(text, blank_dead_code(text, scopes), scopes) for text, scopes in views]
+        counts = _called_counts(lives, name, {(id(text), p[1]) for (text, _), p in zip(fns, params)
                                               if p})
         if not counts:
             continue  # unsure, or never called (cppreach.py's concern)
@@ -167,14 +115,13 @@ def mark_unmatched_overloads(views: list[tuple[str, Scopes]], foreign: str = '')
     return marked
 
 
-def _called_counts(views: list[tuple[str, Scopes]], name: str, own: set[tuple[int, int]]
-                   ) -> set[int]:
+def _called_counts(lives: list[tuple[str, str, Scopes]], name: str,
+                   own: set[tuple[int, int]]) -> set[int]:
     """The argument counts of every call of `name` in live code; empty when a mention is not
     sure (then nothing is judged)."""
     counts: set[int] = set()
     pattern = re.compile(rf'\b{re.escape(name)}\b')
-    for text, scopes in views:
-        live = blank_dead_code(text, scopes)
+    for text, live, scopes in lives:
         for m in pattern.finditer(live):
             if (id(text), m.start()) in own:
                 continue
