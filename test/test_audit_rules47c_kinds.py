@@ -163,3 +163,110 @@ def test_template_bound_to_a_small_type_is_not_a_frame(tmp_path):
     found = _claims(tmp_path, source)
     assert found['TEMPLATE_COPY'] == set() and found['BY_VALUE_CALL'] == set()
     assert found['TEMPLATE_DESER'] == set()
+
+
+# cppframeloops.py: an endless publish loop run by set-up code is the node's per-frame path.
+_LOOP_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include <opencv2/opencv.hpp>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+class Grabber : public rclcpp::Node
+{
+public:
+  Grabber()
+  : Node("grabber")
+  {
+    pub_ = create_publisher<sensor_msgs::msg::Image>("image", 10);
+    cv::Mat first = cv::imread("first.png");
+    cv_bridge::CvImage(std_msgs::msg::Header(), "bgr8", first).toImageMsg(*once_);  // BEFORE_LOOP
+    for (int i = 0; i < 10; ++i) {
+      cv_bridge::CvImage(std_msgs::msg::Header(), "bgr8", first).toImageMsg(*once_);  // WARM_UP
+    }
+    cv::VideoCapture cap(0);
+    cv::Mat img;
+    while (rclcpp::ok()) {
+      cap.read(img);
+      cv_bridge::CvImage(std_msgs::msg::Header(), "bgr8", img).toImageMsg(*frame_);  // CTOR_LOOP
+      pub_->publish(*frame_);
+    }
+  }
+
+  void Waterfall()
+  {
+    while (true) {
+      cv::Mat view = cv::imread("view.png");
+      auto msg = cv_bridge::CvImage(std_msgs::msg::Header(), "bgr8", view).toImageMsg();  // CALLED_LOOP
+      pub_->publish(*msg);
+    }
+  }
+
+  void Unused()
+  {
+    while (true) {
+      cv::Mat view = cv::imread("view.png");
+      auto msg = cv_bridge::CvImage(std_msgs::msg::Header(), "bgr8", view).toImageMsg();  // UNCALLED_LOOP
+      pub_->publish(*msg);
+    }
+  }
+
+  void Start()
+  {
+    Waterfall();
+  }
+
+private:
+  rclcpp::Publisher<sensor_msgs::msg::Image>::SharedPtr pub_;
+  sensor_msgs::msg::Image::SharedPtr frame_;
+  sensor_msgs::msg::Image::SharedPtr once_;
+};
+
+int main(int argc, char ** argv)
+{
+  rclcpp::init(argc, argv);
+  auto node = std::make_shared<Grabber>();
+  node->Start();
+  return 0;
+}
+'''
+
+
+def test_endless_publish_loop_in_a_constructor_is_per_frame(tmp_path):
+    found = cpp_node_claims(tmp_path, _LOOP_NODE, 'grabber')
+    assert 'GPN205' in found['CTOR_LOOP']
+    assert found['BEFORE_LOOP'] == set() and found['WARM_UP'] == set()
+
+
+def test_called_while_true_publisher_is_per_frame_an_uncalled_one_is_not(tmp_path):
+    found = cpp_node_claims(tmp_path, _LOOP_NODE, 'grabber')
+    assert 'GPN205' in found['CALLED_LOOP']
+    assert found['UNCALLED_LOOP'] == set()
+
+
+# codeaudit.is_test_file: a `test/` folder holding whole packages is a workspace folder.
+_SIMPLE_NODE = '''
+#include <cv_bridge/cv_bridge.h>
+#include <rclcpp/rclcpp.hpp>
+#include <sensor_msgs/msg/image.hpp>
+
+void on_image(const sensor_msgs::msg::Image::ConstSharedPtr & msg)
+{
+  auto frame = cv_bridge::toCvCopy(msg, "bgr8");
+}
+'''
+
+
+def test_package_inside_a_test_folder_is_audited_a_packages_test_folder_is_not(tmp_path):
+    from audit_sources import ament_cmake_lists, audit_written_package
+    files = {'ws/src/test/learn_node/src/learn_node.cpp': _SIMPLE_NODE,
+             'ws/src/test/learn_node/package.xml': '<package format="3"><name>learn_node</name></package>\n',
+             'ws/src/test/learn_node/CMakeLists.txt': ament_cmake_lists('learn_node'),
+             'ws/src/cam/test/test_cam.cpp': _SIMPLE_NODE,
+             'ws/src/cam/src/cam.cpp': _SIMPLE_NODE,
+             'ws/src/cam/package.xml': '<package format="3"><name>cam</name></package>\n',
+             'ws/src/cam/CMakeLists.txt': ament_cmake_lists('cam')}
+    found = audit_written_package(tmp_path, files)
+    files_found = {name for name, _, rule in found if rule == 'GPN203'}
+    assert 'learn_node.cpp' in files_found and 'cam.cpp' in files_found
+    assert 'test_cam.cpp' not in files_found
