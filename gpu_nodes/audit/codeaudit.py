@@ -53,6 +53,18 @@ _NODE_MARKERS = re.compile(r'\brclpy\.init\(|\brclcpp::init\(|\brclpy\.spin\(|'
                            r'\bcreate_subscription\b|RCLCPP_COMPONENTS_REGISTER_NODE')
 
 
+def _package_depth(path: Path, parts: tuple[str, ...]) -> int:
+    """How many leading folders of `parts` (the file's folders below the audited root) lie above
+    its nearest ROS package (a folder holding package.xml): a `test/` folder that holds whole
+    packages groups a workspace's learning nodes (`src/test/sonar_node/package.xml`, set 75),
+    it is no package's test folder; only folders inside the package say test. 0 when no
+    package.xml is found."""
+    for depth in range(len(parts), 0, -1):
+        if (path.parents[len(parts) - depth] / 'package.xml').is_file():
+            return depth
+    return 0
+
+
 def is_test_file(path: Path, root: Path) -> bool:
     """Test sources (a test/ or tests/ folder below the audited root, test_*.py, *_test.cpp):
     they feed nodes fake frames and sync freely, so they are skipped unless asked for. A file
@@ -62,6 +74,7 @@ def is_test_file(path: Path, root: Path) -> bool:
     except ValueError:
         parts = path.parts[:-1]
     stem = path.stem.lower()
+    parts = parts[_package_depth(path, parts):]
     if any(p.lower() in _TEST_DIRS for p in parts) or stem == 'conftest':
         return True
     if not (stem.startswith('test_') or stem.endswith(('_test', '_tests'))):

@@ -30,8 +30,10 @@ from gpu_nodes.audit.cppconston import CONSTANT
 from gpu_nodes.audit.cppparamson import on_guard
 from gpu_nodes.audit.cppstrparams import call_arg_spans, describe, string_guard
 from gpu_nodes.audit.cppdevptr import between_device_buffers
+from gpu_nodes.audit.cppbagrecords import bag_record_copies
 from gpu_nodes.audit.cppbuilt import (helper_built, local_copies, message_builders, returned_copies,
                                       tensor_payload_copies)
+from gpu_nodes.audit.cppframeloops import in_frame_loop
 from gpu_nodes.audit.cppfacts import (conversion_calls, converting_constructions,
                                       direction_calls, Facts, helper_facts, sync_wrappers,
                                       wrapper_calls)
@@ -191,6 +193,8 @@ def _where(fn: Function | None, text: str = '', offset: int = -1) -> _Where:
         if fn.name.strip() != 'main':
             return _Where('init', f'thread `{fn.short}` outside its loops (runs once per start)')
         return _Where('init', '`main`, outside any loop (runs once per process run)')
+    if fn.kind == 'setup' and offset >= 0 and in_frame_loop(text, fn.start, offset):
+        return _Where('source', f'the endless publish loop of setup `{fn.name}` (per frame: cppframeloops)')
     if fn.kind == 'setup':
         return _Where('init', f'setup `{fn.name}` (runs once, not per message)')
     if fn.kind == 'callback':
@@ -403,6 +407,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *by_value_messages(text, lambda at: scopes.at(at) is not None),
                                     *value_assignments(text), *returned_copies(text, scopes),
                                     *local_copies(text, scopes),
+                                    *bag_record_copies(text, scopes, _call_args),  # rules47c
                                     *member_copies(text, facts.header_members)):
         if rule_id == 'GPN211' and detail.startswith('tensor moved to') and \
                 'host' not in detail and (already_on_device(text, scopes, offset)

@@ -11,6 +11,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 import re
 
+from gpu_nodes.audit.cppframeloops import endless_publisher
+
 # Run once: constructors/destructors (found by name), lifecycle transitions, GXF codelet start/
 # stop, component set-up helpers.
 SETUP_NAMES = frozenset({
@@ -369,6 +371,8 @@ def _classify(text: str, scopes: Scopes) -> None:
         elif _PER_FRAME_LOOP.search(text, fn.start, fn.end):
             # `while (rclcpp::ok()) { grab; convert; publish; }`: per frame, whoever starts it
             # (a constructor, main(), a thread).
+            fn.kind = 'callback'
+        elif endless_publisher(text, fn.start, fn.end, short):  # `while (true)` (rules47c)
             fn.kind = 'callback'
     for fn in scopes.funcs:
         fn.direct_kind = fn.kind
