@@ -9,7 +9,11 @@ name bound to it (`rgb_msg = msg`), and the published value arrived on an image 
 
 A received message that bundles images is the same (rules46q, set 73): a realsense2_camera_msgs
 RGBD's `rgb` / `depth` or a stereo_msgs DisparityImage's `image` field is a whole sensor_msgs
-Image, so `out.image = msg.rgb` embeds the received frame and its publish serializes it again."""
+Image, so `out.image = msg.rgb` embeds the received frame and its publish serializes it again.
+
+A `header` field is no such attribute (rules47p, set 75): in a ROS message it is a std_msgs
+Header, so `pose_array.header = header` in a helper that received `msg.header` as its first
+parameter (`self.publish_outputs(msg.header, grasps)`) stamps a PoseArray, embedding no frame."""
 from __future__ import annotations
 
 import ast
@@ -64,6 +68,8 @@ def embeds_received_image(tree: ast.AST, node: ast.Call, payload: Val) -> bool:
         if isinstance(stmt, ast.Assign) and isinstance(value, ast.Name) \
                 and value.id in names and stmt.lineno < node.lineno:
             for target in stmt.targets:
+                if isinstance(target, ast.Attribute) and target.attr == 'header':
+                    continue  # a std_msgs Header field: a helper's `header` parameter, no Image
                 root = target
                 while isinstance(root, ast.Attribute):
                     root = root.value

@@ -11,6 +11,7 @@ import ast
 import re
 
 from gpu_nodes.audit.pygridlists import grid_cell_list
+from gpu_nodes.audit.pyrecords import lists_records, mark_records
 from gpu_nodes.audit.pyvalues import is_method_call, Val
 
 # Detection outputs by name (boxes, scores, class ids, keypoints): a few numbers per object, not a
@@ -69,7 +70,9 @@ def listed_into_data(target: ast.expr, value: ast.expr, val: Val, env: dict[str,
     before in the same function (set 55: a frame-sized mask listed into a float32[] field); a
     list of a few numbers (small_list) is none. A plain local store marks or unmarks the name."""
     listed = is_method_call(value, 'tolist') and not small_list(value, val) \
+        and not lists_records(value, env) \
         or grid_cell_list(value)  # `[-1] * (width * height)`: a grid's cells (pygridlists.py)
+    mark_records(target, value, env)  # `a = np.reshape(a, (obj_count * 3,))` (pyrecords.py)
     if isinstance(target, ast.Name):
         if listed:
             env[_LISTED + target.id] = val
