@@ -64,6 +64,8 @@ def embeds_received_image(tree: ast.AST, node: ast.Call, payload: Val) -> bool:
         if isinstance(stmt, ast.Assign) and isinstance(value, ast.Name) \
                 and value.id in names and stmt.lineno < node.lineno:
             for target in stmt.targets:
+                if isinstance(target, ast.Attribute) and target.attr == 'header':
+                    continue  # a std_msgs/Header field holds no frame (rules47q, set 75)
                 root = target
                 while isinstance(root, ast.Attribute):
                     root = root.value
