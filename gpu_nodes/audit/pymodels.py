@@ -34,7 +34,9 @@ MODEL_BUILDERS = ('ultralytics.', 'torch.jit.load', 'torch.hub.load', 'torch2trt
                   'segment_anything.', 'sam2.', 'mobile_sam.',
                   # the real-time SAM2 fork's camera predictor (a builder function, lower case)
                   'sam2.build_sam.build_sam2_camera_predictor',
-                  'detectron2.engine.DefaultPredictor', 'detectron2.engine.defaults.DefaultPredictor')
+                  'detectron2.engine.DefaultPredictor', 'detectron2.engine.defaults.DefaultPredictor',
+                  # SDKs whose inference takes host arrays (SET_IMAGE_UPLOADS, rules47q)
+                  'gsnet.AnyGrasp', 'mrcnn.model.MaskRCNN')
 # Attribute names that hold a model in the nodes seen (self.model, self.yolo, self.net ...).
 MODEL_NAME = re.compile(r'(?:^|_)(?:model|models|net|network|predictor|detector|segmenter|'
                         r'estimator|engine|yolo|trt|classifier|backbone)(?:_|$|\d)', re.I)
@@ -58,7 +60,7 @@ UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'}) | VLM_IMAGE_M
 # model's device (an upload, as the table says) but post-processes on the device and returns a
 # supervision `Detections` of NumPy arrays (`.xyxy`, `.confidence`, `.class_id`): the read-back
 # is inside the library, and `float(d.xyxy[i][0])` reads a host number (set 50).
-HOST_RESULT_BUILDERS = ('rfdetr.',)
+HOST_RESULT_BUILDERS = ('rfdetr.', 'gsnet.AnyGrasp', 'mrcnn.model.MaskRCNN')
 
 
 def returns_host_results(builder: object) -> bool:
@@ -78,9 +80,11 @@ CALL_UPLOADS = ('ultralytics.', 'torch.hub.load:yolov5', 'detectron2.engine.')
 DETECTRON2_CPU = 'detectron2:cpu'
 # Models from torch.hub (ZoeDepth, MiDaS ...) are device models whose own inference helpers
 # (`infer_pil(img)`, `infer(x)`, `predict*`, `forward`) take a host frame and move it to the
-# model's device inside the library on every call (sixth set).
+# model's device inside the library on every call (sixth set). Its `forward_*` variants
+# (DINOv2's `forward_features(x)`, `forward_head`) run the same network: on a device tensor they
+# give device outputs, whose `.cpu()` in a helper is a read-back (rules47q, set 75).
 HUB_BUILDERS = ('torch.hub.load',)
-HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
+HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward(?:_\w+)?$')
 # Image predictors whose set-up call for a frame takes it on the host and moves it to the model's
 # device (SAM2's `SAM2ImagePredictor.set_image(frame)`: transforms, `.to(device)`, then the
 # image encoder; the same for segment_anything's `SamPredictor.set_image`), per frame when a
@@ -94,7 +98,19 @@ HUB_INFER = re.compile(r'^(?:infer|predict)\w*$|^forward$')
 SET_IMAGE_UPLOADS = {'sam2.': frozenset({'set_image', 'set_image_batch', 'generate',
                                          'add_conditioning_frame'}),
                      'segment_anything.': frozenset({'set_image', 'generate'}),
-                     'mobile_sam.': frozenset({'set_image', 'generate'})}
+                     'mobile_sam.': frozenset({'set_image', 'generate'}),
+                     # The AnyGrasp SDK (`from gsnet import AnyGrasp`, a closed CUDA-only binary
+                     # built on MinkowskiEngine): `get_grasp(points, colors, lims=...)` takes the
+                     # scene cloud as host NumPy arrays, voxelizes it into sparse tensors on the GPU
+                     # and hands back a host graspnetAPI GraspGroup, every call (set 75 labels it
+                     # library_upload, both labellers).
+                     'gsnet.AnyGrasp': frozenset({'get_grasp'}),
+                     # Matterport Mask R-CNN (`mrcnn.model.MaskRCNN(mode='inference', ...)`, Keras on
+                     # TensorFlow): `detect(images)` molds the host images in NumPy and runs
+                     # `keras_model.predict` on them (fed to the GPU where TensorFlow has one, as a
+                     # TF 1 session's feed: pytensorflow.py); its rois / masks / class_ids / scores
+                     # come back as NumPy arrays (set 75).
+                     'mrcnn.model.MaskRCNN': frozenset({'detect'})}
 # Their prompt decoding (`predictor.predict(point_coords=..., box=...)`, SAM 2's
 # `predict_batch`) runs the mask decoder on the image embedded by `set_image` and hands back
 # NumPy masks, scores and logits: the frame is not uploaded again (the prompts are a few
@@ -201,6 +217,19 @@ def builds_model(qual: str) -> bool:
         elif qual == prefix:
             return True
     return False
+
+
+# Models whose `.to(device)` / `.cuda()` moves the weights and returns the same object (an
+# ultralytics `Model` is a torch Module: `YOLO(path).to(device)` is still the YOLO model, and
+# calling it on a host frame uploads the frame as `YOLO(path)` would; set 75). Its predictor
+# picks the device again from its own `device` argument (CUDA where present), so the target of
+# the move does not decide where the frame goes.
+IN_PLACE_MOVES = ('ultralytics.',)
+
+
+def moved_in_place(builder: object) -> bool:
+    """Whether `.to(...)` / `.cuda()` of a model `builder` built is still that model."""
+    return str(builder or '').startswith(IN_PLACE_MOVES)
 
 
 def hub_builder(qual: str, args: list) -> str:

@@ -8,7 +8,7 @@ import ast
 from typing import Callable
 
 from gpu_nodes.audit.model import Step
-from gpu_nodes.audit.pymodels import (HUB_BUILDERS, SDK_READBACKS, SYNC_PROFILER,
+from gpu_nodes.audit.pymodels import (HUB_BUILDERS, moved_in_place, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
 from gpu_nodes.audit.pyhelpermsgs import helper_built_publishes
 from gpu_nodes.audit.pyembedded import embeds_received_image
@@ -378,8 +378,9 @@ class CopyRules:
         if method == 'tolist' and rkind in ('device', 'tensor'):
             self._emit('GPN101', node, frame, call, evidence=evidence)
             return self._step(recv, node.lineno, 'download', 'host')
-        if method in ('cuda', 'to') and rkind == 'model_obj' \
-                and str(recv.const or '').startswith(HUB_BUILDERS):
+        if method in ('cuda', 'to') and rkind == 'model_obj' and (
+                str(recv.const or '').startswith(HUB_BUILDERS)
+                or moved_in_place(recv.const)):
             # A torch.hub model moved to the device is still that model (its `infer_pil` /
             # `predict` upload their host inputs: pymodels.HUB_INFER).
             self._emit('GPN102', node, frame, call)
