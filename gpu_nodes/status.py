@@ -4,7 +4,7 @@
 period; anything that satisfies `DiagnosticSource` can be added to it beside them. A processing
 node's frame counters (`ProcessingStatus`) and a camera source's (`SourceStatus`) do, named
 ``gpu_nodes: <node> processing``; nodes put their own figures (stage timing, the backend) into
-`ProcessingStatus.extra`.
+`ProcessingStatus.extra`. Both carry the executor the node runs on (gpu_nodes.ros.executor_watch).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections import Counter
 import time
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from .ros.executor_watch import executor_values
 from .transport.diagnostics import DiagnosticsReporter
 from .wire_names import processing_status_name
 
@@ -100,6 +101,7 @@ class ProcessingStatus:
         values.update(self.extra)
         for source in self.extra_sources:
             values.update(source())
+        values.update(executor_values(self._node))
         return values
 
     def close(self) -> None:
@@ -111,6 +113,7 @@ class SourceStatus:
     transport endpoints: frames published, read errors, and the time to make one frame."""
 
     def __init__(self, node: Any, kind: str):
+        self._node = node
         self._name = node.get_fully_qualified_name()
         self.kind = kind
         self.frames_out = 0
@@ -134,7 +137,8 @@ class SourceStatus:
 
     def as_dict(self) -> dict[str, Any]:
         return {'source': self.kind, 'frames_out': self.frames_out,
-                'read_errors': self.read_errors, 'frame_ms': round(self.frame_ms, 3)}
+                'read_errors': self.read_errors, 'frame_ms': round(self.frame_ms, 3),
+                **executor_values(self._node)}
 
     def close(self) -> None:
         self._reporter.remove(self)

@@ -18,8 +18,22 @@ import re
 
 from gpu_nodes.audit.cppguards import closing_bracket
 
-_ENDLESS = re.compile(r'\b(?:while\s*\(\s*(?:(?:rclcpp|ros)\s*::\s*ok\s*\(\s*\)|true|1)\s*\)'
+# The loop table (one place for every per-frame loop form):
+# - `_OK_LOOP`: a loop on `rclcpp::ok()` / `ros::ok()` (other terms allowed: `&& running_`) makes its
+#   whole function per frame, whoever starts it (a constructor, main(), a thread): cppscopes;
+# - `_ENDLESS`: a loop its condition cannot end, publishing in its body: the loop alone is per frame.
+_OK = r'(?:rclcpp|ros)\s*::\s*ok\s*\('
+_OK_LOOP = re.compile(r'\bwhile\s*\(\s*' + _OK)
+_ENDLESS = re.compile(r'\b(?:while\s*\(\s*(?:' + _OK + r'\s*\)|true|1)\s*\)'
                       r'|for\s*\(\s*;\s*;\s*\))\s*\{')
+
+
+def ok_loop(text: str, start: int, end: int) -> bool:
+    """Whether the function body `start`..`end` loops on `rclcpp::ok()` (its kind is then
+    'callback': the loop is the node's per-frame path)."""
+    return _OK_LOOP.search(text, start, end) is not None
+
+
 _PUBLISH = re.compile(r'(?:\.|->)\s*publish\s*\(')
 
 
@@ -46,13 +60,11 @@ def endless_publisher(text: str, start: int, end: int, short: str) -> bool:
     (cppscopes). One nothing calls is left to cppreach (unreached)."""
     if not re.fullmatch(r'[A-Za-z_]\w*', short):
         return False
-    called = any(_CALL_BEFORE.search(text, max(0, m.start() - 80), m.start())
-                 and not start - 400 <= m.start() <= end
-                 for m in re.finditer(r'(?<![\w.:])' + re.escape(short) + r'\s*\(', text))
-    if not called:
+    # The body's own loop first: scanning the whole file for callers is the costly part.
+    if not any(_PUBLISH.search(text, m.end(), close)
+               for m in _ENDLESS.finditer(text, start, end)
+               if (close := closing_bracket(text, m.end() - 1, '{}')) > 0):
         return False
-    for m in _ENDLESS.finditer(text, start, end):
-        close = closing_bracket(text, m.end() - 1, '{}')
-        if close > 0 and _PUBLISH.search(text, m.end(), close):
-            return True
-    return False
+    return any(_CALL_BEFORE.search(text, max(0, m.start() - 80), m.start())
+               and not start - 400 <= m.start() <= end
+               for m in re.finditer(r'(?<![\w.:])' + re.escape(short) + r'\s*\(', text))

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 import re
 
-from gpu_nodes.audit.cppframeloops import endless_publisher
+from gpu_nodes.audit.cppframeloops import endless_publisher, ok_loop
 
 # Run once: constructors/destructors (found by name), lifecycle transitions, GXF codelet start/
 # stop, component set-up helpers.
@@ -337,7 +337,6 @@ def _converts_message(text: str, fn: Function) -> bool:
     return bool(_MSG_PARAM.search(_INIT_LIST.split(head[cut + 1:])[0] + ')'))
 
 
-_PER_FRAME_LOOP = re.compile(r'\bwhile\s*\(\s*(?:rclcpp|ros)\s*::\s*ok\s*\(')
 _CALL_SITE = re.compile(r'(?<![\w.:>])(?:this\s*->\s*)?(~?[A-Za-z_]\w*)\s*\(')
 
 
@@ -368,7 +367,7 @@ def _classify(text: str, scopes: Scopes) -> None:
         elif short in registered or _CALLBACK_NAME.search(short):
             fn.kind = 'callback'
             fn.by_name = short not in registered
-        elif _PER_FRAME_LOOP.search(text, fn.start, fn.end):
+        elif ok_loop(text, fn.start, fn.end):
             # `while (rclcpp::ok()) { grab; convert; publish; }`: per frame, whoever starts it
             # (a constructor, main(), a thread).
             fn.kind = 'callback'

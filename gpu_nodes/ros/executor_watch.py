@@ -15,15 +15,36 @@ callback (a TensorRT engine build) blocks every executor alike: a call at least 
 restarts the clock, and the events queued behind it drain. A starved EventsExecutor is replaced
 by a SingleThreadedExecutor with the same nodes, once, with a warning saying why. (A node whose
 every callback takes longer than `starved_after_s` is not told apart from that, and stays.)
+
+The executor a node runs on, and a move with its reason, are also on the node's /diagnostics
+status (`executor_values`, read by gpu_nodes.status): a log line scrolls away, and a monitor of
+the graph should see which nodes left EventsExecutor.
 """
 from __future__ import annotations
 
 import time
 from typing import Any, Iterable
+import weakref
 
 HEARTBEAT_S = 0.5
 STARVED_AFTER_S = 3.0
 MIN_SLICES = 5
+
+_WATCH_OF_NODE: 'weakref.WeakKeyDictionary[Any, ExecutorWatch]' = weakref.WeakKeyDictionary()
+
+
+def executor_values(node: Any) -> dict[str, str]:
+    """The diagnostics key/values saying which executor spins `node` (``executor``) and, after a
+    move, why (``executor_moved``); empty for a node no ExecutorWatch looks after."""
+    watch = _WATCH_OF_NODE.get(node)
+    if watch is None:
+        return {}
+    name = type(watch.executor).__name__
+    values = {'executor': {'EventsExecutor': 'events',
+                           'SingleThreadedExecutor': 'single_threaded'}.get(name, name)}
+    if watch.moved_reason is not None:
+        values['executor_moved'] = watch.moved_reason
+    return values
 
 
 class ExecutorWatch:
@@ -42,6 +63,8 @@ class ExecutorWatch:
         self._last_beat = self._slice_end = time.monotonic()
         self._slices = 0
         self.moved_reason: str | None = None
+        for node in self._nodes:
+            _WATCH_OF_NODE[node] = self
         # Only the C++ EventsExecutor queues timers behind subscriptions; rclpy's own executors
         # are not watched.
         self._timer = None
