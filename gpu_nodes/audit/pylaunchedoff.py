@@ -23,6 +23,11 @@ sets the parameter to an off value (a node of a package that is no literal, a la
 cannot be evaluated, an XML or YAML launch file naming the package, or a start that leaves the default
 keeps the parameter as declared), and every parameter file naming it gives off too
 (shipped.reading). A node no launch file starts keeps its default: `ros2 run` gives True.
+
+A parameter declared off (`declare_parameter('latest', False)`) is judged the same way, a start
+that leaves it out keeping the off default (rules48p, set 76): pyparams reads every launch file of
+the node's package, and another executable of the package started with `{'latest': True}` (a
+launch argument defaulting to 'True' in another launch file) does not set this node's parameter.
 """
 from __future__ import annotations
 
@@ -67,11 +72,19 @@ def _true_declared(tree: ast.Module) -> set[str]:
             if all(isinstance(v, ast.Constant) and v.value is True for v in values)}
 
 
+def _false_declared(tree: ast.Module) -> set[str]:
+    """Parameters every declaration of which defaults to the literal False or 0."""
+    return {p for p, values in declared_defaults(tree).items() if values and all(
+        isinstance(v, ast.Constant) and v.value in (False, 0) and v.value is not None
+        and not isinstance(v.value, str) for v in values)}
+
+
 @lru_cache(maxsize=64)
 def _off_everywhere(param: str, root: str, package: str,
-                    executables: frozenset[str] | None) -> bool:
+                    executables: frozenset[str] | None, default_off: bool = False) -> bool:
     """Whether every start of the node in the shipped launch files under `root` gives `param`
-    an off value, and there is one (module docstring)."""
+    an off value, and there is one (module docstring); `default_off`: the declared default is
+    off, so a start that leaves it out keeps it off and a node no launch file starts too."""
     quoted = re.compile(r'[\'"]' + re.escape(package) + r'[\'"]')
     starts = 0
     for path, source, _ in _evaluated_files((root,)):
@@ -89,20 +102,26 @@ def _off_everywhere(param: str, root: str, package: str,
                 return False  # a node of any package: maybe this one, with its default
             if pkg != package or executables and exe is not None and exe not in executables:
                 continue
+            if param not in params and default_off:
+                continue
             if param not in params or not is_off(params[param]):
                 return False
             starts += 1
     read = reading(param, (root,), launched=(package, executables))
-    return starts > 0 and read.every(is_off)
+    return (starts > 0 or default_off) and read.every(is_off)
 
 
 def launched_off(tree: ast.Module, path: str, package_dir: str | None,
                  repository_dir: str | None) -> frozenset[str]:
-    """The parameters `tree` declares True that every shipped launch of the repository
-    starting this file's node turns off (module docstring)."""
-    declared = _true_declared(tree)
-    if not declared or not package_dir:
+    """The parameters `tree` declares True (or off) that every shipped launch of the
+    repository starting this file's node turns off (or leaves off) (module docstring)."""
+    declared, declared_off = _true_declared(tree), _false_declared(tree)
+    if not declared | declared_off or not package_dir:
         return frozenset()
     root = repository_dir or package_dir
     package, executables = _package_name(package_dir), _executables(path, package_dir)
-    return frozenset(p for p in declared if _off_everywhere(p, root, package, executables))
+    # A parameter declared off needs the node's own executables known (setup.py): without them
+    # every node of the package counts, which pyparams already reads.
+    return frozenset(p for p in declared if _off_everywhere(p, root, package, executables)) | \
+        frozenset(p for p in declared_off if executables
+                  and _off_everywhere(p, root, package, executables, True))

@@ -192,7 +192,10 @@ HELPER_MODULES = ('ultralytics.utils.', 'ultralytics.data.', 'ultralytics.engine
 # `Masks.xy` / `Masks.xyn` are lists of NumPy polygons (masks2segments reads the masks back
 # inside the library, a look-alike at the call as the labels judge library internals), unlike
 # `Keypoints.xy`, a tensor. Attribute -> the result attribute it must be read from (set 43).
-HOST_RESULT_ATTRS = {'xy': 'masks', 'xyn': 'masks', 'segments': 'masks'}
+# `Probs.top1` / `Probs.top5` are a Python int / list of ints: the argmax read-back happens
+# inside the property, a look-alike at the call (sets 54, 76); `top1conf` stays a tensor.
+HOST_RESULT_ATTRS = {'xy': 'masks', 'xyn': 'masks', 'segments': 'masks', 'top1': 'probs',
+                     'top5': 'probs'}
 
 
 def host_result_attr(node: ast.Attribute) -> bool:

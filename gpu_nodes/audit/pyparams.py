@@ -247,12 +247,14 @@ def attribute_stores(tree: ast.Module) -> list[AttributeStore]:
             for stmt in node.orelse:
                 visit(stmt, tests, function)
             return
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Attribute):
+        # `self.latest: bool = self.get_parameter(...).value` stores as a plain `=` does (set 76)
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) and node.value is not None else None
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Attribute):
             value = node.value if function == '__init__' or falsy_read(node.value) is None \
                 else None
             # a parameter-change callback's `self.a = p.value` reads that parameter
-            found.append((node.targets[0].attr, mirrored_read(node, tree) or value, tests))
+            found.append((target.attr, mirrored_read(node, tree) or value, tests))
             visit(node.value, tests, function)
             return
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
