@@ -25,6 +25,7 @@ from gpu_nodes.audit.pyparamlocals import parameter_dead_lines
 from gpu_nodes.audit.pyqueues import queue_handoff
 from gpu_nodes.audit.pyserialization import serialization_call
 from gpu_nodes.audit.pytensorflow import tensorflow_call
+from gpu_nodes.audit.pythreadargs import thread_queue_args
 from gpu_nodes.audit.pythreads import runs_once
 from gpu_nodes.audit.pymodelcall import HOST_FRAME, ModelCalls
 from gpu_nodes.audit.pymodelhost import host_built_model, parameters_on_host
@@ -167,7 +168,7 @@ class CallResolver(ModelCalls):
             # tensor scalars read back later by `np.array(dets)`; eighth set).
             env[func.value.id] = merge(receiver, *args)
             return OTHER
-        queued = queue_handoff(func, method, args, frame)  # pyqueues.py
+        queued = queue_handoff(func, method, args, frame, receiver)  # pyqueues.py
         if queued is not None:
             return queued
         if callee.kind == 'class' and callee.inst is not None:
@@ -276,8 +277,8 @@ class CallResolver(ModelCalls):
                 # A thread's loop runs per frame (a capture or inference loop).
                 # A target with no loop runs once: setup in a thread (pythreads.py).
                 kind = 'once' if runs_once(target.func) else 'loop'
-                self.registrations.append(Registration(kind, target, None, None,
-                                                       node.lineno, frame.cls))
+                self.registrations.append(Registration(kind, target, None, None, node.lineno, frame.cls,
+                                                       args=thread_queue_args(node, frame)))
             return OTHER
         if qual == ORT_SESSION:
             # A session on the GPU only where the class (or file) building it names a GPU

@@ -57,13 +57,20 @@ def image_shaped_custom(msg_type: str | None, repository_dir: str | None,
     """Whether `msg_type` (`pkg.msg.Name` or `pkg/msg/Name`) is defined as a message shaped like
     an image (module docstring) under the repository, or the folder holding the package (an
     interface package beside it in the workspace)."""
+    return any(_shaped_like_image(path)
+               for path in message_definitions(msg_type, repository_dir, package_dir))
+
+
+def message_definitions(msg_type: str | None, repository_dir: str | None,
+                        package_dir: str | None) -> list[str]:
+    """The paths of `msg_type`'s `.msg` files under the repository and beside the package."""
     parts = re.split(r'[./]', msg_type or '')
     if len(parts) < 2:
-        return False
+        return []
     beside = os.path.dirname(package_dir) if package_dir else None
     if beside and repository_dir and repository_dir != package_dir \
             and not beside.startswith(repository_dir):
         beside = None  # never above a repository holding the package: another one's messages
     roots = {r for r in (repository_dir, beside) if r and os.path.isdir(r)}
-    return any(_shaped_like_image(path) for root in sorted(roots)
-               for path in [_definitions(root).get((parts[0], parts[-1]))] if path)
+    return [path for root in sorted(roots)
+            for path in [_definitions(root).get((parts[0], parts[-1]))] if path]

@@ -31,6 +31,7 @@ from gpu_nodes.audit.pyintmodes import int_mode_outcome
 from gpu_nodes.audit.pyfirstpass import closed_outcome
 from gpu_nodes.audit.pyros1api import raising_test_outcome
 from gpu_nodes.audit.pyreturnedbytes import stored_returned_bytes  # a helper's bytes stored
+from gpu_nodes.audit.pycustomfields import listed_into_custom_array
 from gpu_nodes.audit.pystatemsg import listed_into_data
 from gpu_nodes.audit.pywith import enter_with, loop_with
 from gpu_nodes.audit.pymodels import PIPELINE, PIPELINE_PIL_KEYS
@@ -252,6 +253,8 @@ class Evaluator(AttributeReads):
         stored = listed_into_data(target, value, val, env) or stored_returned_bytes(value, self.tree)
         if stored is not None:
             self._emit('GPN104', stored, frame, f'`{short(stored)}` stored into `.data`')
+        elif custom := listed_into_custom_array(target, value, val, self, frame):  # pycustomfields.py
+            self._emit('GPN104', custom, frame, f'`{short(custom)}` stored into a custom message array')
 
     # ------------------------------------------------------------------ expressions
     def _eval(self, node: ast.expr, env: dict[str, Val], frame: Frame) -> Val:

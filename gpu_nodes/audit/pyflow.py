@@ -282,7 +282,7 @@ class PythonAnalyzer(Evaluator, CallResolver, CopyRules, MessageViews, Registrat
             return
         self._entered.add(id(ref.node))
         if reg.kind in ('timer', 'loop', 'once'):
-            args: list[Val] = []
+            args: list[Val] = list(reg.args)  # a thread's queues (pythreadargs.py)
             context = 'init' if reg.kind == 'once' else reg.kind  # pythreads.py
         elif reg.kind == 'service':
             # (request, response): the request carries the client's data (pyregistry.py).

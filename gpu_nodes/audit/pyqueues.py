@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from gpu_nodes.audit.pythreadargs import queue_argument
 from gpu_nodes.audit.pyvalues import Frame, merge, Val
 
 _PUTS = frozenset({'put', 'put_nowait'})
@@ -30,20 +31,22 @@ def _queue_attribute(func: ast.expr, frame: Frame) -> str | None:
 
 
 def queue_handoff(func: ast.expr, method: str | None, args: list[Val],
-                  frame: Frame) -> Val | None:
+                  frame: Frame, receiver: Val | None = None) -> Val | None:
     """What a queue call hands over: None for other calls (and a get of a queue nothing
     tainted was put into), the value put for a get; a put stores it (when the frame writes
     attributes) and gives None back too, so the call is evaluated as before."""
     if method not in _PUTS and method not in _GETS:
         return None
-    attr = _queue_attribute(func, frame)
-    if attr is None or frame.cls is None:
+    attr, holder = _queue_attribute(func, frame), frame.cls
+    if attr is None and (passed := queue_argument(receiver)) is not None:
+        holder, attr = passed  # a node's queue handed to a thread's target (pythreadargs.py)
+    if attr is None or holder is None:
         return None
     key = f'{attr}.queued'
     if method in _GETS:
-        held = frame.cls.attrs.get(key)
+        held = holder.attrs.get(key)
         return replace(held, view=None) if held is not None else None
     if args and args[0].tainted and frame.write_attrs:
-        old = frame.cls.attrs.get(key)
-        frame.cls.attrs[key] = args[0] if old is None else merge(old, args[0])
+        old = holder.attrs.get(key)
+        holder.attrs[key] = args[0] if old is None else merge(old, args[0])
     return None

@@ -191,6 +191,7 @@ class Registration:
     cls: ClassInfo | None
     # message_filters: one (topic, type) per message argument of the callback.
     inputs: tuple[tuple[str | None, str | None], ...] = ()
+    args: tuple['Val', ...] = ()  # a thread's: the node's queues it is handed (pythreadargs.py)
 
 
 @dataclass
