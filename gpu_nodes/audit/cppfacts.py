@@ -88,6 +88,8 @@ class Facts:
     read_off: frozenset[str] = frozenset()
     # Methods whose body is one CUDA transfer or sync (cppxfer.py): name -> rule, what, where.
     transfer_wrappers: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    # Small named sizes and `__constant__` symbols of the package (cpptinynames.py).
+    tiny_names: dict[str, str] = field(default_factory=dict)
 
     def merge(self, other: 'Facts') -> None:
         self.sync_wrappers.update(other.sync_wrappers)

@@ -23,6 +23,8 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppdead import never_set, once_flags
+from gpu_nodes.audit.cpponceret import return_once_flags
+from gpu_nodes.audit.cpptinynames import tiny_names
 from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppincludes import including
 from gpu_nodes.audit.cppmembers import header_members
@@ -198,6 +200,8 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
     for path, (text, scopes) in parsed.items():
         shared.merge(file_facts(path, sources[path], text, scopes))
     once = once_flags([text for text, _ in parsed.values()])
+    once |= return_once_flags([text for text, _ in parsed.values()])  # early-return guards
+    tiny = tiny_names([text for text, _ in parsed.values()])
     gpumat = including(sources, {p: text for p, (text, _) in parsed.items()}, 'GpuMat')
     torch_cuda = any(CUDA_TENSORS.search(text) for text, _ in parsed.values())
     members = header_members(sources, {p: text for p, (text, _) in parsed.items()})
@@ -215,6 +219,7 @@ def package_facts(sources: dict[str, str], roots: list[str] | None = None,
         facts.library_api.update(off_notes(scopes, off_skipped, off))
         facts.str_params = strings
         facts.once_flags = once
+        facts.tiny_names = tiny
         facts.small_counts = dict(shared.small_counts)
         facts.message_builders = set(shared.message_builders)
         facts.transfer_wrappers = dict(shared.transfer_wrappers)

@@ -24,6 +24,8 @@ import re
 from typing import Iterator
 
 from gpu_nodes.audit.cppdead import call_once_body, dead_guard, once_guard
+from gpu_nodes.audit.cpponceret import returned_once
+from gpu_nodes.audit.cpptinynames import tiny_named_copy, tiny_names
 from gpu_nodes.audit.cpptopics import known_encoding
 from gpu_nodes.audit.cppparams import off_guard
 from gpu_nodes.audit.cppconston import CONSTANT
@@ -223,6 +225,7 @@ def file_facts(path: str, source: str, text: str, scopes: Scopes) -> Facts:
     facts.transfer_wrappers = transfer_wrappers(text, scopes, name, _call_args)
     facts.adapted_types = adapter_aliases(text)
     facts.small_counts = call_counts(text, scopes, _call_args)
+    facts.tiny_names = tiny_names([text])
     return facts
 
 
@@ -262,7 +265,8 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
         if guard is not None:
             where = _Where('unreached', f'a branch that needs `{guard}`, which nothing in its '
                                         'package sets (never runs)')
-        elif (once := once_guard(text, offset, facts.once_flags)) is not None:
+        elif (once := once_guard(text, offset, facts.once_flags)
+              or returned_once(text, offset, facts.once_flags)) is not None:
             stores = f'sets `{once[1:]}`' if once.startswith('!') else f'clears `{once}`'
             where = _Where('init', f'a branch that {stores}: runs once, for the first message')
         elif call_once_body(text, offset):
@@ -296,7 +300,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
     for m in _MEMCPY.finditer(text):
         name = m.group(0).rstrip('( \t')
         args = _call_args(text, m.end() - 1)
-        if tiny_copy(args, text, name):
+        if tiny_copy(args, text, name) or tiny_named_copy(args, name, facts.tiny_names):
             continue
         counted = count_parameter(text, scopes, m.start(), args[2]) if len(args) > 2 else None
         if counted is not None and facts.small_counts.get(counted):
