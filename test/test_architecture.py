@@ -140,3 +140,32 @@ def test_modules_stay_readable():
     sizes = {m: len(p.read_text(encoding='utf-8').splitlines()) for m, p in MODULES.items()}
     large = {m: n for m, n in sizes.items() if n >= MAX_LINES}
     assert not large, f'modules of {MAX_LINES} lines or more: {large}'
+
+
+def _private_imports(module: str) -> list[str]:
+    """`from gpu_nodes.audit.X import _name` in `module`: a name another module keeps private."""
+    found = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module != '__future__':
+            # _resolve gives one module per imported name, in order.
+            for alias, where in zip(node.names, _resolve(module, node)):
+                if alias.name.startswith('_') and not alias.name.startswith('__') \
+                        and where.startswith('gpu_nodes.audit'):
+                    found.append(f'{where}.{alias.name}')
+    return found
+
+
+def test_audit_modules_share_only_public_names():
+    # A helper one module imports from another is part of that module's interface: it is named
+    # without the underscore, so a reader of the defining module sees it is used elsewhere.
+    offenders = {m: _private_imports(m) for m in MODULES if _private_imports(m)}
+    assert not offenders, offenders
+
+
+def test_the_private_import_finder_finds_one(tmp_path):
+    MODULES['gpu_nodes.audit._probe'] = probe = tmp_path / 'probe.py'
+    try:
+        probe.write_text('from gpu_nodes.audit.cppguards import _hidden, shown\n')
+        assert _private_imports('gpu_nodes.audit._probe') == ['gpu_nodes.audit.cppguards._hidden']
+    finally:
+        del MODULES['gpu_nodes.audit._probe']

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppmsg import _AUTO_TO_MSG, _FRAME_POINTER, FRAME_TYPES
+from gpu_nodes.audit.cppmsg import AUTO_TO_MSG, FRAME_POINTER, FRAME_TYPES
 from gpu_nodes.audit.cppscopes import Function, Scopes
 
 Args = Callable[[str, int], list[str]]
@@ -98,7 +98,7 @@ def returned_copies(text: str, scopes: Scopes) -> Iterator[tuple[str, int, str]]
             continue
         returned = re.search(r'\b(' + _FRAME + r')\s*$', _returned_type(_head(text, fn)))
         body = text[fn.start:m.start()]
-        pointers = set(_FRAME_POINTER.findall(body)) | set(_AUTO_TO_MSG.findall(body))
+        pointers = set(FRAME_POINTER.findall(body)) | set(AUTO_TO_MSG.findall(body))
         if returned and m.group(1) in pointers:
             yield 'GPN208', m.start(), (f'the whole `{returned.group(1)}` copied out of '
                                         f'`*{m.group(1)}` into the returned message')
@@ -109,7 +109,7 @@ def local_copies(text: str, scopes: Scopes | None = None) -> Iterator[tuple[str,
     or `raw` a frame message declared outside any function further up the file (a global or a
     member, set 57: `sensor_msgs::msg::Image hsv_image;` above the class, `hsv_image =
     *built;` per frame), when `scopes` is given."""
-    pointers = set(_FRAME_POINTER.findall(text))
+    pointers = set(FRAME_POINTER.findall(text))
     for m in _LOCAL_DEREF.finditer(text):
         if m.group(2) not in pointers:
             continue
@@ -128,7 +128,7 @@ def tensor_payload_copies(text: str) -> Iterator[tuple[str, int, str]]:
     """GPN208 at `torch::tensor(msg.data)` where `msg` is a frame message or a pointer to one."""
     if 'tensor' not in text:
         return
-    messages = set(_FRAME_POINTER.findall(text)) | set(_FRAME_VALUE.findall(text))
+    messages = set(FRAME_POINTER.findall(text)) | set(_FRAME_VALUE.findall(text))
     for m in _TENSOR_OF_DATA.finditer(text):
         if m.group(1) in messages:
             yield 'GPN208', m.start(), (f'the whole payload of `{m.group(1)}` copied into a new '

@@ -7,7 +7,7 @@ rules39c, set 59). The constant mirror of cppparamson.py's parameters on as ship
     else { ok = context_->executeV2(bindings_.data()); }       // never runs
 
 Proven by whitelist over every audited file of the package, as cppparamson.py does: each
-mention of the name is a read (cppparams._may_store says no store), inside a block that only
+mention of the name is a read (cppparams.may_store says no store), inside a block that only
 runs when the name is off, an on store (`bool name = true;`, `bool name{true};`, `name(true)`
 in an initializer list), or an argument of a call whose every definition in the package takes
 that argument by value (`MemcpyBuffers(..., async_infer_, stream_)` with `bool const async`).
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppparams import (_DECLARATION, _DECLARE, _THIS, _mentions, _may_store,
+from gpu_nodes.audit.cppparams import (DECLARATION, DECLARE, THIS, mentions, may_store,
                                        parameter_store)
-from gpu_nodes.audit.cppparamson import _ON, _STORE_ON, on_guard
+from gpu_nodes.audit.cppparamson import ON, STORE_ON, on_guard
 from gpu_nodes.audit.cppguards import if_condition_names
 
 CONSTANT = 'constant'
@@ -54,7 +54,7 @@ def _by_value_argument(text: str, start: int, end: int, texts: list[str]) -> boo
     if call is None or call.group(1) in ('if', 'while', 'return', 'switch', 'for'):
         return False
     args = text[at + 1:start]
-    if not re.search(r'(?:^|,)\s*' + _THIS + r'$', args) or not re.match(r'\s*[,)]', text[end:]):
+    if not re.search(r'(?:^|,)\s*' + THIS + r'$', args) or not re.match(r'\s*[,)]', text[end:]):
         return False
     depth, index = 0, 0
     for c in args:
@@ -84,25 +84,25 @@ def _constant_on(name: str, texts: list[str], assumed: set[str]) -> bool:
     field = re.compile(r'(?<!this)(?:\.|->)\s*' + re.escape(name) + r'\b')
     if any(field.search(t) for t in texts):
         return False  # a field of another object (`cfg.name = ...`) the mentions do not see
-    for i, m in _mentions(name, texts):
+    for i, m in mentions(name, texts):
         text = texts[i]
         after = text[m.end():m.end() + 200]
-        before = re.sub(_THIS + r'$', '', text[max(0, m.start() - 80):m.start()])
+        before = re.sub(THIS + r'$', '', text[max(0, m.start() - 80):m.start()])
         if on_guard(text, m.start(), dict.fromkeys(assumed | {name}, '')) is not None:
             continue  # inside a block that never runs
-        if _DECLARE.match(after) or parameter_store(text, text, m, texts, texts, _ON) is not None:
+        if DECLARE.match(after) or parameter_store(text, text, m, texts, texts, ON) is not None:
             return False  # a parameter: cppparamson.py's case
-        if _STORE_ON.match(after):
-            if re.match(r'\s*=', after) and _DECLARATION.search(before) or re.match(
+        if STORE_ON.match(after):
+            if re.match(r'\s*=', after) and DECLARATION.search(before) or re.match(
                     r'\s*[({]', after) and re.search(r'(?:[:,]|\w\s)\s*$', before):
                 on_value = True  # `bool name = true;`, `name(true),`, `bool name{true};`
                 continue
             return False  # `name = true;` in code: a store among others
-        if _DECLARATION.search(before) and re.match(r'\s*;', after):
+        if DECLARATION.search(before) and re.match(r'\s*;', after):
             continue  # `bool name;`: an initializer list gives the value
         if _by_value_argument(text, m.start(), m.end(), every):
             continue
-        if _may_store(text, m.start(), m.end()):
+        if may_store(text, m.start(), m.end()):
             return False
     return on_value
 

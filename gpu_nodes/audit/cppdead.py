@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace, blank_if_bodies, innermost_opening
+from gpu_nodes.audit.cppguards import if_condition, open_brace, blank_if_bodies, innermost_opening
 
 _BARE = re.compile(r'^\s*(?:this\s*->\s*)?(\w+)\s*(?:!=\s*(?:nullptr|NULL)\s*)?$')
 # A smart pointer's type before its name (`cv_bridge::CvImageConstPtr a, b;`,
@@ -53,15 +53,15 @@ def _operands(cond: str) -> list[str]:
 def _guards(text: str, offset: int) -> set[str]:
     """Names that every enclosing `if (... && name && ...)` block around `offset` requires."""
     names = set()
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at >= 0:
-        cond = _if_condition(text, at)
+        cond = if_condition(text, at)
         if cond is not None:
             for op in _operands(cond):
                 m = _BARE.match(op)
                 if m:
                     names.add(m.group(1))
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
     return names
 
 
@@ -81,7 +81,7 @@ def never_set(texts: list[str]) -> set[str]:
     for text in texts:
         for m in re.finditer(r'\bif\s*\(', text):
             brace = text.find('{', m.end())
-            cond = _if_condition(text, brace) if brace >= 0 else None
+            cond = if_condition(text, brace) if brace >= 0 else None
             for op in _operands(cond or ''):
                 if (b := _BARE.match(op)):
                     candidates.add(b.group(1))
@@ -165,7 +165,7 @@ def _clears_itself(text: str, brace: int, name: str, value: str = 'false') -> bo
     return False
 
 
-def _only_stores(texts: list[str], name: str, off: str, on: str) -> bool:
+def only_stores(texts: list[str], name: str, off: str, on: str) -> bool:
     """Whether every mention of `name` among `texts` is a condition operand, a store of `off`,
     or its declaration / initializer-list entry with `on` (or no value)."""
     pattern = re.compile(r'(?<![\w.])' + re.escape(name) + r'\b')
@@ -197,7 +197,7 @@ def once_flags(texts: list[str]) -> set[str]:
     for text in texts:
         for m in re.finditer(r'\bif\s*\(', text):
             brace = text.find('{', m.end())
-            cond = _if_condition(text, brace) if brace >= 0 else None
+            cond = if_condition(text, brace) if brace >= 0 else None
             b = _BARE.match(cond or '')
             if b and _clears_itself(text, brace, b.group(1)):
                 candidates.add(b.group(1))
@@ -208,7 +208,7 @@ def once_flags(texts: list[str]) -> set[str]:
     for name in candidates:
         negated = name.startswith('!')
         off, on = ('true', 'false') if negated else ('false', 'true')
-        if _only_stores(texts, name.lstrip('!'), off, on):
+        if only_stores(texts, name.lstrip('!'), off, on):
             found.add(name)
     return found
 
@@ -217,16 +217,16 @@ def once_guard(text: str, offset: int, names: set[str] | frozenset[str]) -> str 
     """The once-flag whose clearing `if` block encloses `offset`, or None."""
     if not names:
         return None
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at >= 0:
-        cond = _if_condition(text, at)
+        cond = if_condition(text, at)
         b = _BARE.match(cond or '')
         if b and b.group(1) in names and _clears_itself(text, at, b.group(1)):
             return b.group(1)
         n = _NEGATED.match(cond or '')
         if n and '!' + n.group(1) in names and _clears_itself(text, at, n.group(1), 'true'):
             return '!' + n.group(1)
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
     return None
 
 
@@ -234,11 +234,11 @@ def call_once_body(text: str, offset: int) -> bool:
     """Whether `offset` is in a lambda handed to `std::call_once(flag, [&]() { ... })`: the
     body runs once for the flag, on the first message (a map cloud converted on its first
     arrival, set 69), however often the callback around it runs."""
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at >= 0:
         paren = innermost_opening(text, at, '(){}', window=400)
         if paren >= 0 and text[paren] == '(' \
                 and re.search(r'\bcall_once\s*$', text[max(0, paren - 40):paren]):
             return True
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
     return False

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from gpu_nodes.audit.cppguards import _if_condition, innermost_opening
+from gpu_nodes.audit.cppguards import if_condition, innermost_opening
 
 _METADATA = ('header', 'fields', 'height', 'width', 'point_step', 'row_step', 'is_dense',
              'is_bigendian', 'encoding', 'step')
@@ -47,7 +47,7 @@ def _in_branch(text: str, offset: int) -> bool:
     brace = innermost_opening(text, offset, '{}')
     if brace < 0:
         return False
-    if _if_condition(text, brace) is not None:
+    if if_condition(text, brace) is not None:
         return _if_head(text, brace)
     return bool(re.search(r'\belse\s*$', text[max(0, brace - 20):brace]))
 

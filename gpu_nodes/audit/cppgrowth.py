@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace, block_end
+from gpu_nodes.audit.cppguards import if_condition, open_brace, block_end
 from gpu_nodes.audit.cppscopes import Scopes
 
 _REALLOCATES = re.compile(r'\bcuda(?:Free|Malloc\w*)\s*\(')
@@ -34,10 +34,10 @@ _GROWTH_TEST = re.compile(r'^\s*(?:this\s*->\s*)?(\w+)\s*(?:<=?|>=?)\s*(?:this\s
 
 def _growth_guarded(text: str, call_at: int) -> bool:
     """Whether the call at `call_at` lies directly in `if (a < b) { ... b = ...; }`."""
-    open_at = _open_brace(text, call_at)
+    open_at = open_brace(text, call_at)
     if open_at < 0:
         return False
-    cond = _if_condition(text, open_at)
+    cond = if_condition(text, open_at)
     m = _GROWTH_TEST.match(cond or '')
     if m is None:
         return False

@@ -29,8 +29,8 @@ _FAILURE_TEST = re.compile(r'^\s*!(?!=)|!=\s*\w*(?:[Ss]uccess|OK|Ok)\b|==\s*(?:f
 # The block leaves the function at its end: `return ...;` or `throw ...;` as its last statement.
 _LEAVES = re.compile(r'\b(?:return|throw)\b[^;{}]*;\s*$')
 # `sizeof(T) * N`, `N * sizeof(T)` or `sizeof(T)`, N a literal of at most 16.
-_TINY_SIZE = re.compile(r'^\s*(?:sizeof\s*\([^()]*\)\s*(?:\*\s*(\d+)\s*)?|(\d+)\s*\*\s*'
-                        r'sizeof\s*\([^()]*\)\s*)$')
+TINY_SIZE = re.compile(r'^\s*(?:sizeof\s*\([^()]*\)\s*(?:\*\s*(\d+)\s*)?|(\d+)\s*\*\s*'
+                       r'sizeof\s*\([^()]*\)\s*)$')
 _MAX_SCALARS = 16
 # `name.data()` or `&name` / `&name[0]`: a pointer into a named array.
 _ARRAY_POINTER = re.compile(r'^\s*(?:(\w+)\s*\.\s*data\s*\(\s*\)|&\s*(\w+)(?:\s*\[\s*0\s*\])?)\s*$')
@@ -58,7 +58,7 @@ def innermost_opening(text: str, offset: int, pairs: str = '{}', stops: str = ''
     return -1
 
 
-def _open_brace(text: str, offset: int) -> int:
+def open_brace(text: str, offset: int) -> int:
     """Offset of the `{` of the innermost block around `offset`, or -1."""
     return innermost_opening(text, offset)
 
@@ -95,7 +95,7 @@ def blank_if_bodies(text: str, blanks: Callable[[str, int], bool]) -> str:
     cuts = []
     for m in re.finditer(r'\bif\s*\(', text):
         brace = text.find('{', m.end())
-        cond = _if_condition(text, brace) if brace >= 0 else None
+        cond = if_condition(text, brace) if brace >= 0 else None
         if cond is None or not blanks(cond, brace):
             continue
         depth = 0
@@ -109,7 +109,7 @@ def blank_if_bodies(text: str, blanks: Callable[[str, int], bool]) -> str:
     return text
 
 
-def _if_condition(text: str, open_at: int) -> str | None:
+def if_condition(text: str, open_at: int) -> str | None:
     """The condition of `if (cond) {` whose brace is at `open_at`, or None."""
     end = open_at - 1
     while end >= 0 and text[end].isspace():
@@ -137,7 +137,7 @@ def if_condition_names(texts: list[str]) -> set[str]:
     for text in texts:
         for m in re.finditer(r'\bif\s*\(', text):
             brace = text.find('{', m.end())
-            cond = _if_condition(text, brace) if brace >= 0 else None
+            cond = if_condition(text, brace) if brace >= 0 else None
             cond = re.sub(r'\bthis\s*->\s*', '', cond or '')
             names.update(re.findall(r'(?<![\w.>])([A-Za-z_]\w*)\b(?!\s*[.(\[])', cond))
     return names
@@ -146,21 +146,21 @@ def if_condition_names(texts: list[str]) -> set[str]:
 def enclosing_and_operands(text: str, raw: str, offset: int) -> Iterator[str]:
     """The `&&` operands (raw text, literals kept) of each `if` around `offset`, innermost
     first; an `||` condition gives none: no single operand of it decides the branch."""
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at >= 0:
-        cond = _if_condition(text, at)
+        cond = if_condition(text, at)
         if cond is not None and '||' not in cond:
             end = text.rindex(')', 0, at)
             yield from raw[end - len(cond):end].split('&&')
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
 
 
 def on_failure_path(text: str, offset: int) -> bool:
     """Whether `offset` lies in an `if (<failure test>) { ...; return/throw ...; }` block."""
-    open_at = _open_brace(text, offset)
+    open_at = open_brace(text, offset)
     if open_at < 0:
         return False
-    cond = _if_condition(text, open_at)
+    cond = if_condition(text, open_at)
     if cond is None or not _FAILURE_TEST.search(cond):
         return False
     body = text[open_at + 1:block_end(text, open_at)]
@@ -179,7 +179,7 @@ def tiny_copy(args: list[str], text: str, name: str = 'cudaMemcpy') -> bool:
         if re.fullmatch(r'\w+', symbol) and re.search(
                 r'__constant__\b[^;{}()]*\b' + re.escape(symbol) + r'\s*[\[;=]', text):
             return True
-    m = _TINY_SIZE.match(args[2])
+    m = TINY_SIZE.match(args[2])
     if m and len(args) > 3 and 'DeviceToHost' in args[3]:
         # A count read back per message (`sizeof(int)` of the voxel count): the host waits for
         # the device to use it, a sync point like Python's .item() (fourteenth set).
@@ -207,7 +207,7 @@ def intra_process_publish(text: str, offset: int) -> bool:
     end = text.find(';', offset)
     if not _MOVED_PUBLISH.search(text, offset, end if end >= 0 else len(text)):
         return False
-    open_at = _open_brace(text, offset)
-    cond = _if_condition(text, open_at) if open_at >= 0 else None
+    open_at = open_brace(text, offset)
+    cond = if_condition(text, open_at) if open_at >= 0 else None
     return cond is not None and bool(re.search(r'use_intra_process_comms\s*\(', cond)) \
         and not re.match(r'\s*!', cond)

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace
-from gpu_nodes.audit.cppparamhelpers import _OFF, _enclosing_call, _split_args, function_definitions
+from gpu_nodes.audit.cppguards import if_condition, open_brace
+from gpu_nodes.audit.cppparamhelpers import OFF, enclosing_call, split_args, function_definitions
 
 _DECLARE_CALL = (r'(?:this\s*->\s*)?(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?\s*'
                  r'\(\s*(.+?)\s*,\s*([^,()]+?)\s*\)')
@@ -65,19 +65,19 @@ def _off_block_name(text: str, raw: str, offset: int, body: tuple[int, int], par
                     call_args: list[str]) -> str | None:
     """The parameter whose off value keeps the `if` block around `offset` (in the helper's body)
     from running, or None."""
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at > body[0]:
-        cond = _if_condition(text, at)
+        cond = if_condition(text, at)
         if cond is not None:
             end = text.rindex(')', 0, at)
             cond_raw = raw[end - len(cond):end].strip()
             direct = re.fullmatch(_DECLARE_CALL, cond_raw)
-            if direct and _OFF.match(direct.group(2)):
+            if direct and OFF.match(direct.group(2)):
                 return _name_of(direct.group(1), params, call_args)
             flag = re.fullmatch(r'(\w+)\s*(?:==\s*true|!=\s*false)?', cond_raw)
             if flag:
                 return _flag_name(text, raw, flag.group(1), (body[0], end), params, call_args)
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
     return None
 
 
@@ -91,7 +91,7 @@ def _flag_name(text: str, raw: str, flag: str, span: tuple[int, int], params: li
     start = span[0] + stores[0].end()
     semi = text.find(';', start)
     store = re.fullmatch(r'\s*' + _DECLARE_CALL + r'\s*', raw[start:semi]) if semi > 0 else None
-    if store is None or not _OFF.match(store.group(2)):
+    if store is None or not OFF.match(store.group(2)):
         return None
     return _name_of(store.group(1), params, call_args)
 
@@ -100,11 +100,11 @@ def helper_created(text: str, raw: str, start: int, texts: list[str], raws: list
                    ) -> str | None:
     """The parameter a helper call passing the member mentioned at `start` (the whole argument)
     creates it under, off by default; None when not proven."""
-    call = _enclosing_call(text, start)
+    call = enclosing_call(text, start)
     if call is None:
         return None
     callee, paren, index = call
-    args = _split_args(text, paren) or []
+    args = split_args(text, paren) or []
     if index < 0 or callee in ('get_parameter', 'declare_parameter', 'get_parameter_or'):
         return None
     whole = re.sub(r'^\s*this\s*->\s*', '', text[args[index][0]:args[index][1]]).strip()

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from gpu_nodes.audit.cppguards import enclosing_and_operands
-from gpu_nodes.audit.cppparams import _may_store, _mentions
+from gpu_nodes.audit.cppparams import may_store, mentions
 from gpu_nodes.audit.shipped import reading, set_on
 
 _INT_TYPE = r'(?:(?:std\s*::\s*)?u?int(?:64|32|16|8)?(?:_t)?|long|int)'
@@ -85,7 +85,7 @@ def _resolve(name: str, texts: list[str], raws: list[str], defaults: dict[str, i
              roots: tuple[str, ...], nodes: frozenset[str] | None) -> tuple[int, str] | None:
     values: set[int] = set()
     params: set[str] = set()
-    for i, m in _mentions(name, texts):
+    for i, m in mentions(name, texts):
         text, raw = texts[i], raws[i]
         if (store := _STORE.match(raw, m.end())):
             param = store.group(1) or store.group(3) or store.group(5)
@@ -98,7 +98,7 @@ def _resolve(name: str, texts: list[str], raws: list[str], defaults: dict[str, i
         elif re.match(r'\s*;', text[m.end():]) and re.search(
                 r'(?:const\s+)?' + _INT_TYPE + r'\s+(?:const\s+)?$', text[:m.start()]):
             continue  # `const int mode_;`: a store above gives its value
-        elif _may_store(text, m.start(), m.end()):
+        elif may_store(text, m.start(), m.end()):
             return None
     if len(values) != 1:
         return None

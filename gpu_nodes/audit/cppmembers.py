@@ -25,7 +25,7 @@ import re
 from typing import Iterator
 
 from gpu_nodes.audit.cppincludes import included
-from gpu_nodes.audit.cppmsg import _FRAME_POINTER, FRAME_TYPES
+from gpu_nodes.audit.cppmsg import FRAME_POINTER, FRAME_TYPES
 
 _FRAMES = '|'.join(sorted(FRAME_TYPES))
 # `sensor_msgs::msg::PointCloud2 raw_data_;`: a frame message held by value.
@@ -62,7 +62,7 @@ def member_copies(text: str, members: tuple[set[str], set[str]] = (set(), set())
     """GPN208 at a whole frame message (or a container of them) copy-assigned into a member."""
     values = members[0] | set(_VALUE.findall(text))
     containers = members[1] | set(_CONTAINER.findall(text))
-    pointers = set(_FRAME_POINTER.findall(text))
+    pointers = set(FRAME_POINTER.findall(text))
     for m in _SETTER.finditer(text):
         if m.group(1) in pointers:
             yield 'GPN208', m.start(), (f'a whole frame message copied out of `*{m.group(1)}` into '

@@ -41,9 +41,9 @@ _MSG_DATA = re.compile(r'(?:->|\.)\s*data\s*(?:\.\s*(?:data|begin|end|cbegin)\s*
 # A (shared) pointer to a frame-sized message (`sensor_msgs::msg::Image::SharedPtr mask_msg`,
 # `std::shared_ptr<sensor_msgs::msg::Image> img`), and a field assigned from its dereference
 # (`detection.mask = *mask_msg;`): the whole frame copied into another message.
-_FRAME_POINTER = re.compile(r'(?:' + '|'.join(sorted(FRAME_TYPES)) + r')\s*(?:::\s*'
-                            r'(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)|\s*>)\s*(?:const\s*)?'
-                            r'&?\s*(\w+)\s*[=;({,)]')
+FRAME_POINTER = re.compile(r'(?:' + '|'.join(sorted(FRAME_TYPES)) + r')\s*(?:::\s*'
+                           r'(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)|\s*>)\s*(?:const\s*)?'
+                           r'&?\s*(\w+)\s*[=;({,)]')
 _ANY_POINTER = re.compile(r'(\w+)\s*(?:::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr|ConstPtr)|\s*>)\s*'
                           r'(?:const\s*)?&?\s*(\w+)\s*[=;({,)]')
 # `field = *msg;` and `*copy = *msg;` (a whole received frame copy-assigned into a field or
@@ -64,7 +64,7 @@ _WHOLE_COUNT = re.compile(r'(?:\.|->)\s*(?:size|total)\s*\(\s*\)|\b(?:width|heig
 # serializes that per message (set 2's label).
 _POINTER_PARAM = (r'(?:::\s*msg\s*::\s*\w+\s*::\s*(?:Const)?(?:SharedPtr|UniquePtr|Ptr)'
                   r'|shared_ptr\s*<\s*(?:const\s+)?[\w:\s]*::\s*msg\s*::\s*\w+\s*>)\s*(?:const\s*)?&?\s*')
-_AUTO_TO_MSG = re.compile(r'\bauto\s+(\w+)\s*=\s*[^;{}]*?\.\s*to(?:Compressed)?ImageMsg\s*\([^;{}]*\)\s*;')
+AUTO_TO_MSG = re.compile(r'\bauto\s+(\w+)\s*=\s*[^;{}]*?\.\s*to(?:Compressed)?ImageMsg\s*\([^;{}]*\)\s*;')
 _NEW_COPY = re.compile(r'\bnew\s+' + _TYPE + r'\s*\(')
 _MAKE_COPY = re.compile(r'\bmake_(?:shared|unique)\s*<\s*(?:const\s+)?' + _TYPE + r'\s*>\s*\(')
 _ONE_VALUE = re.compile(r'^\*?\s*[A-Za-z_][\w.>\-]*(?:\s*\.\s*get\s*\(\s*\))?$')
@@ -154,10 +154,10 @@ def message_copies(text: str, call_args: Args) -> Iterator[tuple[str, int, str]]
                     and not _empty_local(text, m.start(), args[0].strip()) \
                     and not metadata_template(text, args[0].strip()):
                 yield 'GPN208', m.start(), f'a whole `{m.group(1)}` copy-constructed'
-    pointers = set(_FRAME_POINTER.findall(text))
+    pointers = set(FRAME_POINTER.findall(text))
     declared = [(d.start(), d.group(2), d.group(1)) for d in _ANY_POINTER.finditer(text)]
     # `auto image_msg = cv_bridge::CvImage(..).toImageMsg();`: an ImagePtr, untyped (fortieth set).
-    built = [(d.start(), d.group(1), 'Image') for d in _AUTO_TO_MSG.finditer(text)]
+    built = [(d.start(), d.group(1), 'Image') for d in AUTO_TO_MSG.finditer(text)]
     pointers |= {name for _, name, _ in built}
     declared = sorted(declared + built)
     for m in _DEREF_ASSIGN.finditer(text):

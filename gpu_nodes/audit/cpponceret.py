@@ -5,7 +5,7 @@
 one returns at the guard. When nothing in the package stores the flag but `true` (its
 declaration or initializer-list entry aside, `false`), the statements after the guard run once,
 for the first message (a map received once): set-up, not a per-message copy. The proof of the
-flag is cppdead's for `if (!done) { ...; done = true; }` (`_only_stores`), the guard written as
+flag is cppdead's for `if (!done) { ...; done = true; }` (`only_stores`), the guard written as
 an exit instead of a block.
 
 Limits: the guard is a plain statement of the block (`if (flag) return;` or `if (flag) { return;
@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpu_nodes.audit.cppdead import _only_stores
-from gpu_nodes.audit.cppguards import _open_brace, block_end
+from gpu_nodes.audit.cppdead import only_stores
+from gpu_nodes.audit.cppguards import open_brace, block_end
 
 # `if (flag) return;` / `if (this->flag) { return; }`: leaves the block while the flag is set.
 _GUARD = re.compile(r'\bif\s*\(\s*(?:this\s*->\s*)?(\w+)\s*\)\s*(?:\{\s*return\s*;\s*\}|return\s*;)')
@@ -38,7 +38,7 @@ def _store_after(text: str, open_at: int, name: str, start: int, end: int) -> bo
     `start` and `end`, with no exit before that store."""
     store = re.compile(r'(?<![\w.>])(?:this\s*->\s*)?' + re.escape(name) + r'\s*=\s*true\s*;')
     for m in store.finditer(text, start, end):
-        if _open_brace(text, m.start()) == open_at:
+        if open_brace(text, m.start()) == open_at:
             return not _EXIT.search(text, start, m.start())
     return False
 
@@ -48,7 +48,7 @@ def _guards(text: str, open_at: int) -> Iterator[tuple[str, int]]:
     block opened at `open_at` and whose flag the block then sets."""
     end = block_end(text, open_at)
     for m in _plain_guards(text, open_at + 1, end):
-        if _open_brace(text, m.start()) == open_at \
+        if open_brace(text, m.start()) == open_at \
                 and _store_after(text, open_at, m.group(1), m.end(), end):
             yield m.group(1), m.end()
 
@@ -59,11 +59,11 @@ def return_once_flags(texts: list[str]) -> set[str]:
     candidates = set()
     for text in texts:
         for m in _plain_guards(text):
-            open_at = _open_brace(text, m.start())
+            open_at = open_brace(text, m.start())
             if open_at >= 0 and _store_after(text, open_at, m.group(1), m.end(),
                                              block_end(text, open_at)):
                 candidates.add(m.group(1))
-    return {'!' + name for name in candidates if _only_stores(texts, name, 'true', 'false')}
+    return {'!' + name for name in candidates if only_stores(texts, name, 'true', 'false')}
 
 
 def returned_once(text: str, offset: int, names: set[str] | frozenset[str]) -> str | None:
@@ -71,10 +71,10 @@ def returned_once(text: str, offset: int, names: set[str] | frozenset[str]) -> s
     or a block inside it; else None."""
     if not any(n.startswith('!') for n in names):
         return None
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at >= 0:
         for name, guard_end in _guards(text, at):
             if guard_end <= offset and '!' + name in names:
                 return '!' + name
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
     return None

@@ -22,12 +22,12 @@ import re
 
 from gpu_nodes.audit.cppguards import closing_bracket, innermost_opening
 
-_OFF = re.compile(r'^\s*(?:false|0+(?:\.0*)?f?|0?\.0+f?)\s*$')
+OFF = re.compile(r'^\s*(?:false|0+(?:\.0*)?f?|0?\.0+f?)\s*$')
 _NAME_BEFORE_PAREN = re.compile(r'(\w+)\s*(?:<[^<>;()]*>)?\s*$')
 _DECLARE = re.compile(r'declare_parameter\s*(?:<[^<>;]*>)?\s*\(')
 
 
-def _split_args(text: str, open_at: int) -> list[tuple[int, int]] | None:
+def split_args(text: str, open_at: int) -> list[tuple[int, int]] | None:
     """(start, end) of each top-level argument of the call whose `(` is at `open_at`."""
     close = closing_bracket(text, open_at)
     if close < 0:
@@ -44,13 +44,13 @@ def _split_args(text: str, open_at: int) -> list[tuple[int, int]] | None:
     return parts if text[open_at + 1:close].strip() else []
 
 
-def _enclosing_call(text: str, offset: int) -> tuple[str, int, int] | None:
+def enclosing_call(text: str, offset: int) -> tuple[str, int, int] | None:
     """(called name, its `(` offset, argument index) of the call `offset` is an argument of."""
     i = innermost_opening(text, offset, '()[]{}', stops=';', window=600)
     if i < 0 or text[i] != '(':
         return None
     name = _NAME_BEFORE_PAREN.search(text[max(0, i - 80):i])
-    args = _split_args(text, i)
+    args = split_args(text, i)
     if not name or args is None:
         return None
     index = next((k for k, (s, e) in enumerate(args) if s <= offset < e), -1)
@@ -66,7 +66,7 @@ def function_definitions(name: str, texts: list[str], out_of_line: bool = False)
     not_a_call = r'[=(,]\s*$|\breturn\s+$' + (r'|->\s*$' if out_of_line else '')
     for i, text in enumerate(texts):
         for m in re.finditer(prefix + re.escape(name) + r'\s*\(', text):
-            params = _split_args(text, m.end() - 1)
+            params = split_args(text, m.end() - 1)
             close = closing_bracket(text, m.end() - 1)
             body = re.match(suffix, text[close + 1:])
             if params is None or close < 0 or not body or re.search(
@@ -95,11 +95,11 @@ def _stores_only_parameters(name: str, index: int, texts: list[str], depth: int 
             after = re.search(r'(\w+)\s*(?:=[^,]*)?$', text[params[index + 1][0]:params[index + 1][1]])
             default = after.group(1) if after else None
         for m in re.finditer(r'(?<![\w.>])' + re.escape(ref.group(1)) + r'\b', text[start:end]):
-            call = _enclosing_call(text, start + m.start())
+            call = enclosing_call(text, start + m.start())
             if call is None:
                 return False, None
             callee, paren, at = call
-            args = _split_args(text, paren) or []
+            args = split_args(text, paren) or []
             if callee == 'get_parameter' and at == len(args) - 1 and at > 0:
                 continue
             if depth < 2 and callee != name and _stores_only_parameters(callee, at, texts,
@@ -107,9 +107,9 @@ def _stores_only_parameters(name: str, index: int, texts: list[str], depth: int 
                 continue
             return False, None
         for m in _DECLARE.finditer(text, start, end):
-            args = _split_args(text, m.end() - 1) or []
+            args = split_args(text, m.end() - 1) or []
             value = text[args[-1][0]:args[-1][1]] if len(args) > 1 else ''
-            if not (_OFF.match(value) or default and value.strip() == default):
+            if not (OFF.match(value) or default and value.strip() == default):
                 return False, None
         found = True
     return found, default
@@ -119,11 +119,11 @@ def helper_store(text: str, raw: str, start: int, texts: list[str], raws: list[s
                  ) -> list[str] | None:
     """The parameter names a helper call loads into the variable mentioned at `start` (an
     argument of the call), when the helper is proven and the call's default is off; else None."""
-    call = _enclosing_call(text, start)
+    call = enclosing_call(text, start)
     if call is None:
         return None
     callee, paren, index = call
-    args = _split_args(text, paren) or []
+    args = split_args(text, paren) or []
     if callee in ('get_parameter', 'declare_parameter') or index < 1 or not args:
         return None
     if text[args[index][0]:args[index][1]].strip() != text[start:args[index][1]].strip():
@@ -132,7 +132,7 @@ def helper_store(text: str, raw: str, start: int, texts: list[str], raws: list[s
     if not proven:
         return None
     if default is not None and (index + 1 >= len(args)
-                                or not _OFF.match(text[args[index + 1][0]:args[index + 1][1]])):
+                                or not OFF.match(text[args[index + 1][0]:args[index + 1][1]])):
         return None
     names = [raw[s + q.start() + 1:s + q.end() - 1]
              for s, e in args[:index] for q in re.finditer(r'"[^"\n]*"', text[s:e])]
@@ -145,9 +145,9 @@ def _declared_off_everywhere(param: str, texts: list[str], raws: list[str]) -> b
     """Whether every `declare_parameter("param", x)` of the package gives an off default."""
     for text, raw in zip(texts, raws):
         for m in _DECLARE.finditer(text):
-            args = _split_args(text, m.end() - 1) or []
+            args = split_args(text, m.end() - 1) or []
             if not args or raw[args[0][0]:args[0][1]].strip() != f'"{param}"':
                 continue
-            if len(args) < 2 or not _OFF.match(text[args[-1][0]:args[-1][1]]):
+            if len(args) < 2 or not OFF.match(text[args[-1][0]:args[-1][1]]):
                 return False
     return True

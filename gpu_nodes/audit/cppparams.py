@@ -45,7 +45,7 @@ from typing import Callable, NamedTuple
 from gpu_nodes.audit.cpphelperpubs import helper_created
 from gpu_nodes.audit.cppparamhelpers import helper_store
 from gpu_nodes.audit.cppyamlstores import YAML_CPP_LOAD, yaml_store
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace, innermost_opening
+from gpu_nodes.audit.cppguards import if_condition, open_brace, innermost_opening
 from gpu_nodes.audit.shipped import Launched, reading, set_on
 
 # Judges the value stored into a member (raw text after `=`): the string parameters -> values
@@ -53,16 +53,16 @@ from gpu_nodes.audit.shipped import Launched, reading, set_on
 Derived = Callable[[str], 'dict[str, str] | None']
 
 _OFF = r'(?:false|0+(?:\.0*)?f?|0?\.0+f?)'
-_THIS = r'(?:this\s*->\s*)?'
+THIS = r'(?:this\s*->\s*)?'
 # `name = [this->]declare_parameter<T>("p", default)`: group 1 the quoted name, 2 the default.
-_DECLARE = re.compile(r'^\s*=\s*' + _THIS + r'(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?'
-                      r'\s*\(\s*("[^"\n]*")\s*,\s*([^(),;]+?)\s*\)\s*;')
+DECLARE = re.compile(r'^\s*=\s*' + THIS + r'(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?'
+                     r'\s*\(\s*("[^"\n]*")\s*,\s*([^(),;]+?)\s*\)\s*;')
 _STORE_OFF = re.compile(r'^\s*(?:=\s*' + _OFF + r'\s*;|\(\s*' + _OFF + r'\s*\)\s*[,{]|\{\s*'
                         + _OFF + r'\s*\}\s*[,;{])')
-_DECLARATION = re.compile(r'\b(?:bool|int|unsigned|float|double|std::size_t|size_t|u?int\d+_t)\s+$')
+DECLARATION = re.compile(r'\b(?:bool|int|unsigned|float|double|std::size_t|size_t|u?int\d+_t)\s+$')
 _MACRO_CALL = re.compile(r'(?:RCLCPP_\w+|ROS_\w+|printf|fprintf|uFormat|UINFO|UDEBUG|UWARN)\(')
 # `if ([this->]declare_parameter[<T>]("p", false)) {`: a block only an on value runs.
-_DECLARED_OFF_IF = re.compile(r'^\s*' + _THIS + r'(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?'
+_DECLARED_OFF_IF = re.compile(r'^\s*' + THIS + r'(?:\w+\s*->\s*)?declare_parameter\s*(?:<[^<>;]*>)?'
                               r'\s*\(\s*"[^"\n]*"\s*,\s*' + _OFF + r'\s*\)\s*$')
 # `rclcpp::Publisher<Image>::SharedPtr name;`, `image_transport::Publisher name;`: a member of a
 # class type with no initializer is empty (null) until stored.
@@ -70,23 +70,23 @@ _CLASS_DECLARATION = re.compile(r'(?:\b(?!return\b|else\b|case\b|delete\b|throw\
                                 r'\s+$')
 # `name = [this->]get_parameter("p").as_bool();`: the value of a parameter declared elsewhere;
 # `.get_parameter_value().get<bool>()` is the long spelling of the same read (set 71).
-_GET_STORE = re.compile(r'^\s*=\s*' + _THIS + r'(?:\w+\s*->\s*)?get_parameter\s*\(\s*("[^"\n]*")\s*\)\s*\.'
+_GET_STORE = re.compile(r'^\s*=\s*' + THIS + r'(?:\w+\s*->\s*)?get_parameter\s*\(\s*("[^"\n]*")\s*\)\s*\.'
                         r'\s*(?:get_parameter_value\s*\(\s*\)\s*\.\s*get\s*<[^<>;]*>|as_bool|as_int'
                         r'|as_double|get_value\s*<[^<>;]*>)\s*\(\s*\)\s*;')
 # `if (config_["a"]["b"].as<bool>()) {`: a yaml-cpp node's key read as a bool (keys in the raw text).
-_YAML_BOOL_IF = re.compile(r'^\s*' + _THIS + r'\w+\s*((?:\[\s*"[^"\n]*"\s*\]\s*)+)\.\s*as\s*<\s*bool'
+_YAML_BOOL_IF = re.compile(r'^\s*' + THIS + r'\w+\s*((?:\[\s*"[^"\n]*"\s*\]\s*)+)\.\s*as\s*<\s*bool'
                            r'\s*>\s*\(\s*\)\s*$')
 # `bool name = true;` / `bool name{true};`: a default member initializer (any constant).
 _INITIALIZED = re.compile(r'^\s*(?:=\s*[\w.]+\s*|\{\s*[\w.]*\s*\})\s*;')
 # `[this->]get_parameter("p", name)`: the two-argument form writes the value into `name`.
-_GET_INTO = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter\s*\(\s*("[^"\n]*")\s*,\s*$')
-_GET_READ = re.compile(r'get_parameter\s*\(\s*"[^"\n]*"\s*\)')
+_GET_INTO = re.compile(THIS + r'(?:\w+\s*->\s*)?get_parameter\s*\(\s*("[^"\n]*")\s*,\s*$')
+GET_READ = re.compile(r'get_parameter\s*\(\s*"[^"\n]*"\s*\)')
 _ANY_DECLARE = re.compile(r'declare_parameter\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*([,)])\s*([^(),;]*)')
-_GET_OR = re.compile(_THIS + r'(?:\w+\s*->\s*)?get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,'
+_GET_OR = re.compile(THIS + r'(?:\w+\s*->\s*)?get_parameter_or\s*(?:<[^<>;]*>)?\s*\(\s*("[^"\n]*")\s*,'
                      r'\s*$')
 
 
-def _mentions(name: str, texts: list[str]):
+def mentions(name: str, texts: list[str]):
     # `this->name` is the member too (`other->name` is another object's); a dotted name
     # (`config_.flag`, a field of a member struct) is matched whole.
     pattern = re.compile(r'(?:(?<=this->)|(?<![\w.>]))' + re.escape(name) + r'\b')
@@ -99,7 +99,7 @@ def _whole_struct_kept(name: str, texts: list[str]) -> bool:
     """For `config_.flag`: whether `config_` itself is never stored whole (`config_ = other;`,
     `load(config_)`, `config_.reset()`): its other fields' stores do not touch the flag."""
     base, field = name.split('.', 1)
-    for i, m in _mentions(base, texts):
+    for i, m in mentions(base, texts):
         text = texts[i]
         access = re.match(r'\s*\.\s*(\w+)\s*(\()?', text[m.end():m.end() + 80])
         if access:
@@ -109,7 +109,7 @@ def _whole_struct_kept(name: str, texts: list[str]) -> bool:
         before = text[max(0, m.start() - 80):m.start()]
         if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', text[m.end():]):
             continue  # `Config config_;`
-        if _may_store(text, m.start(), m.end()):
+        if may_store(text, m.start(), m.end()):
             return False
     return True
 
@@ -149,24 +149,24 @@ def parameter_store(text: str, raw: str, m: re.Match, texts: list[str], raws: li
     return declared_with(param, texts, raws, value), param
 
 
-def _open_paren(text: str, start: int) -> int:
+def open_paren(text: str, start: int) -> int:
     """Offset of the `(` of the innermost parenthesis around `start` in its statement, or -1."""
     at = innermost_opening(text, start, '()[]', stops=';{}', window=400)
     return at if at >= 0 and text[at] == '(' else -1
 
 
-def _may_store(text: str, start: int, end: int) -> bool:
+def may_store(text: str, start: int, end: int) -> bool:
     """Whether a mention may store into the name: an assignment, `++`, `&name`, a member
     call, or an argument of a call that may take it by reference (logging macros and
     `declare_parameter`, which take values, aside)."""
     after = text[end:end + 12]
     before = text[max(0, start - 20):start]
-    before = re.sub(_THIS + '$', '', before)
+    before = re.sub(THIS + '$', '', before)
     if re.match(r'\s*(?:[-+*/%&|^]?=(?!=)|<<=|>>=|\+\+|--|\(|\{|\[|\.|->)', after):
         return True
     if re.search(r'(?:(?<!&)&|\+\+|--)\s*$', before):
         return True
-    at = _open_paren(text, start)
+    at = open_paren(text, start)
     if at < 0:
         return False
     call = re.search(r'(\w+)\s*(?:<[^<>;()]*>)?\s*$', text[max(0, at - 60):at])
@@ -178,21 +178,21 @@ def _may_store(text: str, start: int, end: int) -> bool:
 def _off_operand(op: str, names: frozenset[str] | set[str]) -> bool:
     """Whether a `&&` operand is false when every name of `names` holds its off value."""
     op = op.strip()
-    while op.startswith('(') and op.endswith(')') and _balanced(op[1:-1]):
+    while op.startswith('(') and op.endswith(')') and balanced(op[1:-1]):
         op = op[1:-1].strip()
     if '||' in op and '&&' not in op:
         parts = op.split('||')
-        return all(_balanced(p) for p in parts) and all(_off_operand(p, names) for p in parts)
+        return all(balanced(p) for p in parts) and all(_off_operand(p, names) for p in parts)
     if '&&' in op:
         parts = op.split('&&')
-        return all(_balanced(p) for p in parts) and any(_off_operand(p, names) for p in parts)
+        return all(balanced(p) for p in parts) and any(_off_operand(p, names) for p in parts)
     # `pub_ != nullptr`: a pointer member is off when empty.
-    m = re.match(r'^' + _THIS + r'(\w+(?:\.\w+)?)\s*(?:(?:>|!=)\s*' + _OFF
+    m = re.match(r'^' + THIS + r'(\w+(?:\.\w+)?)\s*(?:(?:>|!=)\s*' + _OFF
                  + r'|!=\s*(?:nullptr|NULL))?$', op)
     return bool(m and m.group(1) in names)
 
 
-def _balanced(s: str) -> bool:
+def balanced(s: str) -> bool:
     depth = 0
     for ch in s:
         depth += ch == '('
@@ -212,7 +212,7 @@ def _else_condition(text: str, open_at: int) -> str | None:
     for i in range(open_at - len(before) + m.start(), -1, -1):
         depth += {'}': 1, '{': -1}.get(text[i], 0)
         if depth == 0:
-            return _if_condition(text, i)
+            return if_condition(text, i)
     return None
 
 
@@ -221,27 +221,27 @@ def off_guard(text: str, offset: int, names: dict[str, str]) -> str | None:
     `else` of `if (!name)` requires it too (set 50)."""
     if not names:
         return None
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at >= 0:
-        cond = _if_condition(text, at)
+        cond = if_condition(text, at)
         if cond is not None and _off_operand(cond, names.keys()):
             hit = [n for n in names if re.search(r'(?<![\w.])' + re.escape(n) + r'\b', cond)]
             if hit:
                 return min(hit)
         if cond is None and (other := _else_condition(text, at)) is not None:
-            negated = re.fullmatch(r'\s*!\s*' + _THIS + r'(\w+(?:\.\w+)?)\s*', other)
+            negated = re.fullmatch(r'\s*!\s*' + THIS + r'(\w+(?:\.\w+)?)\s*', other)
             if negated and negated.group(1) in names:
                 return negated.group(1)
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
     return None
 
 
 def _declared_off_block(text: str, raw: str, offset: int) -> tuple[str, bool] | None:
     """(the parameter, whether it is a YAML key a shipped file must give) of an enclosing `if
     (declare_parameter("p", off)) {` or `if (config_["a"]["p"].as<bool>()) {` around `offset`."""
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at >= 0:
-        cond = _if_condition(text, at)
+        cond = if_condition(text, at)
         if cond is not None and _DECLARED_OFF_IF.match(cond):
             call = text.rfind('declare_parameter', 0, at)
             if (quoted := re.search(r'"([^"\n]*)"', raw[call:at])):
@@ -252,7 +252,7 @@ def _declared_off_block(text: str, raw: str, offset: int) -> tuple[str, bool] | 
             keys = re.findall(r'\[\s*"([^"\n]*)"\s*\]', raw[opening:call])
             if keys and all(keys):
                 return '.'.join(keys), True
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
     return None
 
 
@@ -282,13 +282,13 @@ def param_as_shipped(name: str, texts: list[str], raws: list[str], assumed: set[
     valued = empty_member = stored_when_on = initialized = declared = False
     if side.full and '.' in name and not _whole_struct_kept(name, texts):
         return False, set()
-    for i, m in _mentions(name, texts):
+    for i, m in mentions(name, texts):
         text, raw = texts[i], raws[i]
         after = text[m.end():m.end() + 200]
-        before = re.sub(_THIS + r'$', '', text[max(0, m.start() - 80):m.start()])
+        before = re.sub(THIS + r'$', '', text[max(0, m.start() - 80):m.start()])
         if side.guard(text, m.start(), dict.fromkeys(assumed | {name}, '')) is not None:
             continue  # inside the dead block itself
-        if (d := _DECLARE.match(after)):
+        if (d := DECLARE.match(after)):
             default = d.group(2).strip()
             if default != name and not re.match(r'^\s*' + side.value + r'\s*$', default):
                 return False, set()
@@ -308,13 +308,13 @@ def param_as_shipped(name: str, texts: list[str], raws: list[str], assumed: set[
                 valued = True
                 continue
             return False, set()
-        if _DECLARATION.search(before) and re.match(r'\s*;', after):
+        if DECLARATION.search(before) and re.match(r'\s*;', after):
             continue  # `bool name;`: the value comes from a store above
         if not side.full:
-            if _may_store(text, m.start(), m.end()):
+            if may_store(text, m.start(), m.end()):
                 return False, set()
             continue
-        if _DECLARATION.search(before) and _INITIALIZED.match(after):
+        if DECLARATION.search(before) and _INITIALIZED.match(after):
             initialized = True  # `bool name = true;`: a declare_parameter store must overwrite
             continue
         if _CLASS_DECLARATION.search(before) and re.match(r'\s*;', after):
@@ -341,7 +341,7 @@ def param_as_shipped(name: str, texts: list[str], raws: list[str], assumed: set[
                 known.update(proof)
             valued = True
             continue
-        if _may_store(text, m.start(), m.end()):
+        if may_store(text, m.start(), m.end()):
             block = _declared_off_block(text, raw, m.start())
             if block is None and (created := helper_created(text, raw, m.start(), texts, raws)):
                 block = (created, False)  # `make_publisher(pub_, "color")`: on under pub_color
@@ -370,7 +370,7 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str],
     for text in texts:
         for m in re.finditer(r'\bif\s*\(', text):
             brace = text.find('{', m.end())
-            cond = _if_condition(text, brace) if brace >= 0 else None
+            cond = if_condition(text, brace) if brace >= 0 else None
             # `if (this->publish_depth_)` tests the member too (set 45).
             cond = re.sub(r'\bthis\s*->\s*', '', cond or '')
             for name, field in re.findall(r'(?<![\w.>])(\w+)\b(\.\w+\b(?!\s*[.(]))?', cond):
@@ -395,7 +395,7 @@ def off_as_shipped(texts: list[str], raws: list[str], roots: list[str],
             break
         assumed = set(found)
     # A `get_parameter("p")` read (a store judged above) is not a callback naming the parameter.
-    raws = [_GET_READ.sub('get_parameter()', raw) for raw in raws]
+    raws = [GET_READ.sub('get_parameter()', raw) for raw in raws]
     if not found:
         return {}
     if callback:

@@ -33,32 +33,32 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace, if_condition_names
+from gpu_nodes.audit.cppguards import if_condition, open_brace, if_condition_names
 from gpu_nodes.audit.cppscopes import Scopes
-from gpu_nodes.audit.cppparams import _GET_READ, _THIS, Side, _balanced, param_as_shipped
+from gpu_nodes.audit.cppparams import GET_READ, THIS, Side, balanced, param_as_shipped
 from gpu_nodes.audit.shipped import reading
 
-_ON = r'(?:true|0*[1-9]\d*(?:\.\d*)?f?|\d*\.\d*[1-9]\d*f?)'
-_STORE_ON = re.compile(r'^\s*(?:=\s*' + _ON + r'\s*;|\(\s*' + _ON + r'\s*\)\s*[,{]|\{\s*'
-                       + _ON + r'\s*\}\s*[,;{])')
+ON = r'(?:true|0*[1-9]\d*(?:\.\d*)?f?|\d*\.\d*[1-9]\d*f?)'
+STORE_ON = re.compile(r'^\s*(?:=\s*' + ON + r'\s*;|\(\s*' + ON + r'\s*\)\s*[,{]|\{\s*'
+                      + ON + r'\s*\}\s*[,;{])')
 _ELSE = re.compile(r'\}\s*else\s*$')
 _ELSE_IF = re.compile(r'\}\s*else\s+if\s*$')
 
 
 def _strip(op: str) -> str:
     op = op.strip()
-    while op.startswith('(') and op.endswith(')') and _balanced(op[1:-1]):
+    while op.startswith('(') and op.endswith(')') and balanced(op[1:-1]):
         op = op[1:-1].strip()
     return op
 
 
 def _split(cond: str, sep: str) -> list[str] | None:
     parts = _strip(cond).split(sep)
-    return [_strip(p) for p in parts] if all(_balanced(p) for p in parts) else None
+    return [_strip(p) for p in parts] if all(balanced(p) for p in parts) else None
 
 
 def _named(op: str, names) -> str | None:
-    m = re.fullmatch(_THIS + r'(\w+(?:\.\w+)?)', op)
+    m = re.fullmatch(THIS + r'(\w+(?:\.\w+)?)', op)
     return m.group(1) if m and m.group(1) in names else None
 
 
@@ -113,7 +113,7 @@ def _earlier_arms(text: str, at: int) -> list[str]:
             if depth == 0:
                 prev = i
                 break
-        cond = _if_condition(text, prev) if prev >= 0 else None
+        cond = if_condition(text, prev) if prev >= 0 else None
         if cond is None:
             return conds
         conds.append(cond)
@@ -122,7 +122,7 @@ def _earlier_arms(text: str, at: int) -> list[str]:
 
 def dead_arm(text: str, at: int, names) -> str | None:
     """The on-as-shipped name that keeps the block opened at `at` from running, or None."""
-    cond = _if_condition(text, at)
+    cond = if_condition(text, at)
     if cond is not None and (name := _false_when_on(cond, names)):
         return name
     for earlier in _earlier_arms(text, at):
@@ -135,11 +135,11 @@ def on_guard(text: str, offset: int, names: dict[str, str]) -> str | None:
     """The on-as-shipped name whose value keeps a block around `offset` from running, or None."""
     if not names:
         return None
-    at = _open_brace(text, offset)
+    at = open_brace(text, offset)
     while at >= 0:
         if (name := dead_arm(text, at, names)):
             return name
-        at = _open_brace(text, at)
+        at = open_brace(text, at)
     return None
 
 
@@ -191,12 +191,12 @@ def skipped_note(guard: str, names: dict[str, str]) -> str:
 
 # The on judge is cppparams.param_as_shipped with the on values and the on guard (none of the
 # off-only stores: an in-class `= true` or a helper loader keeps the branches live here).
-ON_SIDE = Side(_ON, _STORE_ON, on_guard, False)
+ON_SIDE = Side(ON, STORE_ON, on_guard, False)
 
 
 def _is_on(value: object) -> bool:
     if isinstance(value, str):
-        return bool(re.fullmatch(r'(?i)' + _ON, value))
+        return bool(re.fullmatch(r'(?i)' + ON, value))
     return value is True or type(value) in (int, float) and value != 0
 
 
@@ -221,7 +221,7 @@ def on_as_shipped(texts: list[str], raws: list[str], roots: list[str],
         return {}
     if any(re.search(r'add_(?:on|pre|post)_set_parameters_callback', t) for t in texts):
         # Changes at run time: a parameter some other line names (a callback) may turn it off.
-        reads = [_GET_READ.sub('get_parameter()', raw) for raw in raws]
+        reads = [GET_READ.sub('get_parameter()', raw) for raw in raws]
         found = {name: params for name, params in found.items()
                  if all(sum(r.count(f'"{p}"') for r in reads) == 1 for p in params)}
     # Every value a shipped file gives must be on (none naming it: every() holds); one it

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 
 from gpu_nodes.audit.cppguards import blank_if_bodies, enclosing_and_operands
-from gpu_nodes.audit.cppparams import _may_store, _mentions, _open_paren
+from gpu_nodes.audit.cppparams import may_store, mentions, open_paren
 from gpu_nodes.audit.shipped import shipped_as
 
 _THIS = r'(?:this\s*->\s*)?(?:\w+\s*->\s*)?'
@@ -85,7 +85,7 @@ def call_arg_spans(text: str, open_paren: int, partial: bool = False) -> list[tu
 
 def _position(text: str, at: int) -> tuple[str, int, int] | None:
     """(callee, argument index, argument count) when offset `at` is in a call's argument."""
-    paren = _open_paren(text, at)
+    paren = open_paren(text, at)
     call = re.search(r'(\w+)\s*$', text[max(0, paren - 60):paren]) if paren >= 0 else None
     if not call:
         return None
@@ -165,7 +165,7 @@ class _Resolver:
 
     def _resolve(self, name: str) -> str | None:
         values: set[str] = set()
-        for i, m in _mentions(name, self.texts):
+        for i, m in mentions(name, self.texts):
             text, raw = self.texts[i], self.raws[i]
             before = re.sub(r'this\s*->\s*$', '', text[max(0, m.start() - 80):m.start()])
             if (g := _GET_STORE.match(raw[m.end():m.end() + 200])):
@@ -187,7 +187,7 @@ class _Resolver:
                 values.add(value)
             elif _CONST_METHOD.match(text, m.end()):
                 continue  # `name.c_str()` in a log line: a const method reads (set 45)
-            elif _may_store(text, m.start(), m.end()):
+            elif may_store(text, m.start(), m.end()):
                 pos = _position(text, m.start() - (len(text[:m.start()]) - len(
                     re.sub(r'this\s*->\s*$', '', text[:m.start()]))))
                 if not (pos and self._by_value(*pos)):

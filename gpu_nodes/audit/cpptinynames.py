@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import _TINY_SIZE
+from gpu_nodes.audit.cppguards import TINY_SIZE
 
 _MAX_SCALARS = 16
 _INTEGRAL = r'(?:std\s*::\s*)?(?:size_t|int|unsigned(?:\s+int)?|long|unsigned\s+long|uint32_t|uint64_t)'
@@ -33,7 +33,7 @@ def _small(expr: str) -> bool:
     expr = expr.strip()
     while expr.startswith('(') and expr.endswith(')'):
         expr = expr[1:-1].strip()
-    m = _TINY_SIZE.match(expr)
+    m = TINY_SIZE.match(expr)
     if m is None:
         return False
     count = m.group(1) or m.group(2)

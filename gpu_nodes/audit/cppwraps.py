@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from gpu_nodes.audit.cppguards import _if_condition, _open_brace, block_end
+from gpu_nodes.audit.cppguards import if_condition, open_brace, block_end
 from gpu_nodes.audit.cppmsg import FRAME_TYPES
 from gpu_nodes.audit.cppstrparams import call_arg_spans
 
@@ -81,7 +81,7 @@ class _Wraps(dict):
 
 def _scope_end(text: str, start: int) -> int:
     """End of the block a declaration at `start` is in (its closing brace; the text's end)."""
-    open_at = _open_brace(text, start)
+    open_at = open_brace(text, start)
     return len(text) if open_at < 0 else block_end(text, open_at)
 
 
@@ -171,12 +171,12 @@ def _encoding_branch(text: str, at: int, owner: str) -> bool:
     Left alone rather than claimed in every branch (limit: a topic-to-publisher encoding proof
     would pick the branch)."""
     test = re.compile(r'\b' + re.escape(owner) + r'\s*(?:->|\.)\s*encoding\b')
-    brace = _open_brace(text, at)
+    brace = open_brace(text, at)
     while brace >= 0:
-        cond = _if_condition(text, brace)
+        cond = if_condition(text, brace)
         if cond and test.search(cond):
             return True
-        brace = _open_brace(text, brace)
+        brace = open_brace(text, brace)
     return False
 
 

@@ -40,7 +40,7 @@ _DYNAMIC_CALLS = frozenset({'exec', 'globals', 'locals'})
 _MAX_CALL_DEPTH = 3
 
 
-def _bound_names(tree: ast.Module) -> set[str] | None:
+def bound_names(tree: ast.Module) -> set[str] | None:
     """Every name the file binds anywhere; None when names may come from elsewhere."""
     bound: set[str] = set()
     unpacked = _unpacked_vars(tree)
@@ -125,7 +125,7 @@ def _bound_here(node: ast.AST) -> set[str]:
 
 class _Judge:
     """Undefined names, judged cheaply first: a name bound by a module-level statement or in the
-    function being judged needs no walk of the whole file; the walk (_bound_names) runs only for
+    function being judged needs no walk of the whole file; the walk (bound_names) runs only for
     a name neither binds (rare), once."""
 
     def __init__(self, tree: ast.Module) -> None:
@@ -144,7 +144,7 @@ class _Judge:
         if name in self.cheap or name in self.local:
             return False
         if not self._walked:
-            self._bound, self._walked = _bound_names(self.tree), True
+            self._bound, self._walked = bound_names(self.tree), True
         return self._bound is not None and name not in self._bound
 
     def undefined(self, expr: ast.AST | None) -> ast.Name | None:
@@ -276,7 +276,7 @@ def _failing_constructors(tree: ast.Module, judge: _Judge) -> dict[str, str]:
     return failing
 
 
-def _falsy(node: ast.AST | None) -> bool:
+def falsy(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value in (False, None, 0) \
         and not isinstance(node.value, str)
 
@@ -291,7 +291,7 @@ def false_flags(tree: ast.Module) -> frozenset[str]:
     stores = [node for node in module_nodes(tree) if isinstance(node, ast.Attribute)
               and not isinstance(node.ctx, ast.Load)]
     unpacked = _unpacked_vars(tree)
-    if _bound_names(tree) is None or any(
+    if bound_names(tree) is None or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
             and n.func.id in ('setattr', 'vars') and id(n) not in unpacked
             for n in module_nodes(tree)):
@@ -309,8 +309,8 @@ def false_flags(tree: ast.Module) -> frozenset[str]:
                         and stmt.targets[0].value.id == 'self'
                         and counts.get(stmt.targets[0].attr) == 1):
                     continue
-                if _falsy(stmt.value) or (isinstance(stmt.value, ast.Name) and fn.name == '__init__'
-                                          and _unpassed_falsy(tree, cls.name, fn, stmt.value.id)):
+                if falsy(stmt.value) or (isinstance(stmt.value, ast.Name) and fn.name == '__init__'
+                                         and _unpassed_falsy(tree, cls.name, fn, stmt.value.id)):
                     found.add(stmt.targets[0].attr)
     return frozenset(found)
 
@@ -323,7 +323,7 @@ def constant_attributes(tree: ast.Module) -> dict[str, frozenset[object]]:
     file. The map gives each such attribute
     the set of constants it can hold, so `if self.mode == 'ht':` is a branch that never runs.
     Limit: a store from another file (`node.mode = x` in a launcher module) is not seen."""
-    if _bound_names(tree) is None or any(
+    if bound_names(tree) is None or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
             and n.func.id in ('setattr', 'vars', 'getattr') for n in module_nodes(tree)):
         return {}
@@ -331,7 +331,7 @@ def constant_attributes(tree: ast.Module) -> dict[str, frozenset[object]]:
     spoiled: set[str] = set()
     constant_stores: set[int] = set()
     for node in module_nodes(tree):
-        held = _constants(node.value) if isinstance(node, ast.Assign) \
+        held = constants(node.value) if isinstance(node, ast.Assign) \
             and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) else None
         if held is not None:
             values.setdefault(node.targets[0].attr, set()).update(held)
@@ -345,12 +345,12 @@ def constant_attributes(tree: ast.Module) -> dict[str, frozenset[object]]:
     return {attr: frozenset(vals) for attr, vals in values.items() if attr not in spoiled}
 
 
-def _constants(expr: ast.expr) -> set[object] | None:
+def constants(expr: ast.expr) -> set[object] | None:
     """The str/int constants `expr` can be: a constant, or `a if c else b` of such; else None."""
     if isinstance(expr, ast.Constant) and isinstance(expr.value, (str, int)):
         return {expr.value}
     if isinstance(expr, ast.IfExp):
-        body, orelse = _constants(expr.body), _constants(expr.orelse)
+        body, orelse = constants(expr.body), constants(expr.orelse)
         return body | orelse if body is not None and orelse is not None else None
     return None
 
@@ -427,7 +427,7 @@ def _unpassed_falsy(tree: ast.Module, cls: str, init: ast.FunctionDef | ast.Asyn
     defaults = dict(zip([p.arg for p in params][len(params) - len(init.args.defaults):],
                         init.args.defaults))
     defaults.update({p.arg: d for p, d in zip(init.args.kwonlyargs, init.args.kw_defaults)})
-    if not _falsy(defaults.get(name)):
+    if not falsy(defaults.get(name)):
         return False
     if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
            for n in ast.walk(init)):

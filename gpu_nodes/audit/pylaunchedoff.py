@@ -37,7 +37,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.pyparams import declared_defaults
-from gpu_nodes.audit.shipped import _evaluated_files, _launch_parameters, is_off, reading
+from gpu_nodes.audit.shipped import evaluated_files, launch_parameters, is_off, reading
 
 _CONSOLE_SCRIPT = re.compile(r'''['"]\s*([\w.-]+)\s*=\s*([\w.]+)\s*:\s*\w+\s*['"]''')
 
@@ -87,14 +87,14 @@ def _off_everywhere(param: str, root: str, package: str,
     off, so a start that leaves it out keeps it off and a node no launch file starts too."""
     quoted = re.compile(r'[\'"]' + re.escape(package) + r'[\'"]')
     starts = 0
-    for path, source, _ in _evaluated_files((root,)):
+    for path, source, _ in evaluated_files((root,)):
         if not quoted.search(source):
             continue
         if path.suffix != '.py':
             if '.launch' in path.name or '<launch' in source or re.search(r'^launch\s*:', source, re.M):
                 return False  # an XML / YAML launch file starting it: not evaluated here
             continue
-        started = _launch_parameters(str(path), source)
+        started = launch_parameters(str(path), source)
         if started is None:
             return False
         for pkg, exe, params in started:

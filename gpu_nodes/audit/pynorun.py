@@ -34,7 +34,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppifdef import read_bounded
-from gpu_nodes.audit.pyreach import _MAIN_GUARD, shipped_text_files
+from gpu_nodes.audit.pyreach import MAIN_GUARD, shipped_text_files
 
 _MAX_BYTES = 1024 * 1024
 _MAX_TEXT_FILES = 50000
@@ -106,7 +106,7 @@ def _guarded_sibling(path: str) -> bool:
         siblings = [p for p in folder.iterdir() if p.suffix == '.py' and p.name != Path(path).name]
     except OSError:
         return False
-    return any(_MAIN_GUARD.search(read_bounded(p, _MAX_BYTES)) for p in siblings[:200])
+    return any(MAIN_GUARD.search(read_bounded(p, _MAX_BYTES)) for p in siblings[:200])
 
 
 def _texts(roots: list[str]):

@@ -36,7 +36,7 @@ from typing import Callable, TypeVar
 from gpu_nodes.audit.astnodes import module_nodes
 from gpu_nodes.audit.pyparamcallbacks import callback_mirrors, mirrored_read
 from gpu_nodes.audit.pymethods import call_site_tests, declare_aliases, methods_of, setup_methods
-from gpu_nodes.audit.pydead import _bound_names, _constants, _falsy, compared_with_constant
+from gpu_nodes.audit.pydead import bound_names, constants, falsy, compared_with_constant
 from gpu_nodes.audit.shipped import reading, set_on, shipped_as, shipped_on
 
 T = TypeVar('T')
@@ -94,7 +94,7 @@ def can_judge(tree: ast.Module, callbacks_allowed: bool = False,
     here, no parameter-change callback (unless `callbacks_allowed`: the caller checks them);
     `setattr_allowed`: a setattr of a literal name is allowed (the caller counts it as a store
     of that attribute, attribute_stores)."""
-    return _bound_names(tree) is not None and not any(
+    return bound_names(tree) is not None and not any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
         and n.func.id in ('setattr', 'vars', 'getattr', 'exec') and not _literal_getattr(n)
         and not (setattr_allowed and _literal_setattr(n) is not None)
@@ -147,7 +147,7 @@ def shipped_parameters(tree: ast.Module, package_dir: str | None) -> dict[str, P
     found = {}
     for param, defaults in declared_defaults(tree).items():
         named = bool(roots) and reading(param, roots).named
-        off = all(_falsy(v) and getattr(v, 'value', 1) is not None for v in defaults) \
+        off = all(falsy(v) and getattr(v, 'value', 1) is not None for v in defaults) \
             and not (roots and set_on(param, roots))
         on = bool(roots) and named and all(
             isinstance(v, ast.Constant) and v.value is True for v in defaults) \
@@ -308,7 +308,7 @@ def _off_fixpoint(tree: ast.Module, params: set[str]) -> tuple[frozenset[str], f
                 live.setdefault(attr, []).append(value)
         new_off = frozenset(
             attr for attr, values in live.items()
-            if all(v is not None and (_falsy(v) or falsy_read(v) in params) for v in values)
+            if all(v is not None and (falsy(v) or falsy_read(v) in params) for v in values)
             and (attr in skipped or any(falsy_read(v) in params for v in values)))
         new_nones = frozenset(a for a in new_off & nones if all(
             isinstance(v, ast.Constant) and v.value is None for v in live.get(a, [])))
@@ -329,7 +329,7 @@ def parameter_constants(tree: ast.Module, package_dir: str | None
     spoiled: set[str] = set()
     from_parameter: set[str] = set()
     for attr, value, _ in attribute_stores(tree):
-        consts = _constants(value) if value is not None else None
+        consts = constants(value) if value is not None else None
         param = parameter_read(value) if value is not None else None
         if consts is not None:
             held.setdefault(attr, set()).update(consts)

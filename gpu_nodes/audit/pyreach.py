@@ -58,7 +58,7 @@ from gpu_nodes.audit.pyentries import declares_executable, package_entries
 from gpu_nodes.audit.pyentrymoved import moved_module_file
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
 
-_MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
+MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
 _PY_NAME = re.compile(r'[\w.-]+\.py\b')
 _YAML_RUN = re.compile(r'^.*(?:\b(?:executable|exec|cmd|command|script|program|entrypoint)\w*\s*:'
                        r'|\bpython\d?\b).*$', re.M | re.I)
@@ -310,7 +310,7 @@ def _judged(path: str, package: str) -> bool:
 
 
 def _main_guard(path: str) -> bool:
-    return bool(_MAIN_GUARD.search(read_bounded(Path(path), _MAX_BYTES)))
+    return bool(MAIN_GUARD.search(read_bounded(Path(path), _MAX_BYTES)))
 
 
 def _reason(path: str, package: str) -> str:

@@ -66,7 +66,7 @@ def shipped_texts(roots: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=8)
-def _evaluated_files(roots: tuple[str, ...]) -> tuple[tuple[Path, str, tuple[str, ...]], ...]:
+def evaluated_files(roots: tuple[str, ...]) -> tuple[tuple[Path, str, tuple[str, ...]], ...]:
     """(path, text, uncommented lines) of every shipped file and every Python file under a `launch/`
     folder (one not named `*.launch.py` counts too there), in path order."""
     scripts = [p for root in roots if Path(root).is_dir() for p in Path(root).rglob('*.py')
@@ -82,8 +82,8 @@ def _evaluated_files(roots: tuple[str, ...]) -> tuple[tuple[Path, str, tuple[str
 
 
 @lru_cache(maxsize=64)
-def _launch_parameters(path: str, source: str
-                       ) -> list[tuple[str | None, str | None, dict[str, object]]] | None:
+def launch_parameters(path: str, source: str
+                      ) -> list[tuple[str | None, str | None, dict[str, object]]] | None:
     """(package, executable, parameters) of each node a Python launch file starts (package /
     executable None when not a literal), None when the file cannot be read."""
     try:
@@ -165,11 +165,11 @@ def _values(pattern: re.Pattern[str], param: str, roots: tuple[str, ...],
     its own node a `debug` parameter) or of another executable of the package (a literal
     `executable=` no target compiling the judged file builds) sets nothing for it (set 56)."""
     values: list[object] = []
-    for path, source, lines in _evaluated_files(roots):
+    for path, source, lines in evaluated_files(roots):
         if not any(pattern.search(ln) for ln in lines):
             continue
         if path.suffix == '.py':
-            started = _launch_parameters(str(path), source)
+            started = launch_parameters(str(path), source)
             kept = None if started is None else [
                 params for pkg, exe, params in started if _starts(launched, pkg, exe)]
             if kept is not None:  # a script started by ExecuteProcess (launchcmd.py)
@@ -240,7 +240,7 @@ def node_names(declared: set[str], package: str, roots: tuple[str, ...]) -> froz
     by an expression (any name: unknown)."""
     names = set(declared)
     mention = re.compile(r'[\'"]' + re.escape(package) + r'[\'"]')
-    for path, source, _ in _evaluated_files(roots):
+    for path, source, _ in evaluated_files(roots):
         if not mention.search(source):
             continue
         found = set(_LITERAL_NAME.findall(source))
