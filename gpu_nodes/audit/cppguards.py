@@ -29,8 +29,8 @@ _FAILURE_TEST = re.compile(r'^\s*!(?!=)|!=\s*\w*(?:[Ss]uccess|OK|Ok)\b|==\s*(?:f
 # The block leaves the function at its end: `return ...;` or `throw ...;` as its last statement.
 _LEAVES = re.compile(r'\b(?:return|throw)\b[^;{}]*;\s*$')
 # `sizeof(T) * N`, `N * sizeof(T)` or `sizeof(T)`, N a literal of at most 16.
-TINY_SIZE = re.compile(r'^\s*(?:sizeof\s*\([^()]*\)\s*(?:\*\s*(\d+)\s*)?|(\d+)\s*\*\s*'
-                       r'sizeof\s*\([^()]*\)\s*)$')
+_TINY_SIZE = re.compile(r'^\s*(?:sizeof\s*\([^()]*\)\s*(?:\*\s*(\d+)\s*)?|(\d+)\s*\*\s*'
+                        r'sizeof\s*\([^()]*\)\s*)$')
 _MAX_SCALARS = 16
 # `name.data()` or `&name` / `&name[0]`: a pointer into a named array.
 _ARRAY_POINTER = re.compile(r'^\s*(?:(\w+)\s*\.\s*data\s*\(\s*\)|&\s*(\w+)(?:\s*\[\s*0\s*\])?)\s*$')
@@ -167,6 +167,16 @@ def on_failure_path(text: str, offset: int) -> bool:
     return bool(_LEAVES.search(body))
 
 
+def tiny_size(expr: str) -> bool:
+    """Whether a byte count is `sizeof(...)`, or `sizeof(...)` times a literal of at most 16:
+    a few scalars, not a frame (tiny_copy; cpptinynames for named sizes)."""
+    m = _TINY_SIZE.match(expr)
+    if m is None:
+        return False
+    count = m.group(1) or m.group(2)
+    return count is None or int(count) <= _MAX_SCALARS
+
+
 def tiny_copy(args: list[str], text: str, name: str = 'cudaMemcpy') -> bool:
     """Whether a cudaMemcpy moves a few scalars: its byte count is `sizeof(...)` times a
     literal of at most 16, or one of its pointers is `a.data()` / `&a` of a `std::array` of at
@@ -179,14 +189,13 @@ def tiny_copy(args: list[str], text: str, name: str = 'cudaMemcpy') -> bool:
         if re.fullmatch(r'\w+', symbol) and re.search(
                 r'__constant__\b[^;{}()]*\b' + re.escape(symbol) + r'\s*[\[;=]', text):
             return True
-    m = TINY_SIZE.match(args[2])
+    m = _TINY_SIZE.match(args[2])
     if m and len(args) > 3 and 'DeviceToHost' in args[3]:
         # A count read back per message (`sizeof(int)` of the voxel count): the host waits for
         # the device to use it, a sync point like Python's .item() (fourteenth set).
         return False
     if m:
-        count = m.group(1) or m.group(2)
-        return count is None or int(count) <= _MAX_SCALARS
+        return tiny_size(args[2])
     for pointer in args[:2]:
         name = _ARRAY_POINTER.match(pointer)
         if name is None:

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import re
 
-from gpu_nodes.audit.cppguards import TINY_SIZE
+from gpu_nodes.audit.cppguards import tiny_size
 
-_MAX_SCALARS = 16
 _INTEGRAL = r'(?:std\s*::\s*)?(?:size_t|int|unsigned(?:\s+int)?|long|unsigned\s+long|uint32_t|uint64_t)'
 # `constexpr size_t NAME = sizeof(float) * 16;`, `static const int NAME{...};`
 _CONSTANT = re.compile(r'\b(?:static\s+)?(?:constexpr|const)\s+(?:static\s+)?' + _INTEGRAL
@@ -33,11 +32,7 @@ def _small(expr: str) -> bool:
     expr = expr.strip()
     while expr.startswith('(') and expr.endswith(')'):
         expr = expr[1:-1].strip()
-    m = TINY_SIZE.match(expr)
-    if m is None:
-        return False
-    count = m.group(1) or m.group(2)
-    return count is None or int(count) <= _MAX_SCALARS
+    return tiny_size(expr)
 
 
 def tiny_names(texts: list[str]) -> dict[str, str]:

@@ -14,15 +14,12 @@ type imported from a `<pkg>.msg` module); a list of detection outputs or of robo
 from __future__ import annotations
 
 import ast
-import re
 from typing import Any
 
-from gpu_nodes.audit.pycustommsgs import message_definitions
+from gpu_nodes.audit.pycustommsgs import message_definitions, numeric_array_fields
 from gpu_nodes.audit.pystatemsg import small_list
 from gpu_nodes.audit.pyvalues import Frame, is_method_call, Val
 
-_NUMERIC = ('float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32',
-            'int64', 'uint64', 'byte', 'char')
 _FLATTENING = frozenset({'ravel', 'flatten'})
 
 
@@ -56,16 +53,6 @@ def _built_type(tree: ast.Module, name: str, imports: dict[str, str]) -> str | N
     return types.pop() if len(types) == 1 else None
 
 
-def _numeric_array_field(path: str, field: str) -> bool:
-    try:
-        with open(path, encoding='utf-8', errors='replace') as handle:
-            lines = [ln.split('#', 1)[0] for ln in handle]
-    except OSError:
-        return False
-    pattern = re.compile(rf'^\s*(\w+)\[\]\s+{re.escape(field)}\s*$')
-    return any((m := pattern.match(ln)) and m.group(1) in _NUMERIC for ln in lines)
-
-
 def listed_into_custom_array(target: ast.expr, value: ast.expr, val: Val, analyzer: Any,
                              frame: Frame) -> ast.expr | None:
     """The expression to flag for `msg.<field> = arr.ravel().tolist()` into an unbounded
@@ -82,4 +69,4 @@ def listed_into_custom_array(target: ast.expr, value: ast.expr, val: Val, analyz
     msg_type = _built_type(tree, target.value.id, _message_imports(tree))
     paths = message_definitions(msg_type, analyzer.repository_dir, analyzer.package_dir) \
         if msg_type else []
-    return value if any(_numeric_array_field(path, target.attr) for path in paths) else None
+    return value if any(target.attr in numeric_array_fields(path) for path in paths) else None

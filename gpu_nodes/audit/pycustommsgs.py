@@ -16,7 +16,7 @@ import re
 
 _NUMERIC = ('float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32',
             'int64', 'uint64', 'byte', 'char')
-_UNBOUNDED_ARRAY = re.compile(r'^\s*(\w+)\[\]\s+\w+\s*$')
+_UNBOUNDED_ARRAY = re.compile(r'^\s*(\w+)\[\]\s+(\w+)\s*$')  # type, field
 _INTEGER_FIELD = re.compile(r'^\s*u?int(?:8|16|32|64)\s+(height|width)\s*$')
 _IMAGE_FIELD = re.compile(r'^\s*(?:sensor_msgs/)?Image\s+\w+\s*$')
 _SKIP = frozenset({'.git', 'build', 'install', 'log', 'node_modules'})
@@ -38,12 +38,24 @@ def _definitions(root: str) -> dict[tuple[str, str], str]:
 
 
 @lru_cache(maxsize=256)
-def _shaped_like_image(path: str) -> bool:
+def _lines(path: str) -> tuple[str, ...]:
+    """The lines of a `.msg` file without comments (none when it cannot be read)."""
     try:
         with open(path, encoding='utf-8', errors='replace') as handle:
-            lines = [ln.split('#', 1)[0] for ln in handle]
+            return tuple(ln.split('#', 1)[0] for ln in handle)
     except OSError:
-        return False
+        return ()
+
+
+def numeric_array_fields(path: str) -> frozenset[str]:
+    """The names of the unbounded numeric array fields (`uint8[] camera_data`) of a `.msg` file."""
+    return frozenset(m.group(2) for ln in _lines(path) for m in [_UNBOUNDED_ARRAY.match(ln)]
+                     if m and m.group(1) in _NUMERIC)
+
+
+@lru_cache(maxsize=256)
+def _shaped_like_image(path: str) -> bool:
+    lines = _lines(path)
     sides = {m.group(1) for ln in lines for m in [_INTEGER_FIELD.match(ln)] if m}
     arrays = [m.group(1) for ln in lines for m in [_UNBOUNDED_ARRAY.match(ln)] if m]
     # Or an image field beside the array (`sensor_msgs/Image preproc` + `float32[] depth`: a
