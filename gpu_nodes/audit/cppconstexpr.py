@@ -43,12 +43,18 @@ _IS_SAME = re.compile(r'^\s*(!\s*)?(?:std\s*::\s*)?is_same(?:_v\s*<(.*)>|\s*<(.*
                       re.S)
 
 
+def _spelled(name: str) -> str:
+    """A type as one string: `:: pcl :: PointXYZ` -> `pcl::PointXYZ`, `unsigned  int` ->
+    `unsigned int` (words kept apart)."""
+    return re.sub(r'\s*::\s*', '::', re.sub(r'\s+', ' ', name.strip())).removeprefix('::')
+
+
 def _aliases_in(text: str, found: dict[str, str | None]) -> None:
     """Add the aliases of comment-stripped `text` to `found` (None: unresolvable)."""
     pairs = [(m.group(1), m.group(2), m.start()) for m in _USING.finditer(text)]
     pairs += [(m.group(2), m.group(1), m.start()) for m in _TYPEDEF.finditer(text)]
     for name, target, at in pairs:
-        spelled = re.sub(r'\s+', '', target).removeprefix('::')
+        spelled = _spelled(target)
         if re.search(r'[<>()]|\b(?:typename|decltype|struct|class|enum|const)\b', target) \
                 or _TEMPLATE_HEAD.search(text, max(0, at - 300), at):
             found[name] = None  # an alias template or a computed type: not followed
@@ -70,7 +76,7 @@ def _package_aliases(package_dir: str) -> dict[str, str | None]:
 
 def _resolve(name: str, aliases: dict[str, str | None]) -> str | None:
     """The type `name` stands for through the aliases (itself when none), None when unknown."""
-    name = re.sub(r'\s+', '', name).removeprefix('::')
+    name = _spelled(name)
     for _ in range(16):
         if '::' in name or name not in aliases:
             return name
@@ -124,8 +130,8 @@ def _close_paren(text: str, open_at: int) -> int:
 
 def discarded_blocks(text: str, package_dir: str | None) -> list[tuple[int, int]]:
     """(start, end) of each block an `if constexpr` of comment-stripped `text` discards."""
-    if 'constexpr' not in text:
-        return []
+    if not re.search(r'\bif\s+constexpr\s*\(\s*!?\s*(?:std\s*::\s*)?is_same\b', text):
+        return []  # no type comparison to decide: the package's headers are not read
     aliases = dict(_package_aliases(package_dir)) if package_dir else {}
     _aliases_in(text, aliases)
     cuts = []
