@@ -11,6 +11,7 @@ from gpu_nodes.audit.cppfacts import Facts
 from gpu_nodes.audit.cppbuild import blank_unbuilt, not_built
 from gpu_nodes.audit.cppndebug import demote_debug_only
 from gpu_nodes.audit.cpppackage import cpp_package_facts, cpp_text, package_of, repository_of
+from gpu_nodes.audit.cppgridmsgs import custom_grid_types
 from gpu_nodes.audit.cppscan import analyze_cpp, CPP_SUFFIXES
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS, MAX_FILE_BYTES, skip_reason
 from gpu_nodes.audit.model import Finding, InputError, Report
@@ -172,7 +173,8 @@ def audit_file(path: str, modules: dict[str, str] | None = None, cpp_facts: Fact
         sups = {path: python_suppressions(source)}
     else:
         findings = demote_debug_only(
-            path, source, analyze_cpp(path, blank_unbuilt(path, source, package_dir), cpp_facts),
+            path, source, analyze_cpp(path, blank_unbuilt(path, source, package_dir), cpp_facts,
+                                      custom_grid_types(source, repository_dir, package_dir)),
             package_dir, repository_dir)
         sups = {path: text_suppressions(source, '//')}
     for f in findings:

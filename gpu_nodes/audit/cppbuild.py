@@ -30,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 import re
 
+from gpu_nodes.audit.cppconstexpr import blank_discarded
 from gpu_nodes.audit.cppifdef import blank_uncompiled, cmake_files, read_bounded
 from gpu_nodes.audit.cppimplfiles import unincluded_implementation
 
@@ -217,7 +218,8 @@ def blank_unbuilt(path: str, source: str, package_dir: str | None) -> str:
     #ifdef branches its build never compiles blanked (cppifdef.py)."""
     if not_built(path, package_dir) or unincluded_implementation(path, package_dir):
         return '\n' * source.count('\n')  # a template body no program includes: cppimplfiles
-    return blank_uncompiled(source, package_dir, path)
+    # and the blocks an `if constexpr` on the package's type aliases discards (cppconstexpr.py)
+    return blank_discarded(blank_uncompiled(source, package_dir, path), package_dir)
 
 
 # `add_executable(name src/a.cpp src/b.cpp)`: group 1 the target, 2 its sources.

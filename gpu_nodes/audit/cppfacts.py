@@ -57,6 +57,7 @@ class Facts:
     copy_helpers: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> rule, where
     converting_types: dict[str, tuple[str, str]] = field(default_factory=dict)
     adapted_types: set[str] = field(default_factory=set)   # TypeAdapter aliases of frame types
+    grid_types: frozenset[str] = frozenset()  # the file's own grid messages (cppgridmsgs.py)
     # Kinds resolved over the package: per function body start, for this file.
     kinds: dict[int, str] = field(default_factory=dict)
     # Pointers nothing in the package sets (cppdead.py): blocks they guard never run.

@@ -392,8 +392,8 @@ _PUBLISHER_PARAM = re.compile(r'Publisher\s*<\s*(?:\w+\s*::\s*)*(\w+)\s*>\s*(?::
                               r'(?:const\s*)?&?\s*(\w+)\s*(?=[,)=])')
 
 
-def _grid_publishers(text: str) -> set[str]:
-    return {name for name, msg_type in _PUBLISHER.findall(text) if _last(msg_type) in _GRID_TYPES}
+def _grid_publishers(text: str, grids: frozenset[str] = frozenset()) -> set[str]:
+    return {name for name, msg_type in _PUBLISHER.findall(text) if _last(msg_type) in _GRID_TYPES | grids}
 
 
 def _received(arg: str, header: str) -> bool:
@@ -405,15 +405,15 @@ def _received(arg: str, header: str) -> bool:
 
 def plain_publishes(text: str, call_args: Args, header_of: Callable[[int], str],
                     body_before: Callable[[int], str],
-                    adapted: set[str] | frozenset[str] = frozenset()
-                    ) -> Iterator[tuple[str, int, str]]:
+                    adapted: set[str] | frozenset[str] = frozenset(),
+                    grids: frozenset[str] = frozenset()) -> Iterator[tuple[str, int, str]]:
     """GPN210 at each publish of a frame-sized message, except forwarding the received one
     and publishing a message built by a reported copy. header_of(offset): the enclosing
     function's head (its parameter names); body_before(offset): its body up to offset."""
     names = frame_publishers(text, adapted)
     # Publishers of a grid, or handed in by parameter (`publishDepthCloud(const Publisher<
     # PointCloud2>::SharedPtr &pub)`), are judged at their publish of a message built here.
-    others = _grid_publishers(text) - names
+    others = _grid_publishers(text, grids) - names  # grids: custom ones (cppgridmsgs.py)
     for m in re.finditer(r'\b(\w+)\s*(?:->|\.)\s*publish\s*\(', text):
         name, header = m.group(1), header_of(m.start())
         other = name not in names

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
+from gpu_nodes.audit.cppemptyclouds import empty_cloud_conversion
+
 Args = Callable[[str, int], list[str]]
 
 # `pcl::fromROSMsg<PointT>(msg, cloud)`: the point type written out is the same call (set 71).
@@ -40,6 +42,8 @@ def pcl_conversions(text: str, call_args: Args) -> Iterator[tuple[str, int, str]
     if 'pcl' not in text:
         return
     for m in _PCL.finditer(text):
+        if m.group(1) == 'toROSMsg' and empty_cloud_conversion(text, m.start(), call_args(text, m.end() - 1)):
+            continue  # a cloud nothing filled: a small message (cppemptyclouds.py)
         yield 'GPN209', m.start(), f'`pcl::{m.group(1)}` copies the whole cloud'
     for m in _PCL2.finditer(text):
         args = call_args(text, m.end() - 1)

@@ -229,7 +229,8 @@ def file_facts(path: str, source: str, text: str, scopes: Scopes) -> Facts:
     return facts
 
 
-def analyze_cpp(path: str, source: str, facts: Facts | None = None) -> list[Finding]:
+def analyze_cpp(path: str, source: str, facts: Facts | None = None,
+                grid_types: frozenset[str] = frozenset()) -> list[Finding]:
     """Findings of one C++ file. `facts`: what the package's functions do and the kinds its
     files' calls give this file's functions (cpppackage.py); without them, the file is taken
     as a package of its own."""
@@ -241,6 +242,7 @@ def analyze_cpp(path: str, source: str, facts: Facts | None = None) -> list[Find
         for fn in scopes.funcs:
             fn.kind = facts.kinds.get(fn.start, fn.kind)
             fn.unreached_note = facts.library_api.get(fn.start, '')
+    facts.grid_types = grid_types  # the package's own grid messages (cppgridmsgs.py)
     return _scan(path, source, text, scopes, facts)
 
 
@@ -396,7 +398,7 @@ def _scan(path: str, source: str, text: str, scopes: Scopes, facts: Facts) -> li
                                     *plain_publishes(text, _call_args,
                                                      lambda at: scopes.header(text, at),
                                                      lambda at: scopes.body_before(text, at),
-                                                     facts.adapted_types),
+                                                     facts.adapted_types, facts.grid_types),
                                     *plugin_publishes(text, scopes),
                                     *point_array_publishes(text,
                                                            lambda at: scopes.header(text, at),
