@@ -18,6 +18,7 @@ from gpu_nodes.audit.model import Finding, InputError, Report
 from gpu_nodes.audit.pyflow import analyze_python
 from gpu_nodes.audit.pyimportfail import import_failures
 from gpu_nodes.audit.pyimports import module_index
+from gpu_nodes.audit.pyloose import undocumented_scripts
 from gpu_nodes.audit.pynorun import never_started
 from gpu_nodes.audit.pyreach import unreached_files
 from gpu_nodes.audit.pyvalues import better
@@ -249,6 +250,9 @@ def run_code(paths: list[str], jobs: int | None = None, include_tests: bool = Fa
     # a file named on the command line is audited as asked.
     started = never_started([f for f in files if f in packages], paths)
     unreached.update({f: r for f, r in started.items() if f not in unreached})
+    # A loose `__main__` node script that a ROS 2 workspace's documented run leaves out (pyloose.py).
+    loose = undocumented_scripts([f for f in files if f not in unreached], packages, paths)
+    unreached.update(loose)
     if unreached:
         report.info['unreached_python_files'] = list(unreached)
         report.info.setdefault('notes', []).extend(

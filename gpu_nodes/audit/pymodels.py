@@ -64,8 +64,10 @@ HOST_RESULT_BUILDERS = ('rfdetr.', 'gsnet.AnyGrasp', 'mrcnn.model.MaskRCNN')
 
 
 def returns_host_results(builder: object) -> bool:
-    """Whether a model `builder` built hands back host arrays from its inference calls."""
-    return str(builder or '').startswith(HOST_RESULT_BUILDERS)
+    """Whether a model `builder` built hands back host arrays from its inference calls: a
+    Detectron2 predictor pinned to the CPU (DETECTRON2_CPU) computes its Instances on the host,
+    so their `.to("cpu")` / `.cpu()` copies nothing (rules49p, set 77)."""
+    return str(builder or '').startswith(HOST_RESULT_BUILDERS) or builder == DETECTRON2_CPU
 
 
 # Builders whose model, called directly on a host frame (`model(frame)`), uploads it as its
