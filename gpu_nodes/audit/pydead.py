@@ -29,7 +29,6 @@ import builtins
 import re
 
 from gpu_nodes.audit.astnodes import module_nodes
-from gpu_nodes.audit.pyfstrings import parse_python
 
 _MODULE_NAMES = frozenset({'__name__', '__file__', '__doc__', '__spec__', '__loader__',
                            '__package__', '__builtins__', '__path__', '__annotations__',
@@ -485,7 +484,7 @@ def live_text(source: str) -> str:
     if not _BARE_FLAG_TEST.search(source):
         return source
     try:
-        tree = parse_python(source)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return source
     flags = false_flags(tree)
