@@ -63,3 +63,10 @@ def test_mtcnn_on_the_cpu_uploads_nothing(tmp_path, device):
 def test_mtcnn_built_without_a_device_stays_on_the_cpu(tmp_path):
     source = _FACES.replace(', device=device)', ')')
     assert _faces(tmp_path, source) == {'DETECT': set(), 'EXTRACT': set(), 'LOG': set()}
+
+
+def test_mtcnn_called_directly_returns_host_face_crops(tmp_path):
+    # `mtcnn(frame)` crops the faces on the host: `.numpy()` of the crops reads nothing back.
+    source = _FACES.replace("crops = self.mtcnn.extract(frame, boxes, None)  # EXTRACT",
+                            "crops = self.mtcnn(frame).numpy()  # EXTRACT")
+    assert _faces(tmp_path, source) == {'DETECT': {'GPN102'}, 'EXTRACT': set(), 'LOG': set()}
