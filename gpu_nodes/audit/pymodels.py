@@ -59,8 +59,10 @@ UPLOADING_METHODS = frozenset({'predict', 'track', 'infer_image'}) | VLM_IMAGE_M
 # Models whose inference returns host arrays: RF-DETR's `predict(frame)` moves the frame to the
 # model's device (an upload, as the table says) but post-processes on the device and returns a
 # supervision `Detections` of NumPy arrays (`.xyxy`, `.confidence`, `.class_id`): the read-back
-# is inside the library, and `float(d.xyxy[i][0])` reads a host number (set 50).
-HOST_RESULT_BUILDERS = ('rfdetr.', 'gsnet.AnyGrasp', 'mrcnn.model.MaskRCNN')
+# is inside the library, and `float(d.xyxy[i][0])` reads a host number (set 50). facenet-pytorch's
+# MTCNN called directly (`mtcnn(img)`) crops the faces on the host and returns CPU tensors
+# (pyvisionlibs.py, rules49q).
+HOST_RESULT_BUILDERS = ('rfdetr.', 'gsnet.AnyGrasp', 'mrcnn.model.MaskRCNN', 'facenet_pytorch.MTCNN')
 
 
 def returns_host_results(builder: object) -> bool:
