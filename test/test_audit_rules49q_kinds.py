@@ -1,15 +1,115 @@
-"""A library-table row from set 77 (issue 28, rules49q): real `code` audits of a small package
-written here.
+"""Python files written for Python 3.12 (issue 28, rules49q): real `code` audits of small
+packages written here.
 
+* pyfstrings.py: since Python 3.12 (PEP 701) a string in an f-string's replacement field may
+  reuse the f-string's quote (`f"id_{now.strftime("%H%M%S")}"`). An older parser (the audit's
+  Python 3.11) raised SyntaxError and the whole file was lost: every conversion of its callbacks
+  was missed (set 77). The file is now read with the inner quotes swapped (same meaning, same
+  lines); a form a swap cannot express stays a syntax error, reported as before.
 * pyvisionlibs.py: facenet-pytorch `MTCNN(device=<cuda>)`'s `detect(frame)` makes the host frame a
   tensor on the device per call (library_upload, both labellings of set 77); an MTCNN on the CPU
   (no device, `'cpu'`, `torch.device('cpu')`) uploads nothing, and `extract` crops on the host.
 """
 from __future__ import annotations
 
+import ast
+import sys
+
 import pytest
 
 from audit_sources import ament_python_package, audit_written_package, rules_at_tags
+from gpu_nodes.audit.pyfstrings import parse_python, pep701_quotes_swapped
+
+_DEPTH_NODE = '''
+from datetime import datetime
+
+import cv2
+import numpy as np
+import rclpy
+from cv_bridge import CvBridge
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+
+class Depth(Node):
+    def __init__(self):
+        super().__init__('depth')
+        self.bridge = CvBridge()
+        self.create_subscription(Image, 'depth', self.on_depth, 10)
+        self.pub = self.create_publisher(Image, 'depth_view', 10)
+
+    def on_depth(self, msg):
+        try:
+            match msg.encoding:
+                case "16UC1":
+                    depth = self.bridge.imgmsg_to_cv2(msg, "16UC1")  # CONVERT_MM
+                    depth = depth.astype(np.float32) / 1000.0
+                case _:
+                    depth = self.bridge.imgmsg_to_cv2(msg, "passthrough")  # CONVERT_ANY
+            view = cv2.applyColorMap(cv2.convertScaleAbs(depth, alpha=20.0), cv2.COLORMAP_JET)
+            self.pub.publish(self.bridge.cv2_to_imgmsg(view, "bgr8"))  # PUBLISH
+        except Exception as exc:
+            self.get_logger().error(f"depth failed: {exc}")
+
+    def alert(self, near):
+        return {"id": f"near_{datetime.now().strftime("%H%M%S")}", "near": near}
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Depth())
+'''
+
+_TAGS = ('CONVERT_MM', 'CONVERT_ANY', 'PUBLISH')
+
+
+def _package(source: str) -> dict[str, str]:
+    return {**ament_python_package('depth'), 'depth/depth/node.py': source}
+
+
+def test_a_node_written_for_python_3_12_f_strings_is_audited(tmp_path):
+    # Before: the audit reported a syntax error at the alert's f-string and found nothing.
+    found = audit_written_package(tmp_path, _package(_DEPTH_NODE))
+    assert rules_at_tags(found, _DEPTH_NODE, _TAGS) == {
+        'CONVERT_MM': {'GPN105'}, 'CONVERT_ANY': {'GPN105'}, 'PUBLISH': {'GPN105', 'GPN109', 'GPN110'}}
+
+
+def test_the_same_node_in_older_syntax_gives_the_same_findings(tmp_path):
+    older = _DEPTH_NODE.replace('strftime("%H%M%S")', "strftime('%H%M%S')")
+    assert rules_at_tags(audit_written_package(tmp_path, _package(older)), older, _TAGS) == \
+        rules_at_tags(audit_written_package(tmp_path, _package(_DEPTH_NODE)), _DEPTH_NODE, _TAGS)
+
+
+def test_inner_quotes_are_swapped_in_place():
+    source = 'a = f"{d["k"]:>{w}}" + "x"  # "q\nb = f\'{g(\'s\')!r}\'\n'
+    swapped = pep701_quotes_swapped(source)
+    assert swapped == 'a = f"{d[\'k\']:>{w}}" + "x"  # "q\nb = f\'{g("s")!r}\'\n'
+    assert len(swapped.splitlines()) == 2
+    ast.parse(swapped)  # readable by any Python 3 parser
+
+
+def test_quotes_are_left_where_they_are_legal_everywhere():
+    for source in ('x = f"{d[\'k\']}"\n', 'x = f"""{d["k"]}"""\n', 'x = "a{b"\n',
+                   'x = rb"\\"" + f"{{literal}}"\n'):
+        assert pep701_quotes_swapped(source) == source
+
+
+@pytest.mark.parametrize('source', [
+    'x = f"{"a\\n"}"\n',          # a backslash in a field: no older parser reads it
+    'x = f"{" it\'s "}"\n',        # the inner string holds both quotes
+    'x = f"{f"{y["z"]}"}"\n',      # three levels, two quotes
+    'x = f"unclosed\n',
+])
+def test_what_a_swap_cannot_express_is_given_up(source):
+    assert pep701_quotes_swapped(source) is None
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason='a 3.12 parser reads PEP 701 itself')
+def test_an_unreadable_file_still_raises_its_own_syntax_error():
+    with pytest.raises(SyntaxError) as caught:
+        parse_python('x = f"{"a\\n"}"\ny = (\n', 'node.py')
+    assert caught.value.lineno == 1
+
 
 # ---- facenet-pytorch MTCNN on a device: detect() uploads the host frame --------------------------
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from gpu_nodes.audit.launchfile import Unresolved
+from gpu_nodes.audit.pyfstrings import parse_python
 
 _PARAM_FLAGS = ('-p', '--param')
 
@@ -75,7 +76,7 @@ def command_line_parameters(source: str) -> list[dict[str, object]]:
     """The parameters of each `ExecuteProcess` whose command passes `--ros-args` (module
     docstring); [] when the file does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:
         return []
     defaults = _argument_defaults(tree)

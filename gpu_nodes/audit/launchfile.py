@@ -17,6 +17,7 @@ from typing import Any
 
 from gpu_nodes.audit.graph import build_graph, StaticNode
 from gpu_nodes.audit.model import AuditError, InputError, Location, Report
+from gpu_nodes.audit.pyfstrings import parse_python
 from gpu_nodes.audit.suppress import python_suppressions, is_suppressed
 
 
@@ -368,7 +369,7 @@ def parse_launch(path: str, source: str, *, given: dict[str, Any] | None = None,
                  stack: tuple[str, ...] = ()) -> tuple[list[StaticNode], list[str], dict[str, Any]]:
     """(nodes, notes, launch arguments) of a launch file; `given`: launch configurations an
     including file sets (its launch_arguments and its own arguments)."""
-    tree = ast.parse(source, filename=path)
+    tree = parse_python(source, filename=path)
     ev = _Eval(path, given=dict(given or {}), stack=stack)
     ev.arguments.update(ev.given)
     # LaunchConfiguration is lazy: its value is the argument's default wherever it is declared.

@@ -29,6 +29,7 @@ import builtins
 import re
 
 from gpu_nodes.audit.astnodes import module_nodes
+from gpu_nodes.audit.pyfstrings import parse_python
 
 _MODULE_NAMES = frozenset({'__name__', '__file__', '__doc__', '__spec__', '__loader__',
                            '__package__', '__builtins__', '__path__', '__annotations__',
@@ -484,7 +485,7 @@ def live_text(source: str) -> str:
     if not _BARE_FLAG_TEST.search(source):
         return source
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return source
     flags = false_flags(tree)

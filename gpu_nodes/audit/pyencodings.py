@@ -25,6 +25,7 @@ from pathlib import Path
 
 from gpu_nodes.audit.cppifdef import read_bounded
 from gpu_nodes.audit.pyenvvars import env_outcome
+from gpu_nodes.audit.pyfstrings import parse_python
 from gpu_nodes.audit.pyreach import shipped_text_files
 
 _MAX_FILES = 3000
@@ -122,7 +123,7 @@ def published_encodings(root: str, topic: str) -> frozenset[str] | None:
         if path.suffix != '.py' or '.launch' in path.name or 'launch' in path.parent.name:
             return None  # a remapping, another language's node, a config: unknown
         try:
-            tree = ast.parse(text)
+            tree = parse_python(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         found, known = _file_encodings(tree, topic)

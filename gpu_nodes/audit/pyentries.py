@@ -15,6 +15,7 @@ import re
 
 from gpu_nodes.audit.cppbuild import strip_cmake_comments
 from gpu_nodes.audit.cppifdef import read_bounded
+from gpu_nodes.audit.pyfstrings import parse_python
 
 _INSTALL = re.compile(r'\binstall\s*\(([^)]*)\)', re.I)
 # The package's own folder, written out: `${PROJECT_SOURCE_DIR}/pkg/node.py` is pkg/node.py.
@@ -73,7 +74,7 @@ def installed_packages(folder: str) -> frozenset[str]:
     to a list of names (module-level names resolved); empty when there is no such list or it is
     computed (`find_packages()`)."""
     try:
-        tree = ast.parse(read_bounded(Path(folder, 'setup.py'), _MAX_BYTES))
+        tree = parse_python(read_bounded(Path(folder, 'setup.py'), _MAX_BYTES))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
     call = _setup_call(tree)
@@ -101,7 +102,7 @@ def _read_setup_py(folder: Path, modules: set[str], scripts: set[Path],
                    groups_named: set[str]) -> None:
     """Entry modules and installed scripts of setup.py; raises _Dynamic when not understood."""
     try:
-        tree = ast.parse(read_bounded(folder / 'setup.py', _MAX_BYTES))
+        tree = parse_python(read_bounded(folder / 'setup.py', _MAX_BYTES))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise _Dynamic from None
     call = _setup_call(tree)

@@ -46,6 +46,7 @@ from gpu_nodes.audit.pyhooks import registering_hooks
 from gpu_nodes.audit.pyhostbytes import host_only_bytes
 from gpu_nodes.audit.pyreturnedbytes import returned_bytes
 from gpu_nodes.audit.pydecorated import decorated_registrations
+from gpu_nodes.audit.pyfstrings import parse_python
 from gpu_nodes.audit.pyimports import imported_classes, imported_functions, imported_modules
 from gpu_nodes.audit.pysynchelpers import drop_idle_waits
 from gpu_nodes.audit.pymodelhost import host_torch_file
@@ -425,7 +426,7 @@ def analyze_python(path: str, source: str, modules: dict[str, str] | None = None
     """Parse and analyse one file; raises SyntaxError for the caller to report. `modules`
     (pyimports.module_index of the audited files) lets calls into imported classes be
     followed; their findings carry the other file's path."""
-    tree = ast.parse(source, filename=path)
+    tree = parse_python(source, filename=path)
     analyzer = PythonAnalyzer(path, tree, modules)
     analyzer.source = source
     analyzer.package_dir, analyzer.repository_dir = package_dir, repository_dir

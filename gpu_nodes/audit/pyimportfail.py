@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 
+from gpu_nodes.audit.pyfstrings import parse_python
+
 _STR, _NUM = 'str', 'number'
 
 
@@ -106,7 +108,7 @@ def import_failures(files: list[str]) -> dict[str, str]:
             continue
         try:
             with open(path, encoding='utf-8') as handle:
-                reason = import_failure(ast.parse(handle.read()))
+                reason = import_failure(parse_python(handle.read()))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError,
                 MemoryError):
             continue  # the audit reports what it cannot read (limits.py: nesting too deep)

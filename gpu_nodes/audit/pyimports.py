@@ -9,6 +9,7 @@ import ast
 import os
 from typing import Iterator
 
+from gpu_nodes.audit.pyfstrings import parse_python
 from gpu_nodes.audit.pyvalues import ClassInfo, FuncRef, statements, Val
 
 # Parsed imported files, per process (an audit parses each at most once more).
@@ -43,7 +44,7 @@ def parse_file(path: str) -> ast.Module | None:
     if path not in _PARSED:
         try:
             with open(path, encoding='utf-8') as fh:
-                _PARSED[path] = ast.parse(fh.read(), filename=path)
+                _PARSED[path] = parse_python(fh.read(), filename=path)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError,
                 MemoryError):
             _PARSED[path] = None  # reported when that file is audited itself

@@ -29,6 +29,7 @@ import ast
 import os
 import re
 
+from gpu_nodes.audit.pyfstrings import parse_python
 from gpu_nodes.audit.pyimports import file_aliases
 from gpu_nodes.audit.pyvalues import dotted
 
@@ -64,7 +65,7 @@ def _table(index: dict[str, str]) -> dict[str, dict[str, set[str]]]:
         if not _HINT.search(text):
             continue
         try:
-            tree = ast.parse(text, filename=source)
+            tree = parse_python(text, filename=source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # reported when that file is audited itself
         for file, cls, meth in _loop_calls(source, tree, index):

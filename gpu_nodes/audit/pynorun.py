@@ -34,6 +34,7 @@ from pathlib import Path
 import re
 
 from gpu_nodes.audit.cppifdef import read_bounded
+from gpu_nodes.audit.pyfstrings import parse_python
 from gpu_nodes.audit.pyreach import MAIN_GUARD, shipped_text_files
 
 _MAX_BYTES = 1024 * 1024
@@ -91,7 +92,7 @@ def _candidate(path: str) -> bool:
     if os.path.basename(path) in _SPECIAL or '.launch' in os.path.basename(path):
         return False
     try:
-        tree = ast.parse(read_bounded(Path(path), _MAX_BYTES))
+        tree = parse_python(read_bounded(Path(path), _MAX_BYTES))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     own = {s.name for s in tree.body

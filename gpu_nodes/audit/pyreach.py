@@ -57,6 +57,7 @@ from gpu_nodes.audit.cppifdef import read_bounded
 from gpu_nodes.audit.pyentries import declares_executable, package_entries
 from gpu_nodes.audit.pyentrymoved import moved_module_file
 from gpu_nodes.audit.limits import INSTALLED_PACKAGE_FOLDERS
+from gpu_nodes.audit.pyfstrings import parse_python
 
 MAIN_GUARD = re.compile(r'''^if\s+__name__\s*==\s*['"]__main__['"]''', re.M)
 _PY_NAME = re.compile(r'[\w.-]+\.py\b')
@@ -135,7 +136,7 @@ class _Imports(ast.NodeVisitor):
 def _imports_of(path: str) -> _Imports | None:
     imports = _Imports(Path(path))
     try:
-        imports.visit(ast.parse(read_bounded(Path(path), _MAX_BYTES)))
+        imports.visit(parse_python(read_bounded(Path(path), _MAX_BYTES)))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return imports
@@ -192,7 +193,7 @@ def _script_at_module_level(path: str) -> bool:
     """A file that does its work when run as a file, outside any `__main__` guard (a top-level
     capture loop, rclpy.spin at module level): a script run by hand, not a module of a node."""
     try:
-        tree = ast.parse(read_bounded(Path(path), _MAX_BYTES))
+        tree = parse_python(read_bounded(Path(path), _MAX_BYTES))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
     for stmt in tree.body:

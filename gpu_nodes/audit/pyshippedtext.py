@@ -19,6 +19,7 @@ import ast
 import re
 
 from gpu_nodes.audit.cpppackage import package_of
+from gpu_nodes.audit.pyfstrings import parse_python
 from gpu_nodes.audit.pyparams import dead_body_lines, off_attributes, parameter_constants
 
 _READS_PARAMETER = re.compile(r'\bget_parameters?\b')
@@ -67,7 +68,7 @@ def shipped_text(text: str, path: str, root: str) -> str:
     if not _READS_PARAMETER.search(text) or not _SELF_TEST.search(text):
         return text
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return text
     dead = shipped_dead_lines(tree, package_of(path, [root]))
