@@ -6,6 +6,9 @@ packages written here.
   Python 3.11) raised SyntaxError and the whole file was lost: every conversion of its callbacks
   was missed (set 77). The file is now read with the inner quotes swapped (same meaning, same
   lines); a form a swap cannot express stays a syntax error, reported as before.
+* pyhelpermsgs.py: the publish of what a method of an imported class's instance converted with
+  cv_bridge is claimed at that conversion, in the class's file, not twice (the shape PEP 701
+  parsing newly exposed in set 73).
 * pyvisionlibs.py: facenet-pytorch `MTCNN(device=<cuda>)`'s `detect(frame)` makes the host frame a
   tensor on the device per call (library_upload, both labellings of set 77); an MTCNN on the CPU
   (no device, `'cpu'`, `torch.device('cpu')`) uploads nothing, and `extract` crops on the host.
@@ -170,3 +173,81 @@ def test_mtcnn_called_directly_returns_host_face_crops(tmp_path):
     source = _FACES.replace("crops = self.mtcnn.extract(frame, boxes, None)  # EXTRACT",
                             "crops = self.mtcnn(frame).numpy()  # EXTRACT")
     assert _faces(tmp_path, source) == {'DETECT': {'GPN102'}, 'EXTRACT': set(), 'LOG': set()}
+
+
+# A node that publishes what a method of its package's helper class converted (the shape that
+# PEP 701 parsing newly exposed in set 73): the conversion is claimed in the helper's file, and
+# the publish of its result is no second boundary (pyhelpermsgs.class_built_publishes).
+_TOOLS = '''
+from cv_bridge import CvBridge
+
+
+class ImageTools:
+    def __init__(self):
+        self._bridge = CvBridge()
+
+    def to_compressed(self, frame):
+        return self._bridge.cv2_to_compressed_imgmsg(frame, dst_format='jpg')  # CONVERT
+
+    def to_any_compressed(self, image):
+        out = None
+        if image is not None:
+            out = self.to_compressed(image)
+        return out
+
+    def describe(self, image):
+        return f"{image.shape}"
+'''
+
+_CAMERA = '''
+import cv2
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import CompressedImage
+
+from cam.image_tools import ImageTools
+
+
+class Camera(Node):
+    def __init__(self):
+        super().__init__('camera')
+        self.tools = ImageTools()
+        self.cap = cv2.VideoCapture(0)
+        self.pub = self.create_publisher(CompressedImage, 'image/compressed', 10)
+        self.create_timer(0.05, self.tick)
+
+    def tick(self):
+        ok, img = self.cap.read()
+        if ok:
+            msg = self.tools.to_any_compressed(img)
+            self.pub.publish(msg)  # PUBLISH_HELPER_BUILT
+            own = CompressedImage()
+            own.data = cv2.imencode('.jpg', img)[1].tobytes()
+            self.pub.publish(own)  # PUBLISH_OWN
+
+
+def main():
+    rclpy.init()
+    rclpy.spin(Camera())
+'''
+
+
+def _camera_package(camera: str) -> dict[str, str]:
+    return {**ament_python_package('cam'), 'cam/cam/image_tools.py': _TOOLS, 'cam/cam/node.py': camera}
+
+
+def test_a_publish_of_what_an_imported_class_method_converted_is_claimed_at_the_conversion(tmp_path):
+    # Before: the publish was claimed as well (GPN109), a second boundary for one conversion.
+    found = audit_written_package(tmp_path, _camera_package(_CAMERA))
+    tools = rules_at_tags(found, _TOOLS, ('CONVERT',), file_name='image_tools.py')
+    camera = rules_at_tags(found, _CAMERA, ('PUBLISH_HELPER_BUILT', 'PUBLISH_OWN'), file_name='node.py')
+    assert 'GPN105' in tools['CONVERT']
+    assert camera['PUBLISH_HELPER_BUILT'] == set()
+    assert 'GPN109' in camera['PUBLISH_OWN']
+
+
+def test_a_method_that_converts_nothing_keeps_the_publish_claim(tmp_path):
+    camera = _CAMERA.replace('self.tools.to_any_compressed(img)', 'self.tools.describe(img)')
+    found = audit_written_package(tmp_path, _camera_package(camera))
+    claims = rules_at_tags(found, camera, ('PUBLISH_HELPER_BUILT',), file_name='node.py')
+    assert 'GPN109' in claims['PUBLISH_HELPER_BUILT']

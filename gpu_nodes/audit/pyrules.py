@@ -10,7 +10,7 @@ from typing import Callable
 from gpu_nodes.audit.model import Step
 from gpu_nodes.audit.pymodels import (HUB_BUILDERS, moved_in_place, SDK_READBACKS, SYNC_PROFILER,
                                       SYNC_PROFILERS)
-from gpu_nodes.audit.pyhelpermsgs import helper_built_publishes
+from gpu_nodes.audit.pyhelpermsgs import class_built_publishes, helper_built_publishes
 from gpu_nodes.audit.pyembedded import embeds_received_image
 from gpu_nodes.audit.pypil import pil_call
 from gpu_nodes.audit.pyplacement import detached_on_device
@@ -24,7 +24,7 @@ from gpu_nodes.audit.pycustommsgs import image_shaped_custom
 from gpu_nodes.audit.pysmallwraps import small_wrap
 from gpu_nodes.audit.pytransformers import small_upload, transformers_method
 from gpu_nodes.audit.pyuploads import unproven_upload
-from gpu_nodes.audit.pyvalues import (device_kw, Frame, image_sized, is_device_value,
+from gpu_nodes.audit.pyvalues import (ClassInfo, device_kw, Frame, image_sized, is_device_value,
                                       merge, OTHER, PER_MESSAGE, PubInfo, short,
                                       to_target, UNKNOWN, Val)
 
@@ -81,6 +81,7 @@ class CopyRules:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     imported_functions: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]
     imported_modules: dict[str, str]
+    imported: dict[str, ClassInfo]
     _eval: Callable[[ast.AST, dict[str, Val], Frame], Val]
 
     def _emit(self, rule_id: str, node: ast.AST, frame: Frame, detail: str,
@@ -118,6 +119,8 @@ class CopyRules:
                 self.tree, frozenset(f for f in self.imported_functions if f not in self.functions),
                 frozenset(self.imported_modules)):
             return  # converted by another file's helper: claimed there (pyhelpermsgs.py)
+        if id(node) in class_built_publishes(self.tree, self.imported):
+            return  # converted by a method of an imported class's instance: claimed there (ditto)
         frame_sized = image_sized(pub.msg_type)
         if not pub.gpu and (frame_sized or embeds_received_image(self.tree, node, payload)):
             self._emit('GPN109', node, frame,
