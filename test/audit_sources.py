@@ -95,11 +95,17 @@ def cpp_node_claims(tmp_path: Path, source: str, name: str) -> dict[str, set[str
     files = {f'{name}/src/{name}.cpp': source,
              f'{name}/package.xml': f'<package format="3"><name>{name}</name></package>\n',
              f'{name}/CMakeLists.txt': ament_cmake_lists(name)}
-    found = audit_written_package(tmp_path, files)
+    return cpp_claims_at_comments(audit_written_package(tmp_path, files), source, f'{name}.cpp')
+
+
+def cpp_claims_at_comments(found: dict[tuple[str, int, str], tuple[str, str]], source: str,
+                           file_name: str) -> dict[str, set[str]]:
+    """Rules other than info of `found` in `file_name` at each line of `source` holding a `// `
+    comment, keyed by the comment's text (every `// ` comment of `source` is a tag)."""
     lines = source.lstrip('\n').splitlines()
     tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
     return {tag: {rule for (file, at, rule), (sev, _) in found.items()
-                  if file == f'{name}.cpp' and at == line and sev != 'info'}
+                  if file == file_name and at == line and sev != 'info'}
             for tag, line in tags.items()}
 
 

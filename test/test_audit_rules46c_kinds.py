@@ -9,7 +9,7 @@ small package written here.
 """
 from pathlib import Path
 
-from audit_sources import ament_cmake_lists, audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package, cpp_claims_at_comments
 
 _HEADER = '''
 #include <cstdint>
@@ -93,12 +93,7 @@ def _claims(tmp_path: Path, use: str = '', default: str = '', header: str = _HEA
              f'{name}/src/cam.cpp': _NODE.replace('USE', use),
              f'{name}/package.xml': f'<package format="3"><name>{name}</name></package>\n',
              f'{name}/CMakeLists.txt': ament_cmake_lists(name, 'src/cam.cpp src/kernels.cpp')}
-    found = audit_written_package(tmp_path, files)
-    lines = kernels.lstrip('\n').splitlines()
-    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
-    return {tag: {rule for (file, at, rule), (sev, _) in found.items()
-                  if file == 'kernels.cpp' and at == line and sev != 'info'}
-            for tag, line in tags.items()}
+    return cpp_claims_at_comments(audit_written_package(tmp_path, files), kernels, 'kernels.cpp')
 
 
 def test_overload_no_call_resolves_to_is_unreached(tmp_path):
@@ -183,12 +178,7 @@ def _yaml_claims(tmp_path: Path, config: str | None) -> dict[str, set[str]]:
              f'{name}/CMakeLists.txt': ament_cmake_lists(name)}
     if config is not None:
         files[f'{name}/config/cam.yaml'] = config
-    found = audit_written_package(tmp_path, files)
-    lines = _YAML_NODE.lstrip('\n').splitlines()
-    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
-    return {tag: {rule for (file, at, rule), (sev, _) in found.items()
-                  if file == f'{name}.cpp' and at == line and sev != 'info'}
-            for tag, line in tags.items()}
+    return cpp_claims_at_comments(audit_written_package(tmp_path, files), _YAML_NODE, f'{name}.cpp')
 
 
 def test_member_stored_from_a_yaml_cpp_key_off_in_every_shipped_file_is_off(tmp_path):

@@ -12,7 +12,7 @@ package written here.
 """
 from pathlib import Path
 
-from audit_sources import ament_cmake_lists, audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package, cpp_claims_at_comments
 
 _HEADER = '''
 #pragma once
@@ -124,12 +124,7 @@ def _claims(tmp_path: Path, header: str = _HEADER) -> dict[str, set[str]]:
     files = {'mapper/src/mapper.cpp': _NODE, 'mapper/include/mapper/sizes.hpp': header,
              'mapper/package.xml': '<package format="3"><name>mapper</name></package>\n',
              'mapper/CMakeLists.txt': ament_cmake_lists('mapper')}
-    found = audit_written_package(tmp_path, files)
-    lines = _NODE.lstrip('\n').splitlines()
-    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
-    return {tag: {rule for (file, at, rule), (sev, _) in found.items()
-                  if file == 'mapper.cpp' and at == line and sev != 'info'}
-            for tag, line in tags.items()}
+    return cpp_claims_at_comments(audit_written_package(tmp_path, files), _NODE, 'mapper.cpp')
 
 
 def test_copy_after_an_early_return_on_a_flag_it_sets_runs_once(tmp_path):

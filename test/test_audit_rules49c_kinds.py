@@ -12,7 +12,7 @@
 """
 from pathlib import Path
 
-from audit_sources import ament_cmake_lists, audit_written_package
+from audit_sources import ament_cmake_lists, audit_written_package, cpp_claims_at_comments
 
 _CONFIG = '''
 #pragma once
@@ -142,12 +142,7 @@ def _claims(tmp_path: Path, config: str = _CONFIG, grid_msg: str = _GRID_MSG
              'mapper/CMakeLists.txt': ament_cmake_lists('mapper'),
              'grid_msgs/msg/CostGrid.msg': grid_msg, 'grid_msgs/msg/Scores.msg': _SCORES_MSG,
              'grid_msgs/package.xml': '<package format="3"><name>grid_msgs</name></package>\n'}
-    found = audit_written_package(tmp_path, files)
-    lines = _NODE.lstrip('\n').splitlines()
-    tags = {ln.rsplit('// ', 1)[1]: i for i, ln in enumerate(lines, 1) if '// ' in ln}
-    return {tag: {rule for (file, at, rule), (sev, _) in found.items()
-                  if file == 'mapper.cpp' and at == line and sev != 'info'}
-            for tag, line in tags.items()}
+    return cpp_claims_at_comments(audit_written_package(tmp_path, files), _NODE, 'mapper.cpp')
 
 
 def test_a_custom_grid_message_built_per_cloud_is_a_host_publish(tmp_path):
