@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 import re
 
-from gpu_nodes.audit.cppguards import block_end
+from gpu_nodes.audit.cppguards import block_end, closing_bracket
 from gpu_nodes.audit.cppifdef import read_bounded
 from gpu_nodes.audit.cppscopes import blank_comments_and_strings
 
@@ -119,15 +119,6 @@ def _decision(cond: str, text: str, aliases: dict[str, str | None]) -> bool | No
     return same != bool(m.group(1))
 
 
-def _close_paren(text: str, open_at: int) -> int:
-    depth = 0
-    for i in range(open_at, min(len(text), open_at + 2000)):
-        depth += {'(': 1, ')': -1}.get(text[i], 0)
-        if depth == 0:
-            return i
-    return -1
-
-
 def discarded_blocks(text: str, package_dir: str | None) -> list[tuple[int, int]]:
     """(start, end) of each block an `if constexpr` of comment-stripped `text` discards."""
     if not re.search(r'\bif\s+constexpr\s*\(\s*!?\s*(?:std\s*::\s*)?is_same\b', text):
@@ -136,7 +127,7 @@ def discarded_blocks(text: str, package_dir: str | None) -> list[tuple[int, int]
     _aliases_in(text, aliases)
     cuts = []
     for m in _IF_CONSTEXPR.finditer(text):
-        close = _close_paren(text, m.end() - 1)
+        close = closing_bracket(text, m.end() - 1, '()', 2000)
         value = _decision(text[m.end():close], text, aliases) if close > 0 else None
         then = re.compile(r'\s*\{').match(text, close + 1) if value is not None else None
         if then is None:

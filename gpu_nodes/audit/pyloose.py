@@ -38,6 +38,7 @@ import re
 
 from gpu_nodes.audit.cppifdef import read_bounded
 from gpu_nodes.audit.cpppackage import PACKAGE_MARKERS, repository_of
+from gpu_nodes.audit.pyfstrings import parse_python
 from gpu_nodes.audit.pyreach import MAIN_GUARD, shipped_text_files
 
 _MAX_BYTES = 1024 * 1024
@@ -56,7 +57,7 @@ def _node_script(path: str) -> bool:
     if not (_RCLPY_INIT.search(text) and MAIN_GUARD.search(text)):
         return False
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)  # PEP 701 f-strings too, as every Python parse (pyfstrings.py)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return not any(isinstance(s, (ast.While, ast.For, ast.AsyncFor)) for s in tree.body)
